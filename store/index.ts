@@ -1,0 +1,4 @@
+/** Persistence: the LevelDB store, the in-memory store and portable trace files. */
+
+export { createMemoryStore } from './memory-store.ts'
+export type { TraceRecording, TraceStore, TraceSummary } from './trace-store.ts'

@@ -1,0 +1,17 @@
+import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+
+/** TR_TRACE_NOT_FOUND naming the traces that do exist, so a typo is easy to see. */
+export function traceNotFound(name: string, existing: string[], location: string): ToolReplayError {
+  const list =
+    existing.length > 0
+      ? `Traces there: ${existing
+          .slice(0, 10)
+          .map((n) => `"${n}"`)
+          .join(', ')}${existing.length > 10 ? ', ...' : ''}.`
+      : 'The store has no complete traces.'
+  return new ToolReplayError(
+    ErrorCodes.TRACE_NOT_FOUND,
+    `Trace "${name}" was not found in the store at ${location}. ${list} Record it first (mode "record" or \`tr-proxy record --trace ${name}\`), or check the name and --store.`,
+    { details: { trace: name, existing, location } },
+  )
+}

@@ -1,0 +1,59 @@
+/**
+ * Every error Tool Replay throws on purpose is a `ToolReplayError` with a stable `code`.
+ * Callers branch on `err.code`; the CLI maps codes to exit codes in one table (cli/exit-codes.ts).
+ */
+
+/** Stable error codes. Adding one means adding it to README "Errors" and to cli/exit-codes.ts. */
+export const ErrorCodes = {
+  // replay contract
+  REPLAY_MISS: 'TR_REPLAY_MISS',
+  REPLAY_EXHAUSTED: 'TR_REPLAY_EXHAUSTED',
+  REPLAY_UNUSED: 'TR_REPLAY_UNUSED',
+  REPLAY_INCOMPLETE: 'TR_REPLAY_INCOMPLETE',
+  // input / traces
+  TRACE_NOT_FOUND: 'TR_TRACE_NOT_FOUND',
+  TRACE_EXISTS: 'TR_TRACE_EXISTS',
+  TRACE_INVALID: 'TR_TRACE_INVALID',
+  TRACE_FILE_INVALID: 'TR_TRACE_FILE_INVALID',
+  TRACE_DIGEST_MISMATCH: 'TR_TRACE_DIGEST_MISMATCH',
+  BODY_MISSING: 'TR_BODY_MISSING',
+  INVALID_OPTION: 'TR_INVALID_OPTION',
+  INVALID_PATCH: 'TR_INVALID_PATCH',
+  // store
+  STORE_LOCKED: 'TR_STORE_LOCKED',
+  STORE_CORRUPT: 'TR_STORE_CORRUPT',
+  STORE_CLOSED: 'TR_STORE_CLOSED',
+  STORE_IO: 'TR_STORE_IO',
+  // proxy
+  PROXY_START_FAILED: 'TR_PROXY_START_FAILED',
+  PROXY_BAD_REQUEST: 'TR_PROXY_BAD_REQUEST',
+  UPSTREAM_FAILED: 'TR_UPSTREAM_FAILED',
+  COMMAND_FAILED: 'TR_COMMAND_FAILED',
+  // cases
+  CASE_INTEGRITY: 'TR_CASE_INTEGRITY',
+  CASE_EXISTS: 'TR_CASE_EXISTS',
+  CASE_REGRESSION: 'TR_CASE_REGRESSION',
+  CASE_APP_ERROR: 'TR_CASE_APP_ERROR',
+  // generic
+  INTERNAL: 'TR_INTERNAL',
+} as const
+
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes]
+
+/** Base class for every deliberate Tool Replay failure, after abstract-level's ModuleError. */
+export class ToolReplayError extends Error {
+  readonly code: ErrorCode
+  /** Structured facts about the failure (request, candidates, ...) for `--json` output and tests. */
+  readonly details: Record<string, unknown> | undefined
+  constructor(code: ErrorCode, message: string, options?: ErrorOptions & { details?: Record<string, unknown> }) {
+    super(message, options)
+    this.code = code
+    this.name = new.target.name
+    this.details = options?.details
+  }
+}
+
+/** True when `err` is a ToolReplayError, optionally with the given code. */
+export function isToolReplayError(err: unknown, code?: ErrorCode): err is ToolReplayError {
+  return err instanceof ToolReplayError && (code === undefined || err.code === code)
+}

@@ -1,0 +1,101 @@
+/**
+ * The trace model: what one HTTP exchange looks like once captured, in memory and on disk.
+ * Pure data: no I/O here. Bodies are referenced by SHA-256 digest and kept once per trace.
+ */
+
+/** Header fields as ordered raw pairs, so repeated fields (Set-Cookie) and their order survive. */
+export type HeaderPairs = Array<[name: string, value: string]>
+
+/** Where in its life an exchange failed. */
+export type ErrorPhase = 'connect' | 'request' | 'response-headers' | 'response-body'
+
+/** One chunk of a body as it arrived: its size and when, in ms since the exchange started. */
+export interface BodyChunk {
+  size: number
+  atMs: number
+}
+
+/**
+ * A body: the digest of all its bytes (content-addressed, deduplicated) plus the chunk boundaries
+ * it arrived in. A body is stored as on the wire: compressed bodies stay compressed.
+ */
+export interface BodyRef {
+  digest: string
+  size: number
+  chunks: BodyChunk[]
+}
+
+export interface RecordedRequest {
+  method: string
+  url: string
+  /** Headers after redaction. */
+  headers: HeaderPairs
+  body: BodyRef | null
+}
+
+export interface ResponseHead {
+  status: number
+  statusText: string
+  headers: HeaderPairs
+}
+
+export interface RecordedResponse extends ResponseHead {
+  body: BodyRef
+  trailers: HeaderPairs
+}
+
+export interface RecordedError {
+  /** Stable code as Node/undici report it: ECONNRESET, ECONNREFUSED, ETIMEDOUT, ENOTFOUND, UND_ERR_*. */
+  code: string
+  message: string
+  phase: ErrorPhase
+  /** For a failure after headers arrived: the response head and the body bytes received before it. */
+  partial?: RecordedResponse
+}
+
+export type Outcome = { kind: 'response'; response: RecordedResponse } | { kind: 'error'; error: RecordedError }
+
+/** Where an exchange came from: the wire, or a fork's patch. */
+export type ExchangeOrigin = 'recorded' | 'patched'
+
+export interface Exchange {
+  /** Position in the trace, 0-based, in the order requests were sent. */
+  seq: number
+  request: RecordedRequest
+  outcome: Outcome
+  /** ms from the trace start to the request, and from the request to the response head. */
+  timing: { startMs: number; headersMs: number }
+  origin?: ExchangeOrigin
+  /** The id of the patch that produced this exchange, for forks. */
+  patchId?: string
+}
+
+export interface PatchRecord {
+  id: string
+  spec: string
+}
+
+/** Where a forked trace came from. */
+export interface Lineage {
+  sourceDigest: string
+  sourceName?: string
+  patches: PatchRecord[]
+}
+
+export interface TraceMeta {
+  name: string
+  /** Tool Replay trace format version. */
+  format: 1
+  lineage?: Lineage
+  /** Free-form labels ("recordedWith": "interceptor"), never timestamps: exports must not churn. */
+  labels?: Record<string, string>
+}
+
+/** A whole trace in memory: exchanges in order and the bodies they reference, by digest. */
+export interface Trace {
+  meta: TraceMeta
+  exchanges: Exchange[]
+  bodies: Map<string, Uint8Array>
+}
+
+export const TRACE_FORMAT_VERSION = 1 as const

@@ -1,0 +1,226 @@
+import { tryUtf8 } from './body.ts'
+import { canonicalJson } from './canonical-json.ts'
+import { sha256 } from './digest.ts'
+import { ErrorCodes, ToolReplayError } from './errors.ts'
+import { diffJson, replaceAtJsonPath } from './json-path.ts'
+
+/** The request facts identity is computed from (headers already redacted). */
+export interface IdentityRequest {
+  method: string
+  url: string
+  headers: ReadonlyArray<readonly [string, string]>
+  body: Uint8Array | null
+}
+
+export type BodyFingerprint =
+  | { kind: 'empty' }
+  | { kind: 'json'; value: unknown }
+  | { kind: 'form'; value: Array<[string, string]> }
+  | { kind: 'multipart'; sha256: string; size: number }
+  | { kind: 'bytes'; sha256: string; size: number }
+
+/** What makes two requests "the same request": compared field by field to explain a miss. */
+export interface IdentityParts {
+  method: string
+  /** Normalized: lowercase scheme and host, default port dropped, query sorted, no fragment. */
+  url: string
+  headers: Array<[string, string]>
+  body: BodyFingerprint
+}
+
+/** How requests are matched. Defaults suit SDKs that add per-run headers (openai's X-Stainless-*). */
+export interface IdentityOptions {
+  /** Header names that take part in identity. Default: ['content-type']. */
+  includeHeaders?: string[]
+  /** Header names removed from identity even if included. */
+  ignoreHeaders?: string[]
+  /** Query parameter names left out of identity (e.g. a cache-buster). */
+  ignoreQueryParams?: string[]
+  /** JSON paths removed from JSON request bodies before fingerprinting (e.g. '$.metadata.request_id'). */
+  ignoreBodyPaths?: string[]
+  /** Last word: return new parts, or a string that is the identity itself. */
+  custom?: (request: IdentityRequest, parts: IdentityParts) => IdentityParts | string
+}
+
+/**
+ * Headers never part of identity even when listed in includeHeaders by accident:
+ * they change on every run or carry secrets.
+ */
+export const ALWAYS_IGNORED_HEADERS: readonly string[] = [
+  'user-agent',
+  'date',
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'traceparent',
+  'tracestate',
+  'x-request-id',
+  'idempotency-key',
+  'content-length',
+]
+const ALWAYS_IGNORED_PREFIXES = ['x-stainless-']
+
+export interface RequestIdentity {
+  /** SHA-256 of the canonical JSON of the parts (or of the custom string). */
+  key: string
+  parts: IdentityParts
+}
+
+/** Computes a request's identity. Pure and deterministic. */
+export function computeIdentity(request: IdentityRequest, options: IdentityOptions = {}): RequestIdentity {
+  const include = new Set((options.includeHeaders ?? ['content-type']).map((h) => h.toLowerCase()))
+  for (const h of options.ignoreHeaders ?? []) include.delete(h.toLowerCase())
+  const contentType = headerOf(request.headers, 'content-type')
+  const boundary = contentType ? multipartBoundary(contentType) : undefined
+
+  const headers: Array<[string, string]> = []
+  const grouped = new Map<string, string[]>()
+  for (const [rawName, value] of request.headers) {
+    const name = rawName.toLowerCase()
+    if (!include.has(name) || isAlwaysIgnored(name)) continue
+    const list = grouped.get(name) ?? []
+    list.push(name === 'content-type' && boundary ? value.replace(boundary, 'BOUNDARY') : value.trim())
+    grouped.set(name, list)
+  }
+  for (const name of [...grouped.keys()].sort()) headers.push([name, (grouped.get(name) as string[]).join(', ')])
+
+  const parts: IdentityParts = {
+    method: request.method.toUpperCase(),
+    url: normalizeUrl(request.url, options.ignoreQueryParams),
+    headers,
+    body: fingerprintBody(request.body, contentType, boundary, options.ignoreBodyPaths),
+  }
+  if (options.custom) {
+    const custom = options.custom(request, parts)
+    if (typeof custom === 'string') return { key: sha256(`custom:${custom}`), parts }
+    return { key: sha256(canonicalJson(custom)), parts: custom }
+  }
+  return { key: sha256(canonicalJson(parts)), parts }
+}
+
+function isAlwaysIgnored(name: string): boolean {
+  return ALWAYS_IGNORED_HEADERS.includes(name) || ALWAYS_IGNORED_PREFIXES.some((p) => name.startsWith(p))
+}
+
+/** Lowercase scheme and host, default port dropped, query sorted (stable), fragment dropped. */
+export function normalizeUrl(url: string, ignoreQueryParams: readonly string[] = []): string {
+  let u: URL
+  try {
+    u = new URL(url)
+  } catch (cause) {
+    throw new ToolReplayError(ErrorCodes.TRACE_INVALID, `Request URL "${url}" is not an absolute URL. Tool Replay needs absolute URLs.`, { cause })
+  }
+  u.hash = ''
+  const ignored = new Set(ignoreQueryParams)
+  const params = [...u.searchParams].filter(([k]) => !ignored.has(k))
+  params.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+  u.search = new URLSearchParams(params).toString()
+  return u.toString()
+}
+
+function headerOf(headers: ReadonlyArray<readonly [string, string]>, name: string): string | undefined {
+  for (const [k, v] of headers) if (k.toLowerCase() === name) return v
+  return undefined
+}
+
+function multipartBoundary(contentType: string): string | undefined {
+  if (!/^multipart\//i.test(contentType)) return undefined
+  const m = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType)
+  return m?.[1] ?? m?.[2]
+}
+
+function fingerprintBody(
+  body: Uint8Array | null,
+  contentType: string | undefined,
+  boundary: string | undefined,
+  ignorePaths: readonly string[] = [],
+): BodyFingerprint {
+  if (!body || body.byteLength === 0) return { kind: 'empty' }
+  const type = (contentType ?? '').toLowerCase()
+  if (boundary) {
+    // The boundary is random per request; replace it so equal forms fingerprint equal.
+    const normalized = Buffer.from(body).toString('latin1').split(boundary).join('BOUNDARY')
+    return { kind: 'multipart', sha256: sha256(Buffer.from(normalized, 'latin1')), size: body.byteLength }
+  }
+  if (type.startsWith('application/x-www-form-urlencoded')) {
+    const text = tryUtf8(body)
+    if (text !== undefined) {
+      const pairs = [...new URLSearchParams(text)].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+      return { kind: 'form', value: pairs }
+    }
+  }
+  if (type.includes('json') || type === '' || type.startsWith('text/plain')) {
+    const first = body[0]
+    // Only try JSON when it can be JSON: '{' '[' or '"' (skipping leading whitespace is rare in practice).
+    if (type.includes('json') || first === 0x7b || first === 0x5b) {
+      const text = tryUtf8(body)
+      if (text !== undefined) {
+        try {
+          let value: unknown = JSON.parse(text)
+          for (const p of ignorePaths) value = replaceAtJsonPath(value, p)
+          return { kind: 'json', value }
+        } catch {
+          // not JSON after all: fall through to bytes
+        }
+      }
+    }
+  }
+  return { kind: 'bytes', sha256: sha256(body), size: body.byteLength }
+}
+
+/** Human-readable differences between two identities, most significant first. */
+export function describeIdentityDifferences(a: IdentityParts, b: IdentityParts, limit = 5): string[] {
+  const out: string[] = []
+  if (a.method !== b.method) out.push(`method ${a.method} → ${b.method}`)
+  const ua = new URL(a.url)
+  const ub = new URL(b.url)
+  if (ua.origin !== ub.origin) out.push(`origin ${ua.origin} → ${ub.origin}`)
+  if (ua.pathname !== ub.pathname) out.push(`path ${ua.pathname} → ${ub.pathname}`)
+  const keys = [...new Set([...ua.searchParams.keys(), ...ub.searchParams.keys()])].sort()
+  for (const k of keys) {
+    const va = ua.searchParams.getAll(k).join(',')
+    const vb = ub.searchParams.getAll(k).join(',')
+    if (!ua.searchParams.has(k)) out.push(`query key "${k}" added (${vb})`)
+    else if (!ub.searchParams.has(k)) out.push(`query key "${k}" missing (was ${va})`)
+    else if (va !== vb) out.push(`query key "${k}": ${va} → ${vb}`)
+  }
+  const ha = new Map(a.headers)
+  const hb = new Map(b.headers)
+  for (const name of [...new Set([...ha.keys(), ...hb.keys()])].sort()) {
+    if (ha.get(name) !== hb.get(name)) out.push(`header ${name}: ${ha.get(name) ?? '(none)'} → ${hb.get(name) ?? '(none)'}`)
+  }
+  if (a.body.kind === 'json' && b.body.kind === 'json') {
+    for (const d of diffJson(a.body.value, b.body.value, limit)) {
+      out.push(`body ${d.path}: ${short(d.before)} → ${short(d.after)}`)
+    }
+  } else if (canonicalJson(a.body) !== canonicalJson(b.body)) {
+    out.push(`body ${a.body.kind}${sizeOf(a.body)} → ${b.body.kind}${sizeOf(b.body)}`)
+  }
+  return out.slice(0, limit)
+}
+
+/** A distance for ranking near misses: lower is closer. */
+export function identityDistance(a: IdentityParts, b: IdentityParts): number {
+  let d = 0
+  if (a.method !== b.method) d += 8
+  const ua = new URL(a.url)
+  const ub = new URL(b.url)
+  if (ua.origin !== ub.origin) d += 16
+  if (ua.pathname !== ub.pathname) d += 4
+  if (ua.search !== ub.search) d += 2
+  if (canonicalJson(a.headers) !== canonicalJson(b.headers)) d += 1
+  if (a.body.kind !== b.body.kind) d += 2
+  else if (a.body.kind === 'json' && b.body.kind === 'json') d += Math.min(4, diffJson(a.body.value, b.body.value, 4).length)
+  else if (canonicalJson(a.body) !== canonicalJson(b.body)) d += 2
+  return d
+}
+
+function short(v: unknown): string {
+  if (v === undefined) return '(absent)'
+  const s = JSON.stringify(v)
+  return s.length > 60 ? `${s.slice(0, 57)}...` : s
+}
+
+function sizeOf(b: BodyFingerprint): string {
+  return 'size' in b ? ` (${b.size} B)` : ''
+}
