@@ -1,0 +1,105 @@
+import { type HeaderPairs, headerValue, replaceAtJsonPath, tryUtf8 } from '../trace/index.ts'
+
+/** What is scrubbed before anything reaches the store. Secrets never persist. */
+export interface RedactionOptions {
+  /** Extra header names to redact, on top of DEFAULT_REDACTED_HEADERS. */
+  headers?: string[]
+  /** JSON paths redacted in JSON request and response bodies (e.g. '$.api_key'). */
+  bodyPaths?: string[]
+  /** Extra query parameter names to redact, on top of DEFAULT_REDACTED_QUERY_PARAMS. */
+  queryParams?: string[]
+}
+
+/** Headers that carry credentials. Matched case-insensitively. */
+export const DEFAULT_REDACTED_HEADERS: readonly string[] = [
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'set-cookie',
+  'x-api-key',
+  'api-key',
+  'x-goog-api-key',
+  'openai-organization',
+  'openai-project',
+]
+
+/** Query parameters that carry credentials in some APIs. */
+export const DEFAULT_REDACTED_QUERY_PARAMS: readonly string[] = ['api_key', 'apikey', 'api-key', 'access_token']
+
+export const REDACTED = '[REDACTED]'
+
+/** A compiled redaction policy; `redact*` return new values and never mutate their input. */
+export class Redactor {
+  readonly #headers: Set<string>
+  readonly #bodyPaths: string[]
+  readonly #queryParams: Set<string>
+
+  constructor(options: RedactionOptions = {}) {
+    this.#headers = new Set([...DEFAULT_REDACTED_HEADERS, ...(options.headers ?? [])].map((h) => h.toLowerCase()))
+    this.#bodyPaths = options.bodyPaths ?? []
+    this.#queryParams = new Set([...DEFAULT_REDACTED_QUERY_PARAMS, ...(options.queryParams ?? [])])
+  }
+
+  headers(pairs: HeaderPairs): HeaderPairs {
+    let changed = false
+    const out: HeaderPairs = pairs.map(([k, v]) => {
+      if (!this.#headers.has(k.toLowerCase())) return [k, v]
+      changed = true
+      // Keep Set-Cookie's cookie name and attributes: they matter to behaviour, the value is the secret.
+      if (k.toLowerCase() === 'set-cookie') return [k, redactSetCookie(v)]
+      return [k, REDACTED]
+    })
+    return changed ? out : pairs
+  }
+
+  url(url: string): string {
+    if (!url.includes('?')) return url
+    let u: URL
+    try {
+      u = new URL(url)
+    } catch {
+      return url
+    }
+    let changed = false
+    for (const name of [...u.searchParams.keys()]) {
+      if (this.#queryParams.has(name)) {
+        u.searchParams.set(name, REDACTED)
+        changed = true
+      }
+    }
+    return changed ? u.toString() : url
+  }
+
+  /** True when bodies need a look (some JSON paths are configured). */
+  get hasBodyPaths(): boolean {
+    return this.#bodyPaths.length > 0
+  }
+
+  /** Redacts configured JSON paths in a JSON body; other bodies come back unchanged (same object). */
+  body(bytes: Uint8Array, headers: HeaderPairs): Uint8Array {
+    if (this.#bodyPaths.length === 0 || bytes.byteLength === 0) return bytes
+    const type = headerValue(headers, 'content-type') ?? ''
+    const encoding = headerValue(headers, 'content-encoding')
+    if (encoding && encoding !== 'identity') return bytes
+    if (!type.includes('json') && bytes[0] !== 0x7b && bytes[0] !== 0x5b) return bytes
+    const text = tryUtf8(bytes)
+    if (text === undefined) return bytes
+    let value: unknown
+    try {
+      value = JSON.parse(text)
+    } catch {
+      return bytes
+    }
+    let next = value
+    for (const p of this.#bodyPaths) next = replaceAtJsonPath(next, p, { value: REDACTED })
+    const out = JSON.stringify(next)
+    return out === JSON.stringify(value) ? bytes : new TextEncoder().encode(out)
+  }
+}
+
+function redactSetCookie(value: string): string {
+  const eq = value.indexOf('=')
+  if (eq < 0) return REDACTED
+  const semi = value.indexOf(';', eq)
+  return `${value.slice(0, eq + 1)}${REDACTED}${semi >= 0 ? value.slice(semi) : ''}`
+}
