@@ -1,0 +1,28 @@
+import { resolve } from 'node:path'
+import { readTraceFile, traceDigest } from '../../store/index.ts'
+import { withStore } from '../open-store.ts'
+import type { CommandModule } from './command.ts'
+
+/** `tr-proxy import FILE [--as NAME] [--force]`: load a trace file into the store after verifying it. */
+export const importCommand: CommandModule = {
+  command: 'import <file>',
+  describe: 'Verify a trace file (schema, body hashes, digest) and load it into the store',
+  builder: (y) =>
+    y
+      .positional('file', { type: 'string', describe: 'Trace file' })
+      .option('as', { type: 'string', describe: 'Store it under this name instead of the name in the file' })
+      .option('force', { type: 'boolean', default: false, describe: 'Replace an existing trace of that name' }),
+  run: async (args, io) => {
+    const file = resolve(String(args.file))
+    // Verify before touching the store: a bad file must never half-import.
+    const trace = await readTraceFile(file)
+    if (typeof args.as === 'string') trace.meta.name = args.as
+    return withStore(args, async (store) => {
+      await store.putTrace(trace, { overwrite: Boolean(args.force) })
+      const digest = traceDigest(trace)
+      if (args.json) io.out(JSON.stringify({ ok: true, trace: trace.meta.name, digest, exchanges: trace.exchanges.length }))
+      else io.out(`Imported ${file} as trace "${trace.meta.name}" (${trace.exchanges.length} exchanges).`)
+      return 0
+    })
+  },
+}

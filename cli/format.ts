@@ -1,0 +1,28 @@
+import { headerValue, type Exchange } from '../trace/index.ts'
+
+/** "1.2 KB" style sizes for tables. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`
+  return `${(n / 1024 / 1024).toFixed(1)} MB`
+}
+
+/** One line per exchange: "#3 POST https://api.test/v1/x → 200 OK (1.2 KB, 4 chunks)". */
+export function exchangeLine(x: Exchange): string {
+  const req = `#${x.seq} ${x.request.method} ${x.request.url}`
+  const tag = x.origin === 'patched' ? ` [patched${x.patchId ? ` ${x.patchId}` : ''}]` : ''
+  if (x.outcome.kind === 'response') {
+    const r = x.outcome.response
+    const enc = headerValue(r.headers, 'content-encoding')
+    return `${req} → ${r.status} ${r.statusText} (${formatBytes(r.body.size)}${enc ? ` ${enc}` : ''}, ${r.body.chunks.length} chunk${r.body.chunks.length === 1 ? '' : 's'})${tag}`
+  }
+  const e = x.outcome.error
+  return `${req} → ${e.code} during ${e.phase}${e.partial ? ` after ${e.partial.status} and ${formatBytes(e.partial.body.size)}` : ''}${tag}`
+}
+
+/** Pads columns of a small table. */
+export function table(rows: string[][]): string {
+  const widths: number[] = []
+  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)))
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ')).join('\n')
+}

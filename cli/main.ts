@@ -1,0 +1,51 @@
+import yargs, { type Argv } from 'yargs'
+import { COMMANDS } from './commands/index.ts'
+import { EXIT_USAGE } from './exit-codes.ts'
+import { processIo, reportError, type Io } from './output.ts'
+
+/**
+ * Runs the CLI with the given arguments and returns the exit code (it never calls process.exit,
+ * so tests can run it in-process).
+ */
+export async function runCli(argv: string[], io: Io = processIo): Promise<number> {
+  let exitCode = 0
+  let usageError: string | undefined
+  const json = argv.includes('--json')
+  const parser: Argv = yargs(argv)
+    .scriptName('tr-proxy')
+    .usage('$0 <command> [options]\n\nRecord, strictly replay, fork and diff the HTTP exchanges of any app.')
+    .option('store', { type: 'string', describe: 'Store directory (default: ./.tool-replay/store, or $TOOL_REPLAY_STORE)', global: true })
+    .option('json', { type: 'boolean', describe: 'Print machine-readable JSON', global: true, default: false })
+    .strict()
+    .demandCommand(1, 'Name a command; see --help.')
+    .recommendCommands()
+    .help()
+    .alias('h', 'help')
+    .version()
+    .wrap(Math.min(110, process.stdout.columns || 100))
+    .fail((msg, err) => {
+      if (err) throw err
+      usageError = msg
+    })
+    .exitProcess(false)
+  for (const command of COMMANDS) {
+    parser.command({
+      command: command.command,
+      describe: command.describe,
+      builder: command.builder,
+      handler: async (args) => {
+        exitCode = await command.run(args, io)
+      },
+    })
+  }
+  try {
+    await parser.parseAsync()
+  } catch (err) {
+    return reportError(io, err, json)
+  }
+  if (usageError !== undefined) {
+    io.err(`${usageError}\nRun "tr-proxy --help" for usage.`)
+    return EXIT_USAGE
+  }
+  return exitCode
+}

@@ -1,0 +1,27 @@
+import { isToolReplayError } from '../trace/index.ts'
+import { exitCodeFor } from './exit-codes.ts'
+
+/** Where commands print; injectable so tests capture output without spawning. */
+export interface Io {
+  out(text: string): void
+  err(text: string): void
+}
+
+export const processIo: Io = {
+  out: (t) => process.stdout.write(t.endsWith('\n') ? t : `${t}\n`),
+  err: (t) => process.stderr.write(t.endsWith('\n') ? t : `${t}\n`),
+}
+
+/** Prints an error (JSON or text) and returns the exit code it maps to. */
+export function reportError(io: Io, err: unknown, json: boolean): number {
+  const exit = exitCodeFor(err)
+  if (json) {
+    const e = err as { code?: string; message?: string; details?: unknown }
+    io.out(JSON.stringify({ ok: false, error: { code: e?.code ?? 'TR_INTERNAL', message: e?.message ?? String(err), details: e?.details }, exitCode: exit }))
+  } else if (isToolReplayError(err)) {
+    io.err(`error ${err.code}: ${err.message}`)
+  } else {
+    io.err(`unexpected error: ${(err as Error)?.stack ?? String(err)}\nThis is a bug in Tool Replay; please report it with the command you ran.`)
+  }
+  return exit
+}

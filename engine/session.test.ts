@@ -1,0 +1,303 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { createMemoryStore } from '../store/index.ts'
+import { ErrorCodes, isToolReplayError, type HeaderPairs } from '../trace/index.ts'
+import { openSession, type CapturedRequest, type Session } from './session.ts'
+
+const enc = new TextEncoder()
+const dec = new TextDecoder()
+const get = (url: string, headers: HeaderPairs = []): CapturedRequest => ({ method: 'GET', url, headers, body: null })
+const postJson = (url: string, value: unknown, headers: HeaderPairs = []): CapturedRequest => ({
+  method: 'POST',
+  url,
+  headers: [['content-type', 'application/json'], ...headers],
+  body: enc.encode(JSON.stringify(value)),
+})
+
+/** Plays the role of a live upstream: answers a forward decision with the given body chunks. */
+async function answer(session: Session, req: CapturedRequest, status: number, chunks: string[], headers: HeaderPairs = []): Promise<void> {
+  const d = session.handle(req)
+  assert.equal(d.kind, 'forward')
+  if (d.kind !== 'forward') return
+  d.recorder.responseStart({ status, statusText: 'OK', headers: [['content-type', 'application/json'], ...headers] })
+  for (const c of chunks) d.recorder.responseData(enc.encode(c))
+  await d.recorder.responseEnd()
+}
+
+function replayedText(session: Session, req: CapturedRequest): { status: number; chunks: string[] } {
+  const d = session.handle(req)
+  if (d.kind !== 'replay') throw d.kind === 'fail' ? d.error : new Error(`expected replay, got ${d.kind}`)
+  assert.equal(d.playback.kind, 'response')
+  if (d.playback.kind !== 'response') throw new Error('unreachable')
+  return { status: d.playback.head.status, chunks: d.playback.chunks.map((c) => dec.decode(c.bytes)) }
+}
+
+describe('Session', () => {
+  test('records then replays with chunk boundaries kept', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 't', store })
+    await answer(rec, get('https://API.test:443/a?b=2&a=1#frag'), 200, ['{"x":', '1}'])
+    const s = await rec.close()
+    assert.equal(s.recorded, 1)
+    const rep = await openSession({ mode: 'replay', trace: 't', store })
+    assert.deepEqual(replayedText(rep, get('https://api.test/a?a=1&b=2')), { status: 200, chunks: ['{"x":', '1}'] })
+    const sum = await rep.close()
+    assert.equal(sum.ok, true)
+    rep.assertDone()
+  })
+
+  test('n-th request of an identity gets the n-th recording; one more is TR_REPLAY_EXHAUSTED', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 't', store })
+    for (const body of ['"one"', '"two"', '"three"']) await answer(rec, get('https://api.test/n'), 200, [body])
+    await rec.close()
+    const rep = await openSession({ mode: 'replay', trace: 't', store })
+    assert.deepEqual(
+      ['"one"', '"two"', '"three"'].map(() => replayedText(rep, get('https://api.test/n')).chunks[0]),
+      ['"one"', '"two"', '"three"'],
+    )
+    const d = rep.handle(get('https://api.test/n'))
+    assert.equal(d.kind, 'fail')
+    if (d.kind === 'fail') {
+      assert.equal(d.error.code, ErrorCodes.REPLAY_EXHAUSTED)
+      assert.match(d.error.message, /recorded this request 3 time\(s\) and this is request #4/)
+    }
+    assert.throws(() => rep.assertDone(), (e: unknown) => isToolReplayError(e, ErrorCodes.REPLAY_INCOMPLETE))
+  })
+
+  test('different identities keep separate queues when interleaved', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 't', store })
+    await answer(rec, get('https://api.test/a'), 200, ['a1'])
+    await answer(rec, get('https://api.test/b'), 200, ['b1'])
+    await answer(rec, get('https://api.test/a'), 200, ['a2'])
+    await rec.close()
+    const rep = await openSession({ mode: 'replay', trace: 't', store })
+    assert.equal(replayedText(rep, get('https://api.test/b')).chunks[0], 'b1')
+    assert.equal(replayedText(rep, get('https://api.test/a')).chunks[0], 'a1')
+    assert.equal(replayedText(rep, get('https://api.test/a')).chunks[0], 'a2')
+    rep.assertDone()
+  })
+
+  test('a miss names the closest candidate and what differs, and stays in the ledger', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 'chat', store })
+    await answer(rec, postJson('https://api.test/v1/chat', { model: 'm', messages: [{ role: 'user', content: 'hi' }] }), 200, ['{}'])
+    await answer(rec, get('https://api.test/v1/models?page=1'), 200, ['[]'])
+    await rec.close()
+    const rep = await openSession({ mode: 'replay', trace: 'chat', store })
+    const d = rep.handle(postJson('https://api.test/v1/chat', { model: 'm', messages: [{ role: 'user', content: 'hello' }] }))
+    assert.equal(d.kind, 'fail')
+    if (d.kind !== 'fail') return
+    assert.equal(d.error.code, ErrorCodes.REPLAY_MISS)
+    assert.match(d.error.message, /closest recorded: "POST https:\/\/api\.test\/v1\/chat" \(differs: body \$\.messages\[0\]\.content: "hi" → "hello"\)/)
+    const q = rep.handle(get('https://api.test/v1/models?page=2'))
+    assert.equal(q.kind, 'fail')
+    if (q.kind === 'fail') assert.match(q.error.message, /query key "page": 1 → 2/)
+    // The app swallowed both errors; the session still fails at the end.
+    assert.equal(rep.ledger.length, 2)
+    assert.throws(
+      () => rep.assertDone(),
+      (e: unknown) => isToolReplayError(e, ErrorCodes.REPLAY_INCOMPLETE) && /2 unmatched/.test((e as Error).message) && /2 unused/.test((e as Error).message),
+    )
+  })
+
+  test('unused recordings are reported when the session ends', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 't', store })
+    await answer(rec, get('https://api.test/a'), 200, ['a'])
+    await answer(rec, get('https://api.test/b'), 200, ['b'])
+    await rec.close()
+    const rep = await openSession({ mode: 'replay', trace: 't', store })
+    replayedText(rep, get('https://api.test/a'))
+    const s = await rep.close()
+    assert.equal(s.ok, false)
+    assert.deepEqual(
+      s.unused.map((u) => [u.code, u.request]),
+      [[ErrorCodes.REPLAY_UNUSED, 'GET https://api.test/b #0']],
+    )
+  })
+
+  test('X-Stainless-*, user-agent, authorization and content-length do not change identity', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 't', store })
+    await answer(
+      rec,
+      postJson('https://api.test/v1/chat', { a: 1 }, [
+        ['x-stainless-retry-count', '0'],
+        ['x-stainless-os', 'Linux'],
+        ['user-agent', 'OpenAI/JS 7.0.0'],
+        ['authorization', 'Bearer sk-one'],
+        ['content-length', '7'],
+      ]),
+      200,
+      ['{}'],
+    )
+    await rec.close()
+    const rep = await openSession({ mode: 'replay', trace: 't', store })
+    replayedText(
+      rep,
+      postJson('https://api.test/v1/chat', { a: 1 }, [
+        ['X-Stainless-Retry-Count', '2'],
+        ['X-Stainless-OS', 'MacOS'],
+        ['user-agent', 'OpenAI/JS 7.1.0'],
+        ['authorization', 'Bearer sk-two'],
+      ]),
+    )
+    rep.assertDone()
+  })
+
+  test('identity options: include a header, ignore a query param and a body path', async () => {
+    const store = createMemoryStore()
+    const identity = { includeHeaders: ['content-type', 'x-tenant'], ignoreQueryParams: ['_'], ignoreBodyPaths: ['$.nonce'] }
+    const rec = await openSession({ mode: 'record', trace: 't', store, identity })
+    await answer(rec, postJson('https://api.test/q?_=1', { q: 1, nonce: 'a' }, [['x-tenant', 'acme']]), 200, ['ok'])
+    await rec.close()
+    const rep = await openSession({ mode: 'replay', trace: 't', store, identity })
+    replayedText(rep, postJson('https://api.test/q?_=2', { nonce: 'b', q: 1 }, [['x-tenant', 'acme']]))
+    const other = rep.handle(postJson('https://api.test/q', { q: 1 }, [['x-tenant', 'globex']]))
+    assert.equal(other.kind, 'fail')
+    if (other.kind === 'fail') assert.match(other.error.message, /header x-tenant: acme → globex/)
+  })
+
+  test('multipart boundaries are normalized', async () => {
+    const store = createMemoryStore()
+    const form = (b: string): CapturedRequest => ({
+      method: 'POST',
+      url: 'https://api.test/upload',
+      headers: [['content-type', `multipart/form-data; boundary=${b}`]],
+      body: enc.encode(`--${b}\r\nContent-Disposition: form-data; name="f"\r\n\r\nv\r\n--${b}--\r\n`),
+    })
+    const rec = await openSession({ mode: 'record', trace: 't', store })
+    await answer(rec, form('----formdata-undici-0123'), 201, ['done'])
+    await rec.close()
+    const rep = await openSession({ mode: 'replay', trace: 't', store })
+    assert.equal(replayedText(rep, form('----formdata-undici-9876')).status, 201)
+  })
+
+  test('recorded errors replay as errors, with the partial body of a mid-stream failure', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 't', store })
+    const d1 = rec.handle(get('http://127.0.0.1:9/refused'))
+    if (d1.kind === 'forward') await d1.recorder.fail({ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:9' }, 'connect')
+    const d2 = rec.handle(get('https://api.test/stream'))
+    if (d2.kind === 'forward') {
+      d2.recorder.responseStart({ status: 200, statusText: 'OK', headers: [['content-type', 'text/event-stream']] })
+      d2.recorder.responseData(enc.encode('data: 1\n\n'))
+      await d2.recorder.fail({ code: 'ECONNRESET', message: 'socket hang up' })
+    }
+    await rec.close()
+    const rep = await openSession({ mode: 'replay', trace: 't', store })
+    const r1 = rep.handle(get('http://127.0.0.1:9/refused'))
+    assert.ok(r1.kind === 'replay' && r1.playback.kind === 'error')
+    if (r1.kind === 'replay' && r1.playback.kind === 'error') assert.deepEqual([r1.playback.error.code, r1.playback.error.phase], ['ECONNREFUSED', 'connect'])
+    const r2 = rep.handle(get('https://api.test/stream'))
+    assert.ok(r2.kind === 'replay' && r2.playback.kind === 'error')
+    if (r2.kind === 'replay' && r2.playback.kind === 'error') {
+      assert.equal(r2.playback.error.phase, 'response-body')
+      assert.equal(r2.playback.head?.status, 200)
+      assert.deepEqual(r2.playback.chunks.map((c) => dec.decode(c.bytes)), ['data: 1\n\n'])
+    }
+  })
+
+  test('secrets are redacted before they reach the store', async () => {
+    const store = createMemoryStore()
+    const secret = 'sk-PLANTED-SECRET-123'
+    const rec = await openSession({ mode: 'record', trace: 't', store, redaction: { bodyPaths: ['$.token'] } })
+    await answer(
+      rec,
+      postJson(`https://api.test/x?api_key=${secret}`, { token: secret, keep: 1 }, [
+        ['Authorization', `Bearer ${secret}`],
+        ['x-api-key', secret],
+        ['cookie', `sid=${secret}`],
+      ]),
+      200,
+      [JSON.stringify({ token: secret })],
+      [
+        ['set-cookie', `sid=${secret}; Path=/; HttpOnly`],
+        ['set-cookie', `other=${secret}`],
+      ],
+    )
+    await rec.close()
+    const trace = await store.readTrace('t')
+    const everything = JSON.stringify(trace.exchanges) + [...trace.bodies.values()].map((b) => dec.decode(b)).join('')
+    assert.equal(everything.includes(secret), false)
+    const x = trace.exchanges[0]
+    assert.ok(x && x.outcome.kind === 'response')
+    if (x?.outcome.kind === 'response') {
+      assert.deepEqual(
+        x.outcome.response.headers.filter(([k]) => k === 'set-cookie'),
+        [
+          ['set-cookie', 'sid=[REDACTED]; Path=/; HttpOnly'],
+          ['set-cookie', 'other=[REDACTED]'],
+        ],
+      )
+    }
+    // And the redacted request still replays (redaction is applied the same way on both sides).
+    const rep = await openSession({ mode: 'replay', trace: 't', store, redaction: { bodyPaths: ['$.token'] } })
+    replayedText(rep, postJson(`https://api.test/x?api_key=other`, { token: 'other', keep: 1 }))
+    rep.assertDone()
+  })
+
+  test('update mode replays what matches and records what is missing', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 't', store })
+    await answer(rec, get('https://api.test/a'), 200, ['a'])
+    await rec.close()
+    const up = await openSession({ mode: 'update', trace: 't', store })
+    assert.equal(replayedText(up, get('https://api.test/a')).chunks[0], 'a')
+    await answer(up, get('https://api.test/b'), 200, ['b'])
+    const s = await up.close()
+    assert.deepEqual([s.replayed, s.recorded], [1, 1])
+    const rep = await openSession({ mode: 'replay', trace: 't', store })
+    replayedText(rep, get('https://api.test/a'))
+    replayedText(rep, get('https://api.test/b'))
+    rep.assertDone()
+  })
+
+  test('replay with recordAs keeps what the app did, misses included', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 'base', store })
+    await answer(rec, get('https://api.test/a'), 200, ['a'])
+    await rec.close()
+    const rep = await openSession({ mode: 'replay', trace: 'base', store, recordAs: 'observed' })
+    replayedText(rep, get('https://api.test/a'))
+    assert.equal(rep.handle(get('https://api.test/new')).kind, 'fail')
+    await rep.close()
+    const observed = await store.readTrace('observed')
+    assert.deepEqual(
+      observed.exchanges.map((x) => [x.seq, x.request.url, x.outcome.kind === 'error' ? x.outcome.error.code : 'response']),
+      [
+        [0, 'https://api.test/a', 'response'],
+        [1, 'https://api.test/new', ErrorCodes.REPLAY_MISS],
+      ],
+    )
+    assert.equal(observed.meta.labels?.observedAgainst, 'base')
+  })
+
+  test('tail live forwards after the first miss and records it', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 'base', store })
+    await answer(rec, get('https://api.test/a'), 200, ['a'])
+    await rec.close()
+    const rep = await openSession({ mode: 'replay', trace: 'base', store, recordAs: 'obs', tail: 'live' })
+    replayedText(rep, get('https://api.test/a'))
+    await answer(rep, get('https://api.test/next'), 200, ['live'])
+    await answer(rep, get('https://api.test/a'), 200, ['live again'])
+    await rep.close()
+    const obs = await store.readTrace('obs')
+    assert.equal(obs.exchanges.length, 3)
+  })
+
+  test('passthrough stores nothing; replay of an unknown trace is TR_TRACE_NOT_FOUND; bad mode is TR_INVALID_OPTION', async () => {
+    const store = createMemoryStore()
+    const pt = await openSession({ mode: 'passthrough', trace: 'p', store })
+    await answer(pt, get('https://api.test/a'), 200, ['a'])
+    const s = await pt.close()
+    assert.equal(s.passedThrough, 1)
+    assert.deepEqual(await store.listTraces(), [])
+    await assert.rejects(openSession({ mode: 'replay', trace: 'nope', store }), (e: unknown) => isToolReplayError(e, ErrorCodes.TRACE_NOT_FOUND))
+    await assert.rejects(openSession({ mode: 'rewind' as never, trace: 'x', store }), (e: unknown) => isToolReplayError(e, ErrorCodes.INVALID_OPTION))
+    await assert.rejects(openSession({ mode: 'record', trace: '../escape', store }), (e: unknown) => isToolReplayError(e, ErrorCodes.INVALID_OPTION))
+  })
+})

@@ -1,0 +1,282 @@
+/**
+ * `openStore`: the default, LevelDB-backed TraceStore, shared safely by many processes.
+ *
+ * LevelDB admits one process per directory. The first process to open a store directory owns the
+ * LevelDB and serves the TraceStore operations on a Unix socket (store/store-rpc.ts); a process that
+ * finds the directory locked (LEVEL_LOCKED) becomes a client of that socket. Test workers recording in
+ * parallel and a CLI reading while a proxy runs all work this way, with no setup.
+ *
+ * Ownership moves: when the owner closes (its last local handle) it hands over by dropping its clients
+ * and releasing the lock; when it dies, the OS releases the lock. Either way a client whose request
+ * was cut off re-runs acquisition (take the lock, else connect) with bounded backoff and resends it;
+ * every operation is idempotent under resend. The owner never waits for clients to leave, so a short
+ * CLI run that happened to become owner cannot keep a proxy's store, or its own process, hostage.
+ *
+ * Bodies are not garbage-collected when a trace is replaced or deleted: they are content-addressed and
+ * usually shared with the next recording of the same name, and collecting them safely would need a
+ * mark phase over every trace, including partial ones other processes are still appending to.
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { ErrorCodes, ToolReplayError, type Trace } from '../trace/index.ts'
+import { isLockedError, LevelBackend } from './level-backend.ts'
+import { ConnectionLost, decodeTrace, encodeBodies, encodeTrace, StoreConnection, type StoreServer, serveBackend } from './store-rpc.ts'
+import type { TraceRecording, TraceStore, TraceSummary } from './trace-store.ts'
+
+/** Options for `openStore`. */
+export interface OpenStoreOptions {
+  /** How long to keep trying to take over or reach the owning process before TR_STORE_LOCKED. Default 10000. */
+  acquireTimeoutMs?: number
+}
+
+/** Where the store lives when no directory is given: `.tool-replay/store` under the working directory. */
+export function defaultStoreDir(): string {
+  return join(process.cwd(), '.tool-replay', 'store')
+}
+
+/**
+ * The socket a store's owner serves on: `<dir>/store.sock`, or a name in the temp dir derived from the
+ * directory when that path is too long for a Unix socket (about 107 bytes on Linux, 103 on macOS).
+ */
+export function storeSocketPath(dir: string): string {
+  const abs = resolve(dir)
+  const hash = createHash('sha256').update(abs).digest('hex').slice(0, 24)
+  if (process.platform === 'win32') return `\\\\.\\pipe\\tool-replay-${hash}`
+  const inDir = join(abs, 'store.sock')
+  return Buffer.byteLength(inDir) <= 100 ? inDir : join(tmpdir(), `tool-replay-${hash}.sock`)
+}
+
+/**
+ * Opens the trace store at `dir`, as its owner or as a client of the process that owns it.
+ * @example
+ * const store = await openStore()              // .tool-replay/store
+ * const trace = await store.readTrace('checkout')
+ * await store.close()
+ */
+export async function openStore(dir: string = defaultStoreDir(), options: OpenStoreOptions = {}): Promise<TraceStore> {
+  const abs = resolve(dir)
+  let node = nodes.get(abs)
+  if (node === undefined) {
+    node = new StoreNode(abs, options.acquireTimeoutMs ?? 10_000)
+    nodes.set(abs, node)
+  }
+  node.refs++
+  try {
+    await node.ready()
+  } catch (err) {
+    await node.release()
+    throw err
+  }
+  return new StoreHandle(node)
+}
+
+/** One per store directory per process, so two `openStore()` calls in a process share the lock. */
+const nodes = new Map<string, StoreNode>()
+
+type Role = { kind: 'owner'; backend: LevelBackend; server: StoreServer } | { kind: 'client'; conn: StoreConnection }
+
+// Resends of a request cut off by a lost owner; each resend first re-acquires, which has its own timeout.
+const MAX_RESENDS = 8
+
+class StoreNode {
+  readonly dir: string
+  readonly socketPath: string
+  readonly #timeoutMs: number
+  refs = 0
+  #role: Promise<Role> | undefined
+
+  constructor(dir: string, timeoutMs: number) {
+    this.dir = dir
+    this.socketPath = storeSocketPath(dir)
+    this.#timeoutMs = timeoutMs
+  }
+
+  async ready(): Promise<void> {
+    await this.#current()
+  }
+
+  /** Runs an operation on the LevelDB if this process owns it, else on the owner, failing over as needed. */
+  async run<T>(local: (b: LevelBackend) => Promise<T>, remote: (c: StoreConnection) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const current = this.#current()
+      const role = await current
+      if (role.kind === 'owner') return local(role.backend)
+      try {
+        return await remote(role.conn)
+      } catch (err) {
+        if (!(err instanceof ConnectionLost)) throw err
+        if (attempt >= MAX_RESENDS) throw this.#locked(err)
+        // Only the first of several cut-off calls drops the role; the others then share the new one.
+        if (this.#role === current) {
+          this.#role = undefined
+          role.conn.close()
+        }
+      }
+    }
+  }
+
+  async release(): Promise<void> {
+    if (--this.refs > 0) return
+    nodes.delete(this.dir)
+    const pending = this.#role
+    this.#role = undefined
+    const role = await pending?.catch(() => undefined)
+    if (role?.kind === 'owner') {
+      // Order matters: stop serving and remove the socket before releasing the lock, so the socket a
+      // new owner creates is never unlinked by this one.
+      await role.server.close()
+      await role.backend.close()
+    } else if (role?.kind === 'client') {
+      role.conn.close()
+    }
+  }
+
+  #current(): Promise<Role> {
+    if (this.#role === undefined) {
+      const p = this.#acquire()
+      this.#role = p
+      p.catch(() => {
+        if (this.#role === p) this.#role = undefined
+      })
+    }
+    return this.#role
+  }
+
+  async #acquire(): Promise<Role> {
+    const deadline = Date.now() + this.#timeoutMs
+    let delay = 5
+    let last: unknown
+    for (;;) {
+      try {
+        const backend = await LevelBackend.open(this.dir)
+        try {
+          return { kind: 'owner', backend, server: await serveBackend(backend, this.socketPath) }
+        } catch (err) {
+          await backend.close()
+          throw new ToolReplayError(
+            ErrorCodes.STORE_IO,
+            `Failed to serve the trace store at ${this.dir} on ${this.socketPath}: ${(err as Error).message}. Check that the directory (or the temp dir) allows Unix sockets.`,
+            { cause: err, details: { location: this.dir } },
+          )
+        }
+      } catch (err) {
+        if (!isLockedError(err)) throw err
+        last = err
+      }
+      try {
+        return { kind: 'client', conn: await StoreConnection.connect(this.socketPath) }
+      } catch (err) {
+        if (err instanceof ToolReplayError) throw err
+        // ENOENT/ECONNREFUSED: the owner is starting, handing over, or died and the lock is not yet free.
+        last = err
+      }
+      if (Date.now() >= deadline) throw this.#locked(last)
+      await sleep(delay + Math.random() * delay)
+      delay = Math.min(delay * 2, 100)
+    }
+  }
+
+  #locked(cause: unknown): ToolReplayError {
+    return new ToolReplayError(
+      ErrorCodes.STORE_LOCKED,
+      `The trace store at ${this.dir} is locked by another process that does not answer on ${this.socketPath} (${(cause as Error)?.message ?? cause}). If a Tool Replay process is still running on it, let it finish or stop it; if it is not a Tool Replay process, stop that process or use another --store.`,
+      { cause, details: { location: this.dir, socket: this.socketPath } },
+    )
+  }
+}
+
+class StoreHandle implements TraceStore {
+  readonly location: string
+  readonly #node: StoreNode
+  #closed = false
+
+  constructor(node: StoreNode) {
+    this.#node = node
+    this.location = node.dir
+  }
+
+  listTraces(): Promise<TraceSummary[]> {
+    return this.#run(
+      (b) => b.listTraces(),
+      async (c) => (await c.call('listTraces', [])) as TraceSummary[],
+    )
+  }
+
+  readTrace(name: string): Promise<Trace> {
+    return this.#run(
+      (b) => b.readTrace(name),
+      async (c) => decodeTrace((await c.call('readTrace', [name])) as Parameters<typeof decodeTrace>[0]),
+    )
+  }
+
+  hasTrace(name: string): Promise<boolean> {
+    return this.#run(
+      (b) => b.hasTrace(name),
+      async (c) => (await c.call('hasTrace', [name])) as boolean,
+    )
+  }
+
+  async beginTrace(meta: Trace['meta']): Promise<TraceRecording> {
+    const id = newId()
+    const createdAt = new Date().toISOString()
+    await this.#run(
+      (b) => b.beginTrace(id, meta, createdAt),
+      async (c) => void (await c.call('beginTrace', [id, meta, createdAt])),
+    )
+    let closed = false
+    return {
+      id,
+      name: meta.name,
+      append: (exchange, bodies) =>
+        this.#run(
+          (b) => b.append(id, exchange, bodies),
+          async (c) => void (await c.call('append', [id, exchange, encodeBodies(bodies)])),
+        ),
+      close: async () => {
+        if (closed) return
+        await this.#run(
+          (b) => b.closeRecording(id),
+          async (c) => void (await c.call('closeRecording', [id])),
+        )
+        closed = true
+      },
+    }
+  }
+
+  putTrace(trace: Trace, options?: { overwrite?: boolean }): Promise<void> {
+    const id = newId()
+    const createdAt = new Date().toISOString()
+    const overwrite = options?.overwrite === true
+    return this.#run(
+      (b) => b.putTrace(trace, id, createdAt, overwrite),
+      async (c) => void (await c.call('putTrace', [encodeTrace(trace), id, createdAt, overwrite])),
+    )
+  }
+
+  deleteTrace(name: string): Promise<boolean> {
+    return this.#run(
+      (b) => b.deleteTrace(name),
+      async (c) => (await c.call('deleteTrace', [name])) as boolean,
+    )
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    await this.#node.release()
+  }
+
+  #run<T>(local: (b: LevelBackend) => Promise<T>, remote: (c: StoreConnection) => Promise<T>): Promise<T> {
+    if (this.#closed) {
+      return Promise.reject(new ToolReplayError(ErrorCodes.STORE_CLOSED, `The trace store at ${this.location} is closed. Open it again with openStore().`))
+    }
+    return this.#node.run(local, remote)
+  }
+}
+
+// Time first so ids sort by creation in listings and debugging; random so processes never collide.
+function newId(): string {
+  return `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`
+}

@@ -1,0 +1,271 @@
+/**
+ * A small RPC that carries the TraceStore operations (not raw LevelDB) over a Unix domain socket,
+ * from the process that owns a store directory to the others.
+ *
+ * Why purpose-built: many-level (the Level project's multi-process RPC) targets abstract-level 1,
+ * while level 10 is abstract-level 3; and a key-value RPC would make every client re-implement the
+ * read-then-batch logic of `close()`/`putTrace()`, racing other clients. At the TraceStore level the
+ * owner runs every write through one queue, and the protocol stays a handful of operations.
+ *
+ * @note Frames are newline-delimited JSON, one object per line; bytes travel as base64.
+ *   request  {"id":1,"op":"append","args":[...]}
+ *   response {"id":1,"ok":true,"result":...} | {"id":1,"ok":false,"error":{"code","message","details"}}
+ *            | {"id":1,"ok":false,"retry":true} when the owner is shutting down (the client fails over).
+ * Every operation is idempotent under retry (caller-chosen ids, seq-keyed exchanges, content-addressed
+ * bodies), which is what lets a client resend a request whose answer was lost with the owner.
+ */
+import { unlink } from 'node:fs/promises'
+import { createConnection, createServer, type Server, type Socket } from 'node:net'
+import { type ErrorCode, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
+import type { LevelBackend } from './level-backend.ts'
+
+/** Bumped on any incompatible change, so two Tool Replay versions sharing a store fail clearly. */
+export const PROTOCOL_VERSION = 1
+
+type WireBodies = Array<[digest: string, base64: string]>
+interface WireTrace {
+  meta: TraceMeta
+  exchanges: Exchange[]
+  bodies: WireBodies
+}
+
+/** Thrown by a connection whose owner went away before answering; the caller re-acquires and retries. */
+export class ConnectionLost extends Error {}
+
+/** Serves `backend` on `socketPath` until `close()`. The caller holds the LevelDB lock, so any file there is stale. */
+export async function serveBackend(backend: LevelBackend, socketPath: string): Promise<StoreServer> {
+  await unlink(socketPath).catch(() => {})
+  const server = createServer()
+  const s = new StoreServer(server, backend, socketPath)
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(socketPath, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  // The owner's own work decides when its process exits; if it exits while serving, clients fail over.
+  server.unref()
+  return s
+}
+
+/** The owner's side: answers requests, and on close hands clients over by dropping them. */
+export class StoreServer {
+  readonly #server: Server
+  readonly #backend: LevelBackend
+  readonly #socketPath: string
+  readonly #sockets = new Set<Socket>()
+  readonly #inflight = new Set<Promise<void>>()
+  #closing = false
+
+  constructor(server: Server, backend: LevelBackend, socketPath: string) {
+    this.#server = server
+    this.#backend = backend
+    this.#socketPath = socketPath
+    server.on('connection', (socket) => this.#accept(socket))
+  }
+
+  /** Number of connected client processes. */
+  get clients(): number {
+    return this.#sockets.size
+  }
+
+  /**
+   * Stops serving: refuses new requests (clients retry elsewhere), waits for those in flight, drops the
+   * connections and removes the socket file. The caller closes the LevelDB after, so the next owner
+   * can only appear once this one is fully out of the way.
+   */
+  async close(): Promise<void> {
+    this.#closing = true
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()))
+    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight])
+    for (const socket of this.#sockets) socket.destroy()
+    await closed
+    await unlink(this.#socketPath).catch(() => {})
+  }
+
+  #accept(socket: Socket): void {
+    this.#sockets.add(socket)
+    socket.unref()
+    socket.on('close', () => this.#sockets.delete(socket))
+    socket.on('error', () => {})
+    readFrames(socket, (frame) => {
+      const p = this.#handle(socket, frame).finally(() => this.#inflight.delete(p))
+      this.#inflight.add(p)
+    })
+  }
+
+  async #handle(socket: Socket, frame: unknown): Promise<void> {
+    const { id, op, args } = frame as { id: number; op: string; args: unknown[] }
+    let reply: unknown
+    if (this.#closing) {
+      reply = { id, ok: false, retry: true }
+    } else {
+      try {
+        reply = { id, ok: true, result: await dispatch(this.#backend, op, args) }
+      } catch (err) {
+        reply = { id, ok: false, error: toWireError(err) }
+      }
+    }
+    if (!socket.destroyed) socket.write(`${JSON.stringify(reply)}\n`)
+  }
+}
+
+async function dispatch(b: LevelBackend, op: string, args: unknown[]): Promise<unknown> {
+  // The peer is a Tool Replay process of the same protocol version (checked by hello).
+  const a = args as [never, never, never, never]
+  switch (op) {
+    case 'hello':
+      if (a[0] !== PROTOCOL_VERSION) {
+        throw new ToolReplayError(
+          ErrorCodes.STORE_LOCKED,
+          `The trace store at ${b.location} is held by a Tool Replay process speaking store protocol ${PROTOCOL_VERSION}, but this one speaks ${a[0]}. Use one Tool Replay version for processes sharing a store.`,
+        )
+      }
+      return b.location
+    case 'listTraces':
+      return b.listTraces()
+    case 'readTrace':
+      return encodeTrace(await b.readTrace(a[0]))
+    case 'hasTrace':
+      return b.hasTrace(a[0])
+    case 'beginTrace':
+      return b.beginTrace(a[0], a[1], a[2])
+    case 'append':
+      return b.append(a[0], a[1], decodeBodies(a[2]))
+    case 'closeRecording':
+      return b.closeRecording(a[0])
+    case 'putTrace':
+      return b.putTrace(decodeTrace(a[0]), a[1], a[2], a[3])
+    case 'deleteTrace':
+      return b.deleteTrace(a[0])
+    default:
+      throw new ToolReplayError(ErrorCodes.INTERNAL, `Unknown store operation "${op}". Use one Tool Replay version for processes sharing a store.`)
+  }
+}
+
+/** A client process's connection to the owner. */
+export class StoreConnection {
+  readonly #socket: Socket
+  readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
+  #next = 1
+  #lost = false
+
+  private constructor(socket: Socket) {
+    this.#socket = socket
+    socket.on('error', () => {})
+    socket.on('close', () => this.#fail())
+    readFrames(socket, (frame) => this.#answer(frame as WireReply))
+  }
+
+  /** Connects and checks the protocol version. Rejects with the socket error (ENOENT, ECONNREFUSED) when nobody listens. */
+  static async connect(socketPath: string): Promise<StoreConnection> {
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const s = createConnection(socketPath)
+      s.once('error', reject)
+      s.once('connect', () => {
+        s.off('error', reject)
+        resolve(s)
+      })
+    })
+    const conn = new StoreConnection(socket)
+    await conn.call('hello', [PROTOCOL_VERSION])
+    return conn
+  }
+
+  get lost(): boolean {
+    return this.#lost
+  }
+
+  /** Sends one request. Rejects with ConnectionLost when the answer cannot come from this owner. */
+  call(op: string, args: unknown[]): Promise<unknown> {
+    if (this.#lost) return Promise.reject(new ConnectionLost('connection to the store owner is closed'))
+    const id = this.#next++
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject })
+      // Keep the process alive only while waiting for an answer, so an idle open store never blocks exit.
+      this.#socket.ref()
+      this.#socket.write(`${JSON.stringify({ id, op, args })}\n`)
+    })
+  }
+
+  close(): void {
+    this.#lost = true
+    this.#socket.end()
+  }
+
+  #answer(reply: WireReply): void {
+    const p = this.#pending.get(reply.id)
+    if (!p) return
+    this.#pending.delete(reply.id)
+    if (this.#pending.size === 0) this.#socket.unref()
+    if (reply.ok) p.resolve(reply.result)
+    else if (reply.retry) p.reject(new ConnectionLost('the store owner is shutting down'))
+    else p.reject(fromWireError(reply.error))
+  }
+
+  #fail(): void {
+    this.#lost = true
+    for (const p of this.#pending.values()) p.reject(new ConnectionLost('the store owner went away'))
+    this.#pending.clear()
+  }
+}
+
+type WireReply =
+  | { id: number; ok: true; result: unknown }
+  | { id: number; ok: false; retry?: boolean; error: { code: ErrorCode; message: string; details?: Record<string, unknown> } }
+
+function readFrames(socket: Socket, onFrame: (frame: unknown) => void): void {
+  // setEncoding keeps multi-byte characters whole across chunk boundaries.
+  socket.setEncoding('utf8')
+  let buf = ''
+  socket.on('data', (chunk: string) => {
+    buf += chunk
+    let nl = buf.indexOf('\n')
+    while (nl !== -1) {
+      const line = buf.slice(0, nl)
+      buf = buf.slice(nl + 1)
+      if (line.length > 0) {
+        let frame: unknown
+        try {
+          frame = JSON.parse(line)
+        } catch {
+          // A peer that is not speaking this protocol; nothing it says can be trusted.
+          socket.destroy()
+          return
+        }
+        onFrame(frame)
+      }
+      nl = buf.indexOf('\n')
+    }
+  })
+}
+
+function toWireError(err: unknown): { code: ErrorCode; message: string; details?: Record<string, unknown> } {
+  if (err instanceof ToolReplayError) return { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) }
+  return { code: ErrorCodes.INTERNAL, message: `The store owner failed: ${(err as Error)?.message ?? String(err)}` }
+}
+
+function fromWireError(e: { code: ErrorCode; message: string; details?: Record<string, unknown> }): ToolReplayError {
+  return new ToolReplayError(e.code, e.message, e.details ? { details: e.details } : {})
+}
+
+/** Bodies as base64 pairs for a frame. */
+export function encodeBodies(bodies: ReadonlyMap<string, Uint8Array>): WireBodies {
+  return [...bodies].map(([k, v]) => [k, Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64')])
+}
+
+/** Inverse of encodeBodies. */
+export function decodeBodies(wire: WireBodies): Map<string, Uint8Array> {
+  return new Map(wire.map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))]))
+}
+
+/** A trace as a frame value. */
+export function encodeTrace(t: Trace): WireTrace {
+  return { meta: t.meta, exchanges: t.exchanges, bodies: encodeBodies(t.bodies) }
+}
+
+/** Inverse of encodeTrace. */
+export function decodeTrace(w: WireTrace): Trace {
+  return { meta: w.meta, exchanges: w.exchanges, bodies: decodeBodies(w.bodies) }
+}

@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { computeIdentity, describeIdentityDifferences, normalizeUrl } from './request-identity.ts'
+
+const enc = new TextEncoder()
+const req = (url: string, body: unknown = null, headers: Array<[string, string]> = []) => ({
+  method: 'post',
+  url,
+  headers: body === null ? headers : ([['Content-Type', 'application/json'], ...headers] as Array<[string, string]>),
+  body: body === null ? null : enc.encode(typeof body === 'string' ? body : JSON.stringify(body)),
+})
+
+test('URL normalization: lowercase scheme and host, default port, sorted query, no fragment', () => {
+  assert.equal(normalizeUrl('HTTPS://API.Example.TEST:443/p/Q?b=2&a=1&a=0#x'), 'https://api.example.test/p/Q?a=1&a=0&b=2')
+  assert.equal(normalizeUrl('http://h.test:80/'), 'http://h.test/')
+  assert.equal(normalizeUrl('http://h.test:8080/?x=1&_=9', ['_']), 'http://h.test:8080/?x=1')
+})
+
+test('JSON bodies are canonicalized: key order and whitespace do not matter', () => {
+  const a = computeIdentity(req('https://a.test/x', '{"b":1,"a":[1,2]}'))
+  const b = computeIdentity(req('https://a.test/x', '{ "a": [1, 2],\n "b": 1 }'))
+  assert.equal(a.key, b.key)
+  assert.notEqual(a.key, computeIdentity(req('https://a.test/x', '{"b":1,"a":[2,1]}')).key)
+})
+
+test('only content-type takes part by default; volatile headers never do', () => {
+  const base = computeIdentity(req('https://a.test/x', { q: 1 }))
+  const noisy = computeIdentity(req('https://a.test/x', { q: 1 }, [['x-stainless-retry-count', '3'], ['traceparent', 'abc'], ['idempotency-key', 'k'], ['x-custom', '1']]))
+  assert.equal(base.key, noisy.key)
+  const included = computeIdentity(req('https://a.test/x', { q: 1 }, [['x-custom', '1'], ['user-agent', 'u']]), { includeHeaders: ['content-type', 'x-custom', 'user-agent'] })
+  assert.deepEqual(included.parts.headers, [['content-type', 'application/json'], ['x-custom', '1']])
+})
+
+test('custom identity functions win', () => {
+  const a = computeIdentity(req('https://a.test/x?v=1'), { custom: (r) => new URL(r.url).pathname })
+  const b = computeIdentity(req('https://a.test/x?v=2'), { custom: (r) => new URL(r.url).pathname })
+  assert.equal(a.key, b.key)
+})
+
+test('differences name path, query key, body JSON path and header', () => {
+  const a = computeIdentity(req('https://a.test/x?page=1', { m: [{ c: 'hi' }] }, [['x-t', 'a']]), { includeHeaders: ['content-type', 'x-t'] })
+  const b = computeIdentity(req('https://a.test/y?page=2&extra=1', { m: [{ c: 'ho' }] }, [['x-t', 'b']]), { includeHeaders: ['content-type', 'x-t'] })
+  assert.deepEqual(describeIdentityDifferences(a.parts, b.parts, 10), [
+    'path /x → /y',
+    'query key "extra" added (1)',
+    'query key "page": 1 → 2',
+    'header x-t: a → b',
+    'body $.m[0].c: "hi" → "ho"',
+  ])
+})
+
+test('non-JSON bodies are fingerprinted by hash', () => {
+  const bin = { method: 'PUT', url: 'https://a.test/b', headers: [['content-type', 'application/octet-stream']] as Array<[string, string]>, body: new Uint8Array([1, 2, 3]) }
+  const id = computeIdentity(bin)
+  assert.equal(id.parts.body.kind, 'bytes')
+  assert.notEqual(id.key, computeIdentity({ ...bin, body: new Uint8Array([1, 2, 4]) }).key)
+})
