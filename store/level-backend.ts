@@ -289,10 +289,14 @@ export class LevelBackend {
       if (code === 'LEVEL_DATABASE_NOT_OPEN') {
         throw new ToolReplayError(ErrorCodes.STORE_CLOSED, `The trace store at ${this.location} is closed. Open it again with openStore().`, { cause: err })
       }
-      throw new ToolReplayError(ErrorCodes.STORE_IO, `Failed to access the trace store at ${this.location}: ${(err as Error).message}. Check disk space and permissions.`, {
-        cause: err,
-        details: { location: this.location },
-      })
+      throw new ToolReplayError(
+        ErrorCodes.STORE_IO,
+        `Failed to access the trace store at ${this.location}: ${(err as Error).message}. Check disk space and permissions.`,
+        {
+          cause: err,
+          details: { location: this.location },
+        },
+      )
     }
   }
 }

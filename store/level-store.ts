@@ -4,7 +4,9 @@
  * LevelDB admits one process per directory. The first process to open a store directory owns the
  * LevelDB and serves the TraceStore operations on a Unix socket (store/store-rpc.ts); a process that
  * finds the directory locked (LEVEL_LOCKED) becomes a client of that socket. Test workers recording in
- * parallel and a CLI reading while a proxy runs all work this way, with no setup.
+ * parallel and a CLI reading while a proxy runs all work this way, with no setup. The RPC is our own,
+ * at the TraceStore level: many-level is built for abstract-level 1 (level 10 is abstract-level 3), and
+ * a key-value RPC would leave each client racing the others through close()'s read-then-batch.
  *
  * Ownership moves: when the owner closes (its last local handle) it hands over by dropping its clients
  * and releasing the lock; when it dies, the OS releases the lock. Either way a client whose request
@@ -17,8 +19,9 @@
  * mark phase over every trace, including partial ones other processes are still appending to.
  */
 import { createHash, randomBytes } from 'node:crypto'
+import { lstat, mkdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { ErrorCodes, ToolReplayError, type Trace } from '../trace/index.ts'
 import { isLockedError, LevelBackend } from './level-backend.ts'
@@ -45,7 +48,25 @@ export function storeSocketPath(dir: string): string {
   const hash = createHash('sha256').update(abs).digest('hex').slice(0, 24)
   if (process.platform === 'win32') return `\\\\.\\pipe\\tool-replay-${hash}`
   const inDir = join(abs, 'store.sock')
-  return Buffer.byteLength(inDir) <= 100 ? inDir : join(tmpdir(), `tool-replay-${hash}.sock`)
+  return Buffer.byteLength(inDir) <= 100 ? inDir : join(tmpdir(), `tool-replay-${process.getuid?.() ?? 'user'}`, `${hash}.sock`)
+}
+
+/**
+ * The shared temp dir is writable by every user, so a fallback socket lives in a per-user directory
+ * that must be ours and private: otherwise another user could read traces or serve forged ones.
+ */
+async function assertPrivateSocketDir(dir: string, socketPath: string): Promise<void> {
+  const parent = dirname(socketPath)
+  if (parent === dir || process.platform === 'win32') return
+  await mkdir(parent, { recursive: true, mode: 0o700 })
+  const st = await lstat(parent)
+  if (!st.isDirectory() || st.uid !== process.getuid?.() || (st.mode & 0o077) !== 0) {
+    throw new ToolReplayError(
+      ErrorCodes.STORE_IO,
+      `Refusing to share the trace store at ${dir} through ${parent}: that directory is not private to this user. Remove it, or use a shorter --store path so the socket can live inside the store.`,
+      { details: { location: dir, socket: socketPath } },
+    )
+  }
 }
 
 /**
@@ -119,7 +140,7 @@ class StoreNode {
 
   async release(): Promise<void> {
     if (--this.refs > 0) return
-    nodes.delete(this.dir)
+    if (nodes.get(this.dir) === this) nodes.delete(this.dir)
     const pending = this.#role
     this.#role = undefined
     const role = await pending?.catch(() => undefined)
@@ -152,9 +173,11 @@ class StoreNode {
       try {
         const backend = await LevelBackend.open(this.dir)
         try {
+          await assertPrivateSocketDir(this.dir, this.socketPath)
           return { kind: 'owner', backend, server: await serveBackend(backend, this.socketPath) }
         } catch (err) {
           await backend.close()
+          if (err instanceof ToolReplayError) throw err
           throw new ToolReplayError(
             ErrorCodes.STORE_IO,
             `Failed to serve the trace store at ${this.dir} on ${this.socketPath}: ${(err as Error).message}. Check that the directory (or the temp dir) allows Unix sockets.`,
@@ -166,6 +189,7 @@ class StoreNode {
         last = err
       }
       try {
+        await assertPrivateSocketDir(this.dir, this.socketPath)
         return { kind: 'client', conn: await StoreConnection.connect(this.socketPath) }
       } catch (err) {
         if (err instanceof ToolReplayError) throw err

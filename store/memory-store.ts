@@ -27,7 +27,8 @@ export function createMemoryStore(): TraceStore {
     for (const x of e.exchanges) {
       for (const ref of refsOf(x)) {
         const b = bodies.get(ref)
-        if (b) own.set(ref, b)
+        // Copies, so a caller editing a body cannot change the store.
+        if (b) own.set(ref, new Uint8Array(b))
       }
     }
     return { meta: structuredClone(e.meta), exchanges: structuredClone(e.exchanges), bodies: own }
@@ -61,8 +62,12 @@ export function createMemoryStore(): TraceStore {
         name: meta.name,
         async append(exchange, newBodies) {
           assertOpen()
-          for (const [k, v] of newBodies) if (!bodies.has(k)) bodies.set(k, v)
-          entry.exchanges.push(structuredClone(exchange))
+          assertBodies(exchange, newBodies, bodies, meta.name)
+          for (const ref of refsOf(exchange)) if (!bodies.has(ref)) bodies.set(ref, new Uint8Array(newBodies.get(ref) as Uint8Array))
+          // Keyed by seq like the LevelDB store, so a resent append replaces rather than duplicates.
+          const at = entry.exchanges.findIndex((x) => x.seq >= exchange.seq)
+          if (at === -1) entry.exchanges.push(structuredClone(exchange))
+          else entry.exchanges.splice(at, entry.exchanges[at]?.seq === exchange.seq ? 1 : 0, structuredClone(exchange))
         },
         async close() {
           if (entry.complete) return
@@ -81,7 +86,8 @@ export function createMemoryStore(): TraceStore {
           `Trace "${trace.meta.name}" already exists in the memory store. Pick another name or pass overwrite.`,
         )
       }
-      for (const [k, v] of trace.bodies) bodies.set(k, v)
+      for (const x of trace.exchanges) assertBodies(x, trace.bodies, bodies, trace.meta.name)
+      for (const x of trace.exchanges) for (const ref of refsOf(x)) if (!bodies.has(ref)) bodies.set(ref, new Uint8Array(trace.bodies.get(ref) as Uint8Array))
       complete.set(trace.meta.name, {
         id: `m${++counter}`,
         meta: structuredClone(trace.meta),
@@ -97,6 +103,18 @@ export function createMemoryStore(): TraceStore {
     async close() {
       closed = true
     },
+  }
+}
+
+function assertBodies(x: Exchange, given: ReadonlyMap<string, Uint8Array>, stored: Map<string, Uint8Array>, name: string): void {
+  for (const digest of refsOf(x)) {
+    if (!given.has(digest) && !stored.has(digest)) {
+      throw new ToolReplayError(
+        ErrorCodes.BODY_MISSING,
+        `Cannot store the exchange for ${x.request.url} in trace "${name}": it references body ${digest}, which was neither passed nor already stored. Pass every body the exchange references.`,
+        { details: { trace: name, digest } },
+      )
+    }
   }
 }
 

@@ -14,7 +14,7 @@
  * Every operation is idempotent under retry (caller-chosen ids, seq-keyed exchanges, content-addressed
  * bodies), which is what lets a client resend a request whose answer was lost with the owner.
  */
-import { unlink } from 'node:fs/promises'
+import { chmod, unlink } from 'node:fs/promises'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import { type ErrorCode, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import type { LevelBackend } from './level-backend.ts'
@@ -44,6 +44,8 @@ export async function serveBackend(backend: LevelBackend, socketPath: string): P
       resolve()
     })
   })
+  // Only this user may talk to the owner: traces can hold data that redaction did not catch.
+  if (process.platform !== 'win32') await chmod(socketPath, 0o600)
   // The owner's own work decides when its process exits; if it exits while serving, clients fail over.
   server.unref()
   return s
@@ -169,7 +171,12 @@ export class StoreConnection {
       })
     })
     const conn = new StoreConnection(socket)
-    await conn.call('hello', [PROTOCOL_VERSION])
+    try {
+      await conn.call('hello', [PROTOCOL_VERSION])
+    } catch (err) {
+      conn.close()
+      throw err
+    }
     return conn
   }
 
@@ -218,13 +225,16 @@ type WireReply =
 function readFrames(socket: Socket, onFrame: (frame: unknown) => void): void {
   // setEncoding keeps multi-byte characters whole across chunk boundaries.
   socket.setEncoding('utf8')
-  let buf = ''
+  // Pieces of the current line; only new chunks are scanned, so a multi-megabyte trace stays linear.
+  let parts: string[] = []
   socket.on('data', (chunk: string) => {
-    buf += chunk
-    let nl = buf.indexOf('\n')
+    let start = 0
+    let nl = chunk.indexOf('\n')
     while (nl !== -1) {
-      const line = buf.slice(0, nl)
-      buf = buf.slice(nl + 1)
+      parts.push(chunk.slice(start, nl))
+      const line = parts.join('')
+      parts = []
+      start = nl + 1
       if (line.length > 0) {
         let frame: unknown
         try {
@@ -236,8 +246,9 @@ function readFrames(socket: Socket, onFrame: (frame: unknown) => void): void {
         }
         onFrame(frame)
       }
-      nl = buf.indexOf('\n')
+      nl = chunk.indexOf('\n', start)
     }
+    if (start < chunk.length) parts.push(chunk.slice(start))
   })
 }
 

@@ -1,0 +1,4 @@
+import { createMemoryStore } from './memory-store.ts'
+import { runTraceStoreContract } from './trace-store-contract.ts'
+
+runTraceStoreContract('memory', async () => ({ store: createMemoryStore() }))

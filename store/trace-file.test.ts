@@ -1,0 +1,220 @@
+import assert from 'node:assert/strict'
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, describe, test } from 'node:test'
+import { bodyFromBytes, bodyFromChunks, ErrorCodes, type Exchange, isToolReplayError, type Trace } from '../trace/index.ts'
+import { jsonTrace } from './fixtures/exchanges.ts'
+import { exportTrace, parseTraceFile, readTraceFile, traceDigest, writeTraceFile } from './trace-file.ts'
+
+const root = await mkdtemp(join(tmpdir(), 'tr-file-'))
+after(() => rm(root, { recursive: true, force: true }))
+const enc = new TextEncoder()
+
+/** A trace with every body form: JSON text, an SSE stream, small and big binary, an error with a partial body. */
+function mixedTrace(): Trace {
+  const bodies = new Map<string, Uint8Array>()
+  const keep = (b: { ref: Exchange['request']['body'] & object; bytes: Uint8Array }) => {
+    bodies.set(b.ref.digest, b.bytes)
+    return b.ref
+  }
+  const sse = keep(
+    bodyFromChunks([
+      { bytes: enc.encode('data: {"delta":"Hel"}\n\n'), atMs: 120 },
+      { bytes: enc.encode('data: {"delta":"lo ✓"}\n\n'), atMs: 180.4 },
+      { bytes: enc.encode('data: [DONE]\n\n'), atMs: 240 },
+    ]),
+  )
+  const small = keep(bodyFromBytes(new Uint8Array([0, 1, 2, 255, 254])))
+  const bigBytes = new Uint8Array(70 * 1024).map((_, i) => (i * 7919) % 251)
+  const big = keep(
+    bodyFromChunks([
+      { bytes: bigBytes.subarray(0, 30000), atMs: 5 },
+      { bytes: bigBytes.subarray(30000), atMs: 9 },
+    ]),
+  )
+  const json = keep(bodyFromBytes(enc.encode('{"model":"m","stream":true}')))
+  const partial = keep(bodyFromChunks([{ bytes: enc.encode('{"half":'), atMs: 3 }]))
+  const empty = keep(bodyFromBytes(new Uint8Array()))
+  const head = (type: string) => [['content-type', type]] as Array<[string, string]>
+  const exchanges: Exchange[] = [
+    {
+      seq: 0,
+      request: { method: 'POST', url: 'https://api.test/v1/chat', headers: [...head('application/json'), ['x-a', '1'], ['x-a', '2']], body: json },
+      outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: head('text/event-stream; charset=utf-8'), trailers: [], body: sse } },
+      timing: { startMs: 0, headersMs: 100 },
+    },
+    {
+      seq: 1,
+      origin: 'patched',
+      patchId: 'p1',
+      request: { method: 'GET', url: 'https://api.test/img.png', headers: [], body: null },
+      outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: head('image/png'), trailers: [['x-t', 'v']], body: small } },
+      timing: { startMs: 5, headersMs: 1 },
+    },
+    {
+      seq: 2,
+      request: { method: 'GET', url: 'https://api.test/big.bin', headers: [], body: null },
+      outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: head('application/octet-stream'), trailers: [], body: big } },
+      timing: { startMs: 6, headersMs: 1 },
+    },
+    {
+      seq: 3,
+      request: { method: 'GET', url: 'https://api.test/reset', headers: [], body: null },
+      outcome: {
+        kind: 'error',
+        error: {
+          code: 'ECONNRESET',
+          message: 'socket hang up',
+          phase: 'response-body',
+          partial: { status: 200, statusText: 'OK', headers: head('application/json'), trailers: [], body: partial },
+        },
+      },
+      timing: { startMs: 7, headersMs: 2 },
+    },
+    {
+      seq: 4,
+      request: { method: 'DELETE', url: 'https://api.test/x', headers: [], body: null },
+      outcome: { kind: 'response', response: { status: 204, statusText: 'No Content', headers: [], trailers: [], body: empty } },
+      timing: { startMs: 8, headersMs: 1 },
+    },
+  ]
+  return { meta: { name: 'mixed', format: 1, labels: { recordedWith: 'test', a: 'b' } }, exchanges, bodies }
+}
+
+const expectCode =
+  (code: string, ...fragments: string[]) =>
+  (err: unknown) => {
+    assert.ok(isToolReplayError(err), String(err))
+    assert.equal(err.code, code, err.message)
+    for (const f of fragments) assert.ok(err.message.includes(f), `${JSON.stringify(f)} not in: ${err.message}`)
+    return true
+  }
+
+describe('trace files', () => {
+  test('round trip keeps the trace and re-export is byte-identical', async () => {
+    const file = join(root, 'rt', 'mixed.trace.json')
+    const trace = mixedTrace()
+    const written = await writeTraceFile(file, trace)
+    assert.equal(written.digest, traceDigest(trace))
+    const back = await readTraceFile(file)
+    assert.deepEqual(back.meta, trace.meta)
+    assert.deepEqual(back.exchanges, trace.exchanges)
+    assert.deepEqual(back.bodies, trace.bodies)
+    const text = await readFile(file, 'utf8')
+    assert.equal(exportTrace(back).text, text)
+    const again = join(root, 'rt2', 'mixed.trace.json')
+    await writeTraceFile(again, back)
+    assert.equal(await readFile(again, 'utf8'), text)
+  })
+
+  test('the file is readable: text inline, SSE chunks with times, binary as base64, big binary as a blob', () => {
+    const { text, blobs } = exportTrace(mixedTrace())
+    const file = JSON.parse(text)
+    assert.deepEqual(Object.keys(file), ['format', 'version', 'digest', 'meta', 'exchanges'])
+    assert.equal(file.exchanges[0].request.body.text, '{"model":"m","stream":true}')
+    assert.deepEqual(file.exchanges[0].request.headers, [
+      ['content-type', 'application/json'],
+      ['x-a', '1'],
+      ['x-a', '2'],
+    ])
+    assert.deepEqual(file.exchanges[0].outcome.response.body.events[1], { atMs: 180, text: 'data: {"delta":"lo ✓"}\n\n' })
+    assert.equal(file.exchanges[1].outcome.response.body.base64, 'AAEC//4=')
+    assert.match(file.exchanges[2].outcome.response.body.blob, /^blobs\/[0-9a-f]{64}$/)
+    assert.equal(blobs.size, 1)
+    assert.equal(file.exchanges[4].outcome.response.body.text, '')
+    assert.ok(text.startsWith('{\n  "format": "tool-replay-trace",\n  "version": 1,'))
+    assert.ok(!/"(createdAt|recordedAt|time)"/.test(text))
+  })
+
+  test('big binary bodies are written as content-addressed blob files', async () => {
+    const dir = join(root, 'blobs')
+    const trace = mixedTrace()
+    await writeTraceFile(join(dir, 'a.trace.json'), trace)
+    await writeTraceFile(join(dir, 'b.trace.json'), { ...trace, meta: { name: 'b', format: 1 } })
+    const blobs = await readdir(join(dir, 'blobs'))
+    assert.equal(blobs.length, 1, 'shared by both files')
+    assert.equal(blobs[0], trace.exchanges[2]!.outcome.kind === 'response' ? trace.exchanges[2]!.outcome.response.body.digest : '')
+    assert.deepEqual((await readdir(dir)).sort(), ['a.trace.json', 'b.trace.json', 'blobs'], 'no temp files left')
+    await rm(join(dir, 'blobs'), { recursive: true })
+    await assert.rejects(
+      readTraceFile(join(dir, 'a.trace.json')),
+      expectCode(ErrorCodes.TRACE_FILE_INVALID, 'exchanges[2].outcome.response.body.blob', 'blobs/'),
+    )
+  })
+
+  test('editing one byte of a body is TR_TRACE_DIGEST_MISMATCH naming the exchange and field', () => {
+    const { text, blobs } = exportTrace(mixedTrace())
+    const tampered = text.replace('\\"m\\"', '\\"n\\"')
+    assert.ok(tampered !== text)
+    assert.throws(
+      () => parseTraceFile(tampered, blobs, { file: 'x.trace.json' }),
+      expectCode(ErrorCodes.TRACE_DIGEST_MISMATCH, 'x.trace.json', 'exchanges[0].request.body'),
+    )
+    const sse = text.replace('[DONE]', '[DONF]')
+    assert.throws(() => parseTraceFile(sse, blobs), expectCode(ErrorCodes.TRACE_DIGEST_MISMATCH, 'exchanges[0].outcome.response.body'))
+    const b64 = text.replace('AAEC//4=', 'AAEC//8=')
+    assert.throws(() => parseTraceFile(b64, blobs), expectCode(ErrorCodes.TRACE_DIGEST_MISMATCH, 'exchanges[1].outcome.response.body'))
+    const [digest, bytes] = [...blobs][0]!
+    const flipped = new Uint8Array(bytes)
+    flipped[1000] = (flipped[1000]! + 1) % 256
+    assert.throws(() => parseTraceFile(text, new Map([[digest, flipped]])), expectCode(ErrorCodes.TRACE_DIGEST_MISMATCH, 'exchanges[2].outcome.response.body'))
+  })
+
+  test('editing anything else is caught by the trace digest', () => {
+    const { text, blobs } = exportTrace(mixedTrace())
+    assert.deepEqual(parseTraceFile(text, blobs).exchanges.length, 5)
+    const edits: Array<[string, string]> = [
+      ['"status": 204', '"status": 200'],
+      ['"atMs": 180', '"atMs": 181'],
+      ['"x-a",\n            "2"', '"x-a",\n            "3"'],
+      ['"recordedWith": "test"', '"recordedWith": "tent"'],
+    ]
+    for (const [from, to] of edits) {
+      const edited = text.replace(from, to)
+      assert.ok(edited !== text, from)
+      assert.throws(() => parseTraceFile(edited, blobs, { file: 'f.json' }), expectCode(ErrorCodes.TRACE_DIGEST_MISMATCH, 'f.json', 'recorded digest'))
+    }
+  })
+
+  test('schema problems are TR_TRACE_FILE_INVALID naming the field', () => {
+    const { text } = exportTrace(jsonTrace('s', 2))
+    const file = JSON.parse(text)
+    const bad = (mutate: (f: typeof file) => void, ...fragments: string[]) => {
+      const copy = structuredClone(file)
+      mutate(copy)
+      assert.throws(
+        () => parseTraceFile(JSON.stringify(copy), new Map(), { file: 'bad.json' }),
+        expectCode(ErrorCodes.TRACE_FILE_INVALID, 'bad.json', ...fragments),
+      )
+    }
+    bad((f) => (f.format = 'other'), 'format')
+    bad((f) => (f.version = 2), 'version')
+    bad((f) => (f.extra = 1), 'extra', 'not a known field')
+    bad((f) => delete f.exchanges[1].timing, 'exchanges[1].timing', 'missing')
+    bad((f) => (f.exchanges[0].request.headers = [['a']]), 'exchanges[0].request.headers[0]')
+    bad((f) => (f.exchanges[0].outcome.kind = 'maybe'), 'exchanges[0].outcome.kind')
+    bad((f) => (f.exchanges[0].outcome.response.status = 'ok'), 'exchanges[0].outcome.response.status')
+    bad((f) => (f.exchanges[0].request.body.base64 = 'AA=='), 'exchanges[0].request.body', 'exactly one')
+    bad((f) => (f.exchanges[0].request.body.chunks[0].size = 1), 'exchanges[0].request.body.chunks', 'add up')
+    bad((f) => (f.digest = 'nope'), 'digest', 'sha256')
+    assert.throws(() => parseTraceFile('{"format": '), expectCode(ErrorCodes.TRACE_FILE_INVALID, 'not valid JSON'))
+  })
+
+  test('traceDigest ignores formatting and body-map extras but not content', () => {
+    const a = jsonTrace('d', 3)
+    const b = structuredClone(a)
+    b.bodies.set('f'.repeat(64), new Uint8Array([1]))
+    assert.equal(traceDigest(a), traceDigest(b))
+    b.exchanges[0]!.timing.headersMs = 3
+    assert.notEqual(traceDigest(a), traceDigest(b))
+    assert.match(traceDigest(a), /^[0-9a-f]{64}$/)
+  })
+
+  test('a missing file is TR_TRACE_FILE_INVALID naming it', async () => {
+    const file = join(root, 'absent.trace.json')
+    await assert.rejects(readTraceFile(file), expectCode(ErrorCodes.TRACE_FILE_INVALID, file))
+    await writeFile(join(root, 'garbage.trace.json'), 'not json')
+    await assert.rejects(readTraceFile(join(root, 'garbage.trace.json')), expectCode(ErrorCodes.TRACE_FILE_INVALID, 'garbage.trace.json'))
+  })
+})

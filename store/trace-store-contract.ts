@@ -1,0 +1,160 @@
+/**
+ * The behaviour every TraceStore backend must have, as a node:test suite (after abstract-level's
+ * `test/index.js`). A backend's test file calls `runTraceStoreContract` with a factory of fresh stores.
+ */
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { ErrorCodes, isToolReplayError } from '../trace/index.ts'
+import { jsonExchange, jsonTrace } from './fixtures/exchanges.ts'
+import type { TraceStore } from './trace-store.ts'
+
+/** A fresh, empty store, and how to dispose of it once the store is closed. */
+export type MakeStore = () => Promise<{ store: TraceStore; cleanup?: () => Promise<void> }>
+
+const code = (c: string) => (err: unknown) => isToolReplayError(err) && err.code === c
+
+/** Runs the TraceStore contract against `makeStore`. */
+export function runTraceStoreContract(name: string, makeStore: MakeStore): void {
+  const withStore = (fn: (store: TraceStore) => Promise<void>) => async () => {
+    const { store, cleanup } = await makeStore()
+    try {
+      await fn(store)
+    } finally {
+      await store.close()
+      await cleanup?.()
+    }
+  }
+
+  describe(`TraceStore contract: ${name}`, () => {
+    test(
+      'an empty store lists nothing and names what is missing',
+      withStore(async (store) => {
+        assert.deepEqual(await store.listTraces(), [])
+        assert.equal(await store.hasTrace('nope'), false)
+        await assert.rejects(store.readTrace('nope'), (err: unknown) => code(ErrorCodes.TRACE_NOT_FOUND)(err) && /"nope"/.test((err as Error).message))
+        assert.equal(await store.deleteTrace('nope'), false)
+      }),
+    )
+
+    test(
+      'a recording is partial until close, then complete and readable in seq order',
+      withStore(async (store) => {
+        const rec = await store.beginTrace({ name: 'a', format: 1 })
+        assert.equal(rec.name, 'a')
+        const xs = [jsonExchange(0, 10), jsonExchange(1, 11), jsonExchange(2, 12)]
+        for (const x of xs) await rec.append(x.exchange, x.bodies)
+        assert.equal(await store.hasTrace('a'), false)
+        let list = await store.listTraces()
+        assert.equal(list.length, 1)
+        assert.equal(list[0]?.status, 'partial')
+        assert.equal(list[0]?.exchanges, 3)
+        assert.equal(list[0]?.id, rec.id)
+        await rec.close()
+        await rec.close() // idempotent
+        list = await store.listTraces()
+        assert.deepEqual(
+          list.map((s) => [s.name, s.status, s.exchanges]),
+          [['a', 'complete', 3]],
+        )
+        const trace = await store.readTrace('a')
+        assert.deepEqual(trace.meta, { name: 'a', format: 1 })
+        assert.deepEqual(
+          trace.exchanges,
+          xs.map((x) => x.exchange),
+        )
+        assert.equal(trace.bodies.size, 6)
+        for (const x of xs) for (const [k, v] of x.bodies) assert.deepEqual(trace.bodies.get(k), v)
+      }),
+    )
+
+    test(
+      're-recording keeps the old trace readable until the new recording closes',
+      withStore(async (store) => {
+        await store.putTrace(jsonTrace('r', 2, 'old'))
+        const rec = await store.beginTrace({ name: 'r', format: 1 })
+        assert.notEqual(rec.id, (await store.listTraces())[0]?.id)
+        const x = jsonExchange(0, 99, 'new')
+        await rec.append(x.exchange, x.bodies)
+        assert.equal((await store.readTrace('r')).exchanges.length, 2)
+        assert.deepEqual((await store.listTraces()).map((s) => s.status).sort(), ['complete', 'partial'])
+        await rec.close()
+        const t = await store.readTrace('r')
+        assert.deepEqual(t.exchanges, [x.exchange])
+        assert.deepEqual(
+          (await store.listTraces()).map((s) => [s.name, s.status, s.exchanges, s.id]),
+          [['r', 'complete', 1, rec.id]],
+        )
+      }),
+    )
+
+    test(
+      'putTrace refuses to replace unless overwrite, and deleteTrace removes',
+      withStore(async (store) => {
+        await store.putTrace(jsonTrace('p', 2))
+        await assert.rejects(store.putTrace(jsonTrace('p', 3)), code(ErrorCodes.TRACE_EXISTS))
+        assert.equal((await store.readTrace('p')).exchanges.length, 2)
+        await store.putTrace(jsonTrace('p', 3, 'y'), { overwrite: true })
+        assert.equal((await store.readTrace('p')).exchanges.length, 3)
+        assert.equal((await store.listTraces()).length, 1)
+        assert.equal(await store.deleteTrace('p'), true)
+        assert.equal(await store.hasTrace('p'), false)
+        assert.deepEqual(await store.listTraces(), [])
+      }),
+    )
+
+    test(
+      'a trace carries only its own bodies, even when bodies are shared',
+      withStore(async (store) => {
+        await store.putTrace(jsonTrace('one', 1, 'same'))
+        await store.putTrace(jsonTrace('two', 3, 'same'))
+        const one = await store.readTrace('one')
+        assert.equal(one.bodies.size, 2)
+        const two = await store.readTrace('two')
+        assert.equal(two.bodies.size, 6)
+      }),
+    )
+
+    test(
+      'an append that references a body nobody supplied fails and stores nothing',
+      withStore(async (store) => {
+        const rec = await store.beginTrace({ name: 'm', format: 1 })
+        const x = jsonExchange(0, 1)
+        await assert.rejects(rec.append(x.exchange, new Map()), code(ErrorCodes.BODY_MISSING))
+        assert.equal((await store.listTraces())[0]?.exchanges, 0)
+        // A body stored earlier need not be passed again.
+        await rec.append(x.exchange, x.bodies)
+        await rec.append({ ...x.exchange, seq: 1 }, new Map())
+        await rec.close()
+        assert.equal((await store.readTrace('m')).exchanges.length, 2)
+        const unseen = jsonExchange(0, 777, 'unseen').exchange
+        await assert.rejects(store.putTrace({ meta: { name: 'bad', format: 1 }, exchanges: [unseen], bodies: new Map() }), code(ErrorCodes.BODY_MISSING))
+        assert.equal(await store.hasTrace('bad'), false)
+      }),
+    )
+
+    test(
+      'traces read back are copies',
+      withStore(async (store) => {
+        await store.putTrace(jsonTrace('c', 1))
+        const a = await store.readTrace('c')
+        a.exchanges[0]!.request.url = 'https://changed.test/'
+        a.meta.name = 'changed'
+        const b = await store.readTrace('c')
+        assert.equal(b.exchanges[0]?.request.url, 'https://api.test/items/0')
+        assert.equal(b.meta.name, 'c')
+      }),
+    )
+
+    test('a closed store refuses operations with TR_STORE_CLOSED', async () => {
+      const { store, cleanup } = await makeStore()
+      const rec = await store.beginTrace({ name: 'z', format: 1 })
+      await store.close()
+      await store.close() // idempotent
+      await assert.rejects(store.listTraces(), code(ErrorCodes.STORE_CLOSED))
+      await assert.rejects(store.readTrace('z'), code(ErrorCodes.STORE_CLOSED))
+      const x = jsonExchange(0, 1)
+      await assert.rejects(rec.append(x.exchange, x.bodies), code(ErrorCodes.STORE_CLOSED))
+      await cleanup?.()
+    })
+  })
+}
