@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { openStore } from '../store/index.ts'
+import { bodyFromBytes, ErrorCodes, type Trace } from '../trace/index.ts'
+import { EXIT_CODES } from './exit-codes.ts'
+import { runCli } from './main.ts'
+
+function capture() {
+  const out: string[] = []
+  const err: string[] = []
+  return { io: { out: (t: string) => out.push(t), err: (t: string) => err.push(t) }, out, err }
+}
+
+function sampleTrace(name: string): Trace {
+  const body = bodyFromBytes(new TextEncoder().encode('{"active":true}'))
+  return {
+    meta: { name, format: 1 },
+    exchanges: [
+      {
+        seq: 0,
+        request: { method: 'GET', url: 'https://crm.test/customers/42', headers: [['accept', 'application/json']], body: null },
+        outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: [['content-type', 'application/json']], body: body.ref, trailers: [] } },
+        timing: { startMs: 0, headersMs: 3 },
+      },
+    ],
+    bodies: new Map([[body.ref.digest, body.bytes]]),
+  }
+}
+
+describe('tr-proxy CLI (in-process)', () => {
+  let dir: string
+  let store: string
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tr-cli-'))
+    store = join(dir, 'store')
+    const s = await openStore(store)
+    await s.putTrace(sampleTrace('crm'))
+    await s.close()
+  })
+  after(() => rm(dir, { recursive: true, force: true }))
+
+  test('ls lists traces, as a table and as JSON', async () => {
+    const c = capture()
+    assert.equal(await runCli(['ls', '--store', store], c.io), 0)
+    assert.match(c.out.join('\n'), /^NAME\s+STATUS\s+EXCHANGES\s+CREATED\ncrm\s+complete\s+1\s+/m)
+    const j = capture()
+    assert.equal(await runCli(['ls', '--store', store, '--json'], j.io), 0)
+    const parsed = JSON.parse(j.out.join(''))
+    assert.deepEqual(parsed.traces.map((t: { name: string; status: string }) => [t.name, t.status]), [['crm', 'complete']])
+  })
+
+  test('show prints exchanges and one exchange in full', async () => {
+    const c = capture()
+    assert.equal(await runCli(['show', 'crm', '--store', store], c.io), 0)
+    assert.equal(c.out.join('\n'), 'trace "crm": 1 exchange(s)\n#0 GET https://crm.test/customers/42 → 200 OK (15 B, 1 chunk)')
+    const full = capture()
+    assert.equal(await runCli(['show', 'crm', '--exchange', '0', '--store', store], full.io), 0)
+    assert.match(full.out.join('\n'), /< 200 OK\n< content-type: application\/json\n<\n\{"active":true\}/)
+  })
+
+  test('unknown trace: TR_TRACE_NOT_FOUND, exit 3, message names what exists', async () => {
+    const c = capture()
+    assert.equal(await runCli(['show', 'crn', '--store', store], c.io), EXIT_CODES[ErrorCodes.TRACE_NOT_FOUND])
+    assert.match(c.err.join('\n'), /error TR_TRACE_NOT_FOUND: Trace "crn" was not found .* Traces there: "crm"\./)
+    const j = capture()
+    assert.equal(await runCli(['show', 'crn', '--store', store, '--json'], j.io), 3)
+    assert.equal(JSON.parse(j.out.join('')).error.code, 'TR_TRACE_NOT_FOUND')
+  })
+
+  test('export then import round-trips; a tampered file is refused with exit 4', async () => {
+    const file = join(dir, 'crm.trace.json')
+    assert.equal(await runCli(['export', 'crm', '--out', file, '--store', store], capture().io), 0)
+    const text = await readFile(file, 'utf8')
+    const other = join(dir, 'store2')
+    assert.equal(await runCli(['import', file, '--store', other], capture().io), 0)
+    const again = join(dir, 'again.trace.json')
+    assert.equal(await runCli(['export', 'crm', '--out', again, '--store', other], capture().io), 0)
+    assert.equal(await readFile(again, 'utf8'), text, 're-export is byte-identical')
+    // Importing the same name twice needs --force.
+    const dup = capture()
+    assert.equal(await runCli(['import', file, '--store', other], dup.io), EXIT_CODES[ErrorCodes.TRACE_EXISTS])
+    const tampered = text.replace('\\"active\\":true', '\\"active\\":false')
+    assert.notEqual(tampered, text, 'the tamper step changed the file')
+    await writeFile(join(dir, 'tampered.trace.json'), tampered)
+    const bad = capture()
+    assert.equal(await runCli(['import', join(dir, 'tampered.trace.json'), '--store', other], bad.io), 4)
+    assert.match(bad.err.join('\n'), /TR_TRACE_(DIGEST_MISMATCH|FILE_INVALID)/)
+  })
+
+  test('usage errors exit 2 and point at --help; --help works everywhere', async () => {
+    const c = capture()
+    assert.equal(await runCli(['frobnicate'], c.io), 2)
+    assert.match(c.err.join('\n'), /Run "tr-proxy --help"/)
+    const none = capture()
+    assert.equal(await runCli([], none.io), 2)
+    for (const cmd of ['ls', 'show', 'export', 'import']) {
+      const h = capture()
+      const stdout: string[] = []
+      const write = process.stdout.write
+      process.stdout.write = ((chunk: string) => (stdout.push(String(chunk)), true)) as typeof process.stdout.write
+      try {
+        assert.equal(await runCli([cmd, '--help'], h.io), 0)
+      } finally {
+        process.stdout.write = write
+      }
+      assert.match(stdout.join(''), /--store/)
+    }
+  })
+
+  test('every error code has an exit code', () => {
+    for (const code of Object.values(ErrorCodes)) assert.equal(typeof EXIT_CODES[code], 'number', code)
+  })
+})
