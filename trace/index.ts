@@ -2,6 +2,17 @@
 
 export { bodyBytes, bodyFromBytes, bodyFromChunks, concatBytes, headerValue, splitChunks, tryUtf8 } from './body.ts'
 export { canonicalJson } from './canonical-json.ts'
+export type { AlignedPair, Attribution, DiffDetail, DifferenceKind, DiffOptions, TraceDiff, TraceDifference } from './diff.ts'
+export {
+  DEFAULT_VOLATILE_HEADERS,
+  DEFAULT_VOLATILE_KEYS,
+  DIFF_FORMAT_VERSION,
+  DIFFERENCE_KINDS,
+  decodeContentEncoding,
+  diffTraces,
+  formatDetail,
+  formatDiffText,
+} from './diff.ts'
 export { sha256 } from './digest.ts'
 export type { ErrorCode } from './errors.ts'
 export { ErrorCodes, isToolReplayError, ToolReplayError } from './errors.ts'
@@ -25,6 +36,17 @@ export type {
 export { TRACE_FORMAT_VERSION } from './exchange.ts'
 export type { JsonDifference, PathSegment } from './json-path.ts'
 export { diffJson, formatJsonPath, parseJsonPath, replaceAtJsonPath, selectJsonPath, setAtJsonPath } from './json-path.ts'
+export type { ForkOptions, PatchAction, PatchSelector, PatchSpec, ResolvedPatch } from './patch.ts'
+export {
+  canonicalPatchSpec,
+  exchangeLabel,
+  forkTrace,
+  occurrenceOf,
+  parsePatchSpec,
+  patchId,
+  resolvePatches,
+  resolvePatchFile,
+} from './patch.ts'
 export type { BodyFingerprint, IdentityOptions, IdentityParts, IdentityRequest, RequestIdentity } from './request-identity.ts'
 export {
   ALWAYS_IGNORED_HEADERS,
@@ -33,3 +55,5 @@ export {
   identityDistance,
   normalizeUrl,
 } from './request-identity.ts'
+export type { SseEvent } from './sse.ts'
+export { isEventStream, parseSse, sseEventsAsJson } from './sse.ts'

@@ -1,0 +1,205 @@
+/**
+ * `verifyCase(dir)`: integrity first, then strict replay, then the expectation.
+ *  1. Integrity (TR_CASE_INTEGRITY), before anything is imported or run: the directory holds exactly the
+ *     manifest, the trace file and the test file, all regular files (no symlinks); the manifest is
+ *     canonical and well-formed; the trace file's SHA-256 and size match and its own digest checks out;
+ *     the test file's SHA-256 matches; every path is relative and stays inside the case.
+ *  2. Strict replay of the trace from an in-memory store (nothing is written, least of all into the case):
+ *     a miss, an overrun or an unused exchange is TR_REPLAY_INCOMPLETE.
+ *  3. The app's own failure is TR_CASE_APP_ERROR; a different result is TR_CASE_REGRESSION with the
+ *     JSON-path differences between expected and actual.
+ */
+import { lstat, readdir, readFile, stat } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { formatSummary, type SessionSummary } from '../engine/index.ts'
+import { install } from '../interceptor/index.ts'
+import { createMemoryStore, parseTraceFile } from '../store/index.ts'
+import { canonicalJson, diffJson, ErrorCodes, isToolReplayError, type JsonDifference, sha256, ToolReplayError, type Trace } from '../trace/index.ts'
+import { type CaseManifest, MANIFEST_FILE, parseManifest } from './manifest.ts'
+
+/** A case that passed. */
+export interface VerifyResult {
+  ok: true
+  name: string
+  kind: CaseManifest['run']['kind']
+  /** What the run produced (the runner's return value as JSON, or the command's exit code and stdout). */
+  actual: unknown
+  summary: SessionSummary
+}
+
+/** A case whose integrity checked out: its manifest and its trace, nothing run yet. */
+export interface IntactCase {
+  dir: string
+  manifest: CaseManifest
+  trace: Trace
+}
+
+function integrity(dir: string, why: string, cause?: unknown): ToolReplayError {
+  return new ToolReplayError(
+    ErrorCodes.CASE_INTEGRITY,
+    `Case ${dir} is not intact: ${why}. Restore it from version control or re-emit it with \`tr-proxy emit-test\`.`,
+    {
+      details: { case: dir },
+      ...(cause ? { cause } : {}),
+    },
+  )
+}
+
+/** Checks a case directory without importing or running anything; returns its manifest and verified trace. */
+export async function checkCaseIntegrity(dirArg: string): Promise<IntactCase> {
+  const dir = resolve(dirArg)
+  const info = await lstat(dir).catch(() => undefined)
+  if (!info) throw integrity(dir, 'the directory does not exist')
+  if (info.isSymbolicLink()) throw integrity(dir, 'the case directory is a symbolic link')
+  if (!info.isDirectory()) throw integrity(dir, 'it is not a directory')
+  const regular = async (name: string): Promise<Buffer> => {
+    const st = await lstat(resolve(dir, name)).catch(() => undefined)
+    if (!st) throw integrity(dir, `${name} is missing`)
+    if (st.isSymbolicLink()) throw integrity(dir, `${name} is a symbolic link`)
+    if (!st.isFile()) throw integrity(dir, `${name} is not a regular file`)
+    return readFile(resolve(dir, name))
+  }
+  const manifest = parseManifest((await regular(MANIFEST_FILE)).toString('utf8'), dir)
+  const expected = [MANIFEST_FILE, manifest.trace.file, manifest.test.file].sort()
+  const present = (await readdir(dir)).sort()
+  const extra = present.filter((n) => !expected.includes(n))
+  if (extra.length > 0) throw integrity(dir, `it holds files the manifest does not list (${extra.join(', ')})`)
+  const traceBytes = await regular(manifest.trace.file)
+  if (traceBytes.byteLength !== manifest.trace.size)
+    throw integrity(dir, `the trace file is ${traceBytes.byteLength} bytes, the manifest says ${manifest.trace.size}`)
+  if (sha256(traceBytes) !== manifest.trace.sha256)
+    throw integrity(dir, `the trace file's SHA-256 is ${sha256(traceBytes)}, the manifest says ${manifest.trace.sha256}`)
+  const testBytes = await regular(manifest.test.file)
+  if (sha256(testBytes) !== manifest.test.sha256) throw integrity(dir, `the test file ${manifest.test.file} was changed (SHA-256 mismatch)`)
+  let trace: Trace
+  try {
+    trace = parseTraceFile(traceBytes.toString('utf8'), new Map(), { file: resolve(dir, manifest.trace.file) })
+  } catch (err) {
+    throw integrity(dir, `the trace file does not verify (${(err as Error).message})`, err)
+  }
+  if (trace.exchanges.length !== manifest.trace.exchanges)
+    throw integrity(dir, `the trace has ${trace.exchanges.length} exchanges, the manifest says ${manifest.trace.exchanges}`)
+  if (trace.meta.name !== manifest.name) throw integrity(dir, `the trace is named "${trace.meta.name}", the case "${manifest.name}"`)
+  return { dir, manifest, trace }
+}
+
+// Verification installs a process-wide dispatcher: one case at a time per process.
+let queue: Promise<unknown> = Promise.resolve()
+
+/**
+ * Verifies a case directory; resolves with the result or throws a ToolReplayError whose code says which
+ * contract broke: TR_CASE_INTEGRITY, TR_REPLAY_INCOMPLETE, TR_CASE_APP_ERROR or TR_CASE_REGRESSION.
+ * @example
+ * await verifyCase(fileURLToPath(new URL('.', import.meta.url)))
+ */
+export function verifyCase(dir: string): Promise<VerifyResult> {
+  const run = queue.then(() => verifyNow(dir))
+  queue = run.catch(() => {})
+  return run
+}
+
+async function verifyNow(dir: string): Promise<VerifyResult> {
+  const c = await checkCaseIntegrity(dir)
+  const { manifest } = c
+  let outcome: { actual: unknown; summary: SessionSummary; error?: unknown }
+  if (manifest.run.kind === 'runner') outcome = await runRunner(c, manifest.run)
+  else {
+    // Loaded only for command cases: runner cases never load the proxy.
+    const { runCommandCase } = await import('./command-case.ts')
+    outcome = await runCommandCase(c, manifest.run)
+  }
+  const { summary } = outcome
+  if (!summary.ok) {
+    const appError = outcome.error === undefined ? '' : `\nThe app also failed: ${errorText(outcome.error)}`
+    throw new ToolReplayError(
+      ErrorCodes.REPLAY_INCOMPLETE,
+      `Case "${manifest.name}" broke the replay contract: the app did not make exactly the recorded requests.\n${formatSummary(summary)}${appError}\nFix the app, or re-emit the case from a new recording.`,
+      { details: { case: manifest.name, summary }, ...(outcome.error !== undefined ? { cause: outcome.error } : {}) },
+    )
+  }
+  if (outcome.error !== undefined) {
+    throw new ToolReplayError(
+      ErrorCodes.CASE_APP_ERROR,
+      `Case "${manifest.name}": the app failed under a complete strict replay (${summary.replayed} exchange(s) replayed): ${errorText(outcome.error)}. Fix the app; the recorded world did not change.`,
+      { cause: outcome.error, details: { case: manifest.name, error: errorText(outcome.error), summary } },
+    )
+  }
+  const expected = 'json' in manifest.expect ? manifest.expect.json : manifest.expect
+  const actual = 'json' in manifest.expect ? outcome.actual : pick(outcome.actual as Record<string, unknown>, Object.keys(manifest.expect))
+  if (canonicalJson(expected) !== canonicalJson(actual)) {
+    const differences = diffJson(expected, actual, 20)
+    throw new ToolReplayError(
+      ErrorCodes.CASE_REGRESSION,
+      `Case "${manifest.name}" failed: behavioural regression. Expected ${short(expected)}, got ${short(actual)} (${differences.map(formatDifference).join('; ')}). Strict replay completed (${summary.replayed} exchange(s) replayed, none missing or unused), so the app saw the recorded world and behaved differently. Fix the app, or re-emit the case if the new behaviour is intended.`,
+      { details: { case: manifest.name, expected, actual, differences, summary } },
+    )
+  }
+  return { ok: true, name: manifest.name, kind: manifest.run.kind, actual: outcome.actual, summary }
+}
+
+async function runRunner(c: IntactCase, run: { module: string; export: string }): Promise<{ actual: unknown; summary: SessionSummary; error?: unknown }> {
+  const modulePath = resolve(c.dir, run.module)
+  const st = await stat(modulePath).catch(() => undefined)
+  if (!st?.isFile()) throw integrity(c.dir, `the runner module ${run.module} (${modulePath}) does not exist`)
+  const store = createMemoryStore()
+  await store.putTrace(c.trace)
+  const tr = await install({ mode: 'replay', trace: c.manifest.name, store })
+  let actual: unknown
+  let error: unknown
+  try {
+    const mod = (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>
+    const fn = mod[run.export]
+    if (typeof fn !== 'function') throw new TypeError(`${run.module} has no exported function "${run.export}"`)
+    actual = toJson(await withTimeout((fn as () => unknown)(), RUNNER_TIMEOUT_MS, `${run.module}#${run.export}`))
+  } catch (err) {
+    error = err
+  }
+  const summary = await tr.close()
+  await store.close()
+  return error === undefined ? { actual, summary } : { actual, summary, error }
+}
+
+/** Longest a runner may take before verification gives up on it, in ms. */
+export const RUNNER_TIMEOUT_MS = 120_000
+
+async function withTimeout<T>(value: T | Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms / 1000} s`)), ms)
+    timer.unref()
+  })
+  try {
+    return await Promise.race([value, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** The return value as JSON sees it (undefined becomes null), so it compares like the stored expectation. */
+function toJson(v: unknown): unknown {
+  const s = JSON.stringify(v)
+  return s === undefined ? null : JSON.parse(s)
+}
+
+function pick(o: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const k of keys) out[k] = o[k]
+  return out
+}
+
+function errorText(err: unknown): string {
+  if (isToolReplayError(err)) return `${err.code}: ${err.message}`
+  const e = err as { name?: string; message?: string; code?: unknown }
+  return `${e?.name ?? 'Error'}${typeof e?.code === 'string' ? ` ${e.code}` : ''}: ${e?.message ?? String(err)}`
+}
+
+function short(v: unknown): string {
+  const s = JSON.stringify(v) ?? 'undefined'
+  return s.length > 120 ? `${s.slice(0, 117)}...` : s
+}
+
+function formatDifference(d: JsonDifference): string {
+  const side = (x: unknown) => (x === undefined ? '(absent)' : short(x))
+  return `${d.path}: ${side(d.before)} → ${side(d.after)}`
+}

@@ -1,0 +1,66 @@
+import { existsSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { readTraceFile, type TraceStore } from '../../store/index.ts'
+import { type DiffOptions, diffTraces, ErrorCodes, formatDiffText, ToolReplayError, type Trace } from '../../trace/index.ts'
+import { withStore } from '../open-store.ts'
+import type { CommandModule } from './command.ts'
+
+/** Exit code of `diff --exit-code` when the traces differ (as `git diff --exit-code` and diff(1)). */
+export const DIFF_EXIT_DIFFERENT = 1
+
+/** `tr-proxy diff A B`: what changed between two traces, first observable divergence first. */
+export const diffCommand: CommandModule = {
+  command: 'diff <a> <b>',
+  describe: 'Compare two traces (names in the store, or trace files): the first observable divergence, then every difference',
+  builder: (y) =>
+    y
+      .positional('a', { type: 'string', describe: 'Trace A (before): a name in the store or a .json trace file' })
+      .positional('b', { type: 'string', describe: 'Trace B (after)' })
+      .option('format', { choices: ['text', 'json'] as const, default: 'text', describe: 'Output: deterministic text, or versioned JSON' })
+      .option('exit-code', {
+        type: 'boolean',
+        default: false,
+        describe: `Exit ${DIFF_EXIT_DIFFERENT} when the traces differ (for CI); default exit 0 either way`,
+      })
+      .option('volatile', {
+        type: 'boolean',
+        default: true,
+        describe: 'Ignore volatile fields (dates, request ids, generated ids, created); --no-volatile compares all',
+      })
+      .option('ignore', { type: 'string', array: true, describe: 'JSON path to ignore in every JSON body, repeatable (e.g. $.meta.trace_id)' })
+      .option('ignore-key', { type: 'string', array: true, describe: 'Object key to ignore at any depth of JSON bodies, repeatable' })
+      .option('ignore-header', { type: 'string', array: true, describe: 'Header to ignore, repeatable' }),
+  run: async (args, io) =>
+    withStoreIfNeeded({ store: args.store }, [String(args.a), String(args.b)], async (load) => {
+      const a = await load(String(args.a))
+      const b = await load(String(args.b))
+      const options: DiffOptions = { volatile: args.volatile !== false }
+      if (Array.isArray(args.ignore)) options.ignorePaths = args.ignore.map(String)
+      if (Array.isArray(args['ignore-key'])) options.ignoreKeys = args['ignore-key'].map(String)
+      if (Array.isArray(args['ignore-header'])) options.ignoreHeaders = args['ignore-header'].map(String)
+      const diff = diffTraces(a, b, options)
+      if (args.format === 'json' || args.json) io.out(JSON.stringify(diff, null, 2))
+      else io.out(formatDiffText(diff))
+      return args['exit-code'] && !diff.equal ? DIFF_EXIT_DIFFERENT : 0
+    }),
+}
+
+const isFileArg = (x: string) => x.endsWith('.json') && existsSync(x)
+
+/** Opens the store only when one of the arguments is a trace name, not a file. */
+async function withStoreIfNeeded<T>(args: { store?: unknown }, names: string[], fn: (load: (x: string) => Promise<Trace>) => Promise<T>): Promise<T> {
+  const fromFile = (x: string) => readTraceFile(resolve(x))
+  if (names.every(isFileArg)) return fn(fromFile)
+  return withStore(args, (store: TraceStore) =>
+    fn(async (x) => {
+      if (isFileArg(x)) return fromFile(x)
+      if (x.endsWith('.json') && !(await store.hasTrace(x))) {
+        throw new ToolReplayError(
+          ErrorCodes.TRACE_NOT_FOUND,
+          `No trace file ${resolve(x)} and no trace named "${x}" in ${store.location}. Check the path or the name.`,
+        )
+      }
+      return store.readTrace(x)
+    }),
+  )
+}

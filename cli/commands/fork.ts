@@ -1,0 +1,82 @@
+import { readFile } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import { traceDigest } from '../../store/index.ts'
+import { ErrorCodes, forkTrace, type PatchSpec, parsePatchSpec, resolvePatches, resolvePatchFile, ToolReplayError } from '../../trace/index.ts'
+import { withStore } from '../open-store.ts'
+import type { CommandModule } from './command.ts'
+
+/** `tr-proxy fork SOURCE --to BRANCH --patch SPEC...`: a new trace with patched outcomes and lineage. */
+export const forkCommand: CommandModule = {
+  command: 'fork <source>',
+  describe: 'Fork a trace: copy it as BRANCH with patched responses (JSON path, body, status, header, error); the source is untouched',
+  builder: (y) =>
+    y
+      .positional('source', { type: 'string', describe: 'Trace to fork' })
+      .option('to', { type: 'string', demandOption: true, describe: 'Name of the new trace (the branch)' })
+      .option('patch', {
+        type: 'string',
+        array: true,
+        demandOption: true,
+        describe:
+          'Patch "SELECTOR ACTION", repeatable. SELECTOR: #SEQ or "METHOD URL [#OCCURRENCE]". ACTION: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME (remove), error=CODE[@PHASE], response=CODE',
+      })
+      .option('force', { type: 'boolean', default: false, describe: 'Replace an existing trace named BRANCH' })
+      .example('$0 fork main --to inactive --patch "#0 $.active=false"', 'Set a field of the first response')
+      .example('$0 fork main --to flaky --patch "GET https://crm.test/customers/42 #0 error=ECONNRESET"', 'Make a request fail'),
+  run: async (args, io) => {
+    const specs = (args.patch as string[]).map((s) => parsePatchSpec(s))
+    // Files are read before the store opens: a missing file must fail the fork before anything is written.
+    const resolved: PatchSpec[] = []
+    for (const spec of specs) {
+      if (spec.action.kind !== 'body-file') {
+        resolved.push(spec)
+        continue
+      }
+      const file = resolve(spec.action.file)
+      let bytes: Uint8Array
+      try {
+        bytes = new Uint8Array(await readFile(file))
+      } catch (err) {
+        throw new ToolReplayError(
+          ErrorCodes.INVALID_PATCH,
+          `Failed to read the body file of patch "${spec.text}": ${(err as Error).message}. Check the path after "body=@".`,
+          {
+            cause: err,
+          },
+        )
+      }
+      resolved.push(resolvePatchFile(spec, bytes))
+    }
+    const to = String(args.to)
+    return withStore({ store: args.store }, async (store) => {
+      const source = await store.readTrace(String(args.source))
+      if (!args.force && (await store.hasTrace(to))) {
+        throw new ToolReplayError(
+          ErrorCodes.TRACE_EXISTS,
+          `Cannot fork "${source.meta.name}" to "${to}": a trace with that name exists. Pick another name or pass --force.`,
+        )
+      }
+      const branch = forkTrace(source, { name: to, sourceDigest: traceDigest(source), patches: resolved })
+      await store.putTrace(branch, { overwrite: Boolean(args.force) })
+      const applied = resolvePatches(source, resolved)
+      if (args.json) {
+        io.out(
+          JSON.stringify({
+            ok: true,
+            source: source.meta.name,
+            branch: to,
+            lineage: branch.meta.lineage,
+            patches: applied.map((p) => ({ id: p.id, spec: p.spec, seq: p.seq })),
+          }),
+        )
+      } else {
+        const lines = [
+          `Forked "${source.meta.name}" to "${to}" (${branch.exchanges.length} exchange${branch.exchanges.length === 1 ? '' : 's'}, ${applied.length} patch${applied.length === 1 ? '' : 'es'}):`,
+        ]
+        for (const p of applied) lines.push(`  ${p.id}  exchange #${p.seq}  ${p.spec}`)
+        io.out(lines.join('\n'))
+      }
+      return 0
+    })
+  },
+}

@@ -1,0 +1,415 @@
+/**
+ * Forks: a new, independent trace made from a source trace plus patches, with lineage.
+ * A patch selects exactly one recorded exchange and replaces one thing about its outcome.
+ *
+ * Patch spec grammar (one string, as given to `tr-proxy fork --patch`):
+ *   SPEC      := SELECTOR " " ACTION
+ *   SELECTOR  := "#" SEQ                       sequence number in the trace
+ *              | METHOD " " URL [" #" OCC]     method + absolute URL (+ occurrence, 0-based; required when
+ *                                              the request was recorded more than once)
+ *   ACTION    := "$" PATH "=" JSON             set a value inside a JSON response body ($=... replaces it all)
+ *              | "body=@" FILE                 replace the whole body with a file's bytes (resolved by the caller)
+ *              | "status=" CODE                replace the status code
+ *              | "header:" NAME "=" VALUE      set a response header (replacing every field of that name)
+ *              | "header:" NAME                remove a response header
+ *              | "error=" CODE ["@" PHASE]     turn the outcome into a recorded error (ECONNRESET, ETIMEDOUT, ...)
+ *              | "response=" CODE              turn a recorded error into a response with that status, empty body
+ * Patches are resolved against the source before any is applied, then applied in order.
+ * @example
+ * const branch = forkTrace(source, { name: 'crm-inactive', sourceDigest, patches: ['#0 $.active=false'] })
+ */
+import { STATUS_CODES } from 'node:http'
+import { bodyBytes, bodyFromBytes, headerValue } from './body.ts'
+import { canonicalJson } from './canonical-json.ts'
+import { decodeContentEncoding } from './diff.ts'
+import { sha256 } from './digest.ts'
+import { ErrorCodes, ToolReplayError } from './errors.ts'
+import type { ErrorPhase, Exchange, HeaderPairs, PatchRecord, RecordedResponse, Trace } from './exchange.ts'
+import { formatJsonPath, parseJsonPath, setAtJsonPath } from './json-path.ts'
+import { normalizeUrl } from './request-identity.ts'
+
+/** Which exchange a patch applies to. */
+export type PatchSelector = { kind: 'seq'; seq: number } | { kind: 'request'; method: string; url: string; occurrence?: number }
+
+/** What a patch replaces. `body-file` is the unresolved form of `body`: read the file, then call `resolvePatchFile`. */
+export type PatchAction =
+  | { kind: 'json'; path: string; value: unknown }
+  | { kind: 'body'; bytes: Uint8Array }
+  | { kind: 'body-file'; file: string }
+  | { kind: 'status'; status: number }
+  | { kind: 'header'; name: string; value: string | null }
+  | { kind: 'error'; code: string; phase: ErrorPhase }
+  | { kind: 'response'; status: number }
+
+/** A parsed patch. `text` is what the user wrote (kept for messages only; lineage stores the canonical form). */
+export interface PatchSpec {
+  text: string
+  selector: PatchSelector
+  action: PatchAction
+}
+
+/** A patch resolved against a source trace: the one exchange it selects, and its deterministic id. */
+export interface ResolvedPatch {
+  /** Short SHA-256 of the canonical spec: the same patch always has the same id. */
+  id: string
+  /** Canonical spec: normalized URL, canonical JSON value, file bodies by digest (never a machine path). */
+  spec: string
+  seq: number
+  patch: PatchSpec
+}
+
+/** Options for `forkTrace`. */
+export interface ForkOptions {
+  /** Name of the branch trace. */
+  name: string
+  /** Patches, as spec strings or parsed (with file bodies already resolved). */
+  patches: ReadonlyArray<string | PatchSpec>
+  /** Digest of the source trace (store `traceDigest(source)`), kept as lineage. */
+  sourceDigest: string
+}
+
+const PHASES: readonly ErrorPhase[] = ['connect', 'request', 'response-headers', 'response-body']
+const SPEC_HELP =
+  'Write a patch as "SELECTOR ACTION", e.g. "#0 $.active=false" or "GET https://crm.test/customers/42 #0 status=503"; actions: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME, error=CODE[@PHASE], response=CODE.'
+
+function invalid(text: string, why: string): never {
+  throw new ToolReplayError(ErrorCodes.INVALID_PATCH, `Invalid patch "${text}": ${why}. ${SPEC_HELP}`, { details: { patch: text } })
+}
+
+/** Parses a patch spec string. Throws TR_INVALID_PATCH naming the spec and what is wrong. */
+export function parsePatchSpec(text: string): PatchSpec {
+  const src = text.trim()
+  let rest: string
+  let selector: PatchSelector
+  const seqMatch = /^#(\d+)\s+/.exec(src)
+  if (seqMatch) {
+    selector = { kind: 'seq', seq: Number(seqMatch[1]) }
+    rest = src.slice(seqMatch[0].length)
+  } else {
+    const m = /^([A-Za-z]+)\s+(\S+)\s+(?:#(\d+)\s+)?/.exec(src)
+    if (!m) invalid(text, 'it does not start with a selector ("#SEQ" or "METHOD URL [#OCCURRENCE]")')
+    const [whole, method, url, occ] = m as RegExpExecArray
+    let normalized: string
+    try {
+      normalized = normalizeUrl(url as string)
+    } catch {
+      invalid(text, `"${url}" is not an absolute URL`)
+    }
+    selector = { kind: 'request', method: (method as string).toUpperCase(), url: normalized }
+    if (occ !== undefined) selector.occurrence = Number(occ)
+    rest = src.slice(whole.length)
+  }
+  return { text: src, selector, action: parseAction(text, rest.trim()) }
+}
+
+function parseAction(text: string, a: string): PatchAction {
+  if (a === '') invalid(text, 'it has no action after the selector')
+  if (a.startsWith('$')) {
+    const eq = endOfPath(a)
+    if (eq === -1) invalid(text, `"${a}" has no "=VALUE"`)
+    const path = a.slice(0, eq)
+    parseJsonPathForPatch(text, path)
+    const raw = a.slice(eq + 1)
+    let value: unknown
+    try {
+      value = JSON.parse(raw)
+    } catch {
+      invalid(text, `the value ${JSON.stringify(raw)} is not JSON (strings need quotes: $.name="Ada")`)
+    }
+    return { kind: 'json', path: formatJsonPath(parseJsonPath(path)), value }
+  }
+  let m: RegExpExecArray | null
+  if ((m = /^body=@(.+)$/s.exec(a))) return { kind: 'body-file', file: m[1] as string }
+  if ((m = /^status=(\d{3})$/.exec(a))) return { kind: 'status', status: statusCode(text, m[1] as string) }
+  if ((m = /^response=(\d{3})$/.exec(a))) return { kind: 'response', status: statusCode(text, m[1] as string) }
+  if ((m = /^header:([!#$%&'*+.^_`|~0-9A-Za-z-]+)(?:=(.*))?$/s.exec(a))) {
+    const value = m[2]
+    if (value !== undefined && /[\r\n\0]/.test(value)) invalid(text, 'a header value cannot contain CR, LF or NUL')
+    return { kind: 'header', name: (m[1] as string).toLowerCase(), value: value ?? null }
+  }
+  if ((m = /^error=([A-Z][A-Z0-9_]*)(?:@([a-z-]+))?$/.exec(a))) {
+    const phase = (m[2] ?? 'request') as ErrorPhase
+    if (!PHASES.includes(phase)) invalid(text, `unknown error phase "${m[2]}" (use ${PHASES.join(', ')})`)
+    return { kind: 'error', code: m[1] as string, phase }
+  }
+  return invalid(text, `unknown action "${a}"`)
+}
+
+function parseJsonPathForPatch(text: string, path: string): void {
+  try {
+    const segs = parseJsonPath(path)
+    if (segs.includes('*')) invalid(text, `JSON path "${path}" has a wildcard; a patch must name exactly one place`)
+  } catch (err) {
+    if (err instanceof ToolReplayError && err.code === ErrorCodes.INVALID_PATCH) throw err
+    invalid(text, (err as Error).message)
+  }
+}
+
+/** Index of the "=" that ends a JSON path, skipping ones inside ['...'] or ["..."]. */
+function endOfPath(a: string): number {
+  let quote: string | undefined
+  for (let i = 0; i < a.length; i++) {
+    const ch = a[i]
+    if (quote) {
+      if (ch === '\\') i++
+      else if (ch === quote) quote = undefined
+    } else if (ch === "'" || ch === '"') quote = ch
+    else if (ch === '=') return i
+  }
+  return -1
+}
+
+function statusCode(text: string, s: string): number {
+  const n = Number(s)
+  if (n < 100 || n > 599) invalid(text, `status ${s} is outside 100-599`)
+  return n
+}
+
+/** Turns a `body-file` action into a `body` action with the file's bytes; other specs pass through. */
+export function resolvePatchFile(spec: PatchSpec, bytes: Uint8Array): PatchSpec {
+  if (spec.action.kind !== 'body-file') return spec
+  return { ...spec, action: { kind: 'body', bytes } }
+}
+
+/** The canonical text of a patch: what lineage stores and what its id hashes. */
+export function canonicalPatchSpec(spec: PatchSpec): string {
+  const s = spec.selector
+  const selector = s.kind === 'seq' ? `#${s.seq}` : `${s.method} ${s.url}${s.occurrence === undefined ? '' : ` #${s.occurrence}`}`
+  const a = spec.action
+  let action: string
+  switch (a.kind) {
+    case 'json':
+      action = `${a.path}=${canonicalJson(a.value)}`
+      break
+    case 'body':
+      action = `body=sha256:${sha256(a.bytes)}`
+      break
+    case 'body-file':
+      throw new ToolReplayError(
+        ErrorCodes.INVALID_PATCH,
+        `Patch "${spec.text}" names the file "${a.file}", which has not been read. Read it and call resolvePatchFile first (the CLI does this).`,
+      )
+    case 'status':
+      action = `status=${a.status}`
+      break
+    case 'response':
+      action = `response=${a.status}`
+      break
+    case 'header':
+      action = a.value === null ? `header:${a.name}` : `header:${a.name}=${a.value}`
+      break
+    case 'error':
+      action = `error=${a.code}@${a.phase}`
+      break
+  }
+  return `${selector} ${action}`
+}
+
+/** The deterministic id of a patch: the first 12 hex digits of SHA-256 of its canonical spec. */
+export function patchId(spec: PatchSpec): string {
+  return sha256(canonicalPatchSpec(spec)).slice(0, 12)
+}
+
+/** Label of an exchange as selectors and diffs print it: "GET https://crm.test/customers/42 #0". */
+export function exchangeLabel(trace: Pick<Trace, 'exchanges'>, x: Exchange): string {
+  return `${x.request.method} ${x.request.url} #${occurrenceOf(trace, x)}`
+}
+
+/** 0-based occurrence of an exchange's method + URL among earlier exchanges of the trace. */
+export function occurrenceOf(trace: Pick<Trace, 'exchanges'>, x: Exchange): number {
+  const key = methodUrlKey(x)
+  let n = 0
+  for (const y of trace.exchanges) {
+    if (y === x) return n
+    if (methodUrlKey(y) === key) n++
+  }
+  return n
+}
+
+function methodUrlKey(x: Exchange): string {
+  let url: string
+  try {
+    url = normalizeUrl(x.request.url)
+  } catch {
+    url = x.request.url
+  }
+  return `${x.request.method.toUpperCase()} ${url}`
+}
+
+/**
+ * Resolves every patch against the source before anything is applied. Each must select exactly one
+ * exchange; otherwise TR_INVALID_PATCH says what matched and how to be more precise.
+ */
+export function resolvePatches(source: Trace, patches: ReadonlyArray<string | PatchSpec>): ResolvedPatch[] {
+  return patches.map((p) => {
+    const patch = typeof p === 'string' ? parsePatchSpec(p) : p
+    const s = patch.selector
+    let matches: Exchange[]
+    if (s.kind === 'seq') matches = source.exchanges.filter((x) => x.seq === s.seq)
+    else {
+      const all = source.exchanges.filter((x) => methodUrlKey(x) === `${s.method} ${s.url}`)
+      matches = s.occurrence === undefined ? all : all.filter((_, i) => i === s.occurrence)
+      if (s.occurrence !== undefined && matches.length === 0 && all.length > 0) {
+        throw new ToolReplayError(
+          ErrorCodes.INVALID_PATCH,
+          `Failed to resolve patch "${patch.text}" against trace "${source.meta.name}": ${s.method} ${s.url} was recorded ${all.length} time(s) (occurrences #0-#${all.length - 1}), not #${s.occurrence}. Pick an existing occurrence.`,
+          { details: { patch: patch.text, matches: all.map((x) => x.seq) } },
+        )
+      }
+    }
+    if (matches.length === 0) {
+      const list = source.exchanges
+        .slice(0, 10)
+        .map((x) => `#${x.seq} ${exchangeLabel(source, x)}`)
+        .join('; ')
+      throw new ToolReplayError(
+        ErrorCodes.INVALID_PATCH,
+        `Failed to resolve patch "${patch.text}" against trace "${source.meta.name}": it matches no exchange (the trace has: ${list || 'no exchanges'}). Check the selector with \`tr-proxy show ${source.meta.name}\`.`,
+        { details: { patch: patch.text, matches: [] } },
+      )
+    }
+    if (matches.length > 1) {
+      throw new ToolReplayError(
+        ErrorCodes.INVALID_PATCH,
+        `Failed to resolve patch "${patch.text}" against trace "${source.meta.name}": it matches ${matches.length} exchanges (${matches.map((x) => `#${x.seq}`).join(', ')}). Add the occurrence ("... #0") or select by sequence number ("#${(matches[0] as Exchange).seq} ...").`,
+        { details: { patch: patch.text, matches: matches.map((x) => x.seq) } },
+      )
+    }
+    const spec = canonicalPatchSpec(patch)
+    return { id: sha256(spec).slice(0, 12), spec, seq: (matches[0] as Exchange).seq, patch }
+  })
+}
+
+/**
+ * Makes a branch: a copy of `source` with the patches applied, origin "patched" and the patch ids on the
+ * exchanges they touched, and lineage (source digest, source name, patches). The source is not modified.
+ */
+export function forkTrace(source: Trace, options: ForkOptions): Trace {
+  if (options.patches.length === 0) {
+    throw new ToolReplayError(ErrorCodes.INVALID_PATCH, `Forking trace "${source.meta.name}" needs at least one patch. ${SPEC_HELP}`)
+  }
+  const resolved = resolvePatches(source, options.patches)
+  const exchanges: Exchange[] = structuredClone(source.exchanges)
+  const bodies = new Map<string, Uint8Array>(source.bodies)
+  const touched = new Set<number>()
+  for (const r of resolved) {
+    const x = exchanges.find((e) => e.seq === r.seq) as Exchange
+    applyPatch({ meta: source.meta, bodies }, x, r)
+    x.origin = 'patched'
+    // Several patches on one exchange: all their ids, in order ("a1+b2"); a patch id from the source's own
+    // lineage is replaced, since lineage only lists this fork's patches.
+    x.patchId = touched.has(x.seq) ? `${x.patchId}+${r.id}` : r.id
+    touched.add(x.seq)
+  }
+  const patches: PatchRecord[] = resolved.map((r) => ({ id: r.id, spec: r.spec }))
+  const meta: Trace['meta'] = {
+    name: options.name,
+    format: source.meta.format,
+    lineage: { sourceDigest: options.sourceDigest, sourceName: source.meta.name, patches },
+  }
+  if (source.meta.labels) meta.labels = { ...source.meta.labels }
+  // Keep only the bodies the branch references: it must replay on its own, and carry nothing else.
+  const own = new Map<string, Uint8Array>()
+  for (const x of exchanges) {
+    for (const ref of [x.request.body, x.outcome.kind === 'response' ? x.outcome.response.body : x.outcome.error.partial?.body]) {
+      if (ref) own.set(ref.digest, bodies.get(ref.digest) as Uint8Array)
+    }
+  }
+  return { meta, exchanges, bodies: own }
+}
+
+function applyPatch(trace: Pick<Trace, 'meta' | 'bodies'>, x: Exchange, r: ResolvedPatch): void {
+  const a = r.patch.action
+  const fail = (why: string): never => {
+    throw new ToolReplayError(
+      ErrorCodes.INVALID_PATCH,
+      `Failed to apply patch "${r.patch.text}" to exchange #${x.seq} (${x.request.method} ${x.request.url}): ${why}`,
+      {
+        details: { patch: r.patch.text, seq: x.seq },
+      },
+    )
+  }
+  if (a.kind === 'error') {
+    const error = { code: a.code, message: nodeLikeMessage(a.code, x.request.url), phase: a.phase } as Extract<Exchange['outcome'], { kind: 'error' }>['error']
+    if (a.phase === 'response-body' && x.outcome.kind === 'response') {
+      const empty = bodyFromBytes(new Uint8Array(0))
+      trace.bodies.set(empty.ref.digest, empty.bytes)
+      error.partial = { ...x.outcome.response, headers: x.outcome.response.headers.filter(([k]) => k.toLowerCase() !== 'content-length'), body: empty.ref }
+    }
+    x.outcome = { kind: 'error', error }
+    return
+  }
+  if (a.kind === 'response') {
+    if (x.outcome.kind === 'response') throw fail('it already has a response; use status=CODE to change its status')
+    const empty = bodyFromBytes(new Uint8Array(0))
+    trace.bodies.set(empty.ref.digest, empty.bytes)
+    x.outcome = {
+      kind: 'response',
+      response: { status: a.status, statusText: STATUS_CODES[a.status] ?? '', headers: [['content-length', '0']], body: empty.ref, trailers: [] },
+    }
+    return
+  }
+  if (x.outcome.kind !== 'response') {
+    throw fail(`it has a recorded error (${x.outcome.error.code}); turn it into a response first with "response=CODE"`)
+  }
+  const res: RecordedResponse = x.outcome.response
+  switch (a.kind) {
+    case 'status':
+      res.status = a.status
+      res.statusText = STATUS_CODES[a.status] ?? ''
+      return
+    case 'header':
+      res.headers = res.headers.filter(([k]) => k.toLowerCase() !== a.name)
+      if (a.value !== null) res.headers.push([a.name, a.value])
+      return
+    case 'body':
+      setBody(trace, res, a.bytes, false)
+      return
+    case 'body-file':
+      throw fail(`the file "${a.file}" was not read; call resolvePatchFile first`)
+    case 'json': {
+      const encoding = headerValue(res.headers, 'content-encoding')
+      let bytes: Uint8Array
+      try {
+        bytes = decodeContentEncoding(bodyBytes(trace, res.body), encoding)
+      } catch (err) {
+        throw fail(`its body could not be decoded (${encoding}): ${(err as Error).message}`)
+      }
+      let value: unknown
+      try {
+        value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes))
+      } catch {
+        throw fail(`its response body is not JSON (content-type ${headerValue(res.headers, 'content-type') ?? 'none'}); replace it whole with body=@FILE`)
+      }
+      const patched = setAtJsonPath(value, a.path, a.value)
+      // Patched JSON is stored decoded: the branch carries no re-compression choices of its own.
+      setBody(trace, res, new TextEncoder().encode(JSON.stringify(patched)), encoding !== undefined)
+      return
+    }
+  }
+}
+
+function setBody(trace: Pick<Trace, 'bodies'>, res: RecordedResponse, bytes: Uint8Array, dropEncoding: boolean): void {
+  const body = bodyFromBytes(bytes)
+  trace.bodies.set(body.ref.digest, body.bytes)
+  res.body = body.ref
+  let headers: HeaderPairs = res.headers
+  if (dropEncoding) headers = headers.filter(([k]) => k.toLowerCase() !== 'content-encoding')
+  // A stale Content-Length would make clients wait for bytes that never come, or cut the body short.
+  res.headers = headers.map(([k, v]) => (k.toLowerCase() === 'content-length' ? [k, String(bytes.byteLength)] : [k, v]))
+}
+
+function nodeLikeMessage(code: string, url: string): string {
+  if (code === 'ECONNRESET') return 'read ECONNRESET'
+  if (code === 'ECONNREFUSED' || code === 'ETIMEDOUT') return `connect ${code}`
+  if (code === 'ENOTFOUND') return `getaddrinfo ENOTFOUND ${safeHost(url)}`
+  return code
+}
+
+function safeHost(url: string): string {
+  try {
+    return new URL(url).hostname
+  } catch {
+    return ''
+  }
+}
