@@ -1,8 +1,31 @@
+import { caCommand } from './ca.ts'
 import type { CommandModule } from './command.ts'
+import { diffCommand } from './diff.ts'
+import { emitTestCommand } from './emit-test.ts'
+import { envCommand } from './env.ts'
 import { exportCommand } from './export.ts'
+import { forkCommand } from './fork.ts'
 import { importCommand } from './import.ts'
 import { lsCommand } from './ls.ts'
+import { recordCommand } from './record.ts'
+import { replayCommand } from './replay.ts'
+import { serveCommand } from './serve.ts'
 import { showCommand } from './show.ts'
+import { verifyCommand } from './verify.ts'
 
 /** Every CLI command, in --help order. Each lives in its own file. */
-export const COMMANDS: CommandModule[] = [lsCommand, showCommand, exportCommand, importCommand]
+export const COMMANDS: CommandModule[] = [
+  lsCommand,
+  showCommand,
+  exportCommand,
+  importCommand,
+  forkCommand,
+  diffCommand,
+  emitTestCommand,
+  verifyCommand,
+  recordCommand,
+  replayCommand,
+  serveCommand,
+  envCommand,
+  caCommand,
+]

@@ -1,0 +1,93 @@
+import { readFileSync } from 'node:fs'
+import type { Argv } from 'yargs'
+import type { Mode, SessionOptions } from '../../engine/index.ts'
+import { formatSummary } from '../../engine/index.ts'
+import { parseResolve, runProxySession, type UpstreamOptions } from '../../proxy/index.ts'
+import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
+import { EXIT_CODES } from '../exit-codes.ts'
+import { storeDir, withStore } from '../open-store.ts'
+import type { Io } from '../output.ts'
+import type { Args, CommandModule } from './command.ts'
+
+/** Port of a proxy started without a command (with one, a free loopback port is used). */
+export const DEFAULT_PROXY_PORT = 8080
+
+/** Options every proxy-running command shares (record, replay, serve). */
+export function proxyOptions(y: Argv): Argv {
+  return y
+    .option('trace', { alias: 't', type: 'string', default: 'default', describe: 'Trace name' })
+    .option('port', { alias: 'p', type: 'number', describe: `Proxy port (default: a free port with a command, else ${DEFAULT_PROXY_PORT})` })
+    .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to bind; anything but loopback exposes the proxy to the network' })
+    .option('resolve', { type: 'string', array: true, describe: 'Map an upstream host: HOST=ADDRESS:PORT (repeatable); TLS still verifies HOST' })
+    .option('upstream-ca', { type: 'string', describe: 'PEM file of extra CAs trusted for upstream TLS' })
+    .option('insecure-upstream', { type: 'boolean', default: false, describe: 'Do not verify upstream TLS certificates' })
+    .option('pace', { choices: ['none', 'recorded'], default: 'none', describe: 'Replay timing: none = at once (chunking kept), recorded = recorded delays' })
+}
+
+/** The command after `--` (yargs leaves it in `_` after the command name). */
+export function commandArgv(args: Args): string[] {
+  const rest = args['--'] ?? args._.slice(1)
+  return rest.map(String)
+}
+
+/** Upstream options from the shared flags. */
+export function upstreamFromArgs(args: Args): UpstreamOptions {
+  const upstream: UpstreamOptions = { insecure: Boolean(args['insecure-upstream']) }
+  if (typeof args['upstream-ca'] === 'string') {
+    try {
+      upstream.ca = readFileSync(args['upstream-ca'], 'utf8')
+    } catch (err) {
+      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Cannot read --upstream-ca ${args['upstream-ca']}: ${(err as Error).message}. Give a PEM file.`)
+    }
+  }
+  const resolveList = (args.resolve as string[] | undefined) ?? []
+  if (resolveList.length > 0) upstream.resolve = parseResolve(resolveList)
+  return upstream
+}
+
+/** Runs one proxy session for a command module and maps the outcome to an exit code. */
+export async function runProxyCommand(
+  args: Args,
+  io: Io,
+  session: Omit<SessionOptions, 'store'>,
+  opts: { strict: boolean; control: boolean },
+): Promise<number> {
+  const command = commandArgv(args)
+  const dir = storeDir({ store: args.store })
+  return withStore({ store: args.store }, async (store) => {
+    const result = await runProxySession({
+      store,
+      storeDir: dir,
+      session,
+      host: String(args.host ?? '127.0.0.1'),
+      port: typeof args.port === 'number' ? args.port : command.length > 0 ? 0 : DEFAULT_PROXY_PORT,
+      upstream: upstreamFromArgs(args),
+      pace: args.pace === 'recorded' ? 'recorded' : 'none',
+      ...(command.length > 0 ? { command } : {}),
+      control: opts.control,
+      log: (line) => io.err(line),
+    })
+    const s = result.summary
+    if (args.json) io.out(JSON.stringify({ ok: s.ok, summary: s, exitCode: result.command?.code ?? null }))
+    else io.err(formatSummary(s))
+    // The replay contract outranks the command's own code: a miss usually explains a failing command.
+    if (opts.strict && session.mode === 'replay' && !s.ok) return EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
+    return result.command?.code ?? 0
+  })
+}
+
+/** `tr-proxy record [--mode record|update|passthrough] [-- cmd ...]`: record through the proxy. */
+export const recordCommand: CommandModule = {
+  command: 'record',
+  describe: 'Run the proxy recording live exchanges into a trace; with `-- cmd ...` run that command through it, else serve until Ctrl-C',
+  builder: (y) =>
+    proxyOptions(y).option('mode', {
+      choices: ['record', 'update', 'passthrough'],
+      default: 'record',
+      describe: 'record: forward and store everything; update: replay what matches, record the rest; passthrough: forward, store nothing',
+    }),
+  run: async (args, io) => {
+    const mode = String(args.mode ?? 'record') as Mode
+    return runProxyCommand(args, io, { mode, trace: String(args.trace) }, { strict: false, control: false })
+  },
+}

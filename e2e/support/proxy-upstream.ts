@@ -1,0 +1,126 @@
+/** Test upstreams for the proxy e2e tests: HTTP(S) servers on port 0 that count their connections. */
+import { once } from 'node:events'
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
+import type { AddressInfo, Socket } from 'node:net'
+import { gzipSync } from 'node:zlib'
+import { loadCertificateAuthority } from '../../proxy/index.ts'
+import { tempDir } from './proxy-harness.ts'
+
+export const HELLO = 'hello from upstream\n'
+export const JSON_BODY = JSON.stringify({ id: 1, name: 'Ada', tags: ['a', 'b'] })
+export const GZIP_TEXT = 'compressed '.repeat(200)
+export const STREAM_CHUNKS = ['data: one\n\n', 'data: two\n\n', 'data: three\n\n']
+export const RESET_PARTIAL = 'partial-body-before-reset'
+
+/** A test PKI: its own CA (not the proxy's), and a leaf for the given names. */
+export async function createTestPki(hosts: string[]): Promise<{ caPem: string; caPath: string; certs: Record<string, { cert: string; key: string }> }> {
+  const dir = tempDir('tr-upstream-ca-')
+  const ca = await loadCertificateAuthority(dir)
+  const certs: Record<string, { cert: string; key: string }> = {}
+  for (const h of hosts) certs[h] = await ca.issueLeaf(h)
+  return { caPem: ca.certPem, caPath: ca.certPath, certs }
+}
+
+export interface TestUpstream {
+  port: number
+  /** TCP connections accepted so far. */
+  connections: number
+  /** Requests seen, as "METHOD path". */
+  requests: string[]
+  close(): Promise<void>
+}
+
+/** Starts an upstream on 127.0.0.1:0 (HTTPS when `tls` is given) with fixed routes. */
+export async function startUpstream(tls?: { cert: string; key: string }): Promise<TestUpstream> {
+  const state = { connections: 0, requests: [] as string[] }
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      state.requests.push(`${req.method} ${req.url}`)
+      route(req, res, Buffer.concat(chunks))
+    })
+  }
+  const server: Server = tls ? createHttpsServer({ cert: tls.cert, key: tls.key }, handler) : createHttpServer(handler)
+  const sockets = new Set<Socket>()
+  server.on(tls ? 'secureConnection' : 'connection', () => state.connections++)
+  server.on('connection', (s: Socket) => {
+    sockets.add(s)
+    s.on('close', () => sockets.delete(s))
+  })
+  // WebSocket-style upgrade: answer 101, then echo every byte back.
+  server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    state.requests.push(`UPGRADE ${req.url}`)
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n')
+    if (head.byteLength > 0) socket.write(head)
+    socket.pipe(socket)
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  return {
+    port: (server.address() as AddressInfo).port,
+    get connections() {
+      return state.connections
+    },
+    requests: state.requests,
+    close: async () => {
+      for (const s of sockets) s.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
+
+function route(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
+  const path = (req.url ?? '/').split('?')[0]
+  switch (path) {
+    case '/hello':
+      res.writeHead(200, { 'content-type': 'text/plain', 'x-upstream': 'yes' })
+      res.end(HELLO)
+      return
+    case '/json':
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON_BODY)
+      return
+    case '/gzip':
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' })
+      res.end(gzipSync(GZIP_TEXT))
+      return
+    case '/echo':
+      res.writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/octet-stream' })
+      res.end(body)
+      return
+    case '/stream': {
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      let i = 0
+      const next = () => {
+        if (i < STREAM_CHUNKS.length) {
+          res.write(STREAM_CHUNKS[i++])
+          setTimeout(next, 5)
+        } else res.end()
+      }
+      next()
+      return
+    }
+    case '/reset':
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '1000' })
+      res.write(RESET_PARTIAL, () =>
+        setTimeout(() => {
+          // A TCP RST where the socket is plain TCP; a TLS socket can only be destroyed (FIN).
+          const socket = req.socket as Socket & { encrypted?: boolean }
+          if (socket.encrypted) socket.destroy()
+          else socket.resetAndDestroy()
+        }, 20),
+      )
+      return
+    case '/slow': {
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      const timer = setInterval(() => res.write('tick\n'), 10)
+      res.on('close', () => clearInterval(timer))
+      return
+    }
+    default:
+      res.writeHead(404, { 'content-type': 'text/plain' })
+      res.end('not found\n')
+  }
+}

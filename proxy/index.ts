@@ -1,0 +1,25 @@
+/** The forward proxy: CONNECT + TLS interception, the local CA, the command wrapper and the control API. */
+
+export type { CertificateAuthority } from './certificate-authority.ts'
+/** Loads (or creates on first use) the CA kept in `<store>/ca/`; paths of the CA inside a store directory. */
+export { caCertPath, caDir, loadCertificateAuthority } from './certificate-authority.ts'
+export type { CommandExit } from './command-wrapper.ts'
+/** Runs a command with extra environment, SIGINT/SIGTERM forwarded; resolves with its exit. */
+export { runCommand } from './command-wrapper.ts'
+export type { ControlApi } from './control-api.ts'
+/** The control API of `serve` (GET /status, POST /session/end) on a Unix socket, and its path. */
+export { controlSocketPath, startControlApi } from './control-api.ts'
+export type { Pace } from './playback.ts'
+/** Proxy environment for a child (proxy vars, NO_PROXY cleared, CA files), the CA bundle, and `export` lines. */
+export { formatExports, proxyEnvironment, writeCaBundle } from './proxy-env.ts'
+export type { ProxyRunOptions, ProxyRunResult } from './proxy-run.ts'
+/** One CLI-style run: session + proxy, then a command through it or serve until a signal. */
+export { runProxySession } from './proxy-run.ts'
+export type { ProxyServer, ProxyServerOptions, ProxyStats } from './proxy-server.ts'
+/** Starts the forward proxy around an engine session. */
+export { startProxy } from './proxy-server.ts'
+/** Status and header of the proxy's own error responses (599 refusal, 502 upstream failure). */
+export { ERROR_HEADER, REFUSED_STATUS, UPSTREAM_FAILED_STATUS } from './responses.ts'
+export type { UpstreamOptions } from './upstream.ts'
+/** Parses `--resolve host=ip:port` values into a host map. */
+export { parseResolve } from './upstream.ts'

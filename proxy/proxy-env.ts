@@ -1,0 +1,50 @@
+import { existsSync } from 'node:fs'
+import { readFile, rename, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { rootCertificates } from 'node:tls'
+import type { CertificateAuthority } from './certificate-authority.ts'
+import { caDir } from './certificate-authority.ts'
+
+/** The Debian/Ubuntu system bundle; other systems fall back to Node's own roots. */
+const SYSTEM_BUNDLE = '/etc/ssl/certs/ca-certificates.crt'
+
+/**
+ * Writes `<store>/ca/bundle.pem`: the system roots plus the proxy CA, for clients that take one file
+ * (curl, Python requests, OpenSSL, Go). Atomic: readers never see half a file.
+ */
+export async function writeCaBundle(storeDir: string, ca: CertificateAuthority): Promise<string> {
+  const roots = existsSync(SYSTEM_BUNDLE) ? await readFile(SYSTEM_BUNDLE, 'utf8') : `${rootCertificates.join('\n')}\n`
+  const file = join(caDir(storeDir), 'bundle.pem')
+  const tmp = `${file}.${process.pid}.tmp`
+  await writeFile(tmp, `${roots.trimEnd()}\n# Tool Replay proxy CA\n${ca.certPem}`, { mode: 0o644 })
+  await rename(tmp, file)
+  return file
+}
+
+/**
+ * The environment that routes a process through the proxy and makes it trust the proxy CA.
+ * NO_PROXY/no_proxy are set empty: a typical value excludes localhost, and test upstreams often live
+ * there, so they would bypass the proxy (and strict replay) without it.
+ */
+export function proxyEnvironment(init: { proxyUrl: string; caPath: string; bundlePath: string }): Record<string, string> {
+  return {
+    HTTP_PROXY: init.proxyUrl,
+    HTTPS_PROXY: init.proxyUrl,
+    http_proxy: init.proxyUrl,
+    https_proxy: init.proxyUrl,
+    NO_PROXY: '',
+    no_proxy: '',
+    NODE_USE_ENV_PROXY: '1',
+    NODE_EXTRA_CA_CERTS: init.caPath,
+    SSL_CERT_FILE: init.bundlePath,
+    REQUESTS_CA_BUNDLE: init.bundlePath,
+    CURL_CA_BUNDLE: init.bundlePath,
+  }
+}
+
+/** `export K='v'` lines for `eval "$(tr-proxy env)"`, single-quoted for POSIX shells. */
+export function formatExports(env: Record<string, string>): string {
+  return Object.entries(env)
+    .map(([k, v]) => `export ${k}='${v.replaceAll("'", `'\\''`)}'`)
+    .join('\n')
+}

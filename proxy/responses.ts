@@ -1,0 +1,42 @@
+import type { ServerResponse } from 'node:http'
+import { type ErrorCode, ErrorCodes } from '../trace/index.ts'
+
+/**
+ * Status of the proxy's own refusals (strict replay miss, overrun, closed session). 599 is outside the
+ * registered range on purpose: it can never be mistaken for a status an upstream really sent, which a
+ * 502 could be. Clients see `x-tool-replay-error: <code>` and the engine's explanation as text.
+ */
+export const REFUSED_STATUS = 599
+
+/** Status when the upstream itself failed (connect refused, reset, TLS): the usual gateway error. */
+export const UPSTREAM_FAILED_STATUS = 502
+
+/** The header naming the Tool Replay error code on every response the proxy makes itself. */
+export const ERROR_HEADER = 'x-tool-replay-error'
+
+/** Answers with one of the proxy's own error responses, or drops the connection if a head already went out. */
+export function sendProxyError(res: ServerResponse, status: number, code: ErrorCode | string, message: string, extra: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.socket?.destroy()
+    return
+  }
+  const body = Buffer.from(`${message}\n`)
+  res.writeHead(status, {
+    'content-type': 'text/plain; charset=utf-8',
+    'content-length': String(body.byteLength),
+    [ERROR_HEADER]: code,
+    ...extra,
+  })
+  res.end(body)
+}
+
+/** The response for an upstream failure, identical when recorded live and when replayed. */
+export function sendUpstreamError(res: ServerResponse, code: string, phase: string, message: string): void {
+  sendProxyError(
+    res,
+    UPSTREAM_FAILED_STATUS,
+    ErrorCodes.UPSTREAM_FAILED,
+    `Upstream failed: ${code} during ${phase}: ${message}. Check the upstream is reachable (and --upstream-ca / --resolve if it is a test server).`,
+    { 'x-tool-replay-upstream-error': code },
+  )
+}
