@@ -87,6 +87,9 @@ interface Slot {
   used: boolean
 }
 
+/** Bodies up to this size take part in exact keys; larger ones always go through computeIdentity. */
+const EXACT_KEY_MAX_BODY = 16 * 1024
+
 interface Queue {
   parts: IdentityParts
   label: string
@@ -108,6 +111,9 @@ export class Session {
   readonly #identity: IdentityOptions
   readonly #redactor: Redactor
   readonly #queues = new Map<string, Queue>()
+  /** Exact request key → queue, so a request byte-identical to a recorded one skips computeIdentity. */
+  readonly #exact = new Map<string, Queue>()
+  readonly #exactHeaders: Set<string>
   readonly #source: Trace | undefined
   readonly #recording: TraceRecording | undefined
   readonly #tail: 'strict' | 'live'
@@ -134,6 +140,7 @@ export class Session {
     this.trace = options.trace
     this.#store = options.store
     this.#identity = options.identity ?? {}
+    this.#exactHeaders = new Set(['content-type', ...(this.#identity.includeHeaders ?? [])].map((h) => h.toLowerCase()))
     this.#redactor = new Redactor(options.redaction)
     this.#source = init.source
     this.#recording = init.recording
@@ -151,7 +158,27 @@ export class Session {
         this.#queues.set(id.key, q)
       }
       q.slots.push({ exchange, used: false })
+      const exact = this.#exactKey(exchange.request.method, exchange.request.url, exchange.request.headers, body)
+      if (exact !== undefined) this.#exact.set(exact, q)
     }
+  }
+
+  /**
+   * A key that two requests share only when every input computeIdentity reads is identical, so they have
+   * the same identity without computing it (hashing canonical JSON dominated replay's per-request cost).
+   * Undefined, meaning "compute the identity", with a custom identity function or a large body.
+   */
+  #exactKey(method: string, url: string, headers: HeaderPairs, body: Uint8Array | null): string | undefined {
+    if (this.#identity.custom || (body && body.byteLength > EXACT_KEY_MAX_BODY)) return undefined
+    // NUL cannot occur in a method, URL or header value, so the fields cannot run into each other.
+    let key = `${method.toUpperCase()}\0${url}`
+    for (const [name, value] of headers) {
+      const lower = name.toLowerCase()
+      if (this.#exactHeaders.has(lower)) key += `\0${lower}:${value}`
+    }
+    key += '\0\0'
+    if (body) key += Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('latin1')
+    return key
   }
 
   /** The store this session writes to. */
@@ -182,8 +209,10 @@ export class Session {
     if (this.mode === 'passthrough') return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, false) }
     if (this.#tailLive) return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, true) }
 
-    const id = computeIdentity(request, this.#identity)
-    const q = this.#queues.get(id.key)
+    const exact = this.#exactKey(request.method, request.url, request.headers, request.body)
+    const fast = exact === undefined ? undefined : this.#exact.get(exact)
+    const id = fast ? undefined : computeIdentity(request, this.#identity)
+    const q = fast ?? (id ? this.#queues.get(id.key) : undefined)
     const label = `${request.method} ${request.url}`
     if (q && q.next < q.slots.length) {
       const slot = q.slots[q.next++] as Slot
@@ -206,7 +235,7 @@ export class Session {
       q.next++
       this.#exhausted.push(entryFromError(error, `${label} #${q.next - 1}`))
     } else {
-      error = this.#missError(request, id.parts, label)
+      error = this.#missError(request, (id ?? computeIdentity(request, this.#identity)).parts, label)
       this.#misses.push(entryFromError(error, label))
     }
     if (this.#tail === 'live' && this.#recording) {

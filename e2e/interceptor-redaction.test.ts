@@ -1,0 +1,81 @@
+/**
+ * Secrets never reach the disk: record requests carrying a planted secret in every credential header
+ * into a LevelDB store, then read every byte the store directory holds.
+ */
+import assert from 'node:assert/strict'
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { install } from 'tool-replay/interceptor'
+import { openStore } from 'tool-replay/store'
+
+const SECRET = 'sk-planted-7f3c9a1e5b2d4c6e8a0f'
+/** Sent in a request body, which is not redacted by default: proves the byte search can see stored data. */
+const CONTROL = 'control-marker-93b1d7e0a2c4f6'
+
+async function* filesUnder(dir: string): AsyncGenerator<string> {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const p = join(dir, entry.name)
+    if (entry.isDirectory()) yield* filesUnder(p)
+    else if (entry.isFile()) yield p
+  }
+}
+
+test('Authorization, x-api-key, cookie and set-cookie secrets are not stored anywhere in the store directory', async (t) => {
+  const server = http.createServer((req, res) => {
+    // Echo what arrived (without the secret) so the test can check the secret did reach the server live.
+    const gotSecret = [req.headers.authorization, req.headers['x-api-key'], req.headers.cookie].every((v) => String(v).includes(SECRET))
+    res.setHeader('set-cookie', [`session=${SECRET}; Path=/; HttpOnly`, `refresh=${SECRET}-r; Path=/`])
+    res.setHeader('content-type', 'application/json')
+    res.end(JSON.stringify({ gotSecret }))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.after(() => server.close())
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/things`
+  const dir = await mkdtemp(join(tmpdir(), 'tr-redaction-'))
+  t.after(() => rm(dir, { recursive: true, force: true }))
+  const storeDir = join(dir, 'store')
+  const headers = { authorization: `Bearer ${SECRET}`, 'x-api-key': SECRET, cookie: `session=${SECRET}; other=1`, 'content-type': 'application/json' }
+
+  let store = await openStore(storeDir)
+  const rec = await install({ mode: 'record', trace: 'secrets', store })
+  const live = await fetch(url, { method: 'POST', headers, body: '{"q":1}' })
+  assert.deepEqual(await live.json(), { gotSecret: true })
+  assert.ok(
+    live.headers.getSetCookie().every((c) => c.includes(SECRET)),
+    'the app itself sees the real cookies',
+  )
+  const get = await fetch(url, { headers })
+  await get.text()
+  await (await fetch(url, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: CONTROL })).text()
+  await rec.close()
+  await store.close()
+
+  const hits: string[] = []
+  let controlHits = 0
+  let files = 0
+  for await (const file of filesUnder(storeDir)) {
+    files++
+    const bytes = await readFile(file)
+    if (bytes.includes(SECRET)) hits.push(file)
+    if (bytes.includes(CONTROL)) controlHits++
+  }
+  assert.ok(files > 0, 'the store wrote files')
+  assert.ok(controlHits > 0, 'the search finds an unredacted value, so it would find the secret too')
+  assert.deepEqual(hits, [], 'no file in the store contains the secret')
+
+  // The redacted recording still replays.
+  store = await openStore(storeDir)
+  const rep = await install({ mode: 'replay', trace: 'secrets', store })
+  const replayed = await fetch(url, { method: 'POST', headers, body: '{"q":1}' })
+  assert.deepEqual(await replayed.json(), { gotSecret: true })
+  assert.deepEqual(replayed.headers.getSetCookie(), ['session=[REDACTED]; Path=/; HttpOnly', 'refresh=[REDACTED]; Path=/'])
+  await (await fetch(url, { headers })).text()
+  await (await fetch(url, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: CONTROL })).text()
+  rep.assertDone()
+  await rep.close()
+  await store.close()
+})

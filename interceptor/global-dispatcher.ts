@@ -1,0 +1,43 @@
+/**
+ * Installing a dispatcher for every fetch in the process. Two copies of undici read the global
+ * dispatcher: Node's bundled one (fetch, under `undici.globalDispatcher.1`, legacy handlers) and the
+ * `undici` package (v8, under `undici.globalDispatcher.2`, controller handlers). Our dispatcher speaks
+ * both handler APIs, so it goes into both slots unwrapped.
+ */
+import { Agent, type Dispatcher, Dispatcher1Wrapper } from 'undici'
+
+const V1 = Symbol.for('undici.globalDispatcher.1')
+const V2 = Symbol.for('undici.globalDispatcher.2')
+
+type Slots = Record<symbol, Dispatcher | undefined>
+
+function setSlot(key: symbol, value: Dispatcher | undefined): void {
+  // undici defines these non-configurable but writable; assigning keeps those attributes.
+  if (Object.hasOwn(globalThis, key)) (globalThis as unknown as Slots)[key] = value
+  else Object.defineProperty(globalThis, key, { value, writable: true, enumerable: false, configurable: false })
+}
+
+/** The dispatchers currently in both global slots. */
+export function currentGlobalDispatchers(): { v1: Dispatcher | undefined; v2: Dispatcher | undefined } {
+  const g = globalThis as unknown as Slots
+  return { v1: g[V1], v2: g[V2] }
+}
+
+/**
+ * Makes `dispatcher` the global dispatcher for Node's fetch and for the undici package, and returns a
+ * function that puts back what was there before (idempotent).
+ */
+export function installGlobalDispatcher(dispatcher: Dispatcher): () => void {
+  const previous = currentGlobalDispatchers()
+  setSlot(V1, dispatcher)
+  setSlot(V2, dispatcher)
+  let restored = false
+  return () => {
+    if (restored) return
+    restored = true
+    // A missing slot is left as a working default rather than undefined, which would crash fetch.
+    const v2 = previous.v2 ?? new Agent()
+    setSlot(V1, previous.v1 ?? new Dispatcher1Wrapper(v2))
+    setSlot(V2, v2)
+  }
+}

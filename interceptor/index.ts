@@ -1,0 +1,14 @@
+/** The undici dispatcher that records and replays fetch, and the test-setup entry points. */
+
+/** Makes a dispatcher global for Node's built-in fetch and the undici package; returns the undo. */
+export { installGlobalDispatcher } from './global-dispatcher.ts'
+/** Options for `install()`; the session handle it returns. */
+export type { InstallOptions, InterceptorSession } from './install.ts'
+/** Opens a session and installs its dispatcher for every fetch in the process. */
+export { install } from './install.ts'
+/** Options for `createRecordReplayDispatcher`. */
+export type { RecordReplayDispatcherOptions } from './record-replay-dispatcher.ts'
+/** The record/replay Dispatcher class, and its factory for `dispatcher:` use without a global install. */
+export { createRecordReplayDispatcher, RecordReplayDispatcher } from './record-replay-dispatcher.ts'
+/** Options shared by the ready-made node:test and vitest setups. */
+export type { TestSetupOptions } from './test-setup-options.ts'

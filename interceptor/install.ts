@@ -1,0 +1,90 @@
+/**
+ * `install()`: one call for tests. Opens a session, builds the dispatcher, makes it global, and
+ * hands back what a test needs at the end (assertDone, close, uninstall).
+ */
+import type { Dispatcher } from 'undici'
+import { type Mode, openSession, type RedactionOptions, type SessionSummary } from '../engine/index.ts'
+import type { TraceStore } from '../store/index.ts'
+import type { IdentityOptions } from '../trace/index.ts'
+import { installGlobalDispatcher } from './global-dispatcher.ts'
+import { createRecordReplayDispatcher, type RecordReplayDispatcher } from './record-replay-dispatcher.ts'
+
+export interface InstallOptions {
+  /** Default 'replay'. */
+  mode?: Mode
+  /** Trace name. */
+  trace: string
+  store: TraceStore
+  identity?: IdentityOptions
+  redaction?: RedactionOptions
+  /** Replay pacing factor for recorded delays; default 0 (as fast as possible). */
+  pace?: number
+  /** Where forwarded requests go; default a new undici Agent. */
+  upstream?: Dispatcher
+  /** Install as the process-wide dispatcher (Node's fetch and undici). Default true. */
+  global?: boolean
+  /** Labels stored with a recorded trace. */
+  labels?: Record<string, string>
+}
+
+/** A running interceptor: the dispatcher, its session, and the end-of-test operations. */
+export interface InterceptorSession {
+  readonly mode: Mode
+  readonly trace: string
+  /** Pass as `dispatcher:` to route single requests here without installing globally. */
+  readonly dispatcher: RecordReplayDispatcher
+  /** The summary so far (replayed, recorded, misses, overruns, unused). */
+  summary(): SessionSummary
+  /** Throws TR_REPLAY_INCOMPLETE when strict replay saw a miss, an overrun or an unused recording. */
+  assertDone(): void
+  /** Restores the previous global dispatcher. Idempotent. */
+  uninstall(): void
+  /** Uninstalls, waits for pending writes, completes the recording and returns the summary. Idempotent. */
+  close(): Promise<SessionSummary>
+}
+
+/**
+ * Starts recording or replaying every fetch in this process.
+ * @example
+ * const tr = await install({ mode: 'replay', trace: 'checkout', store })
+ * await runCheckout()
+ * tr.assertDone()
+ * await tr.close()
+ */
+export async function install(options: InstallOptions): Promise<InterceptorSession> {
+  const mode = options.mode ?? 'replay'
+  const session = await openSession({
+    mode,
+    trace: options.trace,
+    store: options.store,
+    labels: { recordedWith: 'interceptor', ...options.labels },
+    ...(options.identity ? { identity: options.identity } : {}),
+    ...(options.redaction ? { redaction: options.redaction } : {}),
+  })
+  const dispatcher = createRecordReplayDispatcher({
+    session,
+    ...(options.upstream ? { upstream: options.upstream } : {}),
+    ...(options.pace !== undefined ? { pace: options.pace } : {}),
+  })
+  const uninstall = options.global === false ? () => {} : installGlobalDispatcher(dispatcher)
+  let closing: Promise<SessionSummary> | undefined
+  return {
+    mode,
+    trace: options.trace,
+    dispatcher,
+    summary: () => session.summary(),
+    assertDone: () => session.assertDone(),
+    uninstall,
+    close() {
+      closing ??= (async () => {
+        uninstall()
+        try {
+          return await session.close()
+        } finally {
+          await dispatcher.close()
+        }
+      })()
+      return closing
+    },
+  }
+}

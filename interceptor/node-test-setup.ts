@@ -1,0 +1,47 @@
+/**
+ * Tool Replay for Node's test runner. Either preload it for every test file:
+ *
+ *   TOOL_REPLAY_MODE=record node --test --import tool-replay/node-test
+ *
+ * or call `setupToolReplay()` at the top of a test file. One trace per test file (named after it unless
+ * TOOL_REPLAY_TRACE says otherwise), in the store at TOOL_REPLAY_STORE (default `.tool-replay/store`).
+ * After the file's tests, a strict replay that saw any miss, overrun or unused recording fails the run.
+ */
+import { after } from 'node:test'
+import type { InterceptorSession } from './install.ts'
+import { finishTestSetup, startTestSetup, type TestSetup, type TestSetupOptions } from './test-setup-options.ts'
+
+export type { TestSetupOptions } from './test-setup-options.ts'
+export { resolveTestSetup, traceNameForTestFile } from './test-setup-options.ts'
+
+let current: Promise<TestSetup> | undefined
+
+/**
+ * Installs the interceptor for this test file now and registers the end-of-file check with `after()`.
+ * Calling it again (or after the preload did) returns the same session.
+ * @example
+ * const tr = await setupToolReplay({ trace: 'checkout' })
+ */
+export async function setupToolReplay(options: TestSetupOptions = {}): Promise<InterceptorSession> {
+  if (!current) {
+    current = startTestSetup(options)
+    const setup = await current
+    after(() => finishTestSetup(setup).then(() => undefined))
+  }
+  return (await current).interceptor
+}
+
+/** True when this module was loaded by `--import` into a process that runs test files itself. */
+function loadedAsPreload(): boolean {
+  const args = process.execArgv
+  const preloaded = args.some((a, i) => {
+    const value = a.startsWith('--import=') ? a.slice('--import='.length) : a === '--import' ? args[i + 1] : undefined
+    return value !== undefined && /(tool-replay\/node-test|node-test-setup\.[cm]?[jt]s)$/.test(value)
+  })
+  if (!preloaded) return false
+  // The `node --test` parent only spawns one child per file (which preloads again); it runs no test itself.
+  const isRunnerParent = args.includes('--test') && !process.env.NODE_TEST_CONTEXT && !args.some((a) => a.startsWith('--test-isolation=none'))
+  return !isRunnerParent
+}
+
+if (loadedAsPreload()) await setupToolReplay()

@@ -1,0 +1,222 @@
+/**
+ * One shape for the two handler APIs a dispatcher receives: the legacy callbacks (onConnect,
+ * onHeaders, onData, onComplete, onError) that Node's bundled fetch (undici 6 in Node 22, 7 in
+ * Node 24) passes, and the controller API (onRequestStart ... onResponseError) of undici 8.
+ * Replay and forwarding both talk to a `ResponseSink`, so neither cares which API the app uses.
+ */
+import type { Dispatcher } from 'undici'
+
+/** The pre-controller handler API, still what Node's built-in fetch passes to the global dispatcher. */
+export interface LegacyDispatchHandler {
+  onConnect?(abort: (reason?: Error) => void, context?: unknown): void
+  onResponseStarted?(): void
+  onHeaders?(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean | undefined
+  onData?(chunk: Buffer): boolean | undefined
+  onComplete?(rawTrailers: Buffer[] | null): void
+  onError?(err: Error): void
+}
+
+/** Either handler API. */
+export type AnyDispatchHandler = Dispatcher.DispatchHandler | LegacyDispatchHandler
+
+function abortError(): Error {
+  return new DOMException('This operation was aborted', 'AbortError')
+}
+
+/**
+ * The controller handed to the app's handler. While forwarding it relays pause/resume/abort to the
+ * real request's controller; while replaying it gates playback.
+ */
+export class ResponseController implements Dispatcher.DispatchController {
+  #paused = false
+  #aborted = false
+  #reason: Error | null = null
+  #upstream: Dispatcher.DispatchController | null = null
+  #onResume: (() => void) | null = null
+  #onAbort: ((reason: Error) => void) | null = null
+  rawHeaders: Buffer[] | null = null
+  rawTrailers: Buffer[] | null = null
+
+  get aborted(): boolean {
+    return this.#aborted
+  }
+
+  get paused(): boolean {
+    return this.#paused
+  }
+
+  get reason(): Error | null {
+    return this.#reason
+  }
+
+  pause(): void {
+    this.#paused = true
+    this.#upstream?.pause()
+  }
+
+  resume(): void {
+    if (!this.#paused) return
+    this.#paused = false
+    this.#upstream?.resume()
+    const next = this.#onResume
+    this.#onResume = null
+    // Deferred: apps call resume() from inside onData/read(); re-entering playback there would recurse.
+    if (next) queueMicrotask(next)
+  }
+
+  abort(reason?: Error): void {
+    if (this.#aborted) return
+    this.#aborted = true
+    this.#reason = reason ?? abortError()
+    if (this.#upstream) this.#upstream.abort(this.#reason)
+    else this.#onAbort?.(this.#reason)
+  }
+
+  /** Links the live request: from now on pause/resume/abort act on it (and catch up on what happened before). */
+  attachUpstream(upstream: Dispatcher.DispatchController): void {
+    this.#upstream = upstream
+    if (this.#aborted) upstream.abort(this.#reason as Error)
+    else if (this.#paused) upstream.pause()
+  }
+
+  /** Runs `fn` once after the next resume(). */
+  whenResumed(fn: () => void): void {
+    this.#onResume = fn
+  }
+
+  /** Called on abort when no live request is attached (replay, or while the request body is buffered). */
+  onAbort(fn: (reason: Error) => void): void {
+    this.#onAbort = fn
+  }
+}
+
+/** Where a response goes, whichever handler API is behind it. Calls after the end or an error are ignored. */
+export interface ResponseSink {
+  readonly controller: ResponseController
+  readonly finished: boolean
+  start(): void
+  /** Returns false when the app asked to pause. `parsed`, when given, yields the parsed form of `rawHeaders` (only the controller API needs it). */
+  responseStart(statusCode: number, rawHeaders: Buffer[], statusText: string, parsed?: () => ParsedHeaders): boolean
+  /** Returns false when the app asked to pause. */
+  data(chunk: Buffer): boolean
+  end(rawTrailers: Buffer[]): void
+  error(err: Error): void
+}
+
+/** Headers as the controller API passes them: lowercase names, repeated fields as arrays. */
+export type ParsedHeaders = Record<string, string | string[]>
+
+/** Parses header pairs into the controller API's form (cheaper than going through Buffers). */
+export function parseHeaderPairs(pairs: ReadonlyArray<readonly [string, string]>): ParsedHeaders {
+  const out: ParsedHeaders = {}
+  for (const [rawName, value] of pairs) {
+    const name = rawName.toLowerCase()
+    const prev = out[name]
+    if (prev === undefined) out[name] = value
+    else if (Array.isArray(prev)) prev.push(value)
+    else out[name] = [prev, value]
+  }
+  return out
+}
+
+/** Parses raw header pairs the way undici does for the controller API: lowercase names, repeats as arrays. */
+export function parseRawHeaders(raw: Buffer[]): ParsedHeaders {
+  const out: ParsedHeaders = {}
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = (raw[i] as Buffer).toString('latin1').toLowerCase()
+    const value = (raw[i + 1] as Buffer).toString('latin1')
+    const prev = out[name]
+    if (prev === undefined) out[name] = value
+    else if (Array.isArray(prev)) prev.push(value)
+    else out[name] = [prev, value]
+  }
+  return out
+}
+
+/** True for the controller API; a handler may omit onRequestStart, so any of its callbacks decides. */
+function isControllerHandler(handler: AnyDispatchHandler): handler is Dispatcher.DispatchHandler {
+  const h = handler as Dispatcher.DispatchHandler
+  return (
+    typeof h.onRequestStart === 'function' ||
+    typeof h.onResponseStart === 'function' ||
+    typeof h.onResponseData === 'function' ||
+    typeof h.onResponseEnd === 'function' ||
+    typeof h.onResponseError === 'function'
+  )
+}
+
+/** Adapts an app's handler, legacy or controller API, to a ResponseSink. */
+export function createResponseSink(handler: AnyDispatchHandler): ResponseSink {
+  const controller = new ResponseController()
+  let finished = false
+  if (isControllerHandler(handler)) {
+    const h = handler
+    return {
+      controller,
+      get finished() {
+        return finished
+      },
+      start() {
+        h.onRequestStart?.(controller, {})
+      },
+      responseStart(statusCode, rawHeaders, statusText, parsed) {
+        if (finished) return false
+        controller.rawHeaders = rawHeaders
+        h.onResponseStarted?.()
+        h.onResponseStart?.(controller, statusCode, parsed ? parsed() : parseRawHeaders(rawHeaders), statusText)
+        return !controller.paused
+      },
+      data(chunk) {
+        if (finished) return false
+        h.onResponseData?.(controller, chunk)
+        return !controller.paused
+      },
+      end(rawTrailers) {
+        if (finished) return
+        finished = true
+        controller.rawTrailers = rawTrailers
+        h.onResponseEnd?.(controller, parseRawHeaders(rawTrailers))
+      },
+      error(err) {
+        if (finished) return
+        finished = true
+        if (!h.onResponseError) throw err
+        h.onResponseError(controller, err)
+      },
+    }
+  }
+  const h = handler as LegacyDispatchHandler
+  const resume = () => controller.resume()
+  return {
+    controller,
+    get finished() {
+      return finished
+    },
+    start() {
+      h.onConnect?.((reason) => controller.abort(reason))
+    },
+    responseStart(statusCode, rawHeaders, statusText) {
+      if (finished) return false
+      controller.rawHeaders = rawHeaders
+      h.onResponseStarted?.()
+      if (h.onHeaders?.(statusCode, rawHeaders, resume, statusText) === false) controller.pause()
+      return !controller.paused
+    },
+    data(chunk) {
+      if (finished) return false
+      if (h.onData?.(chunk) === false) controller.pause()
+      return !controller.paused
+    },
+    end(rawTrailers) {
+      if (finished) return
+      finished = true
+      h.onComplete?.(rawTrailers)
+    },
+    error(err) {
+      if (finished) return
+      finished = true
+      if (!h.onError) throw err
+      h.onError(err)
+    },
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * What the ready-made test setups (node:test, vitest) share: reading TOOL_REPLAY_* variables, naming the
+ * trace after the test file, opening the store, and judging the session at the end.
+ */
+import { basename } from 'node:path'
+import { formatSummary, MODES, type Mode, type SessionSummary } from '../engine/index.ts'
+import { openStore, type TraceStore } from '../store/index.ts'
+import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { type InstallOptions, type InterceptorSession, install } from './install.ts'
+
+/** Options for the ready-made setups; anything unset comes from TOOL_REPLAY_* variables or defaults. */
+export interface TestSetupOptions extends Partial<Omit<InstallOptions, 'store'>> {
+  /** Store directory; default TOOL_REPLAY_STORE, else `.tool-replay/store` under the working directory. */
+  storeDir?: string
+  /** An open store to use instead of opening `storeDir` (it is not closed at the end). */
+  store?: TraceStore
+  /** The test file, for the default trace name. */
+  testFile?: string
+  /** Variables to read; default process.env. */
+  env?: Record<string, string | undefined>
+}
+
+/** Trace name for a test file: `e2e/checkout.test.ts` → `checkout`. */
+export function traceNameForTestFile(file: string): string {
+  const name = basename(file)
+    .replace(/\.(test|spec)\.[cm]?[jt]sx?$/, '')
+    .replace(/\.[cm]?[jt]sx?$/, '')
+    .replace(/[^A-Za-z0-9_.:-]/g, '-')
+    .replace(/^\.+/, '')
+  return name || 'tests'
+}
+
+/** Resolves mode, trace and store directory from options, then TOOL_REPLAY_* variables, then defaults. */
+export function resolveTestSetup(options: TestSetupOptions = {}): { mode: Mode; trace: string; storeDir: string | undefined } {
+  const env = options.env ?? process.env
+  const rawMode = options.mode ?? env.TOOL_REPLAY_MODE ?? 'replay'
+  if (!MODES.includes(rawMode as Mode)) {
+    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `TOOL_REPLAY_MODE="${rawMode}" is not a mode. Use one of: ${MODES.join(', ')}.`)
+  }
+  const file = options.testFile ?? process.argv[1]
+  const trace = options.trace ?? env.TOOL_REPLAY_TRACE ?? (file ? traceNameForTestFile(file) : 'tests')
+  return { mode: rawMode as Mode, trace, storeDir: options.storeDir ?? env.TOOL_REPLAY_STORE }
+}
+
+/** An installed setup: the interceptor plus what `finish` must close. */
+export interface TestSetup {
+  interceptor: InterceptorSession
+  finish(): Promise<SessionSummary>
+}
+
+/** Opens the store and installs the interceptor as the options and environment say. */
+export async function startTestSetup(options: TestSetupOptions = {}): Promise<TestSetup> {
+  const { mode, trace, storeDir } = resolveTestSetup(options)
+  const ownsStore = options.store === undefined
+  const store = options.store ?? (await openStore(storeDir))
+  let interceptor: InterceptorSession
+  try {
+    const { storeDir: _dir, store: _store, testFile: _file, env: _env, ...rest } = options
+    interceptor = await install({ ...rest, mode, trace, store })
+  } catch (err) {
+    if (ownsStore) await store.close()
+    throw err
+  }
+  return {
+    interceptor,
+    async finish() {
+      try {
+        return await interceptor.close()
+      } finally {
+        if (ownsStore) await store.close()
+      }
+    },
+  }
+}
+
+/**
+ * Ends a setup: closes everything, and for strict replay that saw a miss, an overrun or an unused
+ * recording, prints the summary, sets process.exitCode = 1 and throws TR_REPLAY_INCOMPLETE.
+ */
+export async function finishTestSetup(setup: TestSetup): Promise<SessionSummary> {
+  const summary = await setup.finish()
+  if (setup.interceptor.mode === 'replay' && !summary.ok) {
+    const text = formatSummary(summary)
+    process.stderr.write(`${text}\n`)
+    process.exitCode = 1
+    throw new ToolReplayError(ErrorCodes.REPLAY_INCOMPLETE, `${text}\nFix the app or re-record the trace (TOOL_REPLAY_MODE=record).`, { details: { summary } })
+  }
+  return summary
+}
