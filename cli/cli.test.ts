@@ -22,7 +22,10 @@ function sampleTrace(name: string): Trace {
       {
         seq: 0,
         request: { method: 'GET', url: 'https://crm.test/customers/42', headers: [['accept', 'application/json']], body: null },
-        outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: [['content-type', 'application/json']], body: body.ref, trailers: [] } },
+        outcome: {
+          kind: 'response',
+          response: { status: 200, statusText: 'OK', headers: [['content-type', 'application/json']], body: body.ref, trailers: [] },
+        },
         timing: { startMs: 0, headersMs: 3 },
       },
     ],
@@ -49,7 +52,10 @@ describe('tr-proxy CLI (in-process)', () => {
     const j = capture()
     assert.equal(await runCli(['ls', '--store', store, '--json'], j.io), 0)
     const parsed = JSON.parse(j.out.join(''))
-    assert.deepEqual(parsed.traces.map((t: { name: string; status: string }) => [t.name, t.status]), [['crm', 'complete']])
+    assert.deepEqual(
+      parsed.traces.map((t: { name: string; status: string }) => [t.name, t.status]),
+      [['crm', 'complete']],
+    )
   })
 
   test('show prints exchanges and one exchange in full', async () => {
@@ -100,7 +106,10 @@ describe('tr-proxy CLI (in-process)', () => {
       const h = capture()
       const stdout: string[] = []
       const write = process.stdout.write
-      process.stdout.write = ((chunk: string) => (stdout.push(String(chunk)), true)) as typeof process.stdout.write
+      process.stdout.write = ((chunk: string) => {
+        stdout.push(String(chunk))
+        return true
+      }) as typeof process.stdout.write
       try {
         assert.equal(await runCli([cmd, '--help'], h.io), 0)
       } finally {

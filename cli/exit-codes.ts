@@ -1,4 +1,4 @@
-import { ErrorCodes, type ErrorCode } from '../trace/index.ts'
+import { type ErrorCode, ErrorCodes } from '../trace/index.ts'
 
 /**
  * The one table from error codes to process exit codes. Stable: scripts and CI branch on these.

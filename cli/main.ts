@@ -1,7 +1,7 @@
 import yargs, { type Argv } from 'yargs'
 import { COMMANDS } from './commands/index.ts'
 import { EXIT_USAGE } from './exit-codes.ts'
-import { processIo, reportError, type Io } from './output.ts'
+import { type Io, processIo, reportError } from './output.ts'
 
 /**
  * Runs the CLI with the given arguments and returns the exit code (it never calls process.exit,

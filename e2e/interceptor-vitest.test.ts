@@ -1,7 +1,7 @@
 /**
  * The ready-made vitest setup (`setupFiles: ['tool-replay/vitest']`) run by real vitest in a child process.
- * vitest is not a dependency of this package: the test runs when `vitest` resolves from here, or when
- * TOOL_REPLAY_VITEST_BIN points at a vitest binary; otherwise it is skipped.
+ * vitest is a devDependency, so this runs in CI; TOOL_REPLAY_VITEST_BIN can point at another vitest binary.
+ * Without either (a production install), it is skipped and says why.
  */
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { createMemoryStore } from '../store/index.ts'
-import { ErrorCodes, isToolReplayError, type HeaderPairs } from '../trace/index.ts'
-import { openSession, type CapturedRequest, type Session } from './session.ts'
+import { ErrorCodes, type HeaderPairs, isToolReplayError } from '../trace/index.ts'
+import { type CapturedRequest, openSession, type Session } from './session.ts'
 
 const enc = new TextEncoder()
 const dec = new TextDecoder()
@@ -62,7 +62,10 @@ describe('Session', () => {
       assert.equal(d.error.code, ErrorCodes.REPLAY_EXHAUSTED)
       assert.match(d.error.message, /recorded this request 3 time\(s\) and this is request #4/)
     }
-    assert.throws(() => rep.assertDone(), (e: unknown) => isToolReplayError(e, ErrorCodes.REPLAY_INCOMPLETE))
+    assert.throws(
+      () => rep.assertDone(),
+      (e: unknown) => isToolReplayError(e, ErrorCodes.REPLAY_INCOMPLETE),
+    )
   })
 
   test('different identities keep separate queues when interleaved', async () => {
@@ -196,7 +199,10 @@ describe('Session', () => {
     if (r2.kind === 'replay' && r2.playback.kind === 'error') {
       assert.equal(r2.playback.error.phase, 'response-body')
       assert.equal(r2.playback.head?.status, 200)
-      assert.deepEqual(r2.playback.chunks.map((c) => dec.decode(c.bytes)), ['data: 1\n\n'])
+      assert.deepEqual(
+        r2.playback.chunks.map((c) => dec.decode(c.bytes)),
+        ['data: 1\n\n'],
+      )
     }
   })
 

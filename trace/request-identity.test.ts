@@ -25,10 +25,26 @@ test('JSON bodies are canonicalized: key order and whitespace do not matter', ()
 
 test('only content-type takes part by default; volatile headers never do', () => {
   const base = computeIdentity(req('https://a.test/x', { q: 1 }))
-  const noisy = computeIdentity(req('https://a.test/x', { q: 1 }, [['x-stainless-retry-count', '3'], ['traceparent', 'abc'], ['idempotency-key', 'k'], ['x-custom', '1']]))
+  const noisy = computeIdentity(
+    req('https://a.test/x', { q: 1 }, [
+      ['x-stainless-retry-count', '3'],
+      ['traceparent', 'abc'],
+      ['idempotency-key', 'k'],
+      ['x-custom', '1'],
+    ]),
+  )
   assert.equal(base.key, noisy.key)
-  const included = computeIdentity(req('https://a.test/x', { q: 1 }, [['x-custom', '1'], ['user-agent', 'u']]), { includeHeaders: ['content-type', 'x-custom', 'user-agent'] })
-  assert.deepEqual(included.parts.headers, [['content-type', 'application/json'], ['x-custom', '1']])
+  const included = computeIdentity(
+    req('https://a.test/x', { q: 1 }, [
+      ['x-custom', '1'],
+      ['user-agent', 'u'],
+    ]),
+    { includeHeaders: ['content-type', 'x-custom', 'user-agent'] },
+  )
+  assert.deepEqual(included.parts.headers, [
+    ['content-type', 'application/json'],
+    ['x-custom', '1'],
+  ])
 })
 
 test('custom identity functions win', () => {
@@ -50,7 +66,12 @@ test('differences name path, query key, body JSON path and header', () => {
 })
 
 test('non-JSON bodies are fingerprinted by hash', () => {
-  const bin = { method: 'PUT', url: 'https://a.test/b', headers: [['content-type', 'application/octet-stream']] as Array<[string, string]>, body: new Uint8Array([1, 2, 3]) }
+  const bin = {
+    method: 'PUT',
+    url: 'https://a.test/b',
+    headers: [['content-type', 'application/octet-stream']] as Array<[string, string]>,
+    body: new Uint8Array([1, 2, 3]),
+  }
   const id = computeIdentity(bin)
   assert.equal(id.parts.body.kind, 'bytes')
   assert.notEqual(id.key, computeIdentity({ ...bin, body: new Uint8Array([1, 2, 4]) }).key)

@@ -8,7 +8,9 @@ export const exportCommand: CommandModule = {
   command: 'export <trace>',
   describe: 'Write a trace to a portable, deterministic trace file (bodies inline, large binaries as blobs/)',
   builder: (y) =>
-    y.positional('trace', { type: 'string', describe: 'Trace name' }).option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'File to write (e.g. traces/checkout.trace.json)' }),
+    y
+      .positional('trace', { type: 'string', describe: 'Trace name' })
+      .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'File to write (e.g. traces/checkout.trace.json)' }),
   run: async (args, io) =>
     withStore(args, async (store) => {
       const trace = await store.readTrace(String(args.trace))

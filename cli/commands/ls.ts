@@ -1,5 +1,5 @@
-import { withStore } from '../open-store.ts'
 import { table } from '../format.ts'
+import { withStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
 /** `tr-proxy ls`: traces in the store, complete and partial. */

@@ -1,4 +1,4 @@
-import { bodyBytes, ErrorCodes, ToolReplayError, tryUtf8, type BodyRef, type Trace } from '../../trace/index.ts'
+import { type BodyRef, bodyBytes, ErrorCodes, ToolReplayError, type Trace, tryUtf8 } from '../../trace/index.ts'
 import { exchangeLine } from '../format.ts'
 import { withStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
@@ -18,7 +18,10 @@ export const showCommand: CommandModule = {
       if (n !== undefined) {
         const x = trace.exchanges.find((e) => e.seq === n)
         if (!x) {
-          throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Trace "${trace.meta.name}" has no exchange #${n} (it has ${trace.exchanges.map((e) => `#${e.seq}`).join(', ') || 'none'}).`)
+          throw new ToolReplayError(
+            ErrorCodes.INVALID_OPTION,
+            `Trace "${trace.meta.name}" has no exchange #${n} (it has ${trace.exchanges.map((e) => `#${e.seq}`).join(', ') || 'none'}).`,
+          )
         }
         if (args.json) io.out(JSON.stringify({ ok: true, exchange: x, bodies: bodiesOf(trace, x) }))
         else io.out(fullExchange(trace, x))

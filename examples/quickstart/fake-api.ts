@@ -18,7 +18,12 @@ export async function startFakeApi(): Promise<{ url: string; close: () => Promis
     req.on('data', (c) => (body += c))
     req.on('end', () => {
       res.setHeader('content-type', 'application/json')
-      res.end(JSON.stringify({ id: `chatcmpl-${Date.now()}`, choices: [{ index: 0, message: { role: 'assistant', content: `Take an umbrella (answer #${calls}).` } }] }))
+      res.end(
+        JSON.stringify({
+          id: `chatcmpl-${Date.now()}`,
+          choices: [{ index: 0, message: { role: 'assistant', content: `Take an umbrella (answer #${calls}).` } }],
+        }),
+      )
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
