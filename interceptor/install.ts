@@ -3,8 +3,8 @@
  * hands back what a test needs at the end (assertDone, close, uninstall).
  */
 import type { Dispatcher } from 'undici'
-import { type Mode, openSession, type RedactionOptions, type SessionSummary } from '../engine/index.ts'
-import type { TraceStore } from '../store/index.ts'
+import { type Mode, openSession, type RedactionOptions, type Session, type SessionSummary } from '../engine/index.ts'
+import { openStore, type TraceStore } from '../store/index.ts'
 import type { IdentityOptions } from '../trace/index.ts'
 import { installGlobalDispatcher } from './global-dispatcher.ts'
 import { createRecordReplayDispatcher, type RecordReplayDispatcher } from './record-replay-dispatcher.ts'
@@ -14,7 +14,14 @@ export interface InstallOptions {
   mode?: Mode
   /** Trace name. */
   trace: string
-  store: TraceStore
+  /** Where traces live. Default: the LevelDB store at ./.tool-replay/store (opened here, closed by close()). */
+  store?: TraceStore
+  /** In replay: also record what the app did (replayed exchanges and misses) as this trace, for `tr-proxy diff`. */
+  recordAs?: string
+  /** In replay with recordAs: 'live' forwards and records after the first unmatched request. Default 'strict'. */
+  tail?: 'strict' | 'live'
+  /** How long to keep recording a response the app aborted (ms, default 1000); see RecordReplayDispatcherOptions. */
+  drainAfterAbortMs?: number
   identity?: IdentityOptions
   redaction?: RedactionOptions
   /** Replay pacing factor for recorded delays; default 0 (as fast as possible). */
@@ -53,18 +60,29 @@ export interface InterceptorSession {
  */
 export async function install(options: InstallOptions): Promise<InterceptorSession> {
   const mode = options.mode ?? 'replay'
-  const session = await openSession({
-    mode,
-    trace: options.trace,
-    store: options.store,
-    labels: { recordedWith: 'interceptor', ...options.labels },
-    ...(options.identity ? { identity: options.identity } : {}),
-    ...(options.redaction ? { redaction: options.redaction } : {}),
-  })
+  const ownStore = options.store === undefined
+  const store = options.store ?? (await openStore())
+  let session: Session
+  try {
+    session = await openSession({
+      mode,
+      trace: options.trace,
+      store,
+      ...(options.recordAs ? { recordAs: options.recordAs } : {}),
+      ...(options.tail ? { tail: options.tail } : {}),
+      labels: { recordedWith: 'interceptor', ...options.labels },
+      ...(options.identity ? { identity: options.identity } : {}),
+      ...(options.redaction ? { redaction: options.redaction } : {}),
+    })
+  } catch (err) {
+    if (ownStore) await store.close()
+    throw err
+  }
   const dispatcher = createRecordReplayDispatcher({
     session,
     ...(options.upstream ? { upstream: options.upstream } : {}),
     ...(options.pace !== undefined ? { pace: options.pace } : {}),
+    ...(options.drainAfterAbortMs !== undefined ? { drainAfterAbortMs: options.drainAfterAbortMs } : {}),
   })
   const uninstall = options.global === false ? () => {} : installGlobalDispatcher(dispatcher)
   let closing: Promise<SessionSummary> | undefined
@@ -82,6 +100,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
           return await session.close()
         } finally {
           await dispatcher.close()
+          if (ownStore) await store.close()
         }
       })()
       return closing

@@ -20,6 +20,55 @@ export interface RecordReplayDispatcherOptions {
   upstream?: Dispatcher
   /** Replay pacing: recorded delays times this factor. Default 0 (no waiting). */
   pace?: number
+  /**
+   * When the app aborts a response that is being recorded, keep reading it from upstream for up to this
+   * many ms so the trace holds the whole response, not an abort. Default 1000; 0 records the abort.
+   */
+  drainAfterAbortMs?: number
+}
+
+/**
+ * Wraps the live request's controller so an app abort after the response head does not cut the
+ * recording short: the app gets its AbortError at once (the sink is already failed), while the
+ * response keeps flowing into the recorder until it ends or `drainMs` passes.
+ * @note SDKs abort on purpose once they have what they need (the openai SDK after `[DONE]`); recording
+ * that as a failure would make every streamed exchange an error in the trace.
+ */
+function drainingController(
+  upstream: Dispatcher.DispatchController,
+  drainMs: number,
+  state: { headersSeen: () => boolean; finished: () => boolean; appAborted: (reason: Error) => void },
+): Dispatcher.DispatchController {
+  let draining = false
+  return {
+    get aborted() {
+      return upstream.aborted
+    },
+    get paused() {
+      return upstream.paused
+    },
+    get reason() {
+      return upstream.reason
+    },
+    pause: () => {
+      if (!draining) upstream.pause()
+    },
+    resume: () => upstream.resume(),
+    abort: (reason: Error) => {
+      if (draining) return
+      if (drainMs <= 0 || !state.headersSeen() || state.finished()) {
+        upstream.abort(reason)
+        return
+      }
+      draining = true
+      state.appAborted(reason)
+      if (upstream.paused) upstream.resume()
+      // Bounded: an endless stream is cut after drainMs and recorded as the abort it was.
+      setTimeout(() => {
+        if (!state.finished()) upstream.abort(reason)
+      }, drainMs).unref()
+    },
+  }
 }
 
 /** Raw header pairs from what an undici 8 controller exposes (Buffers on HTTP/1.1, a record on HTTP/2). */
@@ -53,6 +102,7 @@ export class RecordReplayDispatcher extends Dispatcher {
   readonly #upstream: Dispatcher
   readonly #ownsUpstream: boolean
   readonly #pace: number
+  readonly #drainAfterAbortMs: number
   #closed = false
 
   constructor(options: RecordReplayDispatcherOptions) {
@@ -62,6 +112,7 @@ export class RecordReplayDispatcher extends Dispatcher {
     // Replay never dispatches to it, and an idle Agent opens no socket.
     this.#upstream = options.upstream ?? new Agent()
     this.#pace = options.pace ?? 0
+    this.#drainAfterAbortMs = options.drainAfterAbortMs ?? 1000
   }
 
   /**
@@ -147,10 +198,17 @@ export class RecordReplayDispatcher extends Dispatcher {
       recorder.fail({ code: errorCode(err), message: err.message }, phase).catch(() => {})
       sink.error(err)
     }
+    const drainMs = this.#drainAfterAbortMs
+    let finished = false
+    const drainState = {
+      headersSeen: () => phase === 'response-body',
+      finished: () => finished,
+      appAborted: (reason: Error) => sink.error(reason),
+    }
     const tee: Dispatcher.DispatchHandler = {
       onRequestStart(upstream) {
         phase = 'request'
-        controller.attachUpstream(upstream)
+        controller.attachUpstream(recorder.recording ? drainingController(upstream, drainMs, drainState) : upstream)
       },
       onRequestSent() {
         phase = 'response-headers'
@@ -168,6 +226,7 @@ export class RecordReplayDispatcher extends Dispatcher {
         sink.data(chunk)
       },
       onResponseEnd(upstream, trailers) {
+        finished = true
         const raw = rawBuffers(upstream.rawTrailers, trailers)
         if (recorder.recording) {
           try {
@@ -179,6 +238,7 @@ export class RecordReplayDispatcher extends Dispatcher {
         sink.end(raw)
       },
       onResponseError(_upstream, err) {
+        finished = true
         fail(err)
       },
     }

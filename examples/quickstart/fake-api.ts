@@ -28,12 +28,13 @@ export async function startFakeApi(): Promise<{ url: string; close: () => Promis
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
+  let closed: Promise<void> | undefined
   return {
     url: `http://127.0.0.1:${port}`,
     close: () =>
-      new Promise<void>((resolve) => {
+      (closed ??= new Promise<void>((resolve) => {
         server.closeAllConnections()
         server.close(() => resolve())
-      }),
+      })),
   }
 }

@@ -4,22 +4,23 @@
  *   npm run demo
  */
 import { install } from 'tool-replay/interceptor'
-import { openStore } from 'tool-replay/store'
+import { defaultStoreDir } from 'tool-replay/store'
 import { advise } from './app.ts'
 import { startFakeApi } from './fake-api.ts'
 
-const store = await openStore()
+// No store given: install() opens the default embedded store and closes it again in close().
 const trace = 'quickstart'
+const api = await startFakeApi()
 try {
-  const api = await startFakeApi()
-  const recording = await install({ mode: 'record', trace, store })
+  const recording = await install({ mode: 'record', trace })
   const recorded = await advise(api.url, 'Oslo')
   const recSummary = await recording.close()
   await api.close()
-  console.log(`record: "${recorded}" (${recSummary.recorded} exchanges written to ${store.location}, trace "${trace}")`)
+
+  console.log(`record: "${recorded}" (${recSummary.recorded} exchanges written to ${defaultStoreDir()}, trace "${trace}")`)
 
   // The API is stopped now: replay can only succeed from the recording.
-  const replaying = await install({ mode: 'replay', trace, store })
+  const replaying = await install({ mode: 'replay', trace })
   const replayed = await advise(api.url, 'Oslo')
   replaying.assertDone()
   const repSummary = await replaying.close()
@@ -27,5 +28,5 @@ try {
   if (replayed !== recorded) throw new Error('replay differs from the recording')
   console.log('ok: strict replay matched the recording with the API offline. Inspect it: node bin/tr-proxy.js show quickstart')
 } finally {
-  await store.close()
+  await api.close()
 }
