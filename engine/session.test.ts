@@ -306,4 +306,35 @@ describe('Session', () => {
     await assert.rejects(openSession({ mode: 'rewind' as never, trace: 'x', store }), (e: unknown) => isToolReplayError(e, ErrorCodes.INVALID_OPTION))
     await assert.rejects(openSession({ mode: 'record', trace: '../escape', store }), (e: unknown) => isToolReplayError(e, ErrorCodes.INVALID_OPTION))
   })
+  test('close() waits for responses still streaming, then keeps what arrived of those that never end', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 't', store })
+    const slow = rec.handle(get('https://api.test/slow'))
+    const endless = rec.handle(get('https://api.test/endless'))
+    assert.ok(slow.kind === 'forward' && endless.kind === 'forward')
+    if (slow.kind !== 'forward' || endless.kind !== 'forward') return
+    slow.recorder.responseStart({ status: 200, statusText: 'OK', headers: [] })
+    endless.recorder.responseStart({ status: 200, statusText: 'OK', headers: [] })
+    endless.recorder.responseData(enc.encode('data: 1\n\n'))
+    setTimeout(() => {
+      slow.recorder.responseData(enc.encode('late but whole'))
+      void slow.recorder.responseEnd()
+    }, 50)
+    const t0 = performance.now()
+    const summary = await rec.close()
+    const waited = performance.now() - t0
+    assert.ok(waited < 5000, `close() is bounded (took ${waited} ms)`)
+    assert.equal(summary.recorded, 2)
+    const trace = await store.readTrace('t')
+    const byUrl = new Map(trace.exchanges.map((x) => [x.request.url, x]))
+    const s = byUrl.get('https://api.test/slow')
+    assert.ok(s?.outcome.kind === 'response')
+    if (s?.outcome.kind === 'response') assert.equal(dec.decode(trace.bodies.get(s.outcome.response.body.digest)), 'late but whole')
+    const e = byUrl.get('https://api.test/endless')
+    assert.ok(e?.outcome.kind === 'error')
+    if (e?.outcome.kind === 'error') {
+      assert.equal(e.outcome.error.code, 'TR_SESSION_CLOSED')
+      assert.equal(e.outcome.error.partial?.body.size, 'data: 1\n\n'.length)
+    }
+  })
 })

@@ -119,6 +119,8 @@ export class Session {
   readonly #tail: 'strict' | 'live'
   readonly #t0 = performance.now()
   readonly #pending = new Set<Promise<void>>()
+  /** Recorders whose response has not finished yet, with a way to settle them when close() cannot wait longer. */
+  readonly #open = new Map<ExchangeRecorder, { settled: Promise<void>; cut: () => void }>()
   readonly #misses: LedgerEntry[] = []
   readonly #exhausted: LedgerEntry[] = []
   #seq = 0
@@ -309,9 +311,13 @@ export class Session {
     let headersMs = 0
     const chunks: Array<{ bytes: Uint8Array; atMs: number }> = []
     let done = false
+    let settle = () => {}
+    const settled = new Promise<void>((resolve) => (settle = resolve))
     const finish = (build: (partial: RecordedResponse | undefined) => Exchange['outcome']): Promise<void> => {
       if (done) return Promise.resolve()
       done = true
+      this.#open.delete(recorder)
+      settle()
       const bodies = new Map<string, Uint8Array>()
       const reqBody = request.body ? bodyFromChunks([{ bytes: request.body, atMs: 0 }]) : undefined
       if (reqBody) bodies.set(reqBody.ref.digest, reqBody.bytes)
@@ -336,7 +342,7 @@ export class Session {
       this.#recorded++
       return this.#write(exchange, bodies)
     }
-    return {
+    const recorder: ExchangeRecorder = {
       recording: true,
       responseStart(h) {
         head = h
@@ -362,6 +368,13 @@ export class Session {
           return { kind: 'error', error: e }
         }),
     }
+    this.#open.set(recorder, {
+      settled,
+      cut: () => {
+        void recorder.fail({ code: 'TR_SESSION_CLOSED', message: 'The session closed before this response finished; the trace keeps what had arrived.' })
+      },
+    })
+    return recorder
   }
 
   #write(exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>): Promise<void> {
@@ -424,6 +437,14 @@ export class Session {
   /** Waits for pending writes, closes the recording (making it complete) and returns the summary. Idempotent. */
   async close(): Promise<SessionSummary> {
     if (this.#closed) return this.#closed
+    // Responses still streaming get a bounded grace period to finish, then are kept as what arrived.
+    if (this.#open.size > 0) {
+      let timer: NodeJS.Timeout | undefined
+      const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)))
+      await Promise.race([Promise.all([...this.#open.values()].map((o) => o.settled)), grace])
+      clearTimeout(timer)
+      for (const o of [...this.#open.values()]) o.cut()
+    }
     const summary = this.summary()
     this.#closed = summary
     // Bounded: each pending write is a single store batch.
@@ -448,6 +469,9 @@ export class Session {
     })
   }
 }
+
+/** How long close() waits for responses still being recorded (an app that aborted a stream, say). */
+const CLOSE_GRACE_MS = 2000
 
 const PASSTHROUGH_RECORDER: ExchangeRecorder = {
   recording: false,
