@@ -596,3 +596,53 @@ test('matching is by identity, not bytes: reordered JSON keys and query paramete
   await rep.close()
   assert.deepEqual(replayed, live)
 })
+
+test('an app abort mid-stream: the recording drains the response (bounded), and an endless one is kept as the abort', async () => {
+  let finite = true
+  const server = await startServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' })
+    res.write('data: first\n\n')
+    if (finite) {
+      setTimeout(() => res.end('data: last\n\n'), 30)
+      return
+    }
+    // Endless: one event every 20 ms until the client goes away.
+    const timer = setInterval(() => res.write('data: more\n\n'), 20)
+    res.on('close', () => clearInterval(timer))
+  })
+  const readFirstThenAbort = async (url: string) => {
+    const ac = new AbortController()
+    const res = await fetch(url, { signal: ac.signal })
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader()
+    const first = new TextDecoder().decode((await reader.read()).value)
+    ac.abort()
+    await reader.read().catch(() => {})
+    return first
+  }
+  try {
+    const trace = traceName('abort-drain')
+    const rec = await session('record', trace, { drainAfterAbortMs: 150 })
+    assert.equal(await readFirstThenAbort(`${server.url}/finite`), 'data: first\n\n')
+    finite = false
+    assert.equal(await readFirstThenAbort(`${server.url}/endless`), 'data: first\n\n')
+    await rec.close()
+    const recorded = await store.readTrace(trace)
+    const [a, b] = recorded.exchanges
+    assert.equal(a?.outcome.kind, 'response', 'the finite stream is recorded whole although the app aborted')
+    if (a?.outcome.kind === 'response') assert.equal(a.outcome.response.body.size, 'data: first\n\ndata: last\n\n'.length)
+    assert.equal(b?.outcome.kind, 'error', 'the endless stream is cut after the drain bound')
+    if (b?.outcome.kind === 'error') {
+      assert.equal(b.outcome.error.code, 'ABORT_ERR')
+      assert.ok((b.outcome.error.partial?.body.size ?? 0) >= 'data: first\n\n'.length)
+    }
+    // Replay re-enacts it: the app reads the first event and aborts, with nothing left over. Paced, so the
+    // first read sees the first chunk alone (fetch's body stream merges chunks that arrive in one tick).
+    const rep = await session('replay', trace, { pace: 1 })
+    assert.equal(await readFirstThenAbort(`${server.url}/finite`), 'data: first\n\n')
+    assert.equal(await readFirstThenAbort(`${server.url}/endless`), 'data: first\n\n')
+    rep.assertDone()
+    await rep.close()
+  } finally {
+    await server.close()
+  }
+})
