@@ -75,7 +75,7 @@ export function exportTrace(trace: Trace, options: TraceFileOptions = {}): Expor
   // a freshly exported file fail its own check.
   const digest = traceDigest({ meta: trace.meta, exchanges: exchanges.map((x) => modelExchange(x)) })
   const file = { format: TRACE_FILE_FORMAT, version: TRACE_FORMAT_VERSION, digest, meta: sortKeys(trace.meta), exchanges }
-  return { text: `${JSON.stringify(file, null, 2)}\n`, blobs, digest }
+  return { text: `${formatJson(file)}\n`, blobs, digest }
 }
 
 /**
@@ -489,4 +489,29 @@ class Validator {
 
 function join2(path: string, key: string): string {
   return path ? `${path}.${key}` : key
+}
+
+/**
+ * JSON with 2-space indent, except that a header pair, a chunk entry or any other small array or object
+ * of scalars stays on one line: a trace file reads like a transcript and a re-recording diffs line by line.
+ */
+function formatJson(value: unknown, indent = ''): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value)
+  const inner = `${indent}  `
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '[]'
+    const flat = value.every((v) => v === null || typeof v !== 'object')
+    if (flat) {
+      const line = `[${value.map((v) => JSON.stringify(v)).join(', ')}]`
+      if (line.length + indent.length <= 120) return line
+    }
+    return `[\n${value.map((v) => inner + formatJson(v, inner)).join(',\n')}\n${indent}]`
+  }
+  const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined)
+  if (entries.length === 0) return '{}'
+  if (entries.length <= 4 && entries.every(([, v]) => v === null || typeof v !== 'object')) {
+    const line = `{ ${entries.map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`).join(', ')} }`
+    if (line.length + indent.length <= 120) return line
+  }
+  return `{\n${entries.map(([k, v]) => `${inner}${JSON.stringify(k)}: ${formatJson(v, inner)}`).join(',\n')}\n${indent}}`
 }
