@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import type { TraceRecording, TraceStore } from '../store/index.ts'
 import {
+  BodyAccumulator,
   bodyBytes,
   bodyFromChunks,
   computeIdentity,
@@ -9,6 +10,7 @@ import {
   type ErrorPhase,
   type Exchange,
   type HeaderPairs,
+  headerValue,
   type IdentityOptions,
   type IdentityParts,
   identityDistance,
@@ -309,7 +311,7 @@ export class Session {
     const t0 = performance.now()
     let head: ResponseHead | undefined
     let headersMs = 0
-    const chunks: Array<{ bytes: Uint8Array; atMs: number }> = []
+    let body: BodyAccumulator | undefined
     let done = false
     let settle = () => {}
     const settled = new Promise<void>((resolve) => (settle = resolve))
@@ -324,14 +326,15 @@ export class Session {
       let partial: RecordedResponse | undefined
       if (head) {
         const headers = this.#redactor.headers(head.headers)
-        let body = bodyFromChunks(chunks)
+        const received = body ?? new BodyAccumulator()
+        let recorded = received.finish()
         if (this.#redactor.hasBodyPaths) {
-          const redacted = this.#redactor.body(body.bytes, head.headers)
+          const redacted = this.#redactor.body(recorded.bytes, head.headers)
           // A redacted body no longer has its wire chunking; it replays as one chunk.
-          if (redacted !== body.bytes) body = bodyFromChunks([{ bytes: redacted, atMs: chunks.at(-1)?.atMs ?? 0 }])
+          if (redacted !== recorded.bytes) recorded = bodyFromChunks([{ bytes: redacted, atMs: received.lastAtMs }])
         }
-        bodies.set(body.ref.digest, body.bytes)
-        partial = { status: head.status, statusText: head.statusText, headers, body: body.ref, trailers: [] }
+        bodies.set(recorded.ref.digest, recorded.bytes)
+        partial = { status: head.status, statusText: head.statusText, headers, body: recorded.ref, trailers: [] }
       }
       const exchange: Exchange = {
         seq,
@@ -347,10 +350,13 @@ export class Session {
       responseStart(h) {
         head = h
         headersMs = performance.now() - t0
+        const length = headerValue(h.headers, 'content-length')
+        body = new BodyAccumulator(length === undefined ? undefined : Number(length))
       },
       responseData(chunk) {
-        // Copy: callers may reuse their buffers.
-        chunks.push({ bytes: new Uint8Array(chunk), atMs: performance.now() - t0 })
+        // Copied (once, into one buffer): callers may reuse their buffers.
+        body ??= new BodyAccumulator()
+        body.append(chunk, performance.now() - t0)
       },
       responseEnd: (trailers = []) =>
         finish((partial) => {

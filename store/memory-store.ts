@@ -5,7 +5,12 @@ import type { TraceRecording, TraceStore, TraceSummary } from './trace-store.ts'
 interface Entry {
   id: string
   meta: TraceMeta
-  exchanges: Exchange[]
+  /**
+   * Exchanges as JSON text (recordings keep them in seq order): the same form the LevelDB store keeps, so what one backend
+   * returns the other does too, and a caller editing an exchange cannot change the store. Cheaper than
+   * structuredClone on the recording hot path (one stringify per append; parsing waits for a read).
+   */
+  exchanges: Array<{ seq: number; json: string }>
   complete: boolean
   createdAt: string
 }
@@ -24,14 +29,15 @@ export function createMemoryStore(): TraceStore {
   }
   const toTrace = (e: Entry): Trace => {
     const own = new Map<string, Uint8Array>()
-    for (const x of e.exchanges) {
+    const exchanges = e.exchanges.map((x) => JSON.parse(x.json) as Exchange)
+    for (const x of exchanges) {
       for (const ref of refsOf(x)) {
         const b = bodies.get(ref)
         // Copies, so a caller editing a body cannot change the store.
         if (b) own.set(ref, new Uint8Array(b))
       }
     }
-    return { meta: structuredClone(e.meta), exchanges: structuredClone(e.exchanges), bodies: own }
+    return { meta: structuredClone(e.meta), exchanges, bodies: own }
   }
 
   return {
@@ -65,9 +71,14 @@ export function createMemoryStore(): TraceStore {
           assertBodies(exchange, newBodies, bodies, meta.name)
           for (const ref of refsOf(exchange)) if (!bodies.has(ref)) bodies.set(ref, new Uint8Array(newBodies.get(ref) as Uint8Array))
           // Keyed by seq like the LevelDB store, so a resent append replaces rather than duplicates.
-          const at = entry.exchanges.findIndex((x) => x.seq >= exchange.seq)
-          if (at === -1) entry.exchanges.push(structuredClone(exchange))
-          else entry.exchanges.splice(at, entry.exchanges[at]?.seq === exchange.seq ? 1 : 0, structuredClone(exchange))
+          const stored = { seq: exchange.seq, json: JSON.stringify(exchange) }
+          const list = entry.exchanges
+          // Appends nearly always arrive in seq order: check the end before searching.
+          if (list.length === 0 || (list.at(-1) as { seq: number }).seq < exchange.seq) list.push(stored)
+          else {
+            const at = list.findIndex((x) => x.seq >= exchange.seq)
+            list.splice(at, list[at]?.seq === exchange.seq ? 1 : 0, stored)
+          }
         },
         async close() {
           if (entry.complete) return
@@ -91,7 +102,7 @@ export function createMemoryStore(): TraceStore {
       complete.set(trace.meta.name, {
         id: `m${++counter}`,
         meta: structuredClone(trace.meta),
-        exchanges: structuredClone(trace.exchanges),
+        exchanges: trace.exchanges.map((x) => ({ seq: x.seq, json: JSON.stringify(x) })),
         complete: true,
         createdAt: new Date().toISOString(),
       })

@@ -10,6 +10,55 @@ export function bodyFromChunks(chunks: Array<{ bytes: Uint8Array; atMs: number }
   return { ref: { digest: sha256(bytes), size: bytes.byteLength, chunks: list }, bytes }
 }
 
+/**
+ * Collects a streamed body as it arrives, copying each chunk once into one growing buffer (callers may
+ * reuse their chunk buffers), and builds the same BodyRef as `bodyFromChunks` without a second copy.
+ * @example
+ * const acc = new BodyAccumulator(contentLength)
+ * acc.append(chunk, atMs)
+ * const { ref, bytes } = acc.finish()
+ */
+export class BodyAccumulator {
+  #buffer: Uint8Array
+  #size = 0
+  readonly #chunks: BodyChunk[] = []
+  #lastAtMs = 0
+
+  /** `sizeHint`: the expected total (a Content-Length), so the buffer is allocated once. */
+  constructor(sizeHint?: number) {
+    const hint = sizeHint !== undefined && Number.isSafeInteger(sizeHint) && sizeHint >= 0 ? Math.min(sizeHint, MAX_PREALLOCATE) : 0
+    this.#buffer = new Uint8Array(hint)
+  }
+
+  /** Time of the last chunk (ms), 0 before any. */
+  get lastAtMs(): number {
+    return this.#lastAtMs
+  }
+
+  append(chunk: Uint8Array, atMs: number): void {
+    this.#lastAtMs = atMs
+    const n = chunk.byteLength
+    if (n === 0) return
+    if (this.#size + n > this.#buffer.byteLength) {
+      const grown = new Uint8Array(Math.max(this.#size + n, this.#buffer.byteLength * 2, 16 * 1024))
+      grown.set(this.#buffer.subarray(0, this.#size))
+      this.#buffer = grown
+    }
+    this.#buffer.set(chunk, this.#size)
+    this.#size += n
+    this.#chunks.push({ size: n, atMs: Math.max(0, Math.round(atMs)) })
+  }
+
+  /** The body so far: its ref and its bytes (a view of the accumulator's buffer; do not append afterwards). */
+  finish(): { ref: BodyRef; bytes: Uint8Array } {
+    const bytes = this.#buffer.byteLength === this.#size ? this.#buffer : this.#buffer.subarray(0, this.#size)
+    return { ref: { digest: sha256(bytes), size: this.#size, chunks: [...this.#chunks] }, bytes }
+  }
+}
+
+// A Content-Length is only a hint: a lying or huge one must not allocate more than this up front.
+const MAX_PREALLOCATE = 8 * 1024 * 1024
+
 /** A BodyRef of one chunk at time 0 for bytes that were not streamed (patches, imports). */
 export function bodyFromBytes(bytes: Uint8Array): { ref: BodyRef; bytes: Uint8Array } {
   return bodyFromChunks([{ bytes, atMs: 0 }])

@@ -1,6 +1,6 @@
 /** The trace model and pure operations on it. No I/O. */
 
-export { bodyBytes, bodyFromBytes, bodyFromChunks, concatBytes, headerValue, splitChunks, tryUtf8 } from './body.ts'
+export { BodyAccumulator, bodyBytes, bodyFromBytes, bodyFromChunks, concatBytes, headerValue, splitChunks, tryUtf8 } from './body.ts'
 export { canonicalJson } from './canonical-json.ts'
 export type { AlignedPair, Attribution, DiffDetail, DifferenceKind, DiffOptions, TraceDiff, TraceDifference } from './diff.ts'
 export {
