@@ -96,6 +96,23 @@ describe('tr-proxy CLI (in-process)', () => {
     assert.match(bad.err.join('\n'), /TR_TRACE_(DIGEST_MISMATCH|FILE_INVALID)/)
   })
 
+  test('rm deletes traces; an unknown name deletes nothing and exits 3', async () => {
+    const s = await openStore(store)
+    await s.putTrace(sampleTrace('tmp-a'))
+    await s.putTrace(sampleTrace('tmp-b'))
+    await s.close()
+    const bad = capture()
+    assert.equal(await runCli(['rm', 'tmp-a', 'nope', '--store', store], bad.io), 3)
+    assert.match(bad.err.join('\n'), /Nothing deleted: no trace named "nope"/)
+    assert.equal(await runCli(['rm', 'tmp-a', 'tmp-b', '--store', store], capture().io), 0)
+    const ls = capture()
+    await runCli(['ls', '--store', store, '--json'], ls.io)
+    assert.deepEqual(
+      JSON.parse(ls.out.join('')).traces.map((t: { name: string }) => t.name),
+      ['crm'],
+    )
+  })
+
   test('usage errors exit 2 and point at --help; --help works everywhere', async () => {
     const c = capture()
     assert.equal(await runCli(['frobnicate'], c.io), 2)

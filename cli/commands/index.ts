@@ -9,6 +9,7 @@ import { importCommand } from './import.ts'
 import { lsCommand } from './ls.ts'
 import { recordCommand } from './record.ts'
 import { replayCommand } from './replay.ts'
+import { rmCommand } from './rm.ts'
 import { serveCommand } from './serve.ts'
 import { showCommand } from './show.ts'
 import { verifyCommand } from './verify.ts'
@@ -19,6 +20,7 @@ export const COMMANDS: CommandModule[] = [
   showCommand,
   exportCommand,
   importCommand,
+  rmCommand,
   forkCommand,
   diffCommand,
   emitTestCommand,
