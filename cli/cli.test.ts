@@ -113,10 +113,26 @@ describe('tr-proxy CLI (in-process)', () => {
     )
   })
 
-  test('usage errors exit 2 and point at --help; --help works everywhere', async () => {
+  test('usage errors exit 2, point at --help and run nothing', async () => {
     const c = capture()
     assert.equal(await runCli(['frobnicate'], c.io), 2)
     assert.match(c.err.join('\n'), /Run "tr-proxy --help"/)
+    // A mistyped flag on a destructive command must not run it.
+    const rm = capture()
+    assert.equal(await runCli(['rm', 'crm', '--bogus-flag', '--store', store], rm.io), 2)
+    assert.deepEqual(rm.out, [])
+    const ls = capture()
+    assert.equal(await runCli(['ls', '--store', store, '--json'], ls.io), 0)
+    assert.ok(JSON.parse(ls.out.join('')).traces.some((t: { name: string }) => t.name === 'crm'), 'crm still there')
+    const badChoice = capture()
+    assert.equal(await runCli(['record', '--mode', 'replay', '--trace', 'crm', '--store', store, '--', 'true'], badChoice.io), 2)
+    assert.match(badChoice.err.join('\n'), /Invalid values/)
+    const j = capture()
+    assert.equal(await runCli(['ls', '--bogus', '--json', '--store', store], j.io), 2)
+    assert.deepEqual(JSON.parse(j.out.join('')).error.code, 'TR_USAGE')
+  })
+
+  test('--help works everywhere', async () => {
     const none = capture()
     assert.equal(await runCli([], none.io), 2)
     for (const cmd of ['ls', 'show', 'export', 'import']) {

@@ -9,7 +9,6 @@ import { type Io, processIo, reportError } from './output.ts'
  */
 export async function runCli(argv: string[], io: Io = processIo): Promise<number> {
   let exitCode = 0
-  let usageError: string | undefined
   const json = argv.includes('--json')
   const parser: Argv = yargs(argv)
     .scriptName('tr-proxy')
@@ -24,8 +23,8 @@ export async function runCli(argv: string[], io: Io = processIo): Promise<number
     .version()
     .wrap(Math.min(110, process.stdout.columns || 100))
     .fail((msg, err) => {
-      if (err) throw err
-      usageError = msg
+      // Throwing stops yargs before any handler runs: a mistyped flag must never record or delete anything.
+      throw err ?? new UsageError(msg)
     })
     .exitProcess(false)
   for (const command of COMMANDS) {
@@ -41,11 +40,16 @@ export async function runCli(argv: string[], io: Io = processIo): Promise<number
   try {
     await parser.parseAsync()
   } catch (err) {
+    if (err instanceof UsageError) {
+      const message = `${err.message}\nRun "tr-proxy --help" for usage.`
+      if (json) io.out(JSON.stringify({ ok: false, error: { code: 'TR_USAGE', message }, exitCode: EXIT_USAGE }))
+      else io.err(message)
+      return EXIT_USAGE
+    }
     return reportError(io, err, json)
-  }
-  if (usageError !== undefined) {
-    io.err(`${usageError}\nRun "tr-proxy --help" for usage.`)
-    return EXIT_USAGE
   }
   return exitCode
 }
+
+/** A command line yargs rejected (unknown flag, bad choice, missing argument). */
+class UsageError extends Error {}
