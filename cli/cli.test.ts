@@ -113,6 +113,18 @@ describe('tr-proxy CLI (in-process)', () => {
     )
   })
 
+  test('a record run that never starts keeps the previous trace (bad port, missing command)', async () => {
+    const badPort = capture()
+    assert.equal(await runCli(['record', '--trace', 'crm', '--port', '99999', '--store', store, '--', 'true'], badPort.io), 2)
+    assert.match(badPort.err.join('\n'), /TR_INVALID_OPTION: Invalid --port 99999/)
+    const missing = capture()
+    assert.equal(await runCli(['record', '--trace', 'crm', '--store', store, '--', '/nonexistent/command'], missing.io), 10)
+    assert.match(missing.err.join('\n'), /TR_COMMAND_FAILED/)
+    const show = capture()
+    assert.equal(await runCli(['show', 'crm', '--store', store], show.io), 0)
+    assert.match(show.out.join('\n'), /^trace "crm": 1 exchange\(s\)/)
+  })
+
   test('usage errors exit 2, point at --help and run nothing', async () => {
     const c = capture()
     assert.equal(await runCli(['frobnicate'], c.io), 2)

@@ -466,6 +466,20 @@ export class Session {
     return summary
   }
 
+  /**
+   * Ends the session without completing its recording: use it when the run never really happened (the
+   * proxy could not start, the command could not be spawned). The recording stays listed as partial and
+   * the previous trace of that name stays the one replayed. Idempotent; close() afterwards is a no-op.
+   */
+  async discard(): Promise<SessionSummary> {
+    if (this.#closed) return this.#closed
+    const summary = this.summary()
+    this.#closed = summary
+    for (const o of [...this.#open.values()]) o.cut()
+    while (this.#pending.size > 0) await Promise.all([...this.#pending])
+    return summary
+  }
+
   /** Throws TR_REPLAY_INCOMPLETE listing every miss, overrun and unused recording (strict replay). */
   assertDone(): void {
     const s = this.summary()

@@ -65,7 +65,8 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
       ...(o.pace ? { pace: o.pace } : {}),
     })
   } catch (err) {
-    await session.close().catch(() => {})
+    // Nothing ran: keep the previous trace rather than replace it with an empty recording.
+    await session.discard().catch(() => {})
     throw err
   }
   const env = proxyEnvironment({ proxyUrl: proxy.url, caPath: ca.certPath, bundlePath })
@@ -78,9 +79,11 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
       let exit: CommandExit
       try {
         exit = await runCommand(cmd, args, env)
-      } finally {
-        // Close first even when the command could not start, so a recording is never left partial.
+      } catch (err) {
+        // The command never started: discard the recording so the previous trace stays in place.
+        await session.discard().catch(() => {})
         await proxy.close().catch(() => {})
+        throw err
       }
       return { summary: await proxy.close(), command: exit }
     }

@@ -54,6 +54,10 @@ export async function runProxyCommand(
 ): Promise<number> {
   const command = commandArgv(args)
   const dir = storeDir({ store: args.store })
+  if (args.port !== undefined && !(Number.isInteger(args.port) && (args.port as number) >= 0 && (args.port as number) <= 65535)) {
+    // Checked before the store opens: a bad flag must not touch any trace.
+    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid --port ${String(args.port)}: use a whole number from 0 to 65535 (0 = any free port).`)
+  }
   return withStore({ store: args.store }, async (store) => {
     const result = await runProxySession({
       store,
