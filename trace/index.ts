@@ -57,3 +57,4 @@ export {
 } from './request-identity.ts'
 export type { SseEvent } from './sse.ts'
 export { isEventStream, parseSse, sseEventsAsJson } from './sse.ts'
+export { assertTraceName } from './trace-name.ts'

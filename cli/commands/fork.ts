@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { traceDigest } from '../../store/index.ts'
-import { ErrorCodes, forkTrace, type PatchSpec, parsePatchSpec, resolvePatches, resolvePatchFile, ToolReplayError } from '../../trace/index.ts'
+import { assertTraceName, ErrorCodes, forkTrace, type PatchSpec, parsePatchSpec, resolvePatches, resolvePatchFile, ToolReplayError } from '../../trace/index.ts'
 import { withStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
@@ -48,6 +48,7 @@ export const forkCommand: CommandModule = {
       resolved.push(resolvePatchFile(spec, bytes))
     }
     const to = String(args.to)
+    assertTraceName(to, '--to trace name')
     return withStore({ store: args.store }, async (store) => {
       const source = await store.readTrace(String(args.source))
       if (!args.force && (await store.hasTrace(to))) {

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path'
 import { readTraceFile, traceDigest } from '../../store/index.ts'
+import { assertTraceName } from '../../trace/index.ts'
 import { withStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
@@ -17,6 +18,7 @@ export const importCommand: CommandModule = {
     // Verify before touching the store: a bad file must never half-import.
     const trace = await readTraceFile(file)
     if (typeof args.as === 'string') trace.meta.name = args.as
+    assertTraceName(trace.meta.name, args.as === undefined ? 'trace name in the file' : '--as trace name')
     return withStore(args, async (store) => {
       await store.putTrace(trace, { overwrite: Boolean(args.force) })
       const digest = traceDigest(trace)
