@@ -135,7 +135,10 @@ describe('tr-proxy CLI (in-process)', () => {
     assert.deepEqual(rm.out, [])
     const ls = capture()
     assert.equal(await runCli(['ls', '--store', store, '--json'], ls.io), 0)
-    assert.ok(JSON.parse(ls.out.join('')).traces.some((t: { name: string }) => t.name === 'crm'), 'crm still there')
+    assert.ok(
+      JSON.parse(ls.out.join('')).traces.some((t: { name: string }) => t.name === 'crm'),
+      'crm still there',
+    )
     const badChoice = capture()
     assert.equal(await runCli(['record', '--mode', 'replay', '--trace', 'crm', '--store', store, '--', 'true'], badChoice.io), 2)
     assert.match(badChoice.err.join('\n'), /Invalid values/)

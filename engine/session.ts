@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import type { TraceRecording, TraceStore } from '../store/index.ts'
 import {
+  assertTraceName,
   BodyAccumulator,
   bodyBytes,
   bodyFromChunks,
@@ -506,12 +507,8 @@ export async function openSession(options: SessionOptions): Promise<Session> {
   if (!MODES.includes(options.mode)) {
     throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Unknown mode "${String(options.mode)}". Use one of: ${MODES.join(', ')}.`)
   }
-  if (!options.trace || /[\0/\\]/.test(options.trace) || options.trace.startsWith('.')) {
-    throw new ToolReplayError(
-      ErrorCodes.INVALID_OPTION,
-      `Invalid trace name "${options.trace}": use letters, digits, '-', '_', ':' or '.', not starting with '.' and without slashes.`,
-    )
-  }
+  assertTraceName(options.trace)
+  if (options.recordAs !== undefined) assertTraceName(options.recordAs, 'recordAs trace name')
   let source: Trace | undefined
   if (options.mode === 'replay') source = await options.store.readTrace(options.trace)
   if (options.mode === 'update') source = (await options.store.hasTrace(options.trace)) ? await options.store.readTrace(options.trace) : undefined
