@@ -72,6 +72,18 @@ export async function emitCase(options: EmitCaseOptions): Promise<EmittedCase> {
       'A case runs either a library runner (--runner module#export) or a command (--command); give exactly one.',
     )
   }
+  // A trace observed with --record-as keeps the requests strict replay refused as TR_* outcomes: they were
+  // never answered by anything real, so a case built on them would enshrine a miss as expected behaviour.
+  const unanswered = options.trace.exchanges.filter((x) => x.outcome.kind === 'error' && x.outcome.error.code.startsWith('TR_'))
+  if (unanswered.length > 0) {
+    throw new ToolReplayError(
+      ErrorCodes.INVALID_OPTION,
+      `Cannot emit a case from trace "${options.trace.meta.name}": ${unanswered.length} exchange(s) were never answered (${unanswered
+        .slice(0, 3)
+        .map((x) => `#${x.seq} ${x.request.method} ${x.request.url}: ${x.outcome.kind === 'error' ? x.outcome.error.code : ''}`)
+        .join('; ')}). Record them first (\`tr-proxy record --mode update\`), or emit from the trace the run replayed.`,
+    )
+  }
   const out = resolve(options.out)
   const dest = join(out, name)
   const exists = async (p: string) => (await lstat(p).catch(() => undefined)) !== undefined

@@ -3,7 +3,7 @@
  * integrity (7) before anything runs, replay contract (6), application error (9), regression (8).
  */
 import assert from 'node:assert/strict'
-import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
@@ -99,6 +99,24 @@ test('emit refuses a case that does not verify, and leaves nothing behind', asyn
     /Expected "approved", got "rejected"/,
   )
   assert.deepEqual(readdirSync(out), [])
+})
+
+test('emit refuses a trace holding requests strict replay never answered (a record-as miss)', async () => {
+  const observed = crmTrace('observed')
+  const first = observed.exchanges[0] as Trace['exchanges'][number]
+  observed.exchanges.push({
+    ...first,
+    seq: 1,
+    request: { ...first.request, url: 'https://crm.test/customers/43' },
+    outcome: { kind: 'error', error: { code: 'TR_REPLAY_MISS', message: 'no recorded exchange matches', phase: 'connect' } },
+  })
+  const out = join(dir, 'refused-miss')
+  await rejectsWith(
+    emitCase({ trace: observed, out, name: 'miss', runner: { module: join(dir, 'app/runners.mjs'), export: 'extra' }, expect: { json: 'rejected' } }),
+    'TR_INVALID_OPTION',
+    /1 exchange\(s\) were never answered \(#1 GET https:\/\/crm\.test\/customers\/43: TR_REPLAY_MISS\)/,
+  )
+  assert.equal(existsSync(out), false)
 })
 
 test('regression: expected vs actual with JSON-path differences (exit 8)', async () => {
