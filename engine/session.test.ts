@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { gzipSync } from 'node:zlib'
 import { createMemoryStore } from '../store/index.ts'
 import { ErrorCodes, type HeaderPairs, isToolReplayError } from '../trace/index.ts'
 import { type CapturedRequest, openSession, type Session } from './session.ts'
@@ -336,5 +337,54 @@ describe('Session', () => {
       assert.equal(e.outcome.error.code, 'TR_SESSION_CLOSED')
       assert.equal(e.outcome.error.partial?.body.size, 'data: 1\n\n'.length)
     }
+  })
+  test('body-path redaction reaches gzip bodies (stored decoded) and fixes Content-Length; a bad path fails the session at once', async () => {
+    const store = createMemoryStore()
+    const secret = 'RESP-SECRET-42'
+    const rec = await openSession({ mode: 'record', trace: 't', store, redaction: { bodyPaths: ['$.access_token'] } })
+    const plain = JSON.stringify({ access_token: secret, token_type: 'bearer' })
+    const d1 = rec.handle(postJson('https://auth.test/token', { grant: 'x' }))
+    const d2 = rec.handle(postJson('https://auth.test/token-gz', { grant: 'x' }))
+    assert.ok(d1.kind === 'forward' && d2.kind === 'forward')
+    if (d1.kind !== 'forward' || d2.kind !== 'forward') return
+    d1.recorder.responseStart({
+      status: 200,
+      statusText: 'OK',
+      headers: [
+        ['content-type', 'application/json'],
+        ['content-length', String(plain.length)],
+      ],
+    })
+    d1.recorder.responseData(enc.encode(plain))
+    await d1.recorder.responseEnd()
+    const gz = gzipSync(plain)
+    d2.recorder.responseStart({
+      status: 200,
+      statusText: 'OK',
+      headers: [
+        ['content-type', 'application/json'],
+        ['content-encoding', 'gzip'],
+        ['content-length', String(gz.byteLength)],
+      ],
+    })
+    d2.recorder.responseData(gz)
+    await d2.recorder.responseEnd()
+    await rec.close()
+    const trace = await store.readTrace('t')
+    for (const x of trace.exchanges) {
+      assert.ok(x.outcome.kind === 'response')
+      if (x.outcome.kind !== 'response') continue
+      const bytes = trace.bodies.get(x.outcome.response.body.digest) as Uint8Array
+      assert.equal(dec.decode(bytes), JSON.stringify({ access_token: '[REDACTED]', token_type: 'bearer' }), x.request.url)
+      assert.equal(x.outcome.response.headers.find(([k]) => k === 'content-length')?.[1], String(bytes.byteLength))
+      assert.equal(
+        x.outcome.response.headers.some(([k]) => k === 'content-encoding'),
+        false,
+      )
+    }
+    await assert.rejects(
+      openSession({ mode: 'record', trace: 'u', store, redaction: { bodyPaths: ['$.['] } }),
+      (e: unknown) => isToolReplayError(e, ErrorCodes.INVALID_OPTION) && (e as Error).message.includes('"$.["'),
+    )
   })
 })

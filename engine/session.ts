@@ -6,6 +6,7 @@ import {
   bodyBytes,
   bodyFromChunks,
   computeIdentity,
+  decodeContentEncoding,
   describeIdentityDifferences,
   ErrorCodes,
   type ErrorPhase,
@@ -15,6 +16,7 @@ import {
   type IdentityOptions,
   type IdentityParts,
   identityDistance,
+  parseJsonPath,
   type RecordedError,
   type RecordedResponse,
   type ResponseHead,
@@ -321,18 +323,30 @@ export class Session {
       done = true
       this.#open.delete(recorder)
       settle()
+      try {
+        return assemble(build)
+      } catch (err) {
+        // Never lose an exchange silently: close() reports it and the recording stays partial.
+        this.#writeError ??= err
+        return Promise.resolve()
+      }
+    }
+    const assemble = (build: (partial: RecordedResponse | undefined) => Exchange['outcome']): Promise<void> => {
       const bodies = new Map<string, Uint8Array>()
       const reqBody = request.body ? bodyFromChunks([{ bytes: request.body, atMs: 0 }]) : undefined
       if (reqBody) bodies.set(reqBody.ref.digest, reqBody.bytes)
       let partial: RecordedResponse | undefined
       if (head) {
-        const headers = this.#redactor.headers(head.headers)
+        let headers = this.#redactor.headers(head.headers)
         const received = body ?? new BodyAccumulator()
         let recorded = received.finish()
         if (this.#redactor.hasBodyPaths) {
-          const redacted = this.#redactor.body(recorded.bytes, head.headers)
-          // A redacted body no longer has its wire chunking; it replays as one chunk.
-          if (redacted !== recorded.bytes) recorded = bodyFromChunks([{ bytes: redacted, atMs: received.lastAtMs }])
+          const redacted = redactResponseBody(this.#redactor, recorded.bytes, headers)
+          if (redacted) {
+            // A redacted body no longer has its wire chunking (or encoding); it replays as one chunk.
+            recorded = bodyFromChunks([{ bytes: redacted.bytes, atMs: received.lastAtMs }])
+            headers = redacted.headers
+          }
         }
         bodies.set(recorded.ref.digest, recorded.bytes)
         partial = { status: head.status, statusText: head.statusText, headers, body: recorded.ref, trailers: [] }
@@ -491,6 +505,31 @@ export class Session {
   }
 }
 
+/**
+ * Applies JSON-path redaction to a response body, decoding it first when it is compressed (token endpoints
+ * usually gzip). Returns undefined when nothing changed, else the new bytes and headers with framing fixed:
+ * Content-Length matches, and a decoded body loses its Content-Encoding.
+ */
+function redactResponseBody(redactor: Redactor, bytes: Uint8Array, headers: HeaderPairs): { bytes: Uint8Array; headers: HeaderPairs } | undefined {
+  const encoding = headerValue(headers, 'content-encoding')
+  const encoded = encoding !== undefined && encoding.trim().toLowerCase() !== 'identity'
+  let plain = bytes
+  if (encoded) {
+    try {
+      plain = decodeContentEncoding(bytes, encoding)
+    } catch {
+      return undefined // not decodable: not JSON we could redact either
+    }
+  }
+  const plainHeaders = encoded ? headers.filter(([k]) => k.toLowerCase() !== 'content-encoding') : headers
+  const redacted = redactor.body(plain, plainHeaders)
+  if (redacted === plain) return undefined
+  return {
+    bytes: redacted,
+    headers: plainHeaders.map(([k, v]) => (k.toLowerCase() === 'content-length' ? [k, String(redacted.byteLength)] : [k, v])),
+  }
+}
+
 /** How long close() waits for responses still being recorded (an app that aborted a stream, say). */
 const CLOSE_GRACE_MS = 2000
 
@@ -509,6 +548,8 @@ export async function openSession(options: SessionOptions): Promise<Session> {
   }
   assertTraceName(options.trace)
   if (options.recordAs !== undefined) assertTraceName(options.recordAs, 'recordAs trace name')
+  // Parsed now so a typo in a path fails the session at once instead of silently redacting or ignoring nothing.
+  for (const p of [...(options.redaction?.bodyPaths ?? []), ...(options.identity?.ignoreBodyPaths ?? [])]) parseJsonPath(p)
   let source: Trace | undefined
   if (options.mode === 'replay') source = await options.store.readTrace(options.trace)
   if (options.mode === 'update') source = (await options.store.hasTrace(options.trace)) ? await options.store.readTrace(options.trace) : undefined

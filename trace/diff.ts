@@ -12,12 +12,11 @@
  * const d = diffTraces(main, branch)
  * console.log(formatDiffText(d)) // first divergence: GET https://crm.test/customers/42 #0 response $.active: true → false
  */
-import * as zlib from 'node:zlib'
 import { bodyBytes, headerValue, tryUtf8 } from './body.ts'
 import { canonicalJson } from './canonical-json.ts'
-import { ErrorCodes, ToolReplayError } from './errors.ts'
+import { decodeContentEncoding } from './content-encoding.ts'
 import type { BodyRef, Exchange, HeaderPairs, Trace } from './exchange.ts'
-import { diffJson, replaceAtJsonPath } from './json-path.ts'
+import { diffJson, parseJsonPath, replaceAtJsonPath } from './json-path.ts'
 import { computeIdentity, type IdentityOptions, normalizeUrl } from './request-identity.ts'
 import { isEventStream, parseSse, sseEventsAsJson } from './sse.ts'
 
@@ -160,41 +159,6 @@ const VOLATILE_HEADER_PREFIXES = ['x-stainless-', 'x-ratelimit-']
 // Compared after decoding, so transport encoding and framing never count as a difference.
 const FRAMING_HEADERS = ['content-length', 'content-encoding', 'transfer-encoding']
 
-/**
- * Decodes a body as declared by Content-Encoding (gzip, deflate, br, zstd; a list is undone in reverse).
- * Throws when the bytes do not decode or the coding is unknown.
- * @note zstd needs `zlib.zstdDecompressSync` (Node >= 22.15 / 23.8).
- */
-export function decodeContentEncoding(bytes: Uint8Array, encoding: string | undefined): Uint8Array {
-  if (!encoding) return bytes
-  const codings = encoding
-    .split(',')
-    .map((c) => c.trim().toLowerCase())
-    .filter((c) => c !== '' && c !== 'identity')
-  let out = bytes
-  for (const coding of codings.reverse()) {
-    if (coding === 'gzip' || coding === 'x-gzip') out = zlib.gunzipSync(out)
-    else if (coding === 'br') out = zlib.brotliDecompressSync(out)
-    else if (coding === 'deflate') {
-      // Servers disagree on whether "deflate" means zlib-wrapped or raw; accept both.
-      try {
-        out = zlib.inflateSync(out)
-      } catch {
-        out = zlib.inflateRawSync(out)
-      }
-    } else if (coding === 'zstd') {
-      const zstd = (zlib as unknown as { zstdDecompressSync?: (b: Uint8Array) => Uint8Array }).zstdDecompressSync
-      if (!zstd)
-        throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Cannot decode a zstd body on Node ${process.version}: zlib has no zstd here. Use Node >= 22.15.`)
-      out = zstd(out)
-    } else {
-      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Unknown Content-Encoding "${coding}".`)
-    }
-    out = new Uint8Array(out.buffer, out.byteOffset, out.byteLength)
-  }
-  return out
-}
-
 interface Side {
   trace: Trace
   ids: string[]
@@ -204,6 +168,8 @@ interface Side {
 
 /** Compares trace A (before) with trace B (after). Pure. */
 export function diffTraces(a: Trace, b: Trace, options: DiffOptions = {}): TraceDiff {
+  // Validate every path up front: a typo must fail loudly, not silently ignore nothing.
+  for (const p of [...(options.ignorePaths ?? []), ...(options.identity?.ignoreBodyPaths ?? [])]) parseJsonPath(p)
   const volatile = options.volatile ?? true
   const keys = new Set([...(volatile ? DEFAULT_VOLATILE_KEYS : []), ...(options.ignoreKeys ?? [])])
   const headers = new Set([...(volatile ? DEFAULT_VOLATILE_HEADERS : []), ...(options.ignoreHeaders ?? []).map((h) => h.toLowerCase())])
@@ -707,3 +673,5 @@ export function formatDiffText(diff: TraceDiff): string {
   }
   return lines.join('\n')
 }
+
+export { decodeContentEncoding }

@@ -21,7 +21,7 @@
 import { STATUS_CODES } from 'node:http'
 import { bodyBytes, bodyFromBytes, headerValue } from './body.ts'
 import { canonicalJson } from './canonical-json.ts'
-import { decodeContentEncoding } from './diff.ts'
+import { decodeContentEncoding } from './content-encoding.ts'
 import { sha256 } from './digest.ts'
 import { ErrorCodes, ToolReplayError } from './errors.ts'
 import type { ErrorPhase, Exchange, HeaderPairs, PatchRecord, RecordedResponse, Trace } from './exchange.ts'
