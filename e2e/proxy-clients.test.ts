@@ -207,6 +207,8 @@ describe('proxy with real clients: record, then strict replay offline', { timeou
   test('Python requests', async (t) => {
     const missing = has('python3', ['-c', 'import requests'])
     if (missing) {
+      // CI installs it (.ci/run): there a missing client is a failure, never a silent skip.
+      if (process.env.CI) assert.fail(`Python requests is missing in CI: ${missing}`)
       t.skip(`Python requests is not installed (${missing}); apt-get install -y python3-requests`)
       return
     }
@@ -216,6 +218,7 @@ describe('proxy with real clients: record, then strict replay offline', { timeou
   test('Go net/http', async (t) => {
     const missing = has('go', ['version'])
     if (missing) {
+      if (process.env.CI) assert.fail(`The Go toolchain is missing in CI: ${missing}`)
       t.skip(`No Go toolchain (${missing}); apt-get install -y golang-go`)
       return
     }

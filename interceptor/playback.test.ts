@@ -117,7 +117,8 @@ test('pace scales the recorded delays', async () => {
   const t1 = performance.now()
   playBack(response([['a', 2000]], 1000), fast.sink, { pace: 0 })
   await fast.done
-  assert.ok(performance.now() - t1 < 100)
+  // The recording waited 2000 ms; unpaced playback must not (generous bound for loaded CI machines).
+  assert.ok(performance.now() - t1 < 1000)
 })
 
 test('a recorded mid-body failure replays head, partial chunks, then the error after a macrotask', async () => {
