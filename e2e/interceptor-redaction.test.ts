@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { install } from 'tool-replay/interceptor'
-import { openStore } from 'tool-replay/store'
+import { openStore, writeTraceFile } from 'tool-replay/store'
+import type { Trace } from 'tool-replay/trace'
 
 const SECRET = 'sk-planted-7f3c9a1e5b2d4c6e8a0f'
 /** Sent in a request body, which is not redacted by default: proves the byte search can see stored data. */
@@ -67,9 +68,19 @@ test('Authorization, x-api-key, cookie and set-cookie secrets are not stored any
   assert.ok(controlHits > 0, 'the search finds an unredacted value, so it would find the secret too')
   assert.deepEqual(hits, [], 'no file in the store contains the secret')
 
-  // The redacted recording still replays.
+  // LevelDB may compress blocks, so a raw byte search alone could miss a repeated value: also read the
+  // decoded trace, and export it to a file and search that.
   store = await openStore(storeDir)
-  const rep = await install({ mode: 'replay', trace: 'secrets', store })
+  const decoded = (trace: Trace) => JSON.stringify(trace.exchanges) + [...trace.bodies.values()].map((b) => Buffer.from(b).toString('latin1')).join('')
+  const stored = await store.readTrace('secrets')
+  assert.ok(decoded(stored).includes(CONTROL), 'the decoded search sees stored data')
+  assert.equal(decoded(stored).includes(SECRET), false, 'the decoded trace holds no secret')
+  const exported = join(dir, 'exported', 'secrets.trace.json')
+  await writeTraceFile(exported, stored)
+  for await (const file of filesUnder(join(dir, 'exported'))) assert.equal((await readFile(file)).includes(SECRET), false, file)
+
+  // The redacted recording still replays, and what the app did during replay (recordAs) holds no secret either.
+  const rep = await install({ mode: 'replay', trace: 'secrets', store, recordAs: 'secrets-observed' })
   const replayed = await fetch(url, { method: 'POST', headers, body: '{"q":1}' })
   assert.deepEqual(await replayed.json(), { gotSecret: true })
   assert.deepEqual(replayed.headers.getSetCookie(), ['session=[REDACTED]; Path=/; HttpOnly', 'refresh=[REDACTED]; Path=/'])
@@ -77,5 +88,6 @@ test('Authorization, x-api-key, cookie and set-cookie secrets are not stored any
   await (await fetch(url, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: CONTROL })).text()
   rep.assertDone()
   await rep.close()
+  assert.equal(decoded(await store.readTrace('secrets-observed')).includes(SECRET), false, 'the record-as trace holds no secret')
   await store.close()
 })

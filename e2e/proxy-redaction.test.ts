@@ -1,0 +1,65 @@
+/**
+ * Secrets never reach the disk on the proxy path either: a client sends credentials through CONNECT + MITM,
+ * and the store directory, the decoded trace and an exported file hold no secret.
+ */
+import assert from 'node:assert/strict'
+import { readdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { ProxyAgent, request } from 'undici'
+import { openStore, writeTraceFile } from '../store/index.ts'
+import type { Trace } from '../trace/index.ts'
+import { startTestProxy, tempDir } from './support/proxy-harness.ts'
+import { createTestPki, startUpstream } from './support/proxy-upstream.ts'
+
+const SECRET = 'sk-proxy-planted-51c0e9d2a7b3'
+
+async function* filesUnder(dir: string): AsyncGenerator<string> {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const p = join(dir, entry.name)
+    if (entry.isDirectory()) yield* filesUnder(p)
+    else if (entry.isFile()) yield p
+  }
+}
+
+test('proxy recording: Authorization, x-api-key, cookie and api_key query secrets are not stored', async (t) => {
+  const pki = await createTestPki(['api.test'])
+  const upstream = await startUpstream(pki.certs['api.test'])
+  t.after(() => upstream.close())
+  const dir = tempDir('tr-proxy-redaction-')
+  const storeDir = join(dir, 'store')
+  const store = await openStore(storeDir)
+  const proxy = await startTestProxy({
+    store,
+    storeDir,
+    mode: 'record',
+    trace: 'secrets',
+    upstreamCaPem: pki.caPem,
+    resolve: { 'api.test': { host: '127.0.0.1', port: upstream.port } },
+  })
+  const agent = new ProxyAgent({ uri: proxy.url, requestTls: { ca: proxy.ca.certPem } })
+  const res = await request(`https://api.test/hello?api_key=${SECRET}`, {
+    dispatcher: agent,
+    headers: { authorization: `Bearer ${SECRET}`, 'x-api-key': SECRET, cookie: `sid=${SECRET}` },
+  })
+  await res.body.text()
+  assert.equal(res.statusCode, 200)
+  await agent.close()
+  const summary = await proxy.close()
+  assert.equal(summary.recorded, 1)
+
+  const stored = await store.readTrace('secrets')
+  const decoded = JSON.stringify(stored.exchanges) + [...stored.bodies.values()].map((b) => Buffer.from(b).toString('latin1')).join('')
+  assert.ok(decoded.includes('api.test/hello'), 'the decoded search sees the stored exchange')
+  assert.equal(decoded.includes(SECRET), false, 'the decoded trace holds no secret')
+  await writeTraceFile(join(dir, 'export', 'secrets.trace.json'), stored as Trace)
+  await store.close()
+  let files = 0
+  for (const root of [storeDir, join(dir, 'export')]) {
+    for await (const file of filesUnder(root)) {
+      files++
+      assert.equal((await readFile(file)).includes(SECRET), false, `${file} holds the secret`)
+    }
+  }
+  assert.ok(files > 2, 'the store and the export wrote files')
+})
