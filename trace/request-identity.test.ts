@@ -76,3 +76,10 @@ test('non-JSON bodies are fingerprinted by hash', () => {
   assert.equal(id.parts.body.kind, 'bytes')
   assert.notEqual(id.key, computeIdentity({ ...bin, body: new Uint8Array([1, 2, 4]) }).key)
 })
+
+test('integers past 2^53 keep every digit; ordinary numbers stay canonical', () => {
+  const a = computeIdentity(req('https://a.test/x', '{"id":12345678901234567890}'))
+  const b = computeIdentity(req('https://a.test/x', '{"id":12345678901234567891}'))
+  assert.notEqual(a.key, b.key)
+  assert.equal(computeIdentity(req('https://a.test/x', '{"n":1.0,"m":1e2}')).key, computeIdentity(req('https://a.test/x', '{"n":1,"m":100}')).key)
+})

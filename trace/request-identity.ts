@@ -156,7 +156,7 @@ function fingerprintBody(
       const text = tryUtf8(body)
       if (text !== undefined) {
         try {
-          let value: unknown = JSON.parse(text)
+          let value: unknown = JSON.parse(text, keepExactNumbers)
           for (const p of ignorePaths) value = replaceAtJsonPath(value, p)
           return { kind: 'json', value }
         } catch {
@@ -166,6 +166,17 @@ function fingerprintBody(
     }
   }
   return { kind: 'bytes', sha256: sha256(body), size: body.byteLength }
+}
+
+/**
+ * JSON.parse reviver that keeps numbers a double cannot hold exactly (big IDs) as their source text, so
+ * 12345678901234567890 and 12345678901234567891 never share an identity.
+ */
+function keepExactNumbers(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
+  if (typeof value !== 'number' || context?.source === undefined) return value
+  // Only integers past 2^53 lose digits in practice; other numbers keep RFC 8785 canonical form (1.0 == 1).
+  if (Number.isSafeInteger(value) || !/^-?\d+$/.test(context.source)) return value
+  return { $number: context.source }
 }
 
 /** Human-readable differences between two identities, most significant first. */
