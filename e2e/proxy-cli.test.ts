@@ -106,13 +106,17 @@ describe('tr-proxy record/replay -- command', { timeout: 120_000 }, () => {
     assert.equal(r.code, 42, r.stderr)
   })
 
-  test('a command that does not exist is TR_COMMAND_FAILED, and the recording is not left partial', async () => {
+  test('a command that does not exist is TR_COMMAND_FAILED, and no (empty) trace replaces anything', async () => {
     const r = await cli(['record', ...proxyArgs(), '--trace', 'nocmd', '--', 'definitely-not-a-command-xyz']).done
     assert.equal(r.code, 10)
     assert.match(r.stderr, /TR_COMMAND_FAILED: Failed to start command "definitely-not-a-command-xyz": ENOENT/)
     const ls = await cli(['ls', '--store', store, '--json']).done
     const traces = JSON.parse(ls.stdout).traces as Array<{ name: string; status: string }>
-    assert.ok(traces.filter((t) => t.name === 'nocmd').every((t) => t.status === 'complete'))
+    // Nothing ran: the discarded recording stays partial and no complete "nocmd" trace appears.
+    assert.deepEqual(
+      traces.filter((t) => t.name === 'nocmd').map((t) => t.status),
+      ['partial'],
+    )
   })
 
   test('--tail live needs --record-as and warns loudly', async () => {
@@ -196,6 +200,8 @@ describe('tr-proxy serve', { timeout: 60_000 }, () => {
     )
     child.kill('SIGTERM')
     const r = await done
-    assert.equal(r.code, 0, r.stderr)
+    // Strict replay left a recording unused: serve exits with the replay-contract code, like `replay`.
+    assert.equal(r.code, 6, r.stderr)
+    assert.match(r.stderr, /1 unused/)
   })
 })

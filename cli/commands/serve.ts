@@ -7,7 +7,8 @@ import { proxyOptions, runProxyCommand } from './record.ts'
 /** `tr-proxy serve --mode MODE`: a long-running proxy with a control API on a Unix socket in the store. */
 export const serveCommand: CommandModule = {
   command: 'serve',
-  describe: 'Run the proxy until SIGINT/SIGTERM, with a control API (GET /status, POST /session/end) on <store>/proxy-control.sock',
+  describe:
+    'Run the proxy until SIGINT/SIGTERM, with a control API (GET /status, POST /session/end) on <store>/proxy-control.sock; in replay, exit 6 if strict replay saw any problem',
   builder: (y) =>
     proxyOptions(y)
       .option('mode', { choices: [...MODES], default: 'replay', describe: 'Session mode' })
@@ -23,7 +24,8 @@ export const serveCommand: CommandModule = {
       args,
       io,
       { mode, trace: String(args.trace), ...(recordAs ? { recordAs } : {}), ...(args.tail === 'live' ? { tail: 'live' as const } : {}) },
-      { strict: false, control: true },
+      // A replay that saw misses, overruns or unused recordings exits 6 when it stops, like `replay`.
+      { strict: true, control: true },
     )
   },
 }
