@@ -387,4 +387,23 @@ describe('Session', () => {
       (e: unknown) => isToolReplayError(e, ErrorCodes.INVALID_OPTION) && (e as Error).message.includes('"$.["'),
     )
   })
+  test('a request the engine cannot read still fails the strict run (ledger), even when the app swallows it', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 't', store })
+    await answer(rec, get('https://api.test/a'), 200, ['a'])
+    await rec.close()
+    const custom = (r: { url: string }) => {
+      if (r.url.includes('/boom')) throw new Error('identity bug')
+      return r.url
+    }
+    const rep = await openSession({ mode: 'replay', trace: 't', store, identity: { custom } })
+    replayedText(rep, get('https://api.test/a'))
+    const d = rep.handle(get('https://api.test/boom'))
+    assert.equal(d.kind, 'fail')
+    assert.equal(rep.ledger.length, 1)
+    assert.throws(
+      () => rep.assertDone(),
+      (e: unknown) => isToolReplayError(e, ErrorCodes.REPLAY_INCOMPLETE),
+    )
+  })
 })

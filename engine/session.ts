@@ -16,6 +16,7 @@ import {
   type IdentityOptions,
   type IdentityParts,
   identityDistance,
+  isToolReplayError,
   parseJsonPath,
   type RecordedError,
   type RecordedResponse,
@@ -200,6 +201,22 @@ export class Session {
 
   /** Decides what to do with one request. Synchronous: replay lookups are in memory. */
   handle(captured: CapturedRequest): Decision {
+    try {
+      return this.#handle(captured)
+    } catch (err) {
+      // A request the engine cannot even read (a bad URL, a throwing custom identity) still counts against
+      // strict replay: it goes in the ledger, so the run fails at the end even if the app swallows it.
+      const error = isToolReplayError(err)
+        ? err
+        : new ToolReplayError(ErrorCodes.INTERNAL, `Failed to handle ${captured.method} ${captured.url}: ${(err as Error)?.message ?? String(err)}`, {
+            cause: err,
+          })
+      if (this.mode === 'replay' || this.mode === 'update') this.#misses.push(entryFromError(error, `${captured.method} ${captured.url}`))
+      return { kind: 'fail', error }
+    }
+  }
+
+  #handle(captured: CapturedRequest): Decision {
     if (this.#closed) {
       return {
         kind: 'fail',
