@@ -15,6 +15,12 @@ export const showCommand: CommandModule = {
     withStore(args, async (store) => {
       const trace = await store.readTrace(String(args.trace))
       const n = args.exchange as number | undefined
+      if (n !== undefined && !(Number.isInteger(n) && n >= 0)) {
+        throw new ToolReplayError(
+          ErrorCodes.INVALID_OPTION,
+          `Invalid --exchange ${String(args.exchange)}: give the sequence number of an exchange (0, 1, ...), as \`tr-proxy show ${String(args.trace)}\` lists them.`,
+        )
+      }
       if (n !== undefined) {
         const x = trace.exchanges.find((e) => e.seq === n)
         if (!x) {
