@@ -406,4 +406,22 @@ describe('Session', () => {
       (e: unknown) => isToolReplayError(e, ErrorCodes.REPLAY_INCOMPLETE),
     )
   })
+  test('upgrades pass through live modes unrecorded, and strict replay refuses them into the ledger', async () => {
+    const store = createMemoryStore()
+    const ws = get('https://api.test/socket', [['upgrade', 'websocket']])
+    const rec = await openSession({ mode: 'record', trace: 't', store })
+    assert.equal(rec.handleUpgrade(ws).kind, 'forward')
+    await answer(rec, get('https://api.test/a'), 200, ['a'])
+    await rec.close()
+    assert.equal((await store.readTrace('t')).exchanges.length, 1, 'the upgrade is not recorded')
+    const rep = await openSession({ mode: 'replay', trace: 't', store })
+    replayedText(rep, get('https://api.test/a'))
+    const d = rep.handleUpgrade(ws)
+    assert.equal(d.kind, 'fail')
+    if (d.kind === 'fail') assert.match(d.error.message, /upgrades \(WebSocket\) are not recorded, so strict replay refuses them/)
+    assert.throws(
+      () => rep.assertDone(),
+      (e: unknown) => isToolReplayError(e, ErrorCodes.REPLAY_INCOMPLETE) && /1 unmatched/.test((e as Error).message),
+    )
+  })
 })

@@ -216,6 +216,25 @@ export class Session {
     }
   }
 
+  /**
+   * Decides an upgrade request (WebSocket). Upgrades are never recorded: live modes pass them through;
+   * strict replay refuses them and, like any miss, puts them in the ledger so the run fails at the end.
+   */
+  handleUpgrade(captured: CapturedRequest): Decision {
+    const label = `${captured.method} ${this.#redactor.url(captured.url)} (upgrade: ${headerValue(captured.headers, 'upgrade') ?? '?'})`
+    if (this.mode !== 'replay' || this.#tailLive) {
+      this.#passedThrough++
+      return { kind: 'forward', recorder: PASSTHROUGH_RECORDER }
+    }
+    const error = new ToolReplayError(
+      ErrorCodes.REPLAY_MISS,
+      `Failed to replay "${label}": upgrades (WebSocket) are not recorded, so strict replay refuses them. Run this part against a live service (mode "passthrough"), or keep WebSocket traffic out of the replayed run.`,
+      { details: { request: { method: captured.method, url: captured.url }, upgrade: true } },
+    )
+    this.#misses.push(entryFromError(error, label))
+    return { kind: 'fail', error }
+  }
+
   #handle(captured: CapturedRequest): Decision {
     if (this.#closed) {
       return {
