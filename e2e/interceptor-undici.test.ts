@@ -10,7 +10,7 @@ import { test } from 'node:test'
 import { openSession } from 'tool-replay/engine'
 import { createRecordReplayDispatcher, install } from 'tool-replay/interceptor'
 import { createMemoryStore } from 'tool-replay/store'
-import { fetch as undiciFetch, request as undiciRequest } from 'undici'
+import { fetch as undiciFetch, request as undiciRequest, upgrade as undiciUpgrade } from 'undici'
 
 async function startServer(handler: http.RequestListener): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer(handler)
@@ -141,4 +141,18 @@ test('a refused connection through undici.fetch replays with the same cause code
   await rep.close()
   assert.equal(live, 'ECONNREFUSED')
   assert.equal(replayed, live)
+})
+
+test('a WebSocket upgrade in strict replay is refused as TR_REPLAY_MISS and counts in the ledger', async () => {
+  const store = createMemoryStore()
+  const rec = await install({ mode: 'record', trace: 'upgrade', store, global: false })
+  await rec.close()
+  const rep = await install({ mode: 'replay', trace: 'upgrade', store, global: false })
+  await assert.rejects(
+    undiciUpgrade('http://ws.test/socket', { dispatcher: rep.dispatcher, protocol: 'websocket' }),
+    (err: unknown) => (err as { code?: string }).code === 'TR_REPLAY_MISS' && /strict replay refuses them/.test((err as Error).message),
+  )
+  assert.equal(rep.summary().misses.length, 1)
+  assert.throws(() => rep.assertDone(), /1 unmatched/)
+  await rep.close()
 })

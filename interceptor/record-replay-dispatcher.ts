@@ -131,6 +131,12 @@ export class RecordReplayDispatcher extends Dispatcher {
   }
 
   override dispatch(opts: Dispatcher.DispatchOptions, handler: AnyDispatchHandler): boolean {
+    if ((opts.upgrade || opts.method === 'CONNECT') && !this.#closed) {
+      // Upgrades are never recorded: live modes hand them to the real dispatcher untouched; strict replay
+      // refuses them through the engine, which keeps them in the ledger.
+      const decision = this.#session.handleUpgrade({ method: opts.method, url: requestUrl(opts), headers: headerPairs(opts.headers), body: null })
+      if (decision.kind === 'forward') return this.#upstream.dispatch(opts, handler as Dispatcher.DispatchHandler)
+    }
     const sink = createResponseSink(handler)
     // Deferred so handlers are never called re-entrantly from inside dispatch().
     queueMicrotask(() => {
@@ -156,8 +162,8 @@ export class RecordReplayDispatcher extends Dispatcher {
     if (opts.upgrade || opts.method === 'CONNECT') {
       sink.error(
         new ToolReplayError(
-          ErrorCodes.INVALID_OPTION,
-          `Failed to dispatch ${opts.method} ${requestUrl(opts)}: upgrades (WebSocket, CONNECT) are not recorded by the interceptor. Use the proxy, or send it through another dispatcher.`,
+          ErrorCodes.REPLAY_MISS,
+          `Failed to replay ${opts.method} ${requestUrl(opts)}: upgrades (WebSocket, CONNECT) are not recorded, so strict replay refuses them. Keep WebSocket traffic out of the replayed run, or run it in mode "passthrough".`,
         ),
       )
       return
