@@ -2,11 +2,12 @@
  * Proxy benchmark: strict replay through the proxy vs a bare node:http(s) server answering the same
  * 1 KB, 50 connections, about 5 s per row; plus the time a new host's MITM handshake costs.
  *
- *   node --conditions=source bench/proxy-bench.ts          (BENCH_SECONDS=2 for a quicker run)
+ *   node --conditions=source bench/proxy-bench.ts          (BENCH_SECONDS=2 BENCH_ROUNDS=1 for a quicker run)
  *
  * Strict occurrence accounting: replay never repeats a recording, so each row first measures the bare
  * server for BENCH_SECONDS, then replays a bench-only trace holding exactly that many recordings of the
- * GET, and drives exactly that many requests through the proxy (autocannon `amount`). The session summary
+ * GET (plus the warm-up's), and drives exactly that many requests through the proxy (autocannon `amount`),
+ * after the same warm-up the bare server had. Each row is the median of BENCH_ROUNDS such pairs. The session summary
  * must come out ok (every recording used once, no miss, no overrun): the accounting is checked under load.
  *
  * HTTP rows use autocannon's programmatic API in a child process (so the measured server has this
@@ -32,6 +33,8 @@ import { createMemoryStore } from '../store/index.ts'
 import { bodyFromBytes, type Exchange, TRACE_FORMAT_VERSION } from '../trace/index.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
+/** Bare/proxy pairs per row, run one after the other; the row reports the median pair's ratio. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const CONNECTIONS = 50
 const BODY = Buffer.alloc(1024, 'x')
 const HEADERS: Array<[string, string]> = [
@@ -39,6 +42,8 @@ const HEADERS: Array<[string, string]> = [
   ['content-length', String(BODY.byteLength)],
 ]
 const NEW_HOSTS = 30
+/** Requests sent before each measured side, to the bare server and to the proxy alike. */
+const WARM_UP = 2000
 const AUTOCANNON_FLAG = '--autocannon-child'
 
 interface Row {
@@ -47,6 +52,20 @@ interface Row {
   proxy: number
   target: number
   note: string
+}
+
+/**
+ * Runs `pair` (one bare measurement, then the proxy on the same amount) ROUNDS times and keeps the pair
+ * with the median ratio: the machine's load drifts over seconds, and a bare and a proxy side measured
+ * back to back see the same load far more often than two sides measured once each.
+ */
+async function medianPair(pair: () => Promise<Row>): Promise<Row> {
+  const rows: Row[] = []
+  for (let i = 0; i < ROUNDS; i++) rows.push(await pair())
+  rows.sort((a, b) => a.proxy / a.bare - b.proxy / b.bare)
+  const mid = rows[Math.floor(rows.length / 2)] as Row
+  const ratios = rows.map((r) => `${((r.proxy / r.bare) * 100).toFixed(0)}%`).join(' / ')
+  return { ...mid, note: `${mid.note}; ratios of ${ROUNDS} rounds: ${ratios}` }
 }
 
 /** A bench-only trace: `n` recordings of GET `url`, all sharing one 1 KB body. */
@@ -154,12 +173,14 @@ async function replayProxy(storeDir: string, trace: ReturnType<typeof benchTrace
 async function httpRow(storeDir: string): Promise<Row> {
   const bare = createHttpServer(bareHandler)
   const port = await listen(bare)
-  await cannon({ url: `http://127.0.0.1:${port}`, path: '/kb', amount: 2000 }) // warm-up
+  await cannon({ url: `http://127.0.0.1:${port}`, path: '/kb', amount: WARM_UP }) // warm-up
   const b = await cannon({ url: `http://127.0.0.1:${port}`, path: '/kb' })
   bare.close()
   bare.closeAllConnections()
-  const proxy = await replayProxy(storeDir, benchTrace('bench-http', 'http://bench.test/kb', b.total))
+  // The proxy gets the same warm-up as the bare server, so the trace holds that many recordings more.
+  const proxy = await replayProxy(storeDir, benchTrace('bench-http', 'http://bench.test/kb', WARM_UP + b.total))
   // Absolute-form request line, as HTTP_PROXY clients send it.
+  await cannon({ url: proxy.url, path: 'http://bench.test/kb', host: 'bench.test', amount: WARM_UP })
   const p = await cannon({ url: proxy.url, path: 'http://bench.test/kb', host: 'bench.test', amount: b.total })
   const summary = await proxy.close()
   return {
@@ -167,7 +188,7 @@ async function httpRow(storeDir: string): Promise<Row> {
     bare: b.rps,
     proxy: p.rps,
     target: 0.8,
-    note: `${p.total} replayed / ${b.total} recorded, errors ${p.errors}, summary ${summary.ok ? 'ok' : `NOT ok (${summary.misses.length} miss, ${summary.exhausted.length} over, ${summary.unused.length} unused)`}`,
+    note: `${WARM_UP} warm-up + ${p.total} measured replayed / ${WARM_UP + b.total} recorded, errors ${p.errors}, summary ${summary.ok ? 'ok' : `NOT ok (${summary.misses.length} miss, ${summary.exhausted.length} over, ${summary.unused.length} unused)`}`,
   }
 }
 
@@ -178,11 +199,12 @@ async function httpsRow(storeDir: string): Promise<Row> {
   rmSync(pkiDir, { recursive: true, force: true })
   const bare = createHttpsServer({ cert: leaf.cert, key: leaf.key }, bareHandler)
   const port = await listen(bare)
-  await httpsLoad({ url: `https://127.0.0.1:${port}/kb`, ca: testCa.certPem, amount: 2000 })
+  await httpsLoad({ url: `https://127.0.0.1:${port}/kb`, ca: testCa.certPem, amount: WARM_UP })
   const b = await httpsLoad({ url: `https://127.0.0.1:${port}/kb`, ca: testCa.certPem })
   bare.close()
   bare.closeAllConnections()
-  const proxy = await replayProxy(storeDir, benchTrace('bench-https', 'https://bench.test/kb', b.total))
+  const proxy = await replayProxy(storeDir, benchTrace('bench-https', 'https://bench.test/kb', WARM_UP + b.total))
+  await httpsLoad({ url: 'https://bench.test/kb', ca: proxy.ca.certPem, proxy: proxy.url, amount: WARM_UP })
   const p = await httpsLoad({ url: 'https://bench.test/kb', ca: proxy.ca.certPem, proxy: proxy.url, amount: b.total })
   const summary = await proxy.close()
   return {
@@ -190,7 +212,7 @@ async function httpsRow(storeDir: string): Promise<Row> {
     bare: b.rps,
     proxy: p.rps,
     target: 0.5,
-    note: `${p.total} replayed / ${b.total} recorded, errors ${p.errors}, summary ${summary.ok ? 'ok' : 'NOT ok'}; undici both sides`,
+    note: `${WARM_UP} warm-up + ${p.total} measured replayed / ${WARM_UP + b.total} recorded, errors ${p.errors}, summary ${summary.ok ? 'ok' : 'NOT ok'}; undici both sides`,
   }
 }
 
@@ -233,11 +255,11 @@ function median(xs: number[]): number {
 /** Runs every row and returns the printed table. */
 export async function runProxyBench(): Promise<string> {
   const storeDir = mkdtempSync(join(tmpdir(), 'tr-proxy-bench-'))
-  const rows = [await httpRow(storeDir), await httpsRow(storeDir)]
+  const rows = [await medianPair(() => httpRow(storeDir)), await medianPair(() => httpsRow(storeDir))]
   const hs = await handshakeRow(storeDir)
   rmSync(storeDir, { recursive: true, force: true })
   const lines = [
-    `tr-proxy benchmark: ${CONNECTIONS} connections, ~${SECONDS} s per side, Node ${process.version}, strict replay`,
+    `tr-proxy benchmark: ${CONNECTIONS} connections, ~${SECONDS} s per side, median of ${ROUNDS} back-to-back bare/proxy rounds, Node ${process.version}, strict replay`,
     '',
     'row                               bare req/s   proxy req/s   ratio   target  result',
   ]

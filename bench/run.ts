@@ -109,10 +109,14 @@ async function drive(base: string, calls: Call[], dispatcher: Dispatcher): Promi
 setFlagsFromString('--expose-gc')
 const collectGarbage = runInNewContext('gc') as () => void
 
+/** Idle time before each timed round, for background work of the previous row to settle. */
+const SETTLE_MS = 250
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number
 
 /**
- * Runs each row's round once to warm up, then ROUNDS times interleaved (row A, B, C, A, B, C...) so a
+ * Runs each row's round once to warm up, then ROUNDS times interleaved (A B C, B C A, C A B, ...) so a
  * busy machine slows every row alike; returns each row's median ms.
  */
 async function measure(rows: Record<string, () => Promise<number>>): Promise<Record<string, number>> {
@@ -123,8 +127,15 @@ async function measure(rows: Record<string, () => Promise<number>>): Promise<Rec
     await round()
     times[name] = []
   }
+  const entries = Object.entries(rows)
   for (let i = 0; i < ROUNDS; i++) {
-    for (const [name, round] of Object.entries(rows)) times[name]?.push(await round())
+    // Rotated each round, and with a pause between rows: a row's leftovers (LevelDB flushing and
+    // compacting in its own threads after the LevelDB row) otherwise always landed on the same next row.
+    for (let j = 0; j < entries.length; j++) {
+      const [name, round] = entries[(i + j) % entries.length] as [string, () => Promise<number>]
+      await sleep(SETTLE_MS)
+      times[name]?.push(await round())
+    }
   }
   const out: Record<string, number> = {}
   for (const [name, list] of Object.entries(times)) {
@@ -150,8 +161,11 @@ async function main(): Promise<void> {
     const session = await openSession({ mode: 'record', trace: `bench-${++traceNo}`, store })
     const dispatcher = createRecordReplayDispatcher({ session, upstream: live })
     const ms = await drive(url, calls, dispatcher)
+    // Timed too: the recording is not done until close() has waited for its writes, and leaving it out
+    // would let a store that defers its work look free.
+    const t0 = performance.now()
     await session.close()
-    return ms
+    return ms + (performance.now() - t0)
   }
   // The replayed trace is recorded once up front; each round replays it with a fresh strict session.
   await record(memory)()

@@ -31,25 +31,31 @@ export const REDACTED = '[REDACTED]'
 /** A compiled redaction policy; `redact*` return new values and never mutate their input. */
 export class Redactor {
   readonly #headers: Set<string>
+  /** Lengths of the redacted names: most header names are ruled out without a lowercase copy. */
+  readonly #headerLengths: Set<number>
   readonly #bodyPaths: string[]
   readonly #queryParams: Set<string>
 
   constructor(options: RedactionOptions = {}) {
     this.#headers = new Set([...DEFAULT_REDACTED_HEADERS, ...(options.headers ?? [])].map((h) => h.toLowerCase()))
+    this.#headerLengths = new Set([...this.#headers].map((h) => h.length))
     this.#bodyPaths = options.bodyPaths ?? []
     this.#queryParams = new Set([...DEFAULT_REDACTED_QUERY_PARAMS, ...(options.queryParams ?? [])])
   }
 
+  /** Redacts credential headers; returns `pairs` itself when none is present (the common case: no copy). */
   headers(pairs: HeaderPairs): HeaderPairs {
-    let changed = false
-    const out: HeaderPairs = pairs.map(([k, v]) => {
-      if (!this.#headers.has(k.toLowerCase())) return [k, v]
-      changed = true
+    let out: HeaderPairs | undefined
+    for (let i = 0; i < pairs.length; i++) {
+      const [k, v] = pairs[i] as [string, string]
+      if (!this.#headerLengths.has(k.length)) continue
+      const lower = k.toLowerCase()
+      if (!this.#headers.has(lower)) continue
+      out ??= pairs.map(([name, value]) => [name, value])
       // Keep Set-Cookie's cookie name and attributes: they matter to behaviour, the value is the secret.
-      if (k.toLowerCase() === 'set-cookie') return [k, redactSetCookie(v)]
-      return [k, REDACTED]
-    })
-    return changed ? out : pairs
+      out[i] = [k, lower === 'set-cookie' ? redactSetCookie(v) : REDACTED]
+    }
+    return out ?? pairs
   }
 
   url(url: string): string {

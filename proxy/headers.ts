@@ -18,6 +18,8 @@ const HOP_BY_HOP = new Set([
   'expect',
 ])
 
+const HOP_BY_HOP_LENGTHS = new Set([...HOP_BY_HOP].map((name) => name.length))
+
 /** Raw [k, v, k, v] (Node rawHeaders, undici raw buffers) as ordered pairs. */
 export function pairsFromRaw(raw: ReadonlyArray<string | Buffer> | null | undefined): HeaderPairs {
   const out: HeaderPairs = []
@@ -31,6 +33,8 @@ export function stripHopByHop(headers: HeaderPairs): HeaderPairs {
   let named: Set<string> | undefined
   let found = false
   for (const [k, v] of headers) {
+    // Length first: most names (host, content-type, ...) are ruled out without a lowercase copy.
+    if (!HOP_BY_HOP_LENGTHS.has(k.length)) continue
     const lower = k.toLowerCase()
     if (!HOP_BY_HOP.has(lower)) continue
     found = true

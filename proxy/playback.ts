@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Playback } from '../engine/index.ts'
 import type { HeaderPairs } from '../trace/index.ts'
-import { flatten, hasHeader, stripHopByHop } from './headers.ts'
+import { hasHeader, stripHopByHop } from './headers.ts'
 import { sendUpstreamError } from './responses.ts'
 
 /**
@@ -52,15 +52,13 @@ async function writeSlowly(res: ServerResponse, playback: Playback, pace: Pace):
   res.end()
 }
 
-// Recorded heads are immutable and shared by every replay of an exchange: strip and flatten once.
-const flatHeads = new WeakMap<HeaderPairs, string[]>()
-function responseHeaders(headers: HeaderPairs): string[] {
-  let flat = flatHeads.get(headers)
-  if (!flat) {
-    flat = flatten(stripHopByHop(headers))
-    flatHeads.set(headers, flat)
-  }
-  return flat
+/**
+ * A recorded head as `writeHead` takes it: node:http accepts [name, value] pairs as they are, so the only
+ * work is dropping hop-by-hop fields (none, usually, and then no copy). Not cached: strict replay plays
+ * each recorded exchange once, so a per-head cache only missed and grew.
+ */
+function responseHeaders(headers: HeaderPairs): HeaderPairs {
+  return stripHopByHop(headers)
 }
 
 function waitDrain(res: ServerResponse): Promise<void> {

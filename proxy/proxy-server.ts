@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream'
 import { TLSSocket } from 'node:tls'
 import type { Agent } from 'undici'
 import type { Session, SessionSummary } from '../engine/index.ts'
-import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { ErrorCodes, type HeaderPairs, ToolReplayError } from '../trace/index.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
 import { forwardRequest } from './forward.ts'
 import { pairsFromRaw, stripHopByHop } from './headers.ts'
@@ -83,6 +83,8 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   const stats: ProxyStats = { requests: 0, replayed: 0, forwarded: 0, refused: 0, tunnels: 0, badRequests: 0, upgrades: 0 }
   const agent: Agent = createUpstreamAgent(upstreamOptions)
   const targets = new WeakMap<Duplex, Target>()
+  /** Request URL as sent → its normalized href (null: not a valid URL); see requestHref. */
+  const hrefs = new Map<string, string | null>()
   const sockets = new Set<Duplex>()
   const inflight = new Set<Promise<void>>()
 
@@ -116,8 +118,8 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
 
   function handleRequest(req: IncomingMessage, res: ServerResponse, target: Target | undefined): Promise<void> | undefined {
     stats.requests++
-    const url = requestUrl(req, target)
-    if (!url) {
+    const url = requestHref(req, target)
+    if (url === undefined) {
       stats.badRequests++
       req.resume()
       sendProxyError(
@@ -128,8 +130,9 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
       )
       return undefined
     }
-    const reading = readBody(req, maxBody)
-    if (reading === null) return decide(req, res, url, null)
+    const rawPairs = pairsFromRaw(req.rawHeaders)
+    const reading = readBody(req, rawPairs, maxBody)
+    if (reading === null) return decide(req, res, url, rawPairs, null)
     return reading.then((body) => {
       if (body === 'aborted') return undefined
       if (body === 'too-large') {
@@ -138,18 +141,18 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
           res,
           413,
           ErrorCodes.PROXY_BAD_REQUEST,
-          `Request body of ${req.method} ${url.href} exceeds ${maxBody} bytes; the proxy buffers bodies to match them. Raise maxBodyBytes.`,
+          `Request body of ${req.method} ${url} exceeds ${maxBody} bytes; the proxy buffers bodies to match them. Raise maxBodyBytes.`,
         )
         return undefined
       }
-      return decide(req, res, url, body)
+      return decide(req, res, url, rawPairs, body)
     })
   }
 
-  function decide(req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer | null): Promise<void> | undefined {
+  function decide(req: IncomingMessage, res: ServerResponse, url: string, rawPairs: HeaderPairs, body: Buffer | null): Promise<void> | undefined {
     // Hop-by-hop and Proxy-* fields describe the client's connection to us, not the exchange: never recorded.
-    const headers = stripHopByHop(pairsFromRaw(req.rawHeaders))
-    const decision = session.handle({ method: req.method ?? 'GET', url: url.href, headers, body })
+    const headers = stripHopByHop(rawPairs)
+    const decision = session.handle({ method: req.method ?? 'GET', url, headers, body })
     if (decision.kind === 'replay') {
       stats.replayed++
       return writePlayback(res, decision.playback, pace)
@@ -160,7 +163,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
       return undefined
     }
     stats.forwarded++
-    return forwardRequest(agent, { url, method: req.method ?? 'GET', headers, body }, res, decision.recorder)
+    return forwardRequest(agent, { url: new URL(url), method: req.method ?? 'GET', headers, body }, res, decision.recorder)
   }
 
   function onUpgrade(target: Target | undefined) {
@@ -243,15 +246,29 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   }
 
   function requestUrl(req: IncomingMessage, target: Target | undefined): URL | undefined {
-    const raw = req.url ?? ''
+    const input = urlInput(req, target)
+    if (input === undefined) return undefined
     try {
-      if (/^https?:\/\//i.test(raw)) return new URL(raw)
-      if (!target || !raw.startsWith('/')) return undefined
-      const url = new URL(`${target.scheme}://${target.authority}${raw}`)
-      return url
+      return new URL(input)
     } catch {
       return undefined
     }
+  }
+
+  /**
+   * The request's absolute URL, normalized as `new URL(...).href` would be. Cached: clients repeat the
+   * same few URLs, and parsing one per request was a visible share of a replayed request's cost.
+   */
+  function requestHref(req: IncomingMessage, target: Target | undefined): string | undefined {
+    const input = urlInput(req, target)
+    if (input === undefined) return undefined
+    let href = hrefs.get(input)
+    if (href === undefined) {
+      href = requestUrl(req, target)?.href ?? null
+      if (hrefs.size >= HREF_CACHE_SIZE) hrefs.clear()
+      hrefs.set(input, href)
+    }
+    return href ?? undefined
   }
 
   const outer: Server = createServer({ requestTimeout: 0 }, onRequest(undefined))
@@ -318,6 +335,16 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   }
 }
 
+const HREF_CACHE_SIZE = 1024
+
+/** The string `new URL` parses for a request: its absolute-form target, or the tunnel's origin plus the path. */
+function urlInput(req: IncomingMessage, target: Target | undefined): string | undefined {
+  const raw = req.url ?? ''
+  if (/^https?:\/\//i.test(raw)) return raw
+  if (!target || !raw.startsWith('/')) return undefined
+  return `${target.scheme}://${target.authority}${raw}`
+}
+
 function parseAuthority(authority: string): { hostname: string; port: number } | undefined {
   const m = /^(\[[0-9a-fA-F:.]+\]|[^:/\s[\]]+):(\d{1,5})$/.exec(authority)
   if (!m) return undefined
@@ -332,9 +359,20 @@ function rawError(status: number, code: string, message: string): string {
   return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain; charset=utf-8\r\nx-tool-replay-error: ${code}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
 }
 
-function readBody(req: IncomingMessage, max: number): Promise<Buffer | null | 'too-large' | 'aborted'> | null {
+/** True when the request has a Content-Length or Transfer-Encoding field (one pass, few lowercase copies). */
+function announcesBody(pairs: HeaderPairs): boolean {
+  for (const [name] of pairs) {
+    if (name.length !== 14 && name.length !== 17) continue
+    const lower = name.toLowerCase()
+    if (lower === 'content-length' || lower === 'transfer-encoding') return true
+  }
+  return false
+}
+
+function readBody(req: IncomingMessage, rawPairs: HeaderPairs, max: number): Promise<Buffer | null | 'too-large' | 'aborted'> | null {
   // No Content-Length and no Transfer-Encoding: HTTP/1.1 says there is no body (RFC 9112 6.3).
-  if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
+  // Read from the raw pairs: touching req.headers would build Node's header object for nothing.
+  if (!announcesBody(rawPairs)) {
     req.resume()
     return null
   }

@@ -11,6 +11,7 @@
  *   n!<name>            id of the complete trace listed under that name
  * Every state change is one db.batch, so a killed process leaves either the old or the new state.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Level } from 'level'
 import { ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { refsOf } from './memory-store.ts'
@@ -24,6 +25,17 @@ interface StoredMeta {
   meta: TraceMeta
   createdAt: string
   status: 'recording' | 'complete'
+}
+
+const STORED_BODIES_LIMIT = 100_000
+const APPEND_LINGER_MS = 5
+
+interface QueuedAppend {
+  id: string
+  exchange: Exchange
+  bodies: ReadonlyMap<string, Uint8Array>
+  resolve: () => void
+  reject: (err: unknown) => void
 }
 
 type BatchOp = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string }
@@ -47,6 +59,19 @@ export class LevelBackend {
   readonly location: string
   readonly #db: Level<string, Uint8Array>
   #writes: Promise<unknown> = Promise.resolve()
+  /**
+   * Metadata of recordings known to be open. Safe to cache: this backend is the only writer of the
+   * directory (it holds the LevelDB lock), and only closeRecording turns a recording complete.
+   */
+  readonly #openRecordings = new Map<string, StoredMeta>()
+  /**
+   * Body keys known to be stored (seen or written by this backend). Bodies are never deleted (see
+   * level-store.ts on GC) and no other process writes here, so an entry never goes stale; it saves the
+   * hasMany round trip for bodies a recording repeats. Bounded: cleared when full.
+   */
+  readonly #storedBodies = new Set<string>()
+  /** Appends waiting for the write queue, committed together as one batch (see append). */
+  #queuedAppends: QueuedAppend[] | undefined
 
   private constructor(location: string, db: Level<string, Uint8Array>) {
     this.location = location
@@ -119,30 +144,112 @@ export class LevelBackend {
       if ((await this.#getMeta(id)) !== undefined) return
       const stored: StoredMeta = { id, name: meta.name, meta, createdAt, status: 'recording' }
       await this.#db.put(storeKeys.meta(id), json(stored))
+      this.#openRecordings.set(id, stored)
     })
   }
 
   /** Idempotent: the exchange key is its seq and bodies are content-addressed, so a retry rewrites the same bytes. */
   append(id: string, exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>): Promise<void> {
-    return this.#write(async () => {
-      const stored = await this.#getMeta(id)
-      if (stored === undefined || stored.status === 'complete') {
-        throw new ToolReplayError(
-          ErrorCodes.STORE_CLOSED,
-          `Cannot append to recording ${id} in the store at ${this.location}: it is ${stored ? 'already closed' : 'unknown'}. Start a new recording with beginTrace().`,
-        )
+    return new Promise<void>((resolve, reject) => {
+      const item: QueuedAppend = { id, exchange, bodies, resolve, reject }
+      // Group commit: appends that arrive while earlier writes are still running join one batch, so a
+      // recording app pays one hasMany and one batch per group rather than per exchange. Each exchange
+      // is still stored whole or not at all, and nothing written after this group is enqueued (a
+      // closeRecording, say) can be overtaken: #write starts a new group for appends that follow it.
+      if (this.#queuedAppends) {
+        this.#queuedAppends.push(item)
+        return
       }
-      assertSeq(exchange, stored.name)
-      const ops = await this.#bodyOps(exchange.request.url, refsOf(exchange), bodies, stored.name)
-      ops.push({ type: 'put', key: storeKeys.exchange(id, exchange.seq), value: json(exchange) })
-      await this.#db.batch(ops)
+      const group = [item]
+      void this.#write(async () => {
+        // Linger a moment so appends of the next few exchanges join this batch: each LevelDB call costs
+        // the recording app main-thread time whatever its size. Delays only when the append is stored.
+        await sleep(APPEND_LINGER_MS)
+        if (this.#queuedAppends === group) this.#queuedAppends = undefined
+        return this.#appendGroup(group)
+      }).catch(() => {})
+      this.#queuedAppends = group
     })
+  }
+
+  /** Writes a group of appends in one batch; each append settles on its own (a bad one fails alone). */
+  async #appendGroup(group: QueuedAppend[]): Promise<void> {
+    const written: QueuedAppend[] = []
+    const ops: BatchOp[] = []
+    try {
+      // Bodies already stored, or put by an earlier append of this group.
+      const present = new Set<string>()
+      const unknown: string[] = []
+      for (const a of group) {
+        for (const digest of refsOf(a.exchange)) {
+          const key = storeKeys.body(digest)
+          if (this.#storedBodies.has(key)) present.add(key)
+          else if (!unknown.includes(key)) unknown.push(key)
+        }
+      }
+      const flags = unknown.length > 0 ? await this.#io(() => this.#db.hasMany(unknown)) : []
+      unknown.forEach((key, i) => {
+        if (flags[i]) present.add(key)
+      })
+      for (const a of group) {
+        try {
+          const stored = await this.#recordingMeta(a.id)
+          assertSeq(a.exchange, stored.name)
+          const own: BatchOp[] = []
+          const adds: string[] = []
+          for (const digest of refsOf(a.exchange)) {
+            const key = storeKeys.body(digest)
+            if (present.has(key) || adds.includes(key)) continue
+            const bytes = a.bodies.get(digest)
+            if (bytes === undefined) {
+              throw new ToolReplayError(
+                ErrorCodes.BODY_MISSING,
+                `Cannot store the exchange for ${a.exchange.request.url} in trace "${stored.name}": it references body ${digest}, which was neither passed nor already stored. Pass every body the exchange references.`,
+                { details: { trace: stored.name, digest } },
+              )
+            }
+            own.push({ type: 'put', key, value: bytes })
+            adds.push(key)
+          }
+          own.push({ type: 'put', key: storeKeys.exchange(a.id, a.exchange.seq), value: json(a.exchange) })
+          for (const key of adds) present.add(key)
+          ops.push(...own)
+          written.push(a)
+        } catch (err) {
+          a.reject(err)
+        }
+      }
+      if (ops.length > 0) await this.#io(() => this.#db.batch(ops))
+      if (this.#storedBodies.size > STORED_BODIES_LIMIT) this.#storedBodies.clear()
+      for (const key of present) this.#storedBodies.add(key)
+    } catch (err) {
+      // The shared read or the batch failed: nothing of the group was written (settled appends stay as they are).
+      for (const a of group) a.reject(err)
+      return
+    }
+    for (const a of written) a.resolve()
+  }
+
+  /** The metadata of an open recording; throws TR_STORE_CLOSED when it is complete or unknown. */
+  async #recordingMeta(id: string): Promise<StoredMeta> {
+    const cached = this.#openRecordings.get(id)
+    if (cached) return cached
+    const stored = await this.#getMeta(id)
+    if (stored === undefined || stored.status === 'complete') {
+      throw new ToolReplayError(
+        ErrorCodes.STORE_CLOSED,
+        `Cannot append to recording ${id} in the store at ${this.location}: it is ${stored ? 'already closed' : 'unknown'}. Start a new recording with beginTrace().`,
+      )
+    }
+    this.#openRecordings.set(id, stored)
+    return stored
   }
 
   /** Makes the recording the trace listed under its name and drops the trace it replaces, in one batch. */
   closeRecording(id: string): Promise<void> {
     return this.#write(async () => {
       const stored = await this.#getMeta(id)
+      this.#openRecordings.delete(id)
       if (stored === undefined) throw this.#corrupt(storeKeys.meta(id), 'a recording being closed has no metadata')
       if (stored.status === 'complete') return
       const ops = await this.#replaceOps(stored.name, id)
@@ -194,6 +301,8 @@ export class LevelBackend {
 
   /** Runs writes one at a time: close and put read before they write, and must not interleave. */
   #write<T>(fn: () => Promise<T>): Promise<T> {
+    // Appends that come after this write must not join a group queued before it.
+    this.#queuedAppends = undefined
     const run = this.#writes.then(() => this.#io(fn))
     this.#writes = run.catch(() => {})
     return run

@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, test } from 'node:test'
+import { ErrorCodes, isToolReplayError } from '../trace/index.ts'
+import { jsonExchange } from './fixtures/exchanges.ts'
+import { openStore } from './level-store.ts'
+
+const root = await mkdtemp(join(tmpdir(), 'tr-backend-'))
+after(() => rm(root, { recursive: true, force: true }))
+
+test('appends sent together are committed together, and a bad one fails alone', async () => {
+  const store = await openStore(join(root, 'group'))
+  const rec = await store.beginTrace({ name: 'g', format: 1 })
+  const good = Array.from({ length: 20 }, (_, i) => jsonExchange(i, i, 'g'))
+  const bad = jsonExchange(20, 20, 'g')
+  const results = await Promise.allSettled([
+    ...good.map((x) => rec.append(x.exchange, x.bodies)),
+    // References a body it does not pass and the store does not hold.
+    rec.append(bad.exchange, new Map()),
+  ])
+  assert.deepEqual(
+    results.slice(0, 20).map((r) => r.status),
+    good.map(() => 'fulfilled'),
+  )
+  const last = results[20] as PromiseRejectedResult
+  assert.ok(isToolReplayError(last.reason) && last.reason.code === ErrorCodes.BODY_MISSING)
+  await rec.close()
+  const trace = await store.readTrace('g')
+  assert.deepEqual(
+    trace.exchanges.map((x) => x.seq),
+    good.map((x) => x.exchange.seq),
+  )
+  await store.close()
+})
+
+test('an append sent after close() is refused even while earlier appends are still queued', async () => {
+  const store = await openStore(join(root, 'order'))
+  const rec = await store.beginTrace({ name: 'o', format: 1 })
+  const first = jsonExchange(0, 0, 'o')
+  const late = jsonExchange(1, 1, 'o')
+  const appended = rec.append(first.exchange, first.bodies)
+  const closed = rec.close()
+  const refused = rec.append(late.exchange, late.bodies)
+  await appended
+  await closed
+  await assert.rejects(refused, (err: unknown) => isToolReplayError(err) && err.code === ErrorCodes.STORE_CLOSED)
+  assert.deepEqual(
+    (await store.readTrace('o')).exchanges.map((x) => x.seq),
+    [0],
+  )
+  await store.close()
+})
