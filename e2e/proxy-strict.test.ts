@@ -135,10 +135,16 @@ describe('strict replay through the proxy', () => {
       rep,
       'GET http://plain.test/socket HTTP/1.1\r\nHost: plain.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
     )
-    await rep.close()
+    const summary = await rep.close()
     assert.match(answer, /^HTTP\/1\.1 599 /)
     assert.match(answer, /x-tool-replay-error: TR_REPLAY_MISS/)
     assert.equal(plainUp.connections, before)
+    // In the ledger like any miss: the run fails even if the app swallowed the failed socket.
+    assert.equal(summary.ok, false)
+    assert.deepEqual(
+      summary.misses.map((m) => m.request),
+      ['GET http://plain.test/socket (upgrade: websocket)'],
+    )
   })
 })
 

@@ -175,16 +175,12 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
         socket.end(rawError(400, ErrorCodes.PROXY_BAD_REQUEST, `Upgrade request "${req.url}" is not in absolute form.`))
         return
       }
-      if (session.mode === 'replay') {
-        // Upgrades are not recorded, so strict replay cannot serve one and must not open a connection.
+      // The engine decides: live modes pass upgrades through unrecorded; strict replay refuses them and
+      // keeps them in the ledger, so a run that swallows the failed socket still fails.
+      const decision = session.handleUpgrade({ method: req.method ?? 'GET', url: url.href, headers: pairsFromRaw(req.rawHeaders), body: null })
+      if (decision.kind === 'fail') {
         stats.refused++
-        socket.end(
-          rawError(
-            REFUSED_STATUS,
-            ErrorCodes.REPLAY_MISS,
-            `Failed to replay "${req.method} ${url.href}" (Upgrade: ${req.headers.upgrade}): WebSocket and other upgrades pass through unrecorded, so strict replay cannot serve them. Stub the socket in the app, or run this part with --mode passthrough.`,
-          ),
-        )
+        socket.end(rawError(REFUSED_STATUS, decision.error.code, decision.error.message))
         return
       }
       stats.upgrades++
