@@ -6,7 +6,7 @@ export interface RedactionOptions {
   headers?: string[]
   /** JSON paths redacted in JSON request and response bodies (e.g. '$.api_key'). */
   bodyPaths?: string[]
-  /** Extra query parameter names to redact, on top of DEFAULT_REDACTED_QUERY_PARAMS. */
+  /** Extra query parameter names to redact (case-insensitive), on top of DEFAULT_REDACTED_QUERY_PARAMS. */
   queryParams?: string[]
 }
 
@@ -24,7 +24,8 @@ export const DEFAULT_REDACTED_HEADERS: readonly string[] = [
 ]
 
 /** Query parameters that carry credentials in some APIs. */
-export const DEFAULT_REDACTED_QUERY_PARAMS: readonly string[] = ['api_key', 'apikey', 'api-key', 'access_token']
+/** `key` is Google's (Gemini, Maps) API-key parameter. */
+export const DEFAULT_REDACTED_QUERY_PARAMS: readonly string[] = ['api_key', 'apikey', 'api-key', 'access_token', 'key', 'token', 'client_secret']
 
 export const REDACTED = '[REDACTED]'
 
@@ -40,7 +41,7 @@ export class Redactor {
     this.#headers = new Set([...DEFAULT_REDACTED_HEADERS, ...(options.headers ?? [])].map((h) => h.toLowerCase()))
     this.#headerLengths = new Set([...this.#headers].map((h) => h.length))
     this.#bodyPaths = options.bodyPaths ?? []
-    this.#queryParams = new Set([...DEFAULT_REDACTED_QUERY_PARAMS, ...(options.queryParams ?? [])])
+    this.#queryParams = new Set([...DEFAULT_REDACTED_QUERY_PARAMS, ...(options.queryParams ?? [])].map((q) => q.toLowerCase()))
   }
 
   /** Redacts credential headers; returns `pairs` itself when none is present (the common case: no copy). */
@@ -59,7 +60,8 @@ export class Redactor {
   }
 
   url(url: string): string {
-    if (!url.includes('?')) return url
+    // Cheap exit for the common case: no query and no userinfo (`user:pass@host`).
+    if (!url.includes('?') && !url.includes('@')) return url
     let u: URL
     try {
       u = new URL(url)
@@ -67,8 +69,12 @@ export class Redactor {
       return url
     }
     let changed = false
+    if (u.password) {
+      u.password = REDACTED
+      changed = true
+    }
     for (const name of [...u.searchParams.keys()]) {
-      if (this.#queryParams.has(name)) {
+      if (this.#queryParams.has(name.toLowerCase())) {
         u.searchParams.set(name, REDACTED)
         changed = true
       }

@@ -424,4 +424,13 @@ describe('Session', () => {
       (e: unknown) => isToolReplayError(e, ErrorCodes.REPLAY_INCOMPLETE) && /1 unmatched/.test((e as Error).message),
     )
   })
+  test('query secrets are redacted case-insensitively (Google-style key= too) and so is a URL password', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 't', store })
+    await answer(rec, get('https://gen.test/v1/models?KEY=sk-q1&Access_Token=sk-q2&page=2'), 200, ['{}'])
+    await answer(rec, get('https://user:sk-q3@basic.test/x'), 200, ['{}'])
+    await rec.close()
+    const urls = (await store.readTrace('t')).exchanges.map((x) => x.request.url)
+    assert.deepEqual(urls, ['https://gen.test/v1/models?KEY=%5BREDACTED%5D&Access_Token=%5BREDACTED%5D&page=2', 'https://user:%5BREDACTED%5D@basic.test/x'])
+  })
 })
