@@ -105,14 +105,16 @@ export class LevelBackend {
   }
 
   async listTraces(): Promise<TraceSummary[]> {
-    const out: TraceSummary[] = []
-    for await (const [key, value] of this.#db.iterator(range('m!'))) {
-      const m = this.#parse<StoredMeta>(key, value)
-      let exchanges = 0
-      for await (const _ of this.#db.keys(range(`x!${m.id}!`))) exchanges++
-      out.push({ name: m.name, id: m.id, status: m.status === 'complete' ? 'complete' : 'partial', exchanges, createdAt: m.createdAt })
-    }
-    return out.sort((a, b) => a.name.localeCompare(b.name) || a.createdAt.localeCompare(b.createdAt))
+    return this.#io(async () => {
+      const out: TraceSummary[] = []
+      for await (const [key, value] of this.#db.iterator(range('m!'))) {
+        const m = this.#parse<StoredMeta>(key, value)
+        let exchanges = 0
+        for await (const _ of this.#db.keys(range(`x!${m.id}!`))) exchanges++
+        out.push({ name: m.name, id: m.id, status: m.status === 'complete' ? 'complete' : 'partial', exchanges, createdAt: m.createdAt })
+      }
+      return out.sort((a, b) => a.name.localeCompare(b.name) || a.createdAt.localeCompare(b.createdAt))
+    })
   }
 
   async hasTrace(name: string): Promise<boolean> {
@@ -383,7 +385,7 @@ export class LevelBackend {
   #corrupt(key: string, why: string, cause?: unknown): ToolReplayError {
     return new ToolReplayError(
       ErrorCodes.STORE_CORRUPT,
-      `The trace store at ${this.location} is damaged at key "${key}": ${why}. Delete the affected trace (\`tr-proxy delete <name>\`) and re-record or re-import it; if that fails, delete the store directory.`,
+      `The trace store at ${this.location} is damaged at key "${key}": ${why}. Delete the affected trace (\`tr-proxy rm <name>\`) and re-record or re-import it; if that fails, delete the store directory.`,
       { cause, details: { location: this.location, key } },
     )
   }
@@ -397,6 +399,13 @@ export class LevelBackend {
       const code = (err as { code?: string }).code
       if (code === 'LEVEL_DATABASE_NOT_OPEN') {
         throw new ToolReplayError(ErrorCodes.STORE_CLOSED, `The trace store at ${this.location} is closed. Open it again with openStore().`, { cause: err })
+      }
+      if (code === 'LEVEL_CORRUPTION' || /corruption/i.test((err as Error).message ?? '')) {
+        throw new ToolReplayError(
+          ErrorCodes.STORE_CORRUPT,
+          `The trace store at ${this.location} is damaged: ${(err as Error).message}. Export the traces you still can (\`tr-proxy export\`), then move the store directory aside and re-import or re-record them.`,
+          { cause: err, details: { location: this.location } },
+        )
       }
       throw new ToolReplayError(
         ErrorCodes.STORE_IO,
