@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
@@ -26,6 +26,13 @@ async function rawKeys(dir: string, prefix: string): Promise<string[]> {
 }
 
 describe('LevelDB store', () => {
+  test('a new store directory is private to its user (0700)', async () => {
+    const dir = join(freshDir(), 'nested', 'store')
+    const store = await openStore(dir)
+    await store.close()
+    assert.equal((await stat(dir)).mode & 0o777, 0o700)
+  })
+
   test('bodies are stored once however many traces and exchanges share them', async () => {
     const dir = freshDir()
     const store = await openStore(dir)

@@ -78,6 +78,9 @@ async function assertPrivateSocketDir(dir: string, socketPath: string): Promise<
  */
 export async function openStore(dir: string = defaultStoreDir(), options: OpenStoreOptions = {}): Promise<TraceStore> {
   const abs = resolve(dir)
+  // Traces can hold what redaction did not know to remove: a new store is private to this user.
+  // (An existing directory keeps the mode it has.)
+  await mkdir(abs, { recursive: true, mode: 0o700 }).catch(() => {})
   let node = nodes.get(abs)
   if (node === undefined) {
     node = new StoreNode(abs, options.acquireTimeoutMs ?? 10_000)
