@@ -4,7 +4,7 @@
  * (no timestamps, no absolute paths, no source trace names), so emitting the same case twice gives the
  * same bytes and a case can be committed and reviewed.
  */
-import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { ErrorCodes, sortKeysDeep, ToolReplayError } from '../trace/index.ts'
 
 export const CASE_FORMAT = 'tool-replay-case'
 export const CASE_VERSION = 1 as const
@@ -44,17 +44,7 @@ const EXPORT_NAME = /^[A-Za-z_$][\w$]*$/
 
 /** The manifest as canonical text: sorted keys at every depth, 2-space indent, trailing newline. */
 export function renderManifest(manifest: CaseManifest): string {
-  return `${JSON.stringify(sortKeys(manifest), null, 2)}\n`
-}
-
-function sortKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sortKeys)
-  if (v !== null && typeof v === 'object') {
-    const out: Record<string, unknown> = {}
-    for (const k of Object.keys(v).sort()) out[k] = sortKeys((v as Record<string, unknown>)[k])
-    return out
-  }
-  return v
+  return `${JSON.stringify(sortKeysDeep(manifest), null, 2)}\n`
 }
 
 /** The trace file name for a trace file's SHA-256. */

@@ -3,7 +3,7 @@
  * into a LevelDB store, then read every byte the store directory holds.
  */
 import assert from 'node:assert/strict'
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -12,18 +12,11 @@ import { test } from 'node:test'
 import { install } from 'tool-replay/interceptor'
 import { openStore, writeTraceFile } from 'tool-replay/store'
 import type { Trace } from 'tool-replay/trace'
+import { filesUnder } from './support/files-under.ts'
 
 const SECRET = 'sk-planted-7f3c9a1e5b2d4c6e8a0f'
 /** Sent in a request body, which is not redacted by default: proves the byte search can see stored data. */
 const CONTROL = 'control-marker-93b1d7e0a2c4f6'
-
-async function* filesUnder(dir: string): AsyncGenerator<string> {
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const p = join(dir, entry.name)
-    if (entry.isDirectory()) yield* filesUnder(p)
-    else if (entry.isFile()) yield p
-  }
-}
 
 test('Authorization, x-api-key, cookie and set-cookie secrets are not stored anywhere in the store directory', async (t) => {
   const server = http.createServer((req, res) => {

@@ -3,24 +3,17 @@
  * and the store directory, the decoded trace and an exported file hold no secret.
  */
 import assert from 'node:assert/strict'
-import { readdir, readFile } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { ProxyAgent, request } from 'undici'
 import { openStore, writeTraceFile } from '../store/index.ts'
 import type { Trace } from '../trace/index.ts'
+import { filesUnder } from './support/files-under.ts'
 import { startTestProxy, tempDir } from './support/proxy-harness.ts'
 import { createTestPki, startUpstream } from './support/proxy-upstream.ts'
 
 const SECRET = 'sk-proxy-planted-51c0e9d2a7b3'
-
-async function* filesUnder(dir: string): AsyncGenerator<string> {
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const p = join(dir, entry.name)
-    if (entry.isDirectory()) yield* filesUnder(p)
-    else if (entry.isFile()) yield p
-  }
-}
 
 test('proxy recording: Authorization, x-api-key, cookie and api_key query secrets are not stored', async (t) => {
   const pki = await createTestPki(['api.test'])

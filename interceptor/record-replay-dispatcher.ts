@@ -8,7 +8,7 @@
  */
 import { Agent, Dispatcher } from 'undici'
 import type { CapturedRequest, ExchangeRecorder, Session } from '../engine/index.ts'
-import { ErrorCodes, type ErrorPhase, type HeaderPairs, headerValue, ToolReplayError } from '../trace/index.ts'
+import { ErrorCodes, type ErrorPhase, type HeaderPairs, headerPairsFromRaw, headerValue, ToolReplayError } from '../trace/index.ts'
 import { playBack } from './playback.ts'
 import { type BufferedBody, bufferBody, headerPairs, requestUrl } from './request-capture.ts'
 import { type AnyDispatchHandler, createResponseSink, type ParsedHeaders, type ResponseSink } from './response-sink.ts'
@@ -79,12 +79,6 @@ function rawBuffers(raw: unknown, parsed: unknown): Buffer[] {
   return out
 }
 
-function pairsFromRaw(raw: Buffer[]): HeaderPairs {
-  const out: HeaderPairs = []
-  for (let i = 0; i + 1 < raw.length; i += 2) out.push([(raw[i] as Buffer).toString('latin1'), (raw[i + 1] as Buffer).toString('latin1')])
-  return out
-}
-
 function errorCode(err: Error): string | undefined {
   const code = (err as { code?: unknown }).code
   if (typeof code === 'string') return code
@@ -131,13 +125,19 @@ export class RecordReplayDispatcher extends Dispatcher {
   }
 
   override dispatch(opts: Dispatcher.DispatchOptions, handler: AnyDispatchHandler): boolean {
+    const sink = createResponseSink(handler)
     if ((opts.upgrade || opts.method === 'CONNECT') && !this.#closed) {
       // Upgrades are never recorded: live modes hand them to the real dispatcher untouched; strict replay
       // refuses them through the engine, which keeps them in the ledger.
       const decision = this.#session.handleUpgrade({ method: opts.method, url: requestUrl(opts), headers: headerPairs(opts.headers), body: null })
       if (decision.kind === 'forward') return this.#upstream.dispatch(opts, handler as Dispatcher.DispatchHandler)
+      const error = decision.kind === 'fail' ? decision.error : new ToolReplayError(ErrorCodes.INTERNAL, 'handleUpgrade replayed an upgrade')
+      queueMicrotask(() => {
+        sink.start()
+        sink.error(error)
+      })
+      return true
     }
-    const sink = createResponseSink(handler)
     // Deferred so handlers are never called re-entrantly from inside dispatch().
     queueMicrotask(() => {
       try {
@@ -157,15 +157,6 @@ export class RecordReplayDispatcher extends Dispatcher {
     if (controller.aborted) return
     if (this.#closed) {
       sink.error(new ToolReplayError(ErrorCodes.STORE_CLOSED, `Failed to dispatch ${opts.method} ${requestUrl(opts)}: the Tool Replay dispatcher is closed.`))
-      return
-    }
-    if (opts.upgrade || opts.method === 'CONNECT') {
-      sink.error(
-        new ToolReplayError(
-          ErrorCodes.REPLAY_MISS,
-          `Failed to replay ${opts.method} ${requestUrl(opts)}: upgrades (WebSocket, CONNECT) are not recorded, so strict replay refuses them. Keep WebSocket traffic out of the replayed run, or run it in mode "passthrough".`,
-        ),
-      )
       return
     }
     const headers = headerPairs(opts.headers)
@@ -224,7 +215,7 @@ export class RecordReplayDispatcher extends Dispatcher {
         // 1xx heads are interim: the final head follows.
         if (statusCode < 200) return
         phase = 'response-body'
-        if (recorder.recording) recorder.responseStart({ status: statusCode, statusText: statusText ?? '', headers: pairsFromRaw(raw) })
+        if (recorder.recording) recorder.responseStart({ status: statusCode, statusText: statusText ?? '', headers: headerPairsFromRaw(raw) })
         sink.responseStart(statusCode, raw, statusText ?? '', () => parsed as ParsedHeaders)
       },
       onResponseData(_upstream, chunk) {
@@ -236,7 +227,7 @@ export class RecordReplayDispatcher extends Dispatcher {
         const raw = rawBuffers(upstream.rawTrailers, trailers)
         if (recorder.recording) {
           try {
-            recorder.responseEnd(pairsFromRaw(raw)).catch(() => {})
+            recorder.responseEnd(headerPairsFromRaw(raw)).catch(() => {})
           } catch {
             // A recorder that cannot finish loses this exchange, and close() reports it; the app still gets its response.
           }

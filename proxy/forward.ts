@@ -1,8 +1,8 @@
 import type { ServerResponse } from 'node:http'
 import type { Agent, Dispatcher } from 'undici'
 import type { ExchangeRecorder } from '../engine/index.ts'
-import type { ErrorPhase, HeaderPairs } from '../trace/index.ts'
-import { flatten, pairsFromRaw, stripHopByHop } from './headers.ts'
+import { type ErrorPhase, type HeaderPairs, headerPairsFromRaw } from '../trace/index.ts'
+import { flatten, stripHopByHop } from './headers.ts'
 import { trailersObject } from './playback.ts'
 import { sendUpstreamError } from './responses.ts'
 
@@ -86,7 +86,7 @@ export function forwardRequest(agent: Agent, request: ForwardRequest, res: Serve
         },
         onResponseStart(c, status, _parsed, statusText) {
           if (finished) return
-          const raw = pairsFromRaw(c.rawHeaders as Buffer[] | null)
+          const raw = headerPairsFromRaw(c.rawHeaders as Buffer[] | null)
           recorder.responseStart({ status, statusText: statusText ?? '', headers: raw })
           headSent = true
           res.writeHead(status, statusText || undefined, flatten(stripHopByHop(raw)))
@@ -101,7 +101,7 @@ export function forwardRequest(agent: Agent, request: ForwardRequest, res: Serve
         },
         onResponseEnd(c) {
           if (finished) return
-          const trailers = pairsFromRaw(c.rawTrailers as Buffer[] | null)
+          const trailers = headerPairsFromRaw(c.rawTrailers as Buffer[] | null)
           if (trailers.length > 0 && !res.hasHeader('content-length')) res.addTrailers(trailersObject(trailers))
           res.end()
           settle(recorder.responseEnd(trailers))

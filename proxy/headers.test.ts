@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { flatten, pairsFromRaw, stripHopByHop } from './headers.ts'
+import { headerPairsFromRaw } from '../trace/index.ts'
+import { flatten, stripHopByHop } from './headers.ts'
 import { formatExports, proxyEnvironment } from './proxy-env.ts'
 import { mapHost, parseResolve } from './upstream.ts'
 
 test('hop-by-hop fields and the ones Connection names are stripped; order and repeats kept', () => {
-  const pairs = pairsFromRaw([
+  const pairs = headerPairsFromRaw([
     'Host',
     'a.test',
     'Connection',

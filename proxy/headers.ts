@@ -20,14 +20,6 @@ const HOP_BY_HOP = new Set([
 
 const HOP_BY_HOP_LENGTHS = new Set([...HOP_BY_HOP].map((name) => name.length))
 
-/** Raw [k, v, k, v] (Node rawHeaders, undici raw buffers) as ordered pairs. */
-export function pairsFromRaw(raw: ReadonlyArray<string | Buffer> | null | undefined): HeaderPairs {
-  const out: HeaderPairs = []
-  if (!raw) return out
-  for (let i = 0; i + 1 < raw.length; i += 2) out.push([String(raw[i]), String(raw[i + 1])])
-  return out
-}
-
 /** Removes hop-by-hop fields, including any the `Connection` field names. Returns the input when none are present. */
 export function stripHopByHop(headers: HeaderPairs): HeaderPairs {
   let named: Set<string> | undefined

@@ -19,7 +19,7 @@ export type Pace = 'none' | 'recorded'
 export function writePlayback(res: ServerResponse, playback: Playback, pace: Pace): Promise<void> | undefined {
   if (pace === 'none' && playback.kind === 'response' && playback.trailers.length === 0 && playback.chunks.length <= 1) {
     // Fast path: head and body in one write, as a plain server would send them.
-    res.writeHead(playback.head.status, playback.head.statusText || undefined, responseHeaders(playback.head.headers))
+    res.writeHead(playback.head.status, playback.head.statusText || undefined, stripHopByHop(playback.head.headers))
     res.end(playback.chunks[0]?.bytes)
     return undefined
   }
@@ -34,7 +34,7 @@ async function writeSlowly(res: ServerResponse, playback: Playback, pace: Pace):
     return
   }
   const head = playback.kind === 'response' ? playback.head : (playback.head as NonNullable<typeof playback.head>)
-  res.writeHead(head.status, head.statusText || undefined, responseHeaders(head.headers))
+  res.writeHead(head.status, head.statusText || undefined, stripHopByHop(head.headers))
   let last = 0
   for (const chunk of playback.chunks) {
     if (pace === 'recorded' && chunk.atMs > last) await sleep(chunk.atMs - last)
@@ -57,10 +57,6 @@ async function writeSlowly(res: ServerResponse, playback: Playback, pace: Pace):
  * work is dropping hop-by-hop fields (none, usually, and then no copy). Not cached: strict replay plays
  * each recorded exchange once, so a per-head cache only missed and grew.
  */
-function responseHeaders(headers: HeaderPairs): HeaderPairs {
-  return stripHopByHop(headers)
-}
-
 function waitDrain(res: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {

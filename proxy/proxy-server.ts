@@ -9,10 +9,10 @@ import type { Duplex } from 'node:stream'
 import { TLSSocket } from 'node:tls'
 import type { Agent } from 'undici'
 import type { Session, SessionSummary } from '../engine/index.ts'
-import { ErrorCodes, type HeaderPairs, ToolReplayError } from '../trace/index.ts'
+import { ErrorCodes, type HeaderPairs, headerPairsFromRaw, ToolReplayError } from '../trace/index.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
 import { forwardRequest } from './forward.ts'
-import { pairsFromRaw, stripHopByHop } from './headers.ts'
+import { stripHopByHop } from './headers.ts'
 import { type Pace, writePlayback } from './playback.ts'
 import { REFUSED_STATUS, sendProxyError } from './responses.ts'
 import { createUpstreamAgent, type UpstreamOptions } from './upstream.ts'
@@ -130,7 +130,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
       )
       return undefined
     }
-    const rawPairs = pairsFromRaw(req.rawHeaders)
+    const rawPairs = headerPairsFromRaw(req.rawHeaders)
     const reading = readBody(req, rawPairs, maxBody)
     if (reading === null) return decide(req, res, url, rawPairs, null)
     return reading.then((body) => {
@@ -177,7 +177,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
       }
       // The engine decides: live modes pass upgrades through unrecorded; strict replay refuses them and
       // keeps them in the ledger, so a run that swallows the failed socket still fails.
-      const decision = session.handleUpgrade({ method: req.method ?? 'GET', url: url.href, headers: pairsFromRaw(req.rawHeaders), body: null })
+      const decision = session.handleUpgrade({ method: req.method ?? 'GET', url: url.href, headers: headerPairsFromRaw(req.rawHeaders), body: null })
       if (decision.kind === 'fail') {
         stats.refused++
         socket.end(rawError(REFUSED_STATUS, decision.error.code, decision.error.message))

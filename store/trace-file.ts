@@ -22,6 +22,7 @@ import {
   headerValue,
   type RecordedResponse,
   sha256,
+  sortKeysDeep,
   ToolReplayError,
   TRACE_FORMAT_VERSION,
   type Trace,
@@ -74,7 +75,7 @@ export function exportTrace(trace: Trace, options: TraceFileOptions = {}): Expor
   // The digest is taken over what a reader gets back, so fields this format does not carry cannot make
   // a freshly exported file fail its own check.
   const digest = traceDigest({ meta: trace.meta, exchanges: exchanges.map((x) => modelExchange(x)) })
-  const file = { format: TRACE_FILE_FORMAT, version: TRACE_FORMAT_VERSION, digest, meta: sortKeys(trace.meta), exchanges }
+  const file = { format: TRACE_FILE_FORMAT, version: TRACE_FORMAT_VERSION, digest, meta: sortKeysDeep(trace.meta), exchanges }
   return { text: `${formatJson(file)}\n`, blobs, digest }
 }
 
@@ -251,17 +252,6 @@ function chunkTexts(bytes: Uint8Array, ref: BodyRef): Array<{ atMs: number; text
   return offset === bytes.byteLength ? out : undefined
 }
 
-function sortKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sortKeys)
-  if (v === null || typeof v !== 'object') return v
-  const out: Record<string, unknown> = {}
-  for (const k of Object.keys(v).sort()) {
-    const val = (v as Record<string, unknown>)[k]
-    if (val !== undefined) out[k] = sortKeys(val)
-  }
-  return out
-}
-
 /** The model exchange for a file exchange, without touching body bytes. */
 function modelExchange(x: Record<string, unknown>): Exchange {
   return new Validator('<export>').exchange(x, 'exchange', undefined, undefined)
@@ -367,7 +357,7 @@ class Validator {
         }),
       }
     }
-    return sortKeys(meta) as TraceMeta
+    return sortKeysDeep(meta) as TraceMeta
   }
 
   /** With `bodies` undefined only the refs are read (export's digest); otherwise bytes are decoded and verified. */

@@ -112,10 +112,3 @@ export function tryUtf8(bytes: Uint8Array): string | undefined {
     return undefined
   }
 }
-
-/** Case-insensitive lookup of the first header value. */
-export function headerValue(headers: ReadonlyArray<readonly [string, string]>, name: string): string | undefined {
-  const lower = name.toLowerCase()
-  for (const [k, v] of headers) if (k.toLowerCase() === lower) return v
-  return undefined
-}

@@ -12,3 +12,19 @@ export function canonicalJson(value: unknown): string {
   if (out === undefined) throw new TypeError('canonicalJson: value is not representable as JSON')
   return out
 }
+
+/**
+ * A copy of a JSON value with object keys sorted at every depth and undefined members dropped: the
+ * stable layout of files people review (manifests, trace files); unlike canonicalJson it keeps formatting
+ * free for the caller.
+ */
+export function sortKeysDeep(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeysDeep)
+  if (value === null || typeof value !== 'object') return value
+  const out: Record<string, unknown> = {}
+  for (const k of Object.keys(value).sort()) {
+    const v = (value as Record<string, unknown>)[k]
+    if (v !== undefined) out[k] = sortKeysDeep(v)
+  }
+  return out
+}

@@ -12,10 +12,11 @@
  * const d = diffTraces(main, branch)
  * console.log(formatDiffText(d)) // first divergence: GET https://crm.test/customers/42 #0 response $.active: true → false
  */
-import { bodyBytes, headerValue, tryUtf8 } from './body.ts'
+import { bodyBytes, tryUtf8 } from './body.ts'
 import { canonicalJson } from './canonical-json.ts'
 import { decodeContentEncoding } from './content-encoding.ts'
 import type { BodyRef, Exchange, HeaderPairs, Trace } from './exchange.ts'
+import { headerValue } from './header-pairs.ts'
 import { diffJson, parseJsonPath, replaceAtJsonPath } from './json-path.ts'
 import { computeIdentity, type IdentityOptions, normalizeUrl } from './request-identity.ts'
 import { isEventStream, parseSse, sseEventsAsJson } from './sse.ts'

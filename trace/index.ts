@@ -1,7 +1,7 @@
 /** The trace model and pure operations on it. No I/O. */
 
-export { BodyAccumulator, bodyBytes, bodyFromBytes, bodyFromChunks, concatBytes, headerValue, splitChunks, tryUtf8 } from './body.ts'
-export { canonicalJson } from './canonical-json.ts'
+export { BodyAccumulator, bodyBytes, bodyFromBytes, bodyFromChunks, concatBytes, splitChunks, tryUtf8 } from './body.ts'
+export { canonicalJson, sortKeysDeep } from './canonical-json.ts'
 export type { AlignedPair, Attribution, DiffDetail, DifferenceKind, DiffOptions, TraceDiff, TraceDifference } from './diff.ts'
 export {
   DEFAULT_VOLATILE_HEADERS,
@@ -34,6 +34,7 @@ export type {
   TraceMeta,
 } from './exchange.ts'
 export { TRACE_FORMAT_VERSION } from './exchange.ts'
+export { headerPairsFromRaw, headerValue } from './header-pairs.ts'
 export type { JsonDifference, PathSegment } from './json-path.ts'
 export { diffJson, formatJsonPath, parseJsonPath, replaceAtJsonPath, selectJsonPath, setAtJsonPath } from './json-path.ts'
 export type { ForkOptions, PatchAction, PatchSelector, PatchSpec, ResolvedPatch } from './patch.ts'

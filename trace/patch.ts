@@ -19,12 +19,13 @@
  * const branch = forkTrace(source, { name: 'crm-inactive', sourceDigest, patches: ['#0 $.active=false'] })
  */
 import { STATUS_CODES } from 'node:http'
-import { bodyBytes, bodyFromBytes, headerValue } from './body.ts'
+import { bodyBytes, bodyFromBytes } from './body.ts'
 import { canonicalJson } from './canonical-json.ts'
 import { decodeContentEncoding } from './content-encoding.ts'
 import { sha256 } from './digest.ts'
 import { ErrorCodes, ToolReplayError } from './errors.ts'
 import type { ErrorPhase, Exchange, HeaderPairs, PatchRecord, RecordedResponse, Trace } from './exchange.ts'
+import { headerValue } from './header-pairs.ts'
 import { formatJsonPath, parseJsonPath, setAtJsonPath } from './json-path.ts'
 import { normalizeUrl } from './request-identity.ts'
 

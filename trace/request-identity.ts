@@ -2,6 +2,7 @@ import { tryUtf8 } from './body.ts'
 import { canonicalJson } from './canonical-json.ts'
 import { sha256 } from './digest.ts'
 import { ErrorCodes, ToolReplayError } from './errors.ts'
+import { headerValue } from './header-pairs.ts'
 import { diffJson, replaceAtJsonPath } from './json-path.ts'
 
 /** The request facts identity is computed from (headers already redacted). */
@@ -70,7 +71,7 @@ export interface RequestIdentity {
 export function computeIdentity(request: IdentityRequest, options: IdentityOptions = {}): RequestIdentity {
   const include = new Set((options.includeHeaders ?? ['content-type']).map((h) => h.toLowerCase()))
   for (const h of options.ignoreHeaders ?? []) include.delete(h.toLowerCase())
-  const contentType = headerOf(request.headers, 'content-type')
+  const contentType = headerValue(request.headers, 'content-type')
   const boundary = contentType ? multipartBoundary(contentType) : undefined
 
   const headers: Array<[string, string]> = []
@@ -116,11 +117,6 @@ export function normalizeUrl(url: string, ignoreQueryParams: readonly string[] =
   params.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
   u.search = new URLSearchParams(params).toString()
   return u.toString()
-}
-
-function headerOf(headers: ReadonlyArray<readonly [string, string]>, name: string): string | undefined {
-  for (const [k, v] of headers) if (k.toLowerCase() === name) return v
-  return undefined
 }
 
 function multipartBoundary(contentType: string): string | undefined {
