@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { gzipSync } from 'node:zlib'
 import { createMemoryStore } from '../store/index.ts'
-import { ErrorCodes, type HeaderPairs, isToolReplayError } from '../trace/index.ts'
+import { ErrorCodes, type HeaderPairs, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { type CapturedRequest, openSession, type Session } from './session.ts'
 
 const enc = new TextEncoder()
@@ -432,5 +432,23 @@ describe('Session', () => {
     await rec.close()
     const urls = (await store.readTrace('t')).exchanges.map((x) => x.request.url)
     assert.deepEqual(urls, ['https://gen.test/v1/models?KEY=%5BREDACTED%5D&Access_Token=%5BREDACTED%5D&page=2', 'https://user:%5BREDACTED%5D@basic.test/x'])
+  })
+  test('refuse(): a request a capture path could not hand over counts in strict replay only', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 't', store })
+    const tooBig = new ToolReplayError(ErrorCodes.PROXY_BAD_REQUEST, 'body too large')
+    rec.refuse({ method: 'POST', url: 'https://api.test/upload' }, tooBig)
+    assert.equal(rec.ledger.length, 0)
+    await rec.close()
+    const rep = await openSession({ mode: 'replay', trace: 't', store })
+    rep.refuse({ method: 'POST', url: 'https://api.test/upload?api_key=sk-x' }, tooBig)
+    assert.deepEqual(
+      rep.ledger.map((e) => e.request),
+      ['POST https://api.test/upload?api_key=%5BREDACTED%5D'],
+    )
+    assert.throws(
+      () => rep.assertDone(),
+      (e: unknown) => isToolReplayError(e, ErrorCodes.REPLAY_INCOMPLETE),
+    )
   })
 })

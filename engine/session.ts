@@ -235,6 +235,15 @@ export class Session {
     return { kind: 'fail', error }
   }
 
+  /**
+   * Records that a capture path could not even hand a request to the engine (a body over its buffer limit,
+   * say). Live modes only report it; strict replay also counts it in the ledger, since the run did not
+   * get what was recorded.
+   */
+  refuse(captured: Pick<CapturedRequest, 'method' | 'url'>, error: ToolReplayError): void {
+    if (this.mode === 'replay') this.#misses.push(entryFromError(error, `${captured.method} ${this.#redactor.url(captured.url)}`))
+  }
+
   #handle(captured: CapturedRequest): Decision {
     if (this.#closed) {
       return {

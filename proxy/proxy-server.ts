@@ -137,12 +137,12 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
       if (body === 'aborted') return undefined
       if (body === 'too-large') {
         stats.badRequests++
-        sendProxyError(
-          res,
-          413,
+        const error = new ToolReplayError(
           ErrorCodes.PROXY_BAD_REQUEST,
           `Request body of ${req.method} ${url} exceeds ${maxBody} bytes; the proxy buffers bodies to match them. Raise maxBodyBytes.`,
         )
+        session.refuse({ method: req.method ?? 'GET', url }, error)
+        sendProxyError(res, 413, error.code, error.message)
         return undefined
       }
       return decide(req, res, url, rawPairs, body)
