@@ -4,7 +4,7 @@
  * (no timestamps, no absolute paths, no source trace names), so emitting the same case twice gives the
  * same bytes and a case can be committed and reviewed.
  */
-import { ErrorCodes, sortKeysDeep, ToolReplayError } from '../trace/index.ts'
+import { ErrorCodes, parseJson, sortKeysDeep, ToolReplayError } from '../trace/index.ts'
 
 export const CASE_FORMAT = 'tool-replay-case'
 export const CASE_VERSION = 1 as const
@@ -79,7 +79,7 @@ export function parseManifest(text: string, where: string): CaseManifest {
   }
   let raw: unknown
   try {
-    raw = JSON.parse(text)
+    raw = parseJson(text)
   } catch (err) {
     return fail('(file)', `is not valid JSON (${(err as Error).message})`)
   }

@@ -15,7 +15,7 @@ import { pathToFileURL } from 'node:url'
 import { formatSummary, type SessionSummary } from '../engine/index.ts'
 import { install } from '../interceptor/index.ts'
 import { createMemoryStore, parseTraceFile } from '../store/index.ts'
-import { canonicalJson, diffJson, ErrorCodes, isToolReplayError, type JsonDifference, sha256, ToolReplayError, type Trace } from '../trace/index.ts'
+import { canonicalJson, diffJson, ErrorCodes, isToolReplayError, type JsonDifference, parseJson, sha256, ToolReplayError, type Trace } from '../trace/index.ts'
 import { type CaseManifest, MANIFEST_FILE, parseManifest } from './manifest.ts'
 
 /** A case that passed. */
@@ -179,7 +179,7 @@ async function withTimeout<T>(value: T | Promise<T>, ms: number, what: string): 
 /** The return value as JSON sees it (undefined becomes null), so it compares like the stored expectation. */
 function toJson(v: unknown): unknown {
   const s = JSON.stringify(v)
-  return s === undefined ? null : JSON.parse(s)
+  return s === undefined ? null : parseJson(s)
 }
 
 function pick(o: Record<string, unknown>, keys: string[]): Record<string, unknown> {

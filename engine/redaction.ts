@@ -1,4 +1,4 @@
-import { type HeaderPairs, headerValue, replaceAtJsonPath, tryUtf8 } from '../trace/index.ts'
+import { editJson, type HeaderPairs, headerValue, type JsonEdit, selectJsonPath, tryParseJson, tryUtf8 } from '../trace/index.ts'
 
 /** What is scrubbed before anything reaches the store. Secrets never persist. */
 export interface RedactionOptions {
@@ -96,16 +96,17 @@ export class Redactor {
     if (!type.includes('json') && bytes[0] !== 0x7b && bytes[0] !== 0x5b) return bytes
     const text = tryUtf8(bytes)
     if (text === undefined) return bytes
-    let value: unknown
-    try {
-      value = JSON.parse(text)
-    } catch {
-      return bytes
+    const parsed = tryParseJson(text)
+    if (parsed === undefined) return bytes
+    // Surgical: only the redacted values' bytes change (big numbers, spacing and key order elsewhere stay).
+    const edits: JsonEdit[] = []
+    for (const p of this.#bodyPaths) {
+      for (const hit of selectJsonPath(parsed.value, p)) {
+        if (hit.value !== REDACTED) edits.push({ path: hit.path as Array<string | number>, value: REDACTED })
+      }
     }
-    let next = value
-    for (const p of this.#bodyPaths) next = replaceAtJsonPath(next, p, { value: REDACTED })
-    const out = JSON.stringify(next)
-    return out === JSON.stringify(value) ? bytes : new TextEncoder().encode(out)
+    if (edits.length === 0) return bytes
+    return new TextEncoder().encode(editJson(text, edits))
   }
 }
 

@@ -20,6 +20,7 @@ import {
   type Exchange,
   type HeaderPairs,
   headerValue,
+  parseJson,
   type RecordedResponse,
   sha256,
   sortKeysDeep,
@@ -132,7 +133,7 @@ export function parseTraceFile(text: string, blobs: ReadonlyMap<string, Uint8Arr
   const v = new Validator(file)
   let raw: unknown
   try {
-    raw = JSON.parse(text)
+    raw = parseJson(text)
   } catch (err) {
     v.fail('(top level)', `is not valid JSON (${(err as Error).message})`)
   }

@@ -13,10 +13,10 @@
  * console.log(formatDiffText(d)) // first divergence: GET https://crm.test/customers/42 #0 response $.active: true → false
  */
 import { bodyBytes, tryUtf8 } from './body.ts'
-import { canonicalJson } from './canonical-json.ts'
 import { decodeContentEncoding } from './content-encoding.ts'
 import type { BodyRef, Exchange, HeaderPairs, Trace } from './exchange.ts'
 import { headerValue } from './header-pairs.ts'
+import { canonicalJson, parseJson } from './json-codec.ts'
 import { diffJson, parseJsonPath, replaceAtJsonPath } from './json-path.ts'
 import { computeIdentity, type IdentityOptions, normalizeUrl } from './request-identity.ts'
 import { isEventStream, parseSse, sseEventsAsJson } from './sse.ts'
@@ -472,7 +472,7 @@ function decodeBody(trace: Trace, ref: BodyRef | null, headers: HeaderPairs): De
   const t = text.trimStart()
   if (t.startsWith('{') || t.startsWith('[') || /json/i.test(headerValue(headers, 'content-type') ?? '')) {
     try {
-      return { kind: 'json', value: JSON.parse(text) }
+      return { kind: 'json', value: parseJson(text) }
     } catch {
       // not JSON after all
     }

@@ -1,7 +1,6 @@
 /** The trace model and pure operations on it. No I/O. */
 
 export { BodyAccumulator, bodyBytes, bodyFromBytes, bodyFromChunks, concatBytes, splitChunks, tryUtf8 } from './body.ts'
-export { canonicalJson, sortKeysDeep } from './canonical-json.ts'
 export type { AlignedPair, Attribution, DiffDetail, DifferenceKind, DiffOptions, TraceDiff, TraceDifference } from './diff.ts'
 export {
   DEFAULT_VOLATILE_HEADERS,
@@ -35,6 +34,20 @@ export type {
 } from './exchange.ts'
 export { TRACE_FORMAT_VERSION } from './exchange.ts'
 export { headerPairsFromRaw, headerValue } from './header-pairs.ts'
+export type { JsonEdit } from './json-codec.ts'
+export {
+  canonicalJson,
+  cloneJson,
+  editJson,
+  exactNumber,
+  isExactNumber,
+  isJsonNumber,
+  jsonEqual,
+  parseJson,
+  sortKeysDeep,
+  stringifyJson,
+  tryParseJson,
+} from './json-codec.ts'
 export type { JsonDifference, PathSegment } from './json-path.ts'
 export { diffJson, formatJsonPath, parseJsonPath, replaceAtJsonPath, selectJsonPath, setAtJsonPath } from './json-path.ts'
 export type { ForkOptions, PatchAction, PatchSelector, PatchSpec, ResolvedPatch } from './patch.ts'

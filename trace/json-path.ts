@@ -1,4 +1,5 @@
 import { ErrorCodes, ToolReplayError } from './errors.ts'
+import { cloneJson, isExactNumber, isJsonNumber, jsonEqual } from './json-codec.ts'
 
 /**
  * A small JSONPath subset: `$`, `.name`, `['name']`, `[3]`, `[*]`, `.*`.
@@ -65,7 +66,7 @@ export function formatJsonPath(segments: ReadonlyArray<PathSegment>): string {
   return out
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !isExactNumber(v)
 
 /** Every concrete path (and value) a possibly-wildcarded path selects in `value`. */
 export function selectJsonPath(value: unknown, path: string | ReadonlyArray<PathSegment>): Array<{ path: PathSegment[]; value: unknown }> {
@@ -92,12 +93,12 @@ export function selectJsonPath(value: unknown, path: string | ReadonlyArray<Path
 export function replaceAtJsonPath(value: unknown, path: string | ReadonlyArray<PathSegment>, replacement?: { value: unknown }): unknown {
   const segs = typeof path === 'string' ? parseJsonPath(path) : path
   if (segs.length === 0) return replacement ? replacement.value : undefined
-  const copy = structuredClone(value)
+  const copy = cloneJson(value)
   const hits = selectJsonPath(copy, segs)
   for (const hit of hits) {
     const parent = getAt(copy, hit.path.slice(0, -1))
     const last = hit.path.at(-1) as string | number
-    if (replacement) (parent as Record<string | number, unknown>)[last] = structuredClone(replacement.value)
+    if (replacement) (parent as Record<string | number, unknown>)[last] = cloneJson(replacement.value)
     else if (Array.isArray(parent))
       parent[last as number] = null // keep indexes stable for later hits
     else delete (parent as Record<string, unknown>)[last as string]
@@ -112,8 +113,8 @@ export function replaceAtJsonPath(value: unknown, path: string | ReadonlyArray<P
 export function setAtJsonPath(value: unknown, path: string, newValue: unknown): unknown {
   const segs = parseJsonPath(path)
   if (segs.includes('*')) throw new ToolReplayError(ErrorCodes.INVALID_PATCH, `JSON path "${path}" has a wildcard; a patch must name exactly one place.`)
-  if (segs.length === 0) return structuredClone(newValue)
-  const copy = structuredClone(value)
+  if (segs.length === 0) return cloneJson(newValue)
+  const copy = cloneJson(value)
   const parentPath = segs.slice(0, -1)
   const found = selectJsonPath(copy, parentPath)
   const parent = found[0]?.value
@@ -124,7 +125,7 @@ export function setAtJsonPath(value: unknown, path: string, newValue: unknown): 
       `JSON path "${path}" does not exist in the body: "${formatJsonPath(parentPath)}" is not an object or array there. Check the path against \`tr-proxy show\`.`,
     )
   }
-  ;(parent as Record<string | number, unknown>)[last] = structuredClone(newValue)
+  ;(parent as Record<string | number, unknown>)[last] = cloneJson(newValue)
   return copy
 }
 
@@ -147,7 +148,7 @@ export function diffJson(a: unknown, b: unknown, limit = 50): JsonDifference[] {
   const out: JsonDifference[] = []
   const walk = (x: unknown, y: unknown, path: PathSegment[]) => {
     if (out.length >= limit) return
-    if (Object.is(x, y)) return
+    if (Object.is(x, y) || (isJsonNumber(x) && isJsonNumber(y) && jsonEqual(x, y))) return
     if (Array.isArray(x) && Array.isArray(y)) {
       const n = Math.max(x.length, y.length)
       for (let i = 0; i < n; i++) {
@@ -176,5 +177,5 @@ export function diffJson(a: unknown, b: unknown, limit = 50): JsonDifference[] {
 }
 
 function typeOf(v: unknown): string {
-  return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v
+  return v === null ? 'null' : Array.isArray(v) ? 'array' : isJsonNumber(v) ? 'number' : typeof v
 }

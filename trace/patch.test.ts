@@ -2,10 +2,10 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { gzipSync } from 'node:zlib'
 import { bodyBytes, bodyFromBytes } from './body.ts'
-import { canonicalJson } from './canonical-json.ts'
 import { ErrorCodes, ToolReplayError } from './errors.ts'
 import type { Exchange, HeaderPairs, Trace } from './exchange.ts'
 import { headerValue } from './header-pairs.ts'
+import { canonicalJson } from './json-codec.ts'
 import { canonicalPatchSpec, exchangeLabel, forkTrace, parsePatchSpec, patchId, resolvePatches, resolvePatchFile } from './patch.ts'
 
 const enc = new TextEncoder()

@@ -20,12 +20,12 @@
  */
 import { STATUS_CODES } from 'node:http'
 import { bodyBytes, bodyFromBytes } from './body.ts'
-import { canonicalJson } from './canonical-json.ts'
 import { decodeContentEncoding } from './content-encoding.ts'
 import { sha256 } from './digest.ts'
 import { ErrorCodes, ToolReplayError } from './errors.ts'
 import type { ErrorPhase, Exchange, HeaderPairs, PatchRecord, RecordedResponse, Trace } from './exchange.ts'
 import { headerValue } from './header-pairs.ts'
+import { canonicalJson, cloneJson, editJson, parseJson } from './json-codec.ts'
 import { formatJsonPath, parseJsonPath, setAtJsonPath } from './json-path.ts'
 import { normalizeUrl } from './request-identity.ts'
 
@@ -113,7 +113,7 @@ function parseAction(text: string, a: string): PatchAction {
     const raw = a.slice(eq + 1)
     let value: unknown
     try {
-      value = JSON.parse(raw)
+      value = parseJson(raw)
     } catch {
       invalid(text, `the value ${JSON.stringify(raw)} is not JSON (strings need quotes: $.name="Ada")`)
     }
@@ -290,7 +290,7 @@ export function forkTrace(source: Trace, options: ForkOptions): Trace {
     throw new ToolReplayError(ErrorCodes.INVALID_PATCH, `Forking trace "${source.meta.name}" needs at least one patch. ${SPEC_HELP}`)
   }
   const resolved = resolvePatches(source, options.patches)
-  const exchanges: Exchange[] = structuredClone(source.exchanges)
+  const exchanges: Exchange[] = cloneJson(source.exchanges)
   const bodies = new Map<string, Uint8Array>(source.bodies)
   const touched = new Set<number>()
   for (const r of resolved) {
@@ -376,15 +376,19 @@ function applyPatch(trace: Pick<Trace, 'meta' | 'bodies'>, x: Exchange, r: Resol
       } catch (err) {
         throw fail(`its body could not be decoded (${encoding}): ${(err as Error).message}`)
       }
-      let value: unknown
+      let text: string
       try {
-        value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes))
-      } catch {
+        text = new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+        // Checks the path against the value first: its errors name the part of the path that is missing.
+        setAtJsonPath(parseJson(text), a.path, a.value)
+      } catch (err) {
+        if (err instanceof ToolReplayError) throw err
         throw fail(`its response body is not JSON (content-type ${headerValue(res.headers, 'content-type') ?? 'none'}); replace it whole with body=@FILE`)
       }
-      const patched = setAtJsonPath(value, a.path, a.value)
-      // Patched JSON is stored decoded: the branch carries no re-compression choices of its own.
-      setBody(trace, res, new TextEncoder().encode(JSON.stringify(patched)), encoding !== undefined)
+      // Only the patched value's bytes change. Patched JSON is stored decoded: the branch carries no
+      // re-compression choices of its own.
+      const patched = editJson(text, [{ path: parseJsonPath(a.path) as Array<string | number>, value: a.value }])
+      setBody(trace, res, new TextEncoder().encode(patched), encoding !== undefined)
       return
     }
   }

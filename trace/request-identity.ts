@@ -1,8 +1,8 @@
 import { tryUtf8 } from './body.ts'
-import { canonicalJson } from './canonical-json.ts'
 import { sha256 } from './digest.ts'
 import { ErrorCodes, ToolReplayError } from './errors.ts'
 import { headerValue } from './header-pairs.ts'
+import { canonicalJson, parseJson, stringifyJson } from './json-codec.ts'
 import { diffJson, replaceAtJsonPath } from './json-path.ts'
 
 /** The request facts identity is computed from (headers already redacted). */
@@ -152,7 +152,7 @@ function fingerprintBody(
       const text = tryUtf8(body)
       if (text !== undefined) {
         try {
-          let value: unknown = JSON.parse(text, keepExactNumbers)
+          let value: unknown = parseJson(text)
           for (const p of ignorePaths) value = replaceAtJsonPath(value, p)
           return { kind: 'json', value }
         } catch {
@@ -162,17 +162,6 @@ function fingerprintBody(
     }
   }
   return { kind: 'bytes', sha256: sha256(body), size: body.byteLength }
-}
-
-/**
- * JSON.parse reviver that keeps numbers a double cannot hold exactly (big IDs) as their source text, so
- * 12345678901234567890 and 12345678901234567891 never share an identity.
- */
-function keepExactNumbers(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
-  if (typeof value !== 'number' || context?.source === undefined) return value
-  // Only integers past 2^53 lose digits in practice; other numbers keep RFC 8785 canonical form (1.0 == 1).
-  if (Number.isSafeInteger(value) || !/^-?\d+$/.test(context.source)) return value
-  return { $number: context.source }
 }
 
 /** Human-readable differences between two identities, most significant first. */
@@ -224,7 +213,7 @@ export function identityDistance(a: IdentityParts, b: IdentityParts): number {
 
 function short(v: unknown): string {
   if (v === undefined) return '(absent)'
-  const s = JSON.stringify(v)
+  const s = stringifyJson(v)
   return s.length > 60 ? `${s.slice(0, 57)}...` : s
 }
 

@@ -1,3 +1,5 @@
+import { tryParseJson } from './json-codec.ts'
+
 /**
  * Server-sent events (text/event-stream) parsed into events, so diff compares streams as events
  * rather than bytes: chunk boundaries, comments and keep-alives do not count as differences.
@@ -85,9 +87,5 @@ export function sseEventsAsJson(events: ReadonlyArray<SseEvent>): Array<Record<s
 function parseMaybeJson(text: string): unknown {
   const t = text.trimStart()
   if (!(t.startsWith('{') || t.startsWith('['))) return text
-  try {
-    return JSON.parse(text)
-  } catch {
-    return text
-  }
+  return tryParseJson(text)?.value ?? text
 }

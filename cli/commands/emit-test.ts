@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { type CaseExpectation, type CaseFramework, emitCase, FRAMEWORKS } from '../../cases/index.ts'
 import { readTraceFile } from '../../store/index.ts'
-import { ErrorCodes, ToolReplayError, type Trace } from '../../trace/index.ts'
+import { ErrorCodes, parseJson, ToolReplayError, type Trace } from '../../trace/index.ts'
 import { withStore } from '../open-store.ts'
 import type { Args, CommandModule } from './command.ts'
 
@@ -90,7 +90,7 @@ async function expectedJson(args: Args): Promise<unknown> {
   }
   const text = typeof inline === 'string' ? inline : await readFile(resolve(String(file)), 'utf8')
   try {
-    return JSON.parse(text)
+    return parseJson(text)
   } catch (err) {
     throw new ToolReplayError(
       ErrorCodes.INVALID_OPTION,

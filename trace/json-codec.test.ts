@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { Redactor } from '../engine/index.ts'
+import { bodyFromBytes } from './body.ts'
+import { diffTraces } from './diff.ts'
+import type { Exchange, Trace } from './exchange.ts'
+import { canonicalJson, cloneJson, editJson, isExactNumber, jsonEqual, parseJson, stringifyJson } from './json-codec.ts'
+import { diffJson } from './json-path.ts'
+import { computeIdentity } from './request-identity.ts'
+import { parseSse, sseEventsAsJson } from './sse.ts'
+
+const BIG = '{"id":12345678901234567890,"secret":"x","n":1.50}'
+
+test('parse → stringify keeps every number as written: big integers, 1.50, 1e3, -0', () => {
+  for (const text of [BIG, '[1e3,-0,0.1,1.0,123456789012345678901234567890.5]', '{"a":[{"b":9007199254740993}]}']) {
+    assert.equal(stringifyJson(parseJson(text)), text)
+  }
+  const v = parseJson(BIG) as Record<string, unknown>
+  assert.ok(isExactNumber(v.id))
+  assert.equal(typeof parseJson('{"n":2}'), 'object')
+  assert.equal((parseJson('{"n":2}') as { n: unknown }).n, 2, 'a number a double prints the same stays a plain number')
+})
+
+test('canonical JSON and equality: big integers never collide; 1.0 == 1 as RFC 8785 says', () => {
+  assert.notEqual(canonicalJson(parseJson('12345678901234567890')), canonicalJson(parseJson('12345678901234567891')))
+  assert.equal(canonicalJson(parseJson('{"b":1.0,"a":12345678901234567890}')), '{"a":12345678901234567890,"b":1}')
+  assert.ok(jsonEqual(parseJson('1.50'), 1.5))
+  assert.ok(!jsonEqual(parseJson('12345678901234567890'), parseJson('12345678901234567891')))
+  assert.deepEqual(cloneJson(parseJson(BIG)), parseJson(BIG))
+  assert.equal(stringifyJson(cloneJson(parseJson(BIG))), BIG)
+})
+
+test('diffJson reports a change in the last digit of a big integer', () => {
+  const d = diffJson(parseJson('{"account":12345678901234567890}'), parseJson('{"account":12345678901234567891}'))
+  assert.equal(d.length, 1)
+  assert.equal(d[0]?.path, '$.account')
+  assert.equal(stringifyJson(d[0]?.before), '12345678901234567890')
+  assert.equal(stringifyJson(d[0]?.after), '12345678901234567891')
+})
+
+test('editJson changes only the bytes of the edited values; whitespace, key order, escapes stay', () => {
+  const text = '{\n  "2": "two",\n  "id": 12345678901234567890,\n  "secret" : "x",\n  "n": 1.50, "s": "\\u00e9"\n}'
+  const out = editJson(text, [{ path: ['secret'], value: '[REDACTED]' }])
+  assert.equal(out, text.replace('"x"', '"[REDACTED]"'))
+  const added = editJson('{"a":1}', [{ path: ['b'], value: parseJson('12345678901234567890') }])
+  assert.deepEqual(parseJson(added), parseJson('{"a":1,"b":12345678901234567890}'))
+  assert.equal(editJson('{"a":1,"b":2}', [{ path: ['a'], remove: true }]).replace(/\s/g, ''), '{"b":2}')
+  assert.throws(() => editJson('{"a":1}', [{ path: ['x', 'y'], value: 1 }]), /no parent/)
+})
+
+test('redaction changes nothing outside the redacted paths (issue 7: the store changed 12345678901234567890 and 1.50)', () => {
+  const redactor = new Redactor({ bodyPaths: ['$.secret', '$.list[*].token'] })
+  const text = '{"id":12345678901234567890, "secret":"x","n":1.50,"list":[{"token":"t1","k":1e3},{"token":"t2"}]}'
+  const out = new TextDecoder().decode(redactor.body(new TextEncoder().encode(text), [['content-type', 'application/json']]))
+  assert.equal(out, '{"id":12345678901234567890, "secret":"[REDACTED]","n":1.50,"list":[{"token":"[REDACTED]","k":1e3},{"token":"[REDACTED]"}]}')
+  // The bytes outside the redacted values are exactly the original's.
+  const outside = (s: string) => s.replace(/"(x|t1|t2|\[REDACTED\])"/g, '""')
+  assert.equal(outside(out), outside(text))
+})
+
+test('SSE event data keeps big integers exact', () => {
+  const events = sseEventsAsJson(parseSse('data: {"id":12345678901234567890}\n\n'))
+  assert.equal(stringifyJson(events[0]?.data), '{"id":12345678901234567890}')
+})
+
+test('request identity: big integers that differ in the last digit are different requests', () => {
+  const req = (body: string) => ({
+    method: 'POST',
+    url: 'https://a.test/',
+    headers: [['content-type', 'application/json']] as const,
+    body: new TextEncoder().encode(body),
+  })
+  assert.notEqual(computeIdentity(req('{"a":12345678901234567890}')).key, computeIdentity(req('{"a":12345678901234567891}')).key)
+  assert.equal(computeIdentity(req('{"a":1.0}')).key, computeIdentity(req('{"a":1}')).key)
+})
+
+test('diffTraces tells two big account numbers apart (issue 7)', () => {
+  const trace = (name: string, body: string): Trace => {
+    const req = bodyFromBytes(new Uint8Array(0))
+    const res = bodyFromBytes(new TextEncoder().encode(body))
+    const x: Exchange = {
+      seq: 0,
+      request: { method: 'GET', url: 'https://bank.test/account', headers: [], body: null },
+      outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: [['content-type', 'application/json']], body: res.ref, trailers: [] } },
+      timing: { startMs: 0, headersMs: 1 },
+    }
+    return {
+      meta: { name, format: 1 },
+      exchanges: [x],
+      bodies: new Map([
+        [res.ref.digest, res.bytes],
+        [req.ref.digest, req.bytes],
+      ]),
+    }
+  }
+  const d = diffTraces(trace('a', '{"account":12345678901234567890}'), trace('b', '{"account":12345678901234567891}'))
+  assert.equal(d.differences.length, 1)
+  assert.equal(d.differences[0]?.kind, 'response_changed')
+})
