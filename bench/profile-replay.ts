@@ -1,7 +1,7 @@
 /**
  * Profiling aid for the hot paths: records the bench workload once, then replays it in a loop
  * (PROFILE=record: records it in a loop instead).
- *   node --conditions=source --cpu-prof --cpu-prof-dir=/tmp/prof bench/profile-replay.ts
+ *   node --conditions=tool-replay-source --cpu-prof --cpu-prof-dir=/tmp/prof bench/profile-replay.ts
  */
 
 import http from 'node:http'

@@ -2,7 +2,7 @@
  * Proxy benchmark: strict replay through the proxy vs a bare node:http(s) server answering the same
  * 1 KB, 50 connections, about 5 s per row; plus the time a new host's MITM handshake costs.
  *
- *   node --conditions=source bench/proxy-bench.ts          (BENCH_SECONDS=2 BENCH_ROUNDS=1 for a quicker run)
+ *   node --conditions=tool-replay-source bench/proxy-bench.ts          (BENCH_SECONDS=2 BENCH_ROUNDS=1 for a quicker run)
  *
  * Strict occurrence accounting: replay never repeats a recording, so each row first measures the bare
  * server for BENCH_SECONDS, then replays a bench-only trace holding exactly that many recordings of the

@@ -2,7 +2,7 @@
  * One benchmark run: the interceptor's replay and record throughput against baselines measured in the
  * same process on the same workload, plus SSE chunk fidelity.
  *
- *   npm run bench            (node --conditions=source bench/run.ts)
+ *   npm run bench            (node --conditions=tool-replay-source bench/run.ts)
  *   BENCH_CALLS=500 BENCH_ROUNDS=3 npm run bench     (a quicker run)
  *   BENCH_ONLY=replay,SnapshotAgent npm run bench    (only those rows, e.g. under --cpu-prof; the ratio table then shows NaN)
  *

@@ -59,7 +59,7 @@ async function cli(...argv: string[]): Promise<{ code: number; out: string; err:
 function runGenerated(file: string) {
   const env = { ...process.env }
   delete env.NODE_TEST_CONTEXT
-  return spawnSync(process.execPath, ['--conditions=source', '--test', file], { encoding: 'utf8', cwd: dir, env })
+  return spawnSync(process.execPath, ['--conditions=tool-replay-source', '--test', file], { encoding: 'utf8', cwd: dir, env })
 }
 
 const hashTree = (d: string) =>

@@ -37,6 +37,6 @@ if (files.length === 0) {
   console.error('No test files found.')
   process.exit(1)
 }
-const args = ['--conditions=source', '--test', '--test-concurrency=2', '--test-timeout=120000', ...extra, ...files]
+const args = ['--conditions=tool-replay-source', '--test', '--test-concurrency=2', '--test-timeout=120000', ...extra, ...files]
 const r = spawnSync(process.execPath, args, { stdio: 'inherit' })
 process.exit(r.status ?? 1)

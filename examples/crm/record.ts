@@ -1,7 +1,7 @@
 /**
  * Step 1 of the CRM story: start the fake CRM, run the app once while recording every exchange into the
  * store as trace "crm" (or --trace NAME), then stop the CRM. Nothing after this step talks to it.
- *   node --conditions=source examples/crm/record.ts [--trace crm] [--store DIR]
+ *   node --conditions=tool-replay-source examples/crm/record.ts [--trace crm] [--store DIR]
  */
 import { parseArgs } from 'node:util'
 import { openStore } from 'tool-replay/store'

@@ -1,7 +1,7 @@
 /**
  * Runs the app against a trace in strict replay: no network at all (the fake CRM is not running).
  * With --record-as, what the app did is kept as another trace, for `tr-proxy diff`.
- *   node --conditions=source examples/crm/run.ts --trace crm-inactive [--record-as crm-observed] [--store DIR]
+ *   node --conditions=tool-replay-source examples/crm/run.ts --trace crm-inactive [--record-as crm-observed] [--store DIR]
  * Exits 0 with the decision on stdout; 6 when strict replay failed (an unrecorded or unused request).
  */
 import { parseArgs } from 'node:util'

@@ -12,7 +12,7 @@ test('npm run demo: records, then replays strictly with the API stopped, on the 
   const cwd = await mkdtemp(join(tmpdir(), 'tr-quickstart-'))
   t.after(() => rm(cwd, { recursive: true, force: true }))
   const main = new URL('./main.ts', import.meta.url).pathname
-  const { stdout } = await run(process.execPath, ['--conditions=source', main], { cwd, timeout: 60_000 })
+  const { stdout } = await run(process.execPath, ['--conditions=tool-replay-source', main], { cwd, timeout: 60_000 })
   const recorded = /^record: "(.*)" \(2 exchanges written to (.*)\/\.tool-replay\/store/m.exec(stdout)
   const replayed = /^replay: "(.*)" \(2 exchanges replayed/m.exec(stdout)
   assert.ok(recorded && replayed, stdout)
