@@ -7,6 +7,7 @@ import { type ErrorCode, ErrorCodes } from '../trace/index.ts'
 export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.INVALID_OPTION]: 2,
   [ErrorCodes.INVALID_PATCH]: 2,
+  [ErrorCodes.USAGE]: 2,
   [ErrorCodes.TRACE_NOT_FOUND]: 3,
   [ErrorCodes.TRACE_EXISTS]: 3,
   [ErrorCodes.TRACE_INVALID]: 4,
@@ -17,6 +18,7 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.STORE_LOCKED]: 5,
   [ErrorCodes.STORE_CLOSED]: 5,
   [ErrorCodes.STORE_IO]: 5,
+  [ErrorCodes.STORE_NOT_FOUND]: 5,
   [ErrorCodes.REPLAY_MISS]: 6,
   [ErrorCodes.REPLAY_EXHAUSTED]: 6,
   [ErrorCodes.REPLAY_UNUSED]: 6,
@@ -27,6 +29,7 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.CASE_APP_ERROR]: 9,
   [ErrorCodes.PROXY_START_FAILED]: 10,
   [ErrorCodes.PROXY_BAD_REQUEST]: 10,
+  [ErrorCodes.REQUEST_TOO_LARGE]: 10,
   [ErrorCodes.UPSTREAM_FAILED]: 10,
   [ErrorCodes.COMMAND_FAILED]: 10,
   [ErrorCodes.INTERNAL]: 1,

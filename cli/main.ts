@@ -1,4 +1,5 @@
 import yargs, { type Argv } from 'yargs'
+import { ErrorCodes } from '../trace/index.ts'
 import { COMMANDS } from './commands/index.ts'
 import { EXIT_USAGE } from './exit-codes.ts'
 import { type Io, processIo, reportError } from './output.ts'
@@ -42,7 +43,7 @@ export async function runCli(argv: string[], io: Io = processIo): Promise<number
   } catch (err) {
     if (err instanceof UsageError) {
       const message = `${err.message}\nRun "tr-proxy --help" for usage.`
-      if (json) io.out(JSON.stringify({ ok: false, error: { code: 'TR_USAGE', message }, exitCode: EXIT_USAGE }))
+      if (json) io.out(JSON.stringify({ ok: false, error: { code: ErrorCodes.USAGE, message }, exitCode: EXIT_USAGE }))
       else io.err(message)
       return EXIT_USAGE
     }

@@ -30,7 +30,11 @@ function run(args: string[], env: Record<string, string>): Promise<{ code: numbe
   return new Promise((resolve) => {
     // This file itself runs under node --test: drop the marker that would make the child skip its files.
     const { NODE_TEST_CONTEXT: _, ...parentEnv } = process.env
-    const child = spawn(process.execPath, ['--conditions=tool-replay-source', ...args], { cwd: repoRoot, env: { ...parentEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['--conditions=tool-replay-source', ...args], {
+      cwd: repoRoot,
+      env: { ...parentEnv, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let out = ''
     child.stdout.on('data', (c: Buffer) => (out += c.toString()))
     child.stderr.on('data', (c: Buffer) => (out += c.toString()))

@@ -3,7 +3,21 @@
 export type { LedgerEntry, SessionSummary } from './ledger.ts'
 export { formatSummary } from './ledger.ts'
 export { toNodeError } from './node-error.ts'
+export type { Pace, PaceOption } from './pacing.ts'
+export { DEFAULT_PACE, formatPace, keepsChunksApart, parsePace, releaseAtMs } from './pacing.ts'
+export type { PlaybackTarget } from './playback-driver.ts'
+export { drivePlayback } from './playback-driver.ts'
 export type { RedactionOptions } from './redaction.ts'
 export { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_QUERY_PARAMS, REDACTED, Redactor } from './redaction.ts'
 export type { CapturedRequest, Decision, ExchangeRecorder, Mode, Playback, PlaybackChunk, SessionOptions } from './session.ts'
 export { MODES, openSession, Session } from './session.ts'
+export type { ExchangeProgress } from './transport-rules.ts'
+export {
+  bodyTooLarge,
+  CLIENT_ABORT_CODE,
+  clientAbortError,
+  DEFAULT_DRAIN_AFTER_ABORT_MS,
+  DEFAULT_MAX_BODY_BYTES,
+  errorPhase,
+  parseMaxBodyBytes,
+} from './transport-rules.ts'

@@ -3,7 +3,16 @@
  * hands back what a test needs at the end (assertDone, close, uninstall).
  */
 import type { Dispatcher } from 'undici'
-import { type Mode, openSession, type RedactionOptions, type Session, type SessionSummary } from '../engine/index.ts'
+import {
+  type Mode,
+  openSession,
+  type PaceOption,
+  parseMaxBodyBytes,
+  parsePace,
+  type RedactionOptions,
+  type Session,
+  type SessionSummary,
+} from '../engine/index.ts'
 import { openStore, type TraceStore } from '../store/index.ts'
 import type { IdentityOptions } from '../trace/index.ts'
 import { installGlobalDispatcher } from './global-dispatcher.ts'
@@ -14,7 +23,7 @@ export interface InstallOptions {
   mode?: Mode
   /** Trace name. */
   trace: string
-  /** Where traces live. Default: the LevelDB store at ./.tool-replay/store (opened here, closed by close()). */
+  /** Where traces live. Default: the LevelDB store at $TOOL_REPLAY_STORE, else ./.tool-replay/store (opened here, closed by close()). */
   store?: TraceStore
   /** In replay: also record what the app did (replayed exchanges and misses) as this trace, for `tr-proxy diff`. */
   recordAs?: string
@@ -22,10 +31,15 @@ export interface InstallOptions {
   tail?: 'strict' | 'live'
   /** How long to keep recording a response the app aborted (ms, default 1000); see RecordReplayDispatcherOptions. */
   drainAfterAbortMs?: number
+  /** Largest request body buffered for matching, in bytes (default 64 MiB, the proxy's --max-body-bytes). */
+  maxBodyBytes?: number
   identity?: IdentityOptions
   redaction?: RedactionOptions
-  /** Replay pacing factor for recorded delays; default 0 (as fast as possible). */
-  pace?: number
+  /**
+   * Replay timing: 'chunks' (default: each recorded chunk reaches the app as its own read, no waiting),
+   * 'recorded' (the recorded timing), a speed factor (0.1 = ten times faster than recorded) or 'none'.
+   */
+  pace?: PaceOption
   /** Where forwarded requests go; default a new undici Agent. */
   upstream?: Dispatcher
   /** Install as the process-wide dispatcher (Node's fetch and undici). Default true. */
@@ -60,8 +74,11 @@ export interface InterceptorSession {
  */
 export async function install(options: InstallOptions): Promise<InterceptorSession> {
   const mode = options.mode ?? 'replay'
+  // Checked before anything opens: a typo must not leave a store open or a trace half-recorded.
+  parsePace(options.pace)
+  parseMaxBodyBytes(options.maxBodyBytes)
   const ownStore = options.store === undefined
-  const store = options.store ?? (await openStore())
+  const store = options.store ?? (await openStore(process.env.TOOL_REPLAY_STORE || undefined))
   let session: Session
   try {
     session = await openSession({
@@ -83,6 +100,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
     ...(options.upstream ? { upstream: options.upstream } : {}),
     ...(options.pace !== undefined ? { pace: options.pace } : {}),
     ...(options.drainAfterAbortMs !== undefined ? { drainAfterAbortMs: options.drainAfterAbortMs } : {}),
+    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
   })
   const uninstall = options.global === false ? () => {} : installGlobalDispatcher(dispatcher)
   let closing: Promise<SessionSummary> | undefined

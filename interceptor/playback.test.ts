@@ -56,7 +56,7 @@ test('one data callback per recorded chunk, in order, then the end', async () =>
       ['ccc', 0],
     ]),
     r.sink,
-    { pace: 0 },
+    { kind: 'none' },
   )
   await r.done
   assert.deepEqual(r.log, ['head 200', 'data a', 'data bb', 'data ccc', 'end'])
@@ -71,7 +71,7 @@ test('a paused consumer gets nothing more until it resumes', async () => {
       ['c', 0],
     ]),
     r.sink,
-    { pace: 0 },
+    { kind: 'none' },
   )
   await new Promise((resolve) => setTimeout(resolve, 10))
   assert.deepEqual(r.log, ['head 200', 'data a'])
@@ -90,7 +90,7 @@ test('abort stops playback and reports the reason once', async () => {
       ['b', 0],
     ]),
     r.sink,
-    { pace: 0 },
+    { kind: 'none' },
   )
   r.sink.controller.abort(new Error('stop'))
   await r.done
@@ -109,13 +109,13 @@ test('pace scales the recorded delays', async () => {
       10,
     ),
     r.sink,
-    { pace: 1 },
+    { kind: 'recorded', factor: 1 },
   )
   await r.done
   assert.ok(performance.now() - t0 >= 38)
   const fast = recorder()
   const t1 = performance.now()
-  playBack(response([['a', 2000]], 1000), fast.sink, { pace: 0 })
+  playBack(response([['a', 2000]], 1000), fast.sink, { kind: 'none' })
   await fast.done
   // The recording waited 2000 ms; unpaced playback must not (generous bound for loaded CI machines).
   assert.ok(performance.now() - t1 < 1000)
@@ -130,7 +130,7 @@ test('a recorded mid-body failure replays head, partial chunks, then the error a
     head: { status: 200, statusText: 'OK', headers: [] },
     chunks: [{ bytes: enc('part'), atMs: 0 }],
   }
-  playBack(playback, r.sink, { pace: 0 })
+  playBack(playback, r.sink, { kind: 'none' })
   await Promise.resolve()
   assert.deepEqual(r.log, ['head 200', 'data part'], 'the error waits for a macrotask')
   await r.done
@@ -139,7 +139,9 @@ test('a recorded mid-body failure replays head, partial chunks, then the error a
 
 test('a recorded connect failure replays as the error alone', async () => {
   const r = recorder()
-  playBack({ kind: 'error', error: { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED', phase: 'connect' }, headersMs: 0, chunks: [] }, r.sink, { pace: 0 })
+  playBack({ kind: 'error', error: { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED', phase: 'connect' }, headersMs: 0, chunks: [] }, r.sink, {
+    kind: 'none',
+  })
   await r.done
   assert.deepEqual(r.log, ['error ECONNREFUSED'])
 })

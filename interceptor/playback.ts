@@ -1,15 +1,12 @@
 /**
  * Plays a recorded outcome into a ResponseSink the way a socket would have delivered it: one data
- * callback per recorded chunk, stopping while the app is paused, optionally at the recorded pace.
+ * callback per recorded chunk, each its own read for the app (a macrotask between chunks, so fetch's body
+ * stream hands the app one chunk per read), stopping while the app is paused. What goes out when is
+ * decided by the engine's playback driver, the same for the proxy.
  */
-import { type Playback, toNodeError } from '../engine/index.ts'
+import { drivePlayback, type Pace, type Playback, type PlaybackTarget, toNodeError } from '../engine/index.ts'
 import type { HeaderPairs } from '../trace/index.ts'
 import { parseHeaderPairs, type ResponseSink } from './response-sink.ts'
-
-export interface PlaybackOptions {
-  /** Multiplies recorded delays: 0 plays as fast as possible, 1 at the recorded pace. */
-  pace: number
-}
 
 const rawCache = new WeakMap<HeaderPairs, Buffer[]>()
 
@@ -40,67 +37,45 @@ function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 }
 
-/** Plays `playback` into `sink`. Returns at once; delivery continues on timers and resumes. */
-export function playBack(playback: Playback, sink: ResponseSink, options: PlaybackOptions): void {
+/** A macrotask: by then the app's pending read has taken the previous chunk and asked for the next. */
+const nextMacrotask = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/** The sink as a PlaybackTarget: pauses become waits, aborts end playback. */
+function sinkTarget(sink: ResponseSink): PlaybackTarget {
   const controller = sink.controller
-  const pace = Math.max(options.pace, 0)
-  const t0 = performance.now()
-  const chunks = playback.chunks
-  const head = playback.head
-  let headSent = head === undefined
-  let i = 0
-
-  // Milliseconds left until a recorded offset, scaled; 0 when not pacing.
-  const wait = (atMs: number) => (pace === 0 ? 0 : atMs * pace - (performance.now() - t0))
-
-  const step = (): void => {
-    if (controller.aborted || sink.finished) return
-    if (!headSent && head) {
-      const ms = wait(playback.headersMs)
-      if (ms >= 1) {
-        setTimeout(step, ms)
-        return
-      }
-      headSent = true
+  const resumed = () => new Promise<void>((resolve) => controller.whenResumed(resolve))
+  return {
+    get gone() {
+      return controller.aborted || sink.finished
+    },
+    head(head) {
       sink.responseStart(head.status, rawHeaderBuffers(head.headers), head.statusText, () => parseHeaderPairs(head.headers))
-    }
-    while (i < chunks.length) {
-      if (controller.aborted || sink.finished) return
+    },
+    chunk(bytes) {
+      // The parser would not hand over data while the app is paused either.
+      if (controller.paused) return resumed().then(() => void (controller.aborted || sink.data(asBuffer(bytes))))
+      sink.data(asBuffer(bytes))
+      return controller.paused ? resumed() : undefined
+    },
+    separate: nextMacrotask,
+    end(trailers) {
       if (controller.paused) {
-        controller.whenResumed(step)
+        // Nor would it reach the end of the message while paused.
+        void resumed().then(() => controller.aborted || sink.end(trailers.length === 0 ? [] : rawHeaderBuffers(trailers)))
         return
       }
-      const chunk = chunks[i] as (typeof chunks)[number]
-      const ms = wait(chunk.atMs)
-      if (ms >= 1) {
-        setTimeout(step, ms)
-        return
-      }
-      i++
-      sink.data(asBuffer(chunk.bytes))
-    }
-    if (controller.aborted || sink.finished) return
-    // The parser would not reach the end of the message while paused either.
-    if (controller.paused) {
-      controller.whenResumed(step)
-      return
-    }
-    if (playback.kind === 'response') {
-      sink.end(playback.trailers.length === 0 ? [] : rawHeaderBuffers(playback.trailers))
-      return
-    }
-    const error = toNodeError(playback.error)
-    if (headSent && head) {
+      sink.end(trailers.length === 0 ? [] : rawHeaderBuffers(trailers))
+    },
+    fail(recorded, afterHead) {
+      const error = toNodeError(recorded)
       // fetch hangs its body promise when start, data and error come in one tick; let it settle first.
-      setImmediate(() => {
-        if (!controller.aborted) sink.error(error)
-      })
-      return
-    }
-    const ms = wait(playback.headersMs)
-    if (ms >= 1) setTimeout(() => controller.aborted || sink.error(error), ms)
-    else sink.error(error)
+      if (afterHead) setImmediate(() => controller.aborted || sink.error(error))
+      else sink.error(error)
+    },
   }
+}
 
-  step()
+/** Plays `playback` into `sink` at `pace`. Returns at once; delivery continues on timers and resumes. */
+export function playBack(playback: Playback, sink: ResponseSink, pace: Pace): void {
+  void drivePlayback(playback, pace, sinkTarget(sink))?.catch((err: Error) => sink.error(err))
 }

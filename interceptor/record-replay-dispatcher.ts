@@ -7,8 +7,21 @@
  * `dispatcher:` with undici 8, while this shape worked with every Node/undici pair tried.
  */
 import { Agent, Dispatcher } from 'undici'
-import type { CapturedRequest, ExchangeRecorder, Session } from '../engine/index.ts'
-import { ErrorCodes, type ErrorPhase, type HeaderPairs, headerPairsFromRaw, headerValue, ToolReplayError } from '../trace/index.ts'
+import {
+  bodyTooLarge,
+  type CapturedRequest,
+  clientAbortError,
+  DEFAULT_DRAIN_AFTER_ABORT_MS,
+  type ExchangeProgress,
+  type ExchangeRecorder,
+  errorPhase,
+  type Pace,
+  type PaceOption,
+  parseMaxBodyBytes,
+  parsePace,
+  type Session,
+} from '../engine/index.ts'
+import { ErrorCodes, type HeaderPairs, headerPairsFromRaw, headerValue, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { playBack } from './playback.ts'
 import { type BufferedBody, bufferBody, headerPairs, requestUrl } from './request-capture.ts'
 import { type AnyDispatchHandler, createResponseSink, type ParsedHeaders, type ResponseSink } from './response-sink.ts'
@@ -18,13 +31,15 @@ export interface RecordReplayDispatcherOptions {
   session: Session
   /** Where forwarded requests go. Default: a new undici Agent, closed with this dispatcher. */
   upstream?: Dispatcher
-  /** Replay pacing: recorded delays times this factor. Default 0 (no waiting). */
-  pace?: number
+  /** Replay pacing: 'chunks' (default: each recorded chunk its own read, no waiting), 'none', 'recorded' or a speed factor. */
+  pace?: PaceOption
   /**
    * When the app aborts a response that is being recorded, keep reading it from upstream for up to this
    * many ms so the trace holds the whole response, not an abort. Default 1000; 0 records the abort.
    */
   drainAfterAbortMs?: number
+  /** Largest request body buffered for matching (default 64 MiB); a larger one fails with TR_REQUEST_TOO_LARGE. */
+  maxBodyBytes?: number
 }
 
 /**
@@ -37,7 +52,7 @@ export interface RecordReplayDispatcherOptions {
 function drainingController(
   upstream: Dispatcher.DispatchController,
   drainMs: number,
-  state: { headersSeen: () => boolean; finished: () => boolean; appAborted: (reason: Error) => void },
+  state: { headersSeen: () => boolean; finished: () => boolean; appAborted: (reason: Error, draining: boolean) => void },
 ): Dispatcher.DispatchController {
   let draining = false
   return {
@@ -57,11 +72,12 @@ function drainingController(
     abort: (reason: Error) => {
       if (draining) return
       if (drainMs <= 0 || !state.headersSeen() || state.finished()) {
+        state.appAborted(reason, false)
         upstream.abort(reason)
         return
       }
       draining = true
-      state.appAborted(reason)
+      state.appAborted(reason, true)
       if (upstream.paused) upstream.resume()
       // Bounded: an endless stream is cut after drainMs and recorded as the abort it was.
       setTimeout(() => {
@@ -79,12 +95,6 @@ function rawBuffers(raw: unknown, parsed: unknown): Buffer[] {
   return out
 }
 
-function errorCode(err: Error): string | undefined {
-  const code = (err as { code?: unknown }).code
-  if (typeof code === 'string') return code
-  return err.name === 'AbortError' ? 'ABORT_ERR' : undefined
-}
-
 /**
  * Records or replays every request dispatched through it, as its Session says.
  * @example
@@ -95,8 +105,9 @@ export class RecordReplayDispatcher extends Dispatcher {
   readonly #session: Session
   readonly #upstream: Dispatcher
   readonly #ownsUpstream: boolean
-  readonly #pace: number
+  readonly #pace: Pace
   readonly #drainAfterAbortMs: number
+  readonly #maxBodyBytes: number
   #closed = false
 
   constructor(options: RecordReplayDispatcherOptions) {
@@ -105,8 +116,9 @@ export class RecordReplayDispatcher extends Dispatcher {
     this.#ownsUpstream = options.upstream === undefined
     // Replay never dispatches to it, and an idle Agent opens no socket.
     this.#upstream = options.upstream ?? new Agent()
-    this.#pace = options.pace ?? 0
-    this.#drainAfterAbortMs = options.drainAfterAbortMs ?? 1000
+    this.#pace = parsePace(options.pace)
+    this.#drainAfterAbortMs = options.drainAfterAbortMs ?? DEFAULT_DRAIN_AFTER_ABORT_MS
+    this.#maxBodyBytes = parseMaxBodyBytes(options.maxBodyBytes)
   }
 
   /**
@@ -160,13 +172,26 @@ export class RecordReplayDispatcher extends Dispatcher {
       return
     }
     const headers = headerPairs(opts.headers)
-    const body = bufferBody(opts.body, headerValue(headers, 'content-type'))
+    const url = requestUrl(opts)
+    const tooLarge = () => bodyTooLarge(opts.method, url, this.#maxBodyBytes)
+    const refuse = (err: Error) => {
+      // Both paths refuse an over-large body the same way, and strict replay counts it.
+      if (isToolReplayError(err, ErrorCodes.REQUEST_TOO_LARGE)) this.#session.refuse({ method: opts.method, url }, err)
+      sink.error(err)
+    }
+    let body: BufferedBody | Promise<BufferedBody>
+    try {
+      body = bufferBody(opts.body, headerValue(headers, 'content-type'), this.#maxBodyBytes, tooLarge)
+    } catch (err) {
+      refuse(err as Error)
+      return
+    }
     if (body instanceof Promise) {
       body
         .then((b) => {
           if (!controller.aborted) this.#decide(opts, headers, b, sink)
         })
-        .catch((err: Error) => sink.error(err))
+        .catch(refuse)
     } else {
       this.#decide(opts, headers, body, sink)
     }
@@ -177,7 +202,7 @@ export class RecordReplayDispatcher extends Dispatcher {
     const captured: CapturedRequest = { method: opts.method, url: requestUrl(opts), headers, body: body.bytes }
     const decision = this.#session.handle(captured)
     if (decision.kind === 'replay') {
-      playBack(decision.playback, sink, { pace: this.#pace })
+      playBack(decision.playback, sink, this.#pace)
       return
     }
     if (decision.kind === 'fail') {
@@ -189,32 +214,40 @@ export class RecordReplayDispatcher extends Dispatcher {
 
   #forward(opts: Dispatcher.DispatchOptions, body: BufferedBody, headers: HeaderPairs, sink: ResponseSink, recorder: ExchangeRecorder): void {
     const controller = sink.controller
-    let phase: ErrorPhase = 'connect'
+    const progress: ExchangeProgress = { started: false, sent: false, headers: false }
+    let aborted = false
     const fail = (err: Error) => {
+      const code = (err as { code?: unknown }).code
+      // An abort the app asked for is recorded the same way on both paths, whatever reason it gave.
+      const recorded = aborted ? clientAbortError() : { code: typeof code === 'string' ? code : 'UND_ERR', message: err.message }
       // Engine write failures surface at session close; here they must not break the app's request.
-      recorder.fail({ code: errorCode(err), message: err.message }, phase).catch(() => {})
+      recorder.fail(recorded, errorPhase(progress, recorded.code)).catch(() => {})
       sink.error(err)
     }
     const drainMs = this.#drainAfterAbortMs
     let finished = false
     const drainState = {
-      headersSeen: () => phase === 'response-body',
+      headersSeen: () => progress.headers,
       finished: () => finished,
-      appAborted: (reason: Error) => sink.error(reason),
+      appAborted: (reason: Error, draining: boolean) => {
+        aborted = true
+        // While draining, the app gets its AbortError now; the recording goes on until the end.
+        if (draining) sink.error(reason)
+      },
     }
     const tee: Dispatcher.DispatchHandler = {
       onRequestStart(upstream) {
-        phase = 'request'
+        progress.started = true
         controller.attachUpstream(recorder.recording ? drainingController(upstream, drainMs, drainState) : upstream)
       },
       onRequestSent() {
-        phase = 'response-headers'
+        progress.sent = true
       },
       onResponseStart(upstream, statusCode, parsed, statusText) {
         const raw = rawBuffers(upstream.rawHeaders, parsed)
         // 1xx heads are interim: the final head follows.
         if (statusCode < 200) return
-        phase = 'response-body'
+        progress.headers = true
         if (recorder.recording) recorder.responseStart({ status: statusCode, statusText: statusText ?? '', headers: headerPairsFromRaw(raw) })
         sink.responseStart(statusCode, raw, statusText ?? '', () => parsed as ParsedHeaders)
       },

@@ -52,21 +52,38 @@ const encoder = new TextEncoder()
 
 /**
  * Buffers a request body of any kind fetch or undici.request can hand a dispatcher. Returns a value
- * (not a promise) for in-memory bodies so the replay hot path stays synchronous.
+ * (not a promise) for in-memory bodies so the replay hot path stays synchronous. A body over `max` bytes
+ * fails with `tooLarge()` (streams stop being read at the limit).
  */
-export function bufferBody(body: unknown, contentType?: string): BufferedBody | Promise<BufferedBody> {
+export function bufferBody(
+  body: unknown,
+  contentType?: string,
+  max = Number.POSITIVE_INFINITY,
+  tooLarge: () => Error = defaultTooLarge,
+): BufferedBody | Promise<BufferedBody> {
+  const sized = (b: BufferedBody): BufferedBody => {
+    if (b.bytes && b.bytes.byteLength > max) throw tooLarge()
+    return b
+  }
   if (body == null) return { bytes: null }
-  if (typeof body === 'string') return { bytes: encoder.encode(body) }
-  if (body instanceof Uint8Array) return { bytes: body }
-  if (body instanceof ArrayBuffer) return { bytes: new Uint8Array(body) }
-  if (ArrayBuffer.isView(body)) return { bytes: new Uint8Array(body.buffer, body.byteOffset, body.byteLength) }
-  if (body instanceof URLSearchParams) return { bytes: encoder.encode(body.toString()), contentType: 'application/x-www-form-urlencoded;charset=UTF-8' }
-  if (typeof FormData !== 'undefined' && body instanceof FormData) return serializeWithResponse(body, contentType)
-  if (typeof Blob !== 'undefined' && body instanceof Blob) return serializeWithResponse(body, contentType)
-  if (typeof ReadableStream !== 'undefined' && body instanceof ReadableStream) return readWebStream(body)
-  if (typeof (body as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function') return readAsyncIterable(body as AsyncIterable<unknown>)
-  if (typeof (body as Iterable<unknown>)[Symbol.iterator] === 'function') return { bytes: concat([...(body as Iterable<unknown>)].map(toBytes)) }
+  if (typeof body === 'string') return sized({ bytes: encoder.encode(body) })
+  if (body instanceof Uint8Array) return sized({ bytes: body })
+  if (body instanceof ArrayBuffer) return sized({ bytes: new Uint8Array(body) })
+  if (ArrayBuffer.isView(body)) return sized({ bytes: new Uint8Array(body.buffer, body.byteOffset, body.byteLength) })
+  if (body instanceof URLSearchParams) return sized({ bytes: encoder.encode(body.toString()), contentType: 'application/x-www-form-urlencoded;charset=UTF-8' })
+  if (typeof FormData !== 'undefined' && body instanceof FormData) return serializeWithResponse(body, contentType).then(sized)
+  if (typeof Blob !== 'undefined' && body instanceof Blob) {
+    if (body.size > max) throw tooLarge()
+    return serializeWithResponse(body, contentType).then(sized)
+  }
+  if (typeof ReadableStream !== 'undefined' && body instanceof ReadableStream) return readWebStream(body, max, tooLarge)
+  if (typeof (body as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function') return readAsyncIterable(body as AsyncIterable<unknown>, max, tooLarge)
+  if (typeof (body as Iterable<unknown>)[Symbol.iterator] === 'function') return sized({ bytes: concat([...(body as Iterable<unknown>)].map(toBytes)) })
   throw new TypeError(`Tool Replay cannot capture a request body of type ${Object.prototype.toString.call(body)}.`)
+}
+
+function defaultTooLarge(): Error {
+  return new RangeError('request body too large')
 }
 
 async function serializeWithResponse(body: Blob | FormData, declaredType: string | undefined): Promise<BufferedBody> {
@@ -90,20 +107,34 @@ function boundaryOf(contentType: string): string | undefined {
   return m?.[1] ?? m?.[2]
 }
 
-async function readWebStream(stream: ReadableStream<unknown>): Promise<BufferedBody> {
+async function readWebStream(stream: ReadableStream<unknown>, max: number, tooLarge: () => Error): Promise<BufferedBody> {
   const parts: Uint8Array[] = []
+  let size = 0
   const reader = stream.getReader()
   for (;;) {
     const { done, value } = await reader.read()
     if (done) break
-    parts.push(toBytes(value))
+    const bytes = toBytes(value)
+    size += bytes.byteLength
+    if (size > max) {
+      await reader.cancel().catch(() => {})
+      throw tooLarge()
+    }
+    parts.push(bytes)
   }
   return { bytes: concat(parts) }
 }
 
-async function readAsyncIterable(iterable: AsyncIterable<unknown>): Promise<BufferedBody> {
+async function readAsyncIterable(iterable: AsyncIterable<unknown>, max: number, tooLarge: () => Error): Promise<BufferedBody> {
   const parts: Uint8Array[] = []
-  for await (const chunk of iterable) parts.push(toBytes(chunk))
+  let size = 0
+  for await (const chunk of iterable) {
+    const bytes = toBytes(chunk)
+    size += bytes.byteLength
+    // Leaving the loop early returns the iterator, which stops the producer.
+    if (size > max) throw tooLarge()
+    parts.push(bytes)
+  }
   return { bytes: concat(parts) }
 }
 

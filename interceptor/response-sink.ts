@@ -70,6 +70,10 @@ export class ResponseController implements Dispatcher.DispatchController {
     this.#reason = reason ?? abortError()
     if (this.#upstream) this.#upstream.abort(this.#reason)
     else this.#onAbort?.(this.#reason)
+    // Whoever waits for a resume (a paused playback) must get to see the abort and stop.
+    const next = this.#onResume
+    this.#onResume = null
+    if (next) queueMicrotask(next)
   }
 
   /** Links the live request: from now on pause/resume/abort act on it (and catch up on what happened before). */

@@ -1,28 +1,10 @@
 import type { ServerResponse } from 'node:http'
 import type { Agent, Dispatcher } from 'undici'
-import type { ExchangeRecorder } from '../engine/index.ts'
-import { type ErrorPhase, type HeaderPairs, headerPairsFromRaw } from '../trace/index.ts'
+import { clientAbortError, type ExchangeProgress, type ExchangeRecorder, errorPhase } from '../engine/index.ts'
+import { type HeaderPairs, headerPairsFromRaw } from '../trace/index.ts'
 import { flatten, stripHopByHop } from './headers.ts'
 import { trailersObject } from './playback.ts'
 import { sendUpstreamError } from './responses.ts'
-
-/** Codes that mean no connection to the upstream was made. */
-const CONNECT_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ETIMEDOUT',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'CERT_HAS_EXPIRED',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'ERR_SSL_WRONG_VERSION_NUMBER',
-])
 
 /** What to forward: the request as received (body already buffered for identity). */
 export interface ForwardRequest {
@@ -32,44 +14,61 @@ export interface ForwardRequest {
   body: Buffer | null
 }
 
+/** How forwarding treats a client that goes away mid-response. */
+export interface ForwardOptions {
+  /** Keep recording a response the client abandoned after its head for up to this many ms (0: record the abort). */
+  drainAfterAbortMs: number
+}
+
 /**
  * Forwards one request with undici's dispatch API and streams the response to the client with
  * back-pressure (the upstream read pauses while the client socket is full), feeding the recorder.
- * Bodies pass as on the wire: nothing is decompressed.
+ * Bodies pass as on the wire: nothing is decompressed. Failure phases and client aborts are classified by
+ * the engine's transport rules, exactly as the interceptor does.
  */
-export function forwardRequest(agent: Agent, request: ForwardRequest, res: ServerResponse, recorder: ExchangeRecorder): Promise<void> {
+export function forwardRequest(agent: Agent, request: ForwardRequest, res: ServerResponse, recorder: ExchangeRecorder, options: ForwardOptions): Promise<void> {
   return new Promise<void>((resolve) => {
     let controller: Dispatcher.DispatchController | undefined
-    let requestSent = false
-    let headSent = false
+    const progress: ExchangeProgress = { started: false, sent: false, headers: false }
+    /** The client is gone: keep recording (draining) but write nothing more to it. */
+    let clientGone = false
     let finished = false
+    let drainTimer: NodeJS.Timeout | undefined
     const settle = (p?: Promise<void>) => {
       if (finished) return
       finished = true
+      clearTimeout(drainTimer)
       res.off('close', onClientClose)
       // Recorder writes are tracked by the session (close() awaits them); their failure surfaces there.
       void p?.catch(() => {})
       resolve()
     }
-    const phase = (code: string | undefined): ErrorPhase => {
-      if (headSent) return 'response-body'
-      if (!requestSent) return code && CONNECT_CODES.has(code) ? 'connect' : 'request'
-      return 'response-headers'
+    const abortRecording = () => {
+      if (finished) return
+      const error = clientAbortError()
+      const p = recorder.fail(error, errorPhase(progress, error.code))
+      controller?.abort(new Error(error.message))
+      settle(p)
     }
     const onClientClose = () => {
       if (finished || res.writableFinished) return
-      // The client went away mid-exchange: stop reading upstream and keep what the app saw.
-      const p = recorder.fail({ code: 'UND_ERR_ABORTED', message: 'The client closed the connection before the response ended' }, phase(undefined))
-      controller?.abort(new Error('client closed the connection'))
-      settle(p)
+      clientGone = true
+      // As in-process: a response abandoned after its head keeps being recorded for a bounded time, so the
+      // trace holds the whole response rather than a cut that depends on timing.
+      if (!recorder.recording || !progress.headers || options.drainAfterAbortMs <= 0) {
+        abortRecording()
+        return
+      }
+      if (controller?.paused) controller.resume()
+      drainTimer = setTimeout(abortRecording, options.drainAfterAbortMs)
+      drainTimer.unref()
     }
     res.on('close', onClientClose)
 
     const headers = stripHopByHop(request.headers)
-    const origin = `${request.url.protocol}//${request.url.host}`
     agent.dispatch(
       {
-        origin,
+        origin: `${request.url.protocol}//${request.url.host}`,
         path: `${request.url.pathname}${request.url.search}`,
         method: request.method,
         headers: flatten(headers),
@@ -80,20 +79,23 @@ export function forwardRequest(agent: Agent, request: ForwardRequest, res: Serve
       {
         onRequestStart(c) {
           controller = c
+          progress.started = true
         },
         onRequestSent() {
-          requestSent = true
+          progress.sent = true
         },
         onResponseStart(c, status, _parsed, statusText) {
-          if (finished) return
+          // 1xx heads are interim: the final head follows.
+          if (finished || status < 200) return
           const raw = headerPairsFromRaw(c.rawHeaders as Buffer[] | null)
           recorder.responseStart({ status, statusText: statusText ?? '', headers: raw })
-          headSent = true
-          res.writeHead(status, statusText || undefined, flatten(stripHopByHop(raw)))
+          progress.headers = true
+          if (!clientGone) res.writeHead(status, statusText || undefined, flatten(stripHopByHop(raw)))
         },
         onResponseData(c, chunk) {
           if (finished) return
           recorder.responseData(chunk)
+          if (clientGone) return
           if (!res.write(chunk)) {
             c.pause()
             res.once('drain', () => c.resume())
@@ -102,22 +104,24 @@ export function forwardRequest(agent: Agent, request: ForwardRequest, res: Serve
         onResponseEnd(c) {
           if (finished) return
           const trailers = headerPairsFromRaw(c.rawTrailers as Buffer[] | null)
-          if (trailers.length > 0 && !res.hasHeader('content-length')) res.addTrailers(trailersObject(trailers))
-          res.end()
+          if (!clientGone) {
+            if (trailers.length > 0 && !res.hasHeader('content-length')) res.addTrailers(trailersObject(trailers))
+            res.end()
+          }
           settle(recorder.responseEnd(trailers))
         },
         onResponseError(_c, err) {
           if (finished) return
           const e = err as Error & { code?: string }
           const code = e.code ?? 'UND_ERR'
-          const ph = phase(code)
-          const p = recorder.fail({ code, message: e.message }, ph)
-          if (headSent) {
-            // Mid-body failure: the client sees the partial body and then the connection dies, as on replay.
-            res.write('', () => res.socket?.destroy())
-          } else {
-            sendUpstreamError(res, code, ph, e.message)
-          }
+          const phase = errorPhase(progress, code)
+          const p = recorder.fail({ code, message: e.message }, phase)
+          // Mid-body failure: the client sees the partial body and then the connection dies, as on replay.
+          // A client that is gone has nobody to tell.
+          if (clientGone) {
+            /* nothing to write */
+          } else if (progress.headers) res.write('', () => res.socket?.destroy())
+          else sendUpstreamError(res, code, phase, e.message)
           settle(p)
         },
       },

@@ -9,15 +9,15 @@ export { runCommand } from './command-wrapper.ts'
 export type { ControlApi } from './control-api.ts'
 /** The control API of `serve` (GET /status, POST /session/end) on a Unix socket, and its path. */
 export { controlSocketPath, startControlApi } from './control-api.ts'
-export type { Pace } from './playback.ts'
+export { DEFAULT_CHUNK_GAP_MS } from './playback.ts'
 /** Proxy environment for a child (proxy vars, NO_PROXY cleared, CA files), the CA bundle, and `export` lines. */
 export { formatExports, proxyEnvironment, writeCaBundle } from './proxy-env.ts'
 export type { ProxyRunOptions, ProxyRunResult } from './proxy-run.ts'
 /** One CLI-style run: session + proxy, then a command through it or serve until a signal. */
 export { runProxySession } from './proxy-run.ts'
-export type { ProxyServer, ProxyServerOptions, ProxyStats } from './proxy-server.ts'
-/** Starts the forward proxy around an engine session. */
-export { startProxy } from './proxy-server.ts'
+export type { ProxyLimits, ProxyServer, ProxyServerOptions, ProxyStats } from './proxy-server.ts'
+/** Starts the forward proxy around an engine session; its default connection limits. */
+export { DEFAULT_PROXY_LIMITS, startProxy } from './proxy-server.ts'
 /** Status and header of the proxy's own error responses (599 refusal, 502 upstream failure). */
 export { ERROR_HEADER, REFUSED_STATUS, UPSTREAM_FAILED_STATUS } from './responses.ts'
 export type { UpstreamOptions } from './upstream.ts'

@@ -1,62 +1,78 @@
 import type { ServerResponse } from 'node:http'
-import { setTimeout as sleep } from 'node:timers/promises'
-import type { Playback } from '../engine/index.ts'
+import { drivePlayback, type Pace, type Playback, type PlaybackTarget } from '../engine/index.ts'
 import type { HeaderPairs } from '../trace/index.ts'
 import { hasHeader, stripHopByHop } from './headers.ts'
 import { sendUpstreamError } from './responses.ts'
 
 /**
- * How replay paces a response: 'none' sends the head and every chunk at once (chunk boundaries kept);
- * 'recorded' waits the recorded time to the head and between chunks (for streaming UIs and timeouts).
+ * Extra time between two chunk writes, after the first was flushed to the kernel and a macrotask ran, so
+ * that a client reads them apart (a client reads whatever its socket holds when it gets to run). 0 is
+ * enough on loopback: measured with Node fetch (NODE_USE_ENV_PROXY), curl --no-buffer and Python
+ * requests' iter_content through the HTTPS proxy, 50 events per stream, with three CPU hogs on a 2-core
+ * machine: every read apart (bench/run.ts prints the figures). Raise it (`--chunk-gap-ms`) for clients
+ * across a real network.
  */
-export type Pace = 'none' | 'recorded'
+export const DEFAULT_CHUNK_GAP_MS = 0
+
+/** Options for playing back through the proxy. */
+export interface ProxyPlaybackOptions {
+  pace: Pace
+  /** Gap between chunk writes (ms), default DEFAULT_CHUNK_GAP_MS; only with a pace that keeps chunks apart. */
+  chunkGapMs?: number
+}
 
 /**
  * Plays a recorded response, or a recorded failure, back to the client. Returns a promise only when
- * there is something to wait for (pacing, back-pressure, a dying connection); an unpaced response of
- * one chunk is written in the caller's tick.
+ * there is something to wait for (pacing, chunk separation, back-pressure, a dying connection); a response
+ * of one chunk is written in the caller's tick.
  */
-export function writePlayback(res: ServerResponse, playback: Playback, pace: Pace): Promise<void> | undefined {
-  if (pace === 'none' && playback.kind === 'response' && playback.trailers.length === 0 && playback.chunks.length <= 1) {
-    // Fast path: head and body in one write, as a plain server would send them.
-    res.writeHead(playback.head.status, playback.head.statusText || undefined, stripHopByHop(playback.head.headers))
-    res.end(playback.chunks[0]?.bytes)
-    return undefined
-  }
-  return writeSlowly(res, playback, pace)
+export function writePlayback(res: ServerResponse, playback: Playback, options: ProxyPlaybackOptions): Promise<void> | undefined {
+  return drivePlayback(playback, options.pace, responseTarget(res, options.chunkGapMs ?? DEFAULT_CHUNK_GAP_MS))
 }
 
-async function writeSlowly(res: ServerResponse, playback: Playback, pace: Pace): Promise<void> {
-  if (pace === 'recorded' && playback.headersMs > 0) await sleep(playback.headersMs)
-  if (playback.kind === 'error' && !playback.head) {
-    // Failed before any response head: the client gets what the proxy sent while recording.
-    sendUpstreamError(res, playback.error.code, playback.error.phase, playback.error.message)
-    return
+/** A ServerResponse as a PlaybackTarget: one write per chunk, flushed, then the gap. */
+export function responseTarget(res: ServerResponse, gapMs: number): PlaybackTarget {
+  let head: Playback['head']
+  let noDelay = false
+  return {
+    get gone() {
+      return res.destroyed
+    },
+    head(h) {
+      head = h
+      res.writeHead(h.status, h.statusText || undefined, stripHopByHop(h.headers))
+    },
+    chunk(bytes) {
+      if (!noDelay) {
+        // Small writes must leave at once, not wait for Nagle's algorithm to coalesce them.
+        res.socket?.setNoDelay(true)
+        noDelay = true
+      }
+      if (res.write(bytes)) return undefined
+      return waitDrain(res)
+    },
+    separate() {
+      return new Promise<void>((resolve) => {
+        // The write callback runs once the bytes are handed to the kernel; the gap starts there.
+        res.write('', () => (gapMs > 0 ? setTimeout(resolve, gapMs) : setImmediate(resolve)))
+      })
+    },
+    end(trailers) {
+      if (trailers.length > 0 && head && !hasHeader(head.headers, 'content-length')) res.addTrailers(trailersObject(trailers))
+      res.end()
+    },
+    fail(error, afterHead) {
+      if (!afterHead) {
+        // Failed before any response head: the client gets what the proxy sent while recording.
+        sendUpstreamError(res, error.code, error.phase, error.message)
+        return
+      }
+      // Recorded failure after the head: the partial body, then the connection dies as it did.
+      res.write('', () => res.socket?.destroy())
+    },
   }
-  const head = playback.kind === 'response' ? playback.head : (playback.head as NonNullable<typeof playback.head>)
-  res.writeHead(head.status, head.statusText || undefined, stripHopByHop(head.headers))
-  let last = 0
-  for (const chunk of playback.chunks) {
-    if (pace === 'recorded' && chunk.atMs > last) await sleep(chunk.atMs - last)
-    last = Math.max(last, chunk.atMs)
-    if (res.destroyed) return
-    if (!res.write(chunk.bytes)) await waitDrain(res)
-  }
-  if (playback.kind === 'error') {
-    // Recorded failure after the head: the partial body, then the connection dies as it did.
-    await new Promise<void>((resolve) => res.write('', () => resolve()))
-    res.socket?.destroy()
-    return
-  }
-  if (playback.trailers.length > 0 && !hasHeader(head.headers, 'content-length')) res.addTrailers(trailersObject(playback.trailers))
-  res.end()
 }
 
-/**
- * A recorded head as `writeHead` takes it: node:http accepts [name, value] pairs as they are, so the only
- * work is dropping hop-by-hop fields (none, usually, and then no copy). Not cached: strict replay plays
- * each recorded exchange once, so a per-head cache only missed and grew.
- */
 function waitDrain(res: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {

@@ -2,12 +2,11 @@
  * One proxy run as the CLI does it: open the session, start the proxy (and the control API for serve),
  * then either run a command through it or serve until SIGINT/SIGTERM, and close the trace cleanly.
  */
-import { openSession, type SessionOptions, type SessionSummary } from '../engine/index.ts'
+import { openSession, type PaceOption, type SessionOptions, type SessionSummary } from '../engine/index.ts'
 import type { TraceStore } from '../store/index.ts'
 import { loadCertificateAuthority } from './certificate-authority.ts'
 import { type CommandExit, runCommand } from './command-wrapper.ts'
 import { controlSocketPath, startControlApi } from './control-api.ts'
-import type { Pace } from './playback.ts'
 import { proxyEnvironment, writeCaBundle } from './proxy-env.ts'
 import { startProxy } from './proxy-server.ts'
 import type { UpstreamOptions } from './upstream.ts'
@@ -22,7 +21,7 @@ export interface ProxyRunOptions {
   /** Port; with a command the default is a free loopback port. */
   port?: number
   upstream?: UpstreamOptions
-  pace?: Pace
+  pace?: PaceOption
   /** Run this command (argv) through the proxy, then stop. Without one, serve until SIGINT/SIGTERM. */
   command?: string[]
   /** Start the control API (serve). */
@@ -62,7 +61,7 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
       ...(o.host ? { host: o.host } : {}),
       port: o.port ?? 0,
       ...(o.upstream ? { upstream: o.upstream } : {}),
-      ...(o.pace ? { pace: o.pace } : {}),
+      ...(o.pace !== undefined ? { pace: o.pace } : {}),
     })
   } catch (err) {
     // Nothing ran: keep the previous trace rather than replace it with an empty recording.

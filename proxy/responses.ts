@@ -40,3 +40,17 @@ export function sendUpstreamError(res: ServerResponse, code: string, phase: stri
     { 'x-tool-replay-upstream-error': code },
   )
 }
+
+/** A whole error response as raw bytes, for sockets that have no ServerResponse (CONNECT, upgrades, refusals). */
+export function rawErrorResponse(status: number, code: string, message: string): string {
+  const body = `${message}\n`
+  const reason = STATUS_REASONS[status] ?? 'Error'
+  return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain; charset=utf-8\r\n${ERROR_HEADER}: ${code}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
+}
+
+const STATUS_REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  408: 'Request Timeout',
+  503: 'Service Unavailable',
+  [REFUSED_STATUS]: 'Tool Replay Refused',
+}

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import type { Argv } from 'yargs'
 import type { Mode, SessionOptions } from '../../engine/index.ts'
-import { formatSummary } from '../../engine/index.ts'
+import { formatSummary, parsePace } from '../../engine/index.ts'
 import { parseResolve, runProxySession, type UpstreamOptions } from '../../proxy/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { EXIT_CODES } from '../exit-codes.ts'
@@ -21,7 +21,12 @@ export function proxyOptions(y: Argv): Argv {
     .option('resolve', { type: 'string', array: true, describe: 'Map an upstream host: HOST=ADDRESS:PORT (repeatable); TLS still verifies HOST' })
     .option('upstream-ca', { type: 'string', describe: 'PEM file of extra CAs trusted for upstream TLS' })
     .option('insecure-upstream', { type: 'boolean', default: false, describe: 'Do not verify upstream TLS certificates' })
-    .option('pace', { choices: ['none', 'recorded'], default: 'none', describe: 'Replay timing: none = at once (chunking kept), recorded = recorded delays' })
+    .option('pace', {
+      type: 'string',
+      default: 'chunks',
+      describe:
+        'Replay timing: chunks = each recorded chunk its own read, no waiting; recorded = recorded timing; FACTOR (e.g. 0.1 = 10x faster than recorded); none = as fast as possible',
+    })
 }
 
 /** The command after `--` (yargs leaves it in `_` after the command name). */
@@ -58,6 +63,7 @@ export async function runProxyCommand(
     // Checked before the store opens: a bad flag must not touch any trace.
     throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid --port ${String(args.port)}: use a whole number from 0 to 65535 (0 = any free port).`)
   }
+  const pace = parsePace(args.pace)
   return withStore({ store: args.store }, async (store) => {
     const result = await runProxySession({
       store,
@@ -66,7 +72,7 @@ export async function runProxyCommand(
       host: String(args.host ?? '127.0.0.1'),
       port: typeof args.port === 'number' ? args.port : command.length > 0 ? 0 : DEFAULT_PROXY_PORT,
       upstream: upstreamFromArgs(args),
-      pace: args.pace === 'recorded' ? 'recorded' : 'none',
+      pace,
       ...(command.length > 0 ? { command } : {}),
       control: opts.control,
       log: (line) => io.err(line),

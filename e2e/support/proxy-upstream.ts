@@ -102,6 +102,26 @@ function route(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
       next()
       return
     }
+    case '/sse': {
+      // ?n=EVENTS&gap=MS&delay=MS: the head after `delay`, then one event every `gap` ms.
+      const q = new URL(req.url ?? '/', 'http://x').searchParams
+      const n = Number(q.get('n') ?? 20)
+      const gap = Number(q.get('gap') ?? 5)
+      setTimeout(
+        () => {
+          res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
+          let i = 0
+          const next = () => {
+            res.write(`data: {"n":${i},"text":"event ${i} of ${n}"}\n\n`)
+            if (++i < n) setTimeout(next, gap)
+            else res.end()
+          }
+          next()
+        },
+        Number(q.get('delay') ?? 0),
+      )
+      return
+    }
     case '/reset':
       res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '1000' })
       res.write(RESET_PARTIAL, () =>

@@ -1,0 +1,78 @@
+/**
+ * Plays a recorded outcome to a capture path, deciding once, for both paths, what goes out when: the head,
+ * each recorded chunk (kept apart as its own read unless the pace is `none`), the end or the recorded
+ * failure. A capture path only says how to hand each part over (`PlaybackTarget`).
+ */
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { HeaderPairs, RecordedError, ResponseHead } from '../trace/index.ts'
+import { keepsChunksApart, type Pace, releaseAtMs } from './pacing.ts'
+import type { Playback } from './session.ts'
+
+/** How one capture path hands the parts of a response to its client. */
+export interface PlaybackTarget {
+  /** True once the client is gone (aborted, socket closed): playback stops quietly. */
+  readonly gone: boolean
+  head(head: ResponseHead): void
+  /** Hands one chunk over; returns a promise when the client asked to wait (back-pressure). */
+  chunk(bytes: Uint8Array): void | Promise<void>
+  /** Keeps the chunk just handed over apart from the next, so the client reads it on its own. */
+  separate(): Promise<void>
+  end(trailers: HeaderPairs): void
+  /** A recorded failure: before any head (`afterHead` false), or after the head and partial body. */
+  fail(error: RecordedError, afterHead: boolean): void
+}
+
+/**
+ * Plays `playback` into `target` at `pace`. Returns undefined when everything went out synchronously (a
+ * response of at most one chunk, no waits), else a promise that settles when playback is over.
+ */
+export function drivePlayback(playback: Playback, pace: Pace, target: PlaybackTarget): Promise<void> | undefined {
+  if (pace.kind !== 'recorded' && playback.kind === 'response' && playback.chunks.length <= 1) {
+    // The common case (a plain JSON answer): no promise, no timer.
+    target.head(playback.head)
+    const first = playback.chunks[0]
+    const waiting = first ? target.chunk(first.bytes) : undefined
+    if (waiting === undefined) {
+      target.end(playback.trailers)
+      return undefined
+    }
+    return waiting.then(() => {
+      if (!target.gone) target.end(playback.trailers)
+    })
+  }
+  return drive(playback, pace, target)
+}
+
+async function drive(playback: Playback, pace: Pace, target: PlaybackTarget): Promise<void> {
+  const t0 = performance.now()
+  // Undefined when there is nothing to wait for: then no await happens and delivery stays in this tick.
+  const until = (atMs: number): Promise<unknown> | undefined => {
+    const ms = releaseAtMs(pace, atMs) - (performance.now() - t0)
+    return ms >= 1 ? sleep(ms) : undefined
+  }
+  const head = playback.head
+  const toHead = until(playback.headersMs)
+  if (toHead) await toHead
+  if (target.gone) return
+  if (!head) {
+    target.fail((playback as Extract<Playback, { kind: 'error' }>).error, false)
+    return
+  }
+  target.head(head)
+  const apart = keepsChunksApart(pace)
+  for (let i = 0; i < playback.chunks.length; i++) {
+    const chunk = playback.chunks[i] as (typeof playback.chunks)[number]
+    const toChunk = until(chunk.atMs)
+    if (toChunk) await toChunk
+    if (target.gone) return
+    const waiting = target.chunk(chunk.bytes)
+    if (waiting) await waiting
+    if (target.gone) return
+    if (apart && i < playback.chunks.length - 1) {
+      await target.separate()
+      if (target.gone) return
+    }
+  }
+  if (playback.kind === 'response') target.end(playback.trailers)
+  else target.fail(playback.error, true)
+}
