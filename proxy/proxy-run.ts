@@ -8,7 +8,7 @@ import { loadCertificateAuthority } from './certificate-authority.ts'
 import { type CommandExit, runCommand } from './command-wrapper.ts'
 import { controlSocketPath, startControlApi } from './control-api.ts'
 import { proxyEnvironment, writeCaBundle } from './proxy-env.ts'
-import { startProxy } from './proxy-server.ts'
+import { type ProxyLimits, startProxy } from './proxy-server.ts'
 import type { UpstreamOptions } from './upstream.ts'
 
 /** Options for `runProxySession`. */
@@ -22,6 +22,10 @@ export interface ProxyRunOptions {
   port?: number
   upstream?: UpstreamOptions
   pace?: PaceOption
+  /** See ProxyServerOptions. */
+  limits?: ProxyLimits
+  maxBodyBytes?: number
+  chunkGapMs?: number
   /** Run this command (argv) through the proxy, then stop. Without one, serve until SIGINT/SIGTERM. */
   command?: string[]
   /** Start the control API (serve). */
@@ -62,6 +66,9 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
       port: o.port ?? 0,
       ...(o.upstream ? { upstream: o.upstream } : {}),
       ...(o.pace !== undefined ? { pace: o.pace } : {}),
+      ...(o.limits ? { limits: o.limits } : {}),
+      ...(o.maxBodyBytes !== undefined ? { maxBodyBytes: o.maxBodyBytes } : {}),
+      ...(o.chunkGapMs !== undefined ? { chunkGapMs: o.chunkGapMs } : {}),
     })
   } catch (err) {
     // Nothing ran: keep the previous trace rather than replace it with an empty recording.

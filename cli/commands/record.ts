@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs'
 import type { Argv } from 'yargs'
 import type { Mode, SessionOptions } from '../../engine/index.ts'
-import { formatSummary, parsePace } from '../../engine/index.ts'
-import { parseResolve, runProxySession, type UpstreamOptions } from '../../proxy/index.ts'
+import { formatSummary, parseMaxBodyBytes, parsePace } from '../../engine/index.ts'
+import { DEFAULT_PROXY_LIMITS, type ProxyLimits, parseResolve, runProxySession, type UpstreamOptions } from '../../proxy/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { EXIT_CODES } from '../exit-codes.ts'
 import { storeDir, withStore } from '../open-store.ts'
@@ -21,6 +21,21 @@ export function proxyOptions(y: Argv): Argv {
     .option('resolve', { type: 'string', array: true, describe: 'Map an upstream host: HOST=ADDRESS:PORT (repeatable); TLS still verifies HOST' })
     .option('upstream-ca', { type: 'string', describe: 'PEM file of extra CAs trusted for upstream TLS' })
     .option('insecure-upstream', { type: 'boolean', default: false, describe: 'Do not verify upstream TLS certificates' })
+    .option('max-body-bytes', { type: 'number', describe: 'Largest request body buffered for matching (default 64 MiB); larger ones get 413' })
+    .option('chunk-gap-ms', {
+      type: 'number',
+      describe: 'Extra gap between replayed chunks, for clients across a real network (default 0: flushed writes are enough on loopback)',
+    })
+    .option('headers-timeout-ms', {
+      type: 'number',
+      describe: `A client must send a request head within this time (default ${DEFAULT_PROXY_LIMITS.headersTimeoutMs})`,
+    })
+    .option('request-timeout-ms', { type: 'number', describe: `... and its whole request within this time (default ${DEFAULT_PROXY_LIMITS.requestTimeoutMs})` })
+    .option('keep-alive-timeout-ms', {
+      type: 'number',
+      describe: `Idle keep-alive connections close after this time (default ${DEFAULT_PROXY_LIMITS.keepAliveTimeoutMs})`,
+    })
+    .option('max-connections', { type: 'number', describe: `Connections open at once; more are answered 503 (default ${DEFAULT_PROXY_LIMITS.maxConnections})` })
     .option('pace', {
       type: 'string',
       default: 'chunks',
@@ -33,6 +48,31 @@ export function proxyOptions(y: Argv): Argv {
 export function commandArgv(args: Args): string[] {
   const rest = args['--'] ?? args._.slice(1)
   return rest.map(String)
+}
+
+/** Proxy limits from the shared flags; each must be a whole number > 0 (checked before anything opens). */
+export function limitsFromArgs(args: Args): ProxyLimits {
+  const limits: ProxyLimits = {}
+  const flags = [
+    ['headers-timeout-ms', 'headersTimeoutMs'],
+    ['request-timeout-ms', 'requestTimeoutMs'],
+    ['keep-alive-timeout-ms', 'keepAliveTimeoutMs'],
+    ['max-connections', 'maxConnections'],
+  ] as const
+  for (const [flag, key] of flags) {
+    const v = args[flag]
+    if (v === undefined) continue
+    if (!(typeof v === 'number' && Number.isSafeInteger(v) && v > 0)) {
+      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid --${flag} ${String(v)}: give a whole number > 0 (default ${DEFAULT_PROXY_LIMITS[key]}).`)
+    }
+    limits[key] = v
+  }
+  return limits
+}
+
+function nonNegative(v: unknown, flag: string): number {
+  if (typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 60_000) return v
+  throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid --${flag} ${String(v)}: give a number of milliseconds from 0 to 60000.`)
 }
 
 /** Upstream options from the shared flags. */
@@ -64,6 +104,9 @@ export async function runProxyCommand(
     throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid --port ${String(args.port)}: use a whole number from 0 to 65535 (0 = any free port).`)
   }
   const pace = parsePace(args.pace)
+  const limits = limitsFromArgs(args)
+  const maxBodyBytes = args['max-body-bytes'] === undefined ? undefined : parseMaxBodyBytes(args['max-body-bytes'])
+  const chunkGapMs = args['chunk-gap-ms'] === undefined ? undefined : nonNegative(args['chunk-gap-ms'], 'chunk-gap-ms')
   return withStore({ store: args.store }, async (store) => {
     const result = await runProxySession({
       store,
@@ -73,6 +116,9 @@ export async function runProxyCommand(
       port: typeof args.port === 'number' ? args.port : command.length > 0 ? 0 : DEFAULT_PROXY_PORT,
       upstream: upstreamFromArgs(args),
       pace,
+      limits,
+      ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
+      ...(chunkGapMs !== undefined ? { chunkGapMs } : {}),
       ...(command.length > 0 ? { command } : {}),
       control: opts.control,
       log: (line) => io.err(line),

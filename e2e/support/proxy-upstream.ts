@@ -12,6 +12,8 @@ export const JSON_BODY = JSON.stringify({ id: 1, name: 'Ada', tags: ['a', 'b'] }
 export const GZIP_TEXT = 'compressed '.repeat(200)
 export const STREAM_CHUNKS = ['data: one\n\n', 'data: two\n\n', 'data: three\n\n']
 export const RESET_PARTIAL = 'partial-body-before-reset'
+/** A 10 MB body, written in 64 KiB pieces. */
+export const BIG_BODY = Buffer.alloc(10 * 1024 * 1024, 'the quick brown fox jumps over the lazy dog 0123456789\n')
 
 /** A test PKI: its own CA (not the proxy's), and a leaf for the given names. */
 export async function createTestPki(hosts: string[]): Promise<{ caPem: string; caPath: string; certs: Record<string, { cert: string; key: string }> }> {
@@ -120,6 +122,23 @@ function route(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
         },
         Number(q.get('delay') ?? 0),
       )
+      return
+    }
+    case '/big': {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(BIG_BODY.byteLength) })
+      let offset = 0
+      const pump = () => {
+        while (offset < BIG_BODY.byteLength) {
+          const piece = BIG_BODY.subarray(offset, offset + 64 * 1024)
+          offset += piece.byteLength
+          if (!res.write(piece)) {
+            res.once('drain', pump)
+            return
+          }
+        }
+        res.end()
+      }
+      pump()
       return
     }
     case '/reset':
