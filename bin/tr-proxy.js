@@ -1,13 +1,15 @@
 #!/usr/bin/env node
-// Entry point of the `tr-proxy` command. Published packages run the compiled dist/; a checkout
-// without a build runs the TypeScript sources directly (Node >= 22.18 strips types).
+// Entry point of the `tr-proxy` command. A published package runs the compiled dist/. A checkout (the
+// TypeScript sources are beside this file) always runs the sources, which Node >= 22.18 runs directly by
+// stripping types: a dist/ left over from an older build can never run stale code.
 import { existsSync } from 'node:fs'
 
 const [major, minor] = process.versions.node.split('.').map(Number)
 if (major < 22 || (major === 22 && minor < 19)) {
   process.stderr.write(`tr-proxy needs Node >= 22.19 (this is ${process.version}).\n`)
-  process.exit(2)
+  process.exit(64)
 }
+const source = new URL('../cli/main.ts', import.meta.url)
 const compiled = new URL('../dist/cli/main.js', import.meta.url)
-const { runCli } = await import(existsSync(compiled) ? compiled.href : new URL('../cli/main.ts', import.meta.url).href)
+const { runCli } = await import(existsSync(source) ? source.href : compiled.href)
 process.exitCode = await runCli(process.argv.slice(2))

@@ -107,8 +107,14 @@ export async function emitCase(options: EmitCaseOptions): Promise<EmittedCase> {
     if (command.argv.length === 0) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, 'The command of a command case is empty.')
     const cwd = portable(relative(dest, resolve(command.cwd ?? process.cwd()))) || '.'
     run = { kind: 'command', command: [...command.argv], cwd: cwd.startsWith('./') ? cwd.slice(2) || '.' : cwd }
-    if ('json' in options.expect || (options.expect.exitCode === undefined && options.expect.stdout === undefined)) {
-      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, 'A command case expects an exit code and/or stdout: give --expect-exit-code and/or --expect-stdout.')
+    if (
+      'json' in options.expect ||
+      (options.expect.exitCode === undefined && options.expect.stdout === undefined && options.expect.stdoutExact === undefined)
+    ) {
+      throw new ToolReplayError(
+        ErrorCodes.INVALID_OPTION,
+        'A command case expects an exit code and/or stdout: give --expect-exit-code and/or --expect-stdout (or --expect-stdout-file).',
+      )
     }
   }
 

@@ -21,8 +21,12 @@ export type CaseRun =
   /** A command run under the proxy in strict replay; `cwd` is relative to the case directory. */
   | { kind: 'command'; command: string[]; cwd: string }
 
-/** What the run must produce: the runner's return value as JSON, or a command's exit code and/or stdout. */
-export type CaseExpectation = { json: unknown } | { exitCode?: number; stdout?: string }
+/**
+ * What the run must produce: the runner's return value as JSON, or a command's exit code and/or stdout.
+ * `stdout` ignores one trailing newline of the output (`echo rejected` matches "rejected"); `stdoutExact`
+ * (from `--expect-stdout-file`) compares every byte.
+ */
+export type CaseExpectation = { json: unknown } | { exitCode?: number; stdout?: string; stdoutExact?: string }
 
 export interface CaseManifest {
   format: typeof CASE_FORMAT
@@ -124,11 +128,13 @@ export function parseManifest(text: string, where: string): CaseManifest {
     const e = obj(top.expect, 'expect', ['json'])
     expect = { json: e.json }
   } else {
-    const e = obj(top.expect, 'expect', [], ['exitCode', 'stdout'])
-    const x: { exitCode?: number; stdout?: string } = {}
+    const e = obj(top.expect, 'expect', [], ['exitCode', 'stdout', 'stdoutExact'])
+    const x: { exitCode?: number; stdout?: string; stdoutExact?: string } = {}
     if (e.exitCode !== undefined) x.exitCode = int(e.exitCode, 'expect.exitCode')
     if (e.stdout !== undefined) x.stdout = str(e.stdout, 'expect.stdout')
-    if (x.exitCode === undefined && x.stdout === undefined) fail('expect', 'must name exitCode and/or stdout')
+    if (e.stdoutExact !== undefined) x.stdoutExact = str(e.stdoutExact, 'expect.stdoutExact')
+    if (x.stdout !== undefined && x.stdoutExact !== undefined) fail('expect', 'names both stdout and stdoutExact; keep one')
+    if (x.exitCode === undefined && x.stdout === undefined && x.stdoutExact === undefined) fail('expect', 'must name exitCode and/or stdout')
     expect = x
   }
   const t = obj(top.trace, 'trace', ['file', 'sha256', 'size', 'exchanges'])

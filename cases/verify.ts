@@ -16,7 +16,7 @@ import { formatSummary, type SessionSummary } from '../engine/index.ts'
 import { install } from '../interceptor/index.ts'
 import { createMemoryStore, parseTraceFile } from '../store/index.ts'
 import { canonicalJson, diffJson, ErrorCodes, isToolReplayError, type JsonDifference, parseJson, sha256, ToolReplayError, type Trace } from '../trace/index.ts'
-import { type CaseManifest, MANIFEST_FILE, parseManifest } from './manifest.ts'
+import { type CaseExpectation, type CaseManifest, MANIFEST_FILE, parseManifest } from './manifest.ts'
 
 /** A case that passed. */
 export interface VerifyResult {
@@ -125,8 +125,7 @@ async function verifyNow(dir: string): Promise<VerifyResult> {
       { cause: outcome.error, details: { case: manifest.name, error: errorText(outcome.error), summary } },
     )
   }
-  const expected = 'json' in manifest.expect ? manifest.expect.json : manifest.expect
-  const actual = 'json' in manifest.expect ? outcome.actual : pick(outcome.actual as Record<string, unknown>, Object.keys(manifest.expect))
+  const { expected, actual } = comparable(manifest.expect, outcome.actual)
   if (canonicalJson(expected) !== canonicalJson(actual)) {
     const differences = diffJson(expected, actual, 20)
     throw new ToolReplayError(
@@ -182,10 +181,33 @@ function toJson(v: unknown): unknown {
   return s === undefined ? null : parseJson(s)
 }
 
-function pick(o: Record<string, unknown>, keys: string[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
-  for (const k of keys) out[k] = o[k]
-  return out
+/**
+ * The expectation and the actual result, in the form they are compared: a runner's JSON as is; for a
+ * command, only the fields the case names, with one trailing newline of stdout insignificant for `stdout`
+ * and every byte significant for `stdoutExact`.
+ */
+function comparable(expect: CaseExpectation, actual: unknown): { expected: unknown; actual: unknown } {
+  if ('json' in expect) return { expected: expect.json, actual }
+  const a = actual as { exitCode?: number; stdout?: string }
+  const expected: Record<string, unknown> = {}
+  const got: Record<string, unknown> = {}
+  if (expect.exitCode !== undefined) {
+    expected.exitCode = expect.exitCode
+    got.exitCode = a.exitCode
+  }
+  if (expect.stdout !== undefined) {
+    expected.stdout = dropFinalNewline(expect.stdout)
+    got.stdout = dropFinalNewline(a.stdout ?? '')
+  }
+  if (expect.stdoutExact !== undefined) {
+    expected.stdoutExact = expect.stdoutExact
+    got.stdoutExact = a.stdout ?? ''
+  }
+  return { expected, actual: got }
+}
+
+function dropFinalNewline(text: string): string {
+  return text.endsWith('\r\n') ? text.slice(0, -2) : text.endsWith('\n') ? text.slice(0, -1) : text
 }
 
 function errorText(err: unknown): string {

@@ -67,16 +67,16 @@ describe('tr-proxy CLI (in-process)', () => {
     assert.match(full.out.join('\n'), /< 200 OK\n< content-type: application\/json\n<\n\{"active":true\}/)
   })
 
-  test('unknown trace: TR_TRACE_NOT_FOUND, exit 3, message names what exists', async () => {
+  test('unknown trace: TR_TRACE_NOT_FOUND, exit 66, message names what exists', async () => {
     const c = capture()
     assert.equal(await runCli(['show', 'crn', '--store', store], c.io), EXIT_CODES[ErrorCodes.TRACE_NOT_FOUND])
     assert.match(c.err.join('\n'), /error TR_TRACE_NOT_FOUND: Trace "crn" was not found .* Traces there: "crm"\./)
     const j = capture()
-    assert.equal(await runCli(['show', 'crn', '--store', store, '--json'], j.io), 3)
+    assert.equal(await runCli(['show', 'crn', '--store', store, '--json'], j.io), 66)
     assert.equal(JSON.parse(j.out.join('')).error.code, 'TR_TRACE_NOT_FOUND')
   })
 
-  test('export then import round-trips; a tampered file is refused with exit 4', async () => {
+  test('export then import round-trips; a tampered file is refused with exit 65', async () => {
     const file = join(dir, 'crm.trace.json')
     assert.equal(await runCli(['export', 'crm', '--out', file, '--store', store], capture().io), 0)
     const text = await readFile(file, 'utf8')
@@ -92,17 +92,17 @@ describe('tr-proxy CLI (in-process)', () => {
     assert.notEqual(tampered, text, 'the tamper step changed the file')
     await writeFile(join(dir, 'tampered.trace.json'), tampered)
     const bad = capture()
-    assert.equal(await runCli(['import', join(dir, 'tampered.trace.json'), '--store', other], bad.io), 4)
+    assert.equal(await runCli(['import', join(dir, 'tampered.trace.json'), '--store', other], bad.io), 65)
     assert.match(bad.err.join('\n'), /TR_TRACE_(DIGEST_MISMATCH|FILE_INVALID)/)
   })
 
-  test('rm deletes traces; an unknown name deletes nothing and exits 3', async () => {
+  test('rm deletes traces; an unknown name deletes nothing and exits 66', async () => {
     const s = await openStore(store)
     await s.putTrace(sampleTrace('tmp-a'))
     await s.putTrace(sampleTrace('tmp-b'))
     await s.close()
     const bad = capture()
-    assert.equal(await runCli(['rm', 'tmp-a', 'nope', '--store', store], bad.io), 3)
+    assert.equal(await runCli(['rm', 'tmp-a', 'nope', '--store', store], bad.io), 66)
     assert.match(bad.err.join('\n'), /Nothing deleted: no trace named "nope"/)
     assert.equal(await runCli(['rm', 'tmp-a', 'tmp-b', '--store', store], capture().io), 0)
     const ls = capture()
@@ -115,23 +115,23 @@ describe('tr-proxy CLI (in-process)', () => {
 
   test('a record run that never starts keeps the previous trace (bad port, missing command)', async () => {
     const badPort = capture()
-    assert.equal(await runCli(['record', '--trace', 'crm', '--port', '99999', '--store', store, '--', 'true'], badPort.io), 2)
+    assert.equal(await runCli(['record', '--trace', 'crm', '--port', '99999', '--store', store, '--', 'true'], badPort.io), 64)
     assert.match(badPort.err.join('\n'), /TR_INVALID_OPTION: Invalid --port 99999/)
     const missing = capture()
-    assert.equal(await runCli(['record', '--trace', 'crm', '--store', store, '--', '/nonexistent/command'], missing.io), 10)
+    assert.equal(await runCli(['record', '--trace', 'crm', '--store', store, '--', '/nonexistent/command'], missing.io), 74)
     assert.match(missing.err.join('\n'), /TR_COMMAND_FAILED/)
     const show = capture()
     assert.equal(await runCli(['show', 'crm', '--store', store], show.io), 0)
     assert.match(show.out.join('\n'), /^trace "crm": 1 exchange\(s\)/)
   })
 
-  test('usage errors exit 2, point at --help and run nothing', async () => {
+  test('usage errors exit 64, point at --help and run nothing', async () => {
     const c = capture()
-    assert.equal(await runCli(['frobnicate'], c.io), 2)
+    assert.equal(await runCli(['frobnicate'], c.io), 64)
     assert.match(c.err.join('\n'), /Run "tr-proxy --help"/)
     // A mistyped flag on a destructive command must not run it.
     const rm = capture()
-    assert.equal(await runCli(['rm', 'crm', '--bogus-flag', '--store', store], rm.io), 2)
+    assert.equal(await runCli(['rm', 'crm', '--bogus-flag', '--store', store], rm.io), 64)
     assert.deepEqual(rm.out, [])
     const ls = capture()
     assert.equal(await runCli(['ls', '--store', store, '--json'], ls.io), 0)
@@ -140,16 +140,16 @@ describe('tr-proxy CLI (in-process)', () => {
       'crm still there',
     )
     const badChoice = capture()
-    assert.equal(await runCli(['record', '--mode', 'replay', '--trace', 'crm', '--store', store, '--', 'true'], badChoice.io), 2)
+    assert.equal(await runCli(['record', '--mode', 'replay', '--trace', 'crm', '--store', store, '--', 'true'], badChoice.io), 64)
     assert.match(badChoice.err.join('\n'), /Invalid values/)
     const j = capture()
-    assert.equal(await runCli(['ls', '--bogus', '--json', '--store', store], j.io), 2)
+    assert.equal(await runCli(['ls', '--bogus', '--json', '--store', store], j.io), 64)
     assert.deepEqual(JSON.parse(j.out.join('')).error.code, 'TR_USAGE')
   })
 
   test('--help works everywhere', async () => {
     const none = capture()
-    assert.equal(await runCli([], none.io), 2)
+    assert.equal(await runCli([], none.io), 64)
     for (const cmd of ['ls', 'show', 'export', 'import']) {
       const h = capture()
       const stdout: string[] = []
@@ -170,4 +170,53 @@ describe('tr-proxy CLI (in-process)', () => {
   test('every error code has an exit code', () => {
     for (const code of Object.values(ErrorCodes)) assert.equal(typeof EXIT_CODES[code], 'number', code)
   })
+
+  test('read-only commands never create a store: a missing one is TR_STORE_NOT_FOUND naming the path and --store', async () => {
+    const missing = join(dir, 'no-such-store')
+    for (const argv of [
+      ['ls'],
+      ['show', 'x'],
+      ['export', 'x', '--out', join(dir, 'x.json')],
+      ['diff', 'a', 'b'],
+      ['rm', 'x'],
+      ['fork', 'x', '--to', 'y', '--patch', '#0 status=500'],
+    ]) {
+      const c = capture()
+      assert.equal(await runCli([...argv, '--store', missing], c.io), EXIT_CODES[ErrorCodes.STORE_NOT_FOUND], argv.join(' '))
+      assert.match(c.err.join('\n'), new RegExp(`TR_STORE_NOT_FOUND: There is no trace store at ${missing.replace(/[/.]/g, '\\$&')}.*--store`))
+      await assert.rejects(readFile(join(missing, 'CURRENT')), 'nothing was created')
+    }
+    await assert.rejects(
+      import('node:fs/promises').then((fs) => fs.stat(missing)),
+      'not even the directory',
+    )
+  })
+
+  test('a store whose CURRENT file is gone is TR_STORE_CORRUPT for every command, and no file is touched', async () => {
+    const damaged = join(dir, 'damaged')
+    const s = await openStore(damaged)
+    for (const name of ['a', 'b', 'c', 'd']) await s.putTrace(sampleTrace(name))
+    await s.close()
+    await rm(join(damaged, 'CURRENT'))
+    const before = await snapshot(damaged)
+    for (const argv of [['ls'], ['show', 'a'], ['record', '--trace', 'x', '--', 'true']]) {
+      const c = capture()
+      assert.equal(await runCli(['--store', damaged, ...argv], c.io), EXIT_CODES[ErrorCodes.STORE_CORRUPT], argv.join(' '))
+      assert.match(c.err.join('\n'), /TR_STORE_CORRUPT: .*no CURRENT file.*Nothing was changed/)
+    }
+    assert.deepEqual(await snapshot(damaged), before, 'every file is exactly as it was')
+  })
 })
+
+/** Every file under a directory with its bytes (hex digest), for before/after comparisons. */
+async function snapshot(root: string): Promise<Record<string, string>> {
+  const { readdir } = await import('node:fs/promises')
+  const { createHash } = await import('node:crypto')
+  const out: Record<string, string> = {}
+  for (const name of (await readdir(root)).sort()) {
+    if (name === 'LOCK' || name.endsWith('.sock')) continue
+    const bytes = await readFile(join(root, name)).catch(() => undefined)
+    if (bytes) out[name] = createHash('sha256').update(bytes).digest('hex')
+  }
+  return out
+}

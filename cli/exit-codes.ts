@@ -2,42 +2,52 @@ import { type ErrorCode, ErrorCodes } from '../trace/index.ts'
 
 /**
  * The one table from error codes to process exit codes. Stable: scripts and CI branch on these.
- * 0 success; 1 unexpected failure; 2 usage. README "Errors and exit codes" mirrors this table.
+ *
+ * The rule: Tool Replay's own codes are 64 and above (after sysexits: 64 usage, 65 bad data, 66 no input,
+ * 70 internal error), so a wrapped command's own code (`tr-proxy replay -- npm test`), which is passed
+ * through only when Tool Replay saw no problem, can be told apart from them: below 64 it is the command's.
+ * 0 is success; 1 is `diff --exit-code` finding differences (as git diff). README mirrors this table.
  */
 export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
-  [ErrorCodes.INVALID_OPTION]: 2,
-  [ErrorCodes.INVALID_PATCH]: 2,
-  [ErrorCodes.USAGE]: 2,
-  [ErrorCodes.TRACE_NOT_FOUND]: 3,
-  [ErrorCodes.TRACE_EXISTS]: 3,
-  [ErrorCodes.TRACE_INVALID]: 4,
-  [ErrorCodes.TRACE_FILE_INVALID]: 4,
-  [ErrorCodes.TRACE_DIGEST_MISMATCH]: 4,
-  [ErrorCodes.BODY_MISSING]: 4,
-  [ErrorCodes.STORE_CORRUPT]: 4,
-  [ErrorCodes.STORE_LOCKED]: 5,
-  [ErrorCodes.STORE_CLOSED]: 5,
-  [ErrorCodes.STORE_IO]: 5,
-  [ErrorCodes.STORE_NOT_FOUND]: 5,
-  [ErrorCodes.REPLAY_MISS]: 6,
-  [ErrorCodes.REPLAY_EXHAUSTED]: 6,
-  [ErrorCodes.REPLAY_UNUSED]: 6,
-  [ErrorCodes.REPLAY_INCOMPLETE]: 6,
-  [ErrorCodes.CASE_INTEGRITY]: 7,
-  [ErrorCodes.CASE_EXISTS]: 3,
-  [ErrorCodes.CASE_REGRESSION]: 8,
-  [ErrorCodes.CASE_APP_ERROR]: 9,
-  [ErrorCodes.PROXY_START_FAILED]: 10,
-  [ErrorCodes.PROXY_BAD_REQUEST]: 10,
-  [ErrorCodes.REQUEST_TOO_LARGE]: 10,
-  [ErrorCodes.UPSTREAM_FAILED]: 10,
-  [ErrorCodes.COMMAND_FAILED]: 10,
-  [ErrorCodes.INTERNAL]: 1,
+  [ErrorCodes.USAGE]: 64,
+  [ErrorCodes.INVALID_OPTION]: 64,
+  [ErrorCodes.INVALID_PATCH]: 64,
+  [ErrorCodes.TRACE_INVALID]: 65,
+  [ErrorCodes.TRACE_FILE_INVALID]: 65,
+  [ErrorCodes.TRACE_DIGEST_MISMATCH]: 65,
+  [ErrorCodes.BODY_MISSING]: 65,
+  [ErrorCodes.TRACE_NOT_FOUND]: 66,
+  [ErrorCodes.TRACE_EXISTS]: 66,
+  [ErrorCodes.CASE_EXISTS]: 66,
+  [ErrorCodes.STORE_NOT_FOUND]: 66,
+  [ErrorCodes.STORE_CORRUPT]: 67,
+  [ErrorCodes.STORE_LOCKED]: 68,
+  [ErrorCodes.STORE_CLOSED]: 68,
+  [ErrorCodes.STORE_IO]: 68,
+  [ErrorCodes.REPLAY_MISS]: 69,
+  [ErrorCodes.REPLAY_EXHAUSTED]: 69,
+  [ErrorCodes.REPLAY_UNUSED]: 69,
+  [ErrorCodes.REPLAY_INCOMPLETE]: 69,
+  [ErrorCodes.INTERNAL]: 70,
+  [ErrorCodes.CASE_INTEGRITY]: 71,
+  [ErrorCodes.CASE_REGRESSION]: 72,
+  [ErrorCodes.CASE_APP_ERROR]: 73,
+  [ErrorCodes.PROXY_START_FAILED]: 74,
+  [ErrorCodes.PROXY_BAD_REQUEST]: 74,
+  [ErrorCodes.REQUEST_TOO_LARGE]: 74,
+  [ErrorCodes.UPSTREAM_FAILED]: 74,
+  [ErrorCodes.COMMAND_FAILED]: 74,
 }
 
 export const EXIT_OK = 0
-export const EXIT_UNEXPECTED = 1
-export const EXIT_USAGE = 2
+/** `diff --exit-code` when the traces differ. */
+export const EXIT_DIFFERENT = 1
+export const EXIT_USAGE = EXIT_CODES[ErrorCodes.USAGE]
+/** Anything thrown that is not a ToolReplayError: a bug. */
+export const EXIT_UNEXPECTED = EXIT_CODES[ErrorCodes.INTERNAL]
+
+/** The lowest exit code Tool Replay itself uses; a wrapped command's code below it is the command's. */
+export const TOOL_EXIT_MIN = 64
 
 /** The exit code for any thrown value. */
 export function exitCodeFor(err: unknown): number {

@@ -10,12 +10,20 @@ export function storeDir(args: StoreArgs): string {
   return resolve(given || '.tool-replay/store')
 }
 
-/** Opens the store for one command and always closes it. */
-export async function withStore<T>(args: StoreArgs, fn: (store: TraceStore) => Promise<T>): Promise<T> {
-  const store = await openStore(storeDir(args))
+/**
+ * Opens the store for one command and always closes it. Commands that only read (or change what exists)
+ * pass `create: false`: they never create a store directory, and a missing store is TR_STORE_NOT_FOUND.
+ */
+export async function withStore<T>(args: StoreArgs, fn: (store: TraceStore) => Promise<T>, options: { create?: boolean } = {}): Promise<T> {
+  const store = await openStore(storeDir(args), { create: options.create !== false })
   try {
     return await fn(store)
   } finally {
     await store.close()
   }
+}
+
+/** withStore for commands that must not create a store (ls, show, export, rm, fork, diff, emit-test). */
+export function withExistingStore<T>(args: StoreArgs, fn: (store: TraceStore) => Promise<T>): Promise<T> {
+  return withStore(args, fn, { create: false })
 }

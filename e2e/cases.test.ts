@@ -1,6 +1,6 @@
 /**
  * Regression cases: emit (staged, verified, published atomically) and verify's distinct failures:
- * integrity (7) before anything runs, replay contract (6), application error (9), regression (8).
+ * integrity (71) before anything runs, replay contract (69), application error (73), regression (72).
  */
 import assert from 'node:assert/strict'
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
@@ -119,32 +119,32 @@ test('emit refuses a trace holding requests strict replay never answered (a reco
   assert.equal(existsSync(out), false)
 })
 
-test('regression: expected vs actual with JSON-path differences (exit 8)', async () => {
+test('regression: expected vs actual with JSON-path differences (exit 72)', async () => {
   const c = await emit('object', { decision: 'approved', score: 1 })
   await rejectsWith(verifyCase(c), 'TR_CASE_REGRESSION', /\$\.decision: "approved" → "rejected"/)
-  assert.equal((await verifyExit(c)).code, 8)
+  assert.equal((await verifyExit(c)).code, 72)
 })
 
-test('replay contract: an unused or an unrecorded exchange (exit 6)', async () => {
+test('replay contract: an unused or an unrecorded exchange (exit 69)', async () => {
   const unused = await emit('none', 'rejected')
   await rejectsWith(verifyCase(unused), 'TR_REPLAY_INCOMPLETE', /1 unused/)
-  assert.equal((await verifyExit(unused)).code, 6)
+  assert.equal((await verifyExit(unused)).code, 69)
   const extra = await emit('extra', 'rejected')
   await rejectsWith(verifyCase(extra), 'TR_REPLAY_INCOMPLETE', /GET https:\/\/crm\.test\/customers\/43/)
 })
 
-test('application error under a complete replay (exit 9)', async () => {
+test('application error under a complete replay (exit 73)', async () => {
   const c = await emit('boom', 'rejected')
   await rejectsWith(verifyCase(c), 'TR_CASE_APP_ERROR', /boom: the app fell over/)
-  assert.equal((await verifyExit(c)).code, 9)
+  assert.equal((await verifyExit(c)).code, 73)
 })
 
-test('integrity is checked before anything runs (exit 7)', async () => {
+test('integrity is checked before anything runs (exit 71)', async () => {
   const tamper = async (fn: (caseDir: string, manifest: { trace: { file: string }; test: { file: string } }) => void, re: RegExp) => {
     const c = await emit('boom', 'rejected') // would be TR_CASE_APP_ERROR if it ran
     fn(c, JSON.parse(readFileSync(join(c, 'manifest.json'), 'utf8')))
     await rejectsWith(verifyCase(c), 'TR_CASE_INTEGRITY', re)
-    assert.equal((await verifyExit(c)).code, 7)
+    assert.equal((await verifyExit(c)).code, 71)
   }
   await tamper((c, m) => appendFileSync(join(c, m.trace.file), ' '), /trace file is \d+ bytes/)
   await tamper((c, m) => {

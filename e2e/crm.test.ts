@@ -91,7 +91,7 @@ test('the CRM story', async (t) => {
     assert.equal(branch.exchanges[0]?.origin, 'patched')
     assert.equal(branch.exchanges[0]?.patchId, branch.meta.lineage?.patches[0]?.id)
     const bad = await cli('fork', 'crm', '--to', 'nope', '--patch', 'GET https://crm.test/customers/43 $.active=false')
-    assert.equal(bad.code, 2)
+    assert.equal(bad.code, 64)
     assert.match(bad.err, /TR_INVALID_PATCH.*matches no exchange/)
   })
 
@@ -145,7 +145,7 @@ test('the CRM story', async (t) => {
     assert.equal((await cli('diff', 'crm', 'crm-inactive', '--ignore-key', 'active', '--exit-code')).code, 0)
     assert.equal((await cli('diff', 'crm', 'crm-inactive', '--no-volatile', '--exit-code')).code, 1)
     const missing = await cli('diff', 'crm', 'nope')
-    assert.equal(missing.code, 3)
+    assert.equal(missing.code, 66)
     assert.match(missing.err, /TR_TRACE_NOT_FOUND/)
   })
 
@@ -190,7 +190,7 @@ test('the CRM story', async (t) => {
       '--expect-json',
       '"rejected"',
     )
-    assert.equal(again.code, 3)
+    assert.equal(again.code, 66)
     assert.match(again.err, /TR_CASE_EXISTS/)
     assert.deepEqual(readdirSync(casesDir()), ['crm-rejected'], 'no staging directory left behind')
   })
@@ -227,8 +227,9 @@ test('the CRM story', async (t) => {
       'node app/decide.ts 42',
       '--cwd',
       dir,
+      // The app prints "rejected\n": one trailing newline of the output does not count.
       '--expect-stdout',
-      'rejected\n',
+      'rejected',
       '--expect-exit-code',
       '0',
       '--import-from',
@@ -239,6 +240,33 @@ test('the CRM story', async (t) => {
     assert.deepEqual(manifest.run, { kind: 'command', command: ['node', 'app/decide.ts', '42'], cwd: '../..' })
     const v = await cli('verify', join(casesDir(), 'crm-rejected-cmd'))
     assert.equal(v.code, 0, v.err)
+    // Exact bytes: --expect-stdout-file compares every byte, so the newline the app prints must be there.
+    for (const [name, text, code] of [
+      ['crm-rejected-exact', 'rejected\n', 0],
+      ['crm-rejected-exact-no-newline', 'rejected', 72],
+    ] as const) {
+      const expected = join(dir, `${name}.txt`)
+      writeFileSync(expected, text)
+      const e = await cli(
+        'emit-test',
+        'crm-inactive',
+        '--out',
+        casesDir(),
+        '--name',
+        name,
+        '--command',
+        'node app/decide.ts 42',
+        '--cwd',
+        dir,
+        '--expect-stdout-file',
+        expected,
+        '--no-verify',
+        '--import-from',
+        CASES_IMPORT,
+      )
+      assert.equal(e.code, 0, e.err)
+      assert.equal((await cli('verify', join(casesDir(), name))).code, code, name)
+    }
   })
 
   await t.test('reintroduce the bug: a behavioural regression while strict replay completes', async () => {
@@ -250,7 +278,7 @@ test('the CRM story', async (t) => {
     try {
       const before = hashTree(caseDir())
       const r = spawnSync(process.execPath, [join(ROOT, 'bin/tr-proxy.js'), 'verify', caseDir()], { encoding: 'utf8' })
-      assert.equal(r.status, 8, r.stderr)
+      assert.equal(r.status, 72, r.stderr)
       assert.match(
         r.stderr,
         /error TR_CASE_REGRESSION: Case "crm-rejected" failed: behavioural regression\. Expected "rejected", got "approved" \(\$: "rejected" → "approved"\)\. Strict replay completed \(1 exchange\(s\) replayed, none missing or unused\)/,
@@ -264,8 +292,8 @@ test('the CRM story', async (t) => {
       assert.match(gen.stdout, /TR_CASE_REGRESSION/)
       assert.deepEqual(hashTree(caseDir()), before)
       const cmd = await cli('verify', join(casesDir(), 'crm-rejected-cmd'))
-      assert.equal(cmd.code, 8, cmd.err)
-      assert.match(cmd.err, /TR_CASE_REGRESSION.*\$\.stdout: "rejected\\n" → "approved\\n"/)
+      assert.equal(cmd.code, 72, cmd.err)
+      assert.match(cmd.err, /TR_CASE_REGRESSION.*\$\.stdout: "rejected" → "approved"/)
     } finally {
       writeFileSync(file, fixed)
     }

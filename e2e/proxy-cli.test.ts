@@ -1,6 +1,6 @@
 /**
  * The `tr-proxy` proxy commands as a user runs them: wrapping a command (record, strict replay with
- * exit 6), signals, `env`, `ca`, and `serve` with its control API while another CLI reads the store.
+ * exit 69), signals, `env`, `ca`, and `serve` with its control API while another CLI reads the store.
  */
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
@@ -15,7 +15,7 @@ import { tempDir } from './support/proxy-harness.ts'
 import { createTestPki, HELLO, JSON_BODY, startUpstream, type TestUpstream } from './support/proxy-upstream.ts'
 
 const BIN = fileURLToPath(new URL('../bin/tr-proxy.js', import.meta.url))
-const REPLAY_CONTRACT_EXIT = 6
+const REPLAY_CONTRACT_EXIT = 69
 
 let pki: Awaited<ReturnType<typeof createTestPki>>
 let up: TestUpstream
@@ -65,7 +65,7 @@ function unixRequest(socketPath: string, method: string, path: string): Promise<
 }
 
 describe('tr-proxy record/replay -- command', { timeout: 120_000 }, () => {
-  test('records curl and Node fetch through the wrapper, replays them strictly offline, exits 6 on a miss', async () => {
+  test('records curl and Node fetch through the wrapper, replays them strictly offline, exits 69 on a miss', async () => {
     const script = `curl -sS https://api.test/hello && "${process.execPath}" --input-type=module -e "${NODE_FETCH}" https://api.test/json`
     // A proxy environment around tr-proxy itself must not loop its own upstream calls back into a proxy.
     const hostile = { HTTP_PROXY: 'http://127.0.0.1:9', HTTPS_PROXY: 'http://127.0.0.1:9', https_proxy: 'http://127.0.0.1:9', NODE_USE_ENV_PROXY: '1' }
@@ -108,7 +108,7 @@ describe('tr-proxy record/replay -- command', { timeout: 120_000 }, () => {
 
   test('a command that does not exist is TR_COMMAND_FAILED, and no (empty) trace replaces anything', async () => {
     const r = await cli(['record', ...proxyArgs(), '--trace', 'nocmd', '--', 'definitely-not-a-command-xyz']).done
-    assert.equal(r.code, 10)
+    assert.equal(r.code, 74)
     assert.match(r.stderr, /TR_COMMAND_FAILED: Failed to start command "definitely-not-a-command-xyz": ENOENT/)
     const ls = await cli(['ls', '--store', store, '--json']).done
     const traces = JSON.parse(ls.stdout).traces as Array<{ name: string; status: string }>
@@ -121,7 +121,7 @@ describe('tr-proxy record/replay -- command', { timeout: 120_000 }, () => {
 
   test('--tail live needs --record-as and warns loudly', async () => {
     const bad = await cli(['replay', ...proxyArgs(), '--trace', 'wrapped', '--tail', 'live', '--', 'true']).done
-    assert.equal(bad.code, 2)
+    assert.equal(bad.code, 64)
     assert.match(bad.stderr, /--tail live needs --record-as NAME/)
     const script = 'curl -sS https://api.test/hello && curl -sS https://api.test/hello'
     const r = await cli(['replay', ...proxyArgs(), '--trace', 'wrapped', '--record-as', 'observed', '--tail', 'live', '--', 'sh', '-c', script]).done
@@ -201,7 +201,7 @@ describe('tr-proxy serve', { timeout: 60_000 }, () => {
     child.kill('SIGTERM')
     const r = await done
     // Strict replay left a recording unused: serve exits with the replay-contract code, like `replay`.
-    assert.equal(r.code, 6, r.stderr)
+    assert.equal(r.code, REPLAY_CONTRACT_EXIT, r.stderr)
     assert.match(r.stderr, /1 unused/)
   })
 })

@@ -122,7 +122,7 @@ describe('interceptor: what fetch reads', () => {
     assert.equal(replayed.reads, 10)
     assert.ok(Math.abs(replayed.lastMs - live.lastMs) <= live.lastMs * 0.1, `live span ${live.lastMs.toFixed(0)} ms, replayed ${replayed.lastMs.toFixed(0)} ms`)
     assert.ok(
-      Math.abs(replayed.firstMs - live.firstMs) <= Math.max(20, live.firstMs * 0.1),
+      Math.abs(replayed.firstMs - live.firstMs) <= live.lastMs * 0.1,
       `first read: live ${live.firstMs.toFixed(0)} ms, replayed ${replayed.firstMs.toFixed(0)} ms`,
     )
     const fast = await replayReads(trace, 0.1, read, u)
@@ -210,7 +210,7 @@ console.log(JSON.stringify({ reads, firstMs, lastMs }))\n`,
         `live span ${live.lastMs.toFixed(0)} ms, replayed ${replayed.lastMs.toFixed(0)} ms`,
       )
       assert.ok(
-        Math.abs(replayed.firstMs - live.firstMs) <= live.firstMs * 0.1 + 15,
+        Math.abs(replayed.firstMs - live.firstMs) <= live.lastMs * 0.1,
         `first read: live ${live.firstMs.toFixed(0)} ms, replayed ${replayed.firstMs.toFixed(0)} ms`,
       )
     } finally {

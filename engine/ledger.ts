@@ -1,8 +1,9 @@
-import type { ToolReplayError } from '../trace/index.ts'
+import type { ErrorCode, ToolReplayError } from '../trace/index.ts'
 
 /** One strictness violation seen during a session. Kept even when the app swallowed the error. */
 export interface LedgerEntry {
-  code: 'TR_REPLAY_MISS' | 'TR_REPLAY_EXHAUSTED' | 'TR_REPLAY_UNUSED'
+  /** Usually TR_REPLAY_MISS / _EXHAUSTED / _UNUSED; also what a request the engine could not read failed with. */
+  code: ErrorCode
   /** "GET https://api.test/users/1" (#n for the occurrence when relevant). */
   request: string
   message: string
@@ -37,5 +38,5 @@ export function formatSummary(s: SessionSummary, max = 20): string {
 }
 
 export function entryFromError(err: ToolReplayError, request: string): LedgerEntry {
-  return { code: err.code as LedgerEntry['code'], request, message: err.message }
+  return { code: err.code, request, message: err.message }
 }

@@ -11,6 +11,7 @@
  *   n!<name>            id of the complete trace listed under that name
  * Every state change is one db.batch, so a killed process leaves either the old or the new state.
  */
+import { readdir } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Level } from 'level'
 import { ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
@@ -82,10 +83,30 @@ export class LevelBackend {
    * Opens the LevelDB at `dir`. Rejects with the raw level error when another process holds the lock
    * (`isLockedError`), so the caller can become a client instead; other failures become TR_STORE_IO.
    */
-  static async open(dir: string): Promise<LevelBackend> {
+  static async open(dir: string, options: { create?: boolean } = {}): Promise<LevelBackend> {
+    // LevelDB, asked to create a store where CURRENT is missing, makes an empty one and deletes every table
+    // the new manifest does not name: a damaged store would be wiped. Only a directory with no LevelDB files
+    // at all may be created.
+    const files = await readdir(dir).catch(() => [] as string[])
+    const hasCurrent = files.includes('CURRENT')
+    const hasData = files.some((f) => /\.(ldb|sst|log)$/.test(f) || f.startsWith('MANIFEST-'))
+    if (!hasCurrent && hasData) {
+      throw new ToolReplayError(
+        ErrorCodes.STORE_CORRUPT,
+        `The trace store at ${dir} is damaged: it holds LevelDB files but no CURRENT file, so it cannot be opened, and Tool Replay will not create a new store over it (that would delete them). Nothing was changed. Run \`tr-proxy fsck --store ${dir}\` to see what can be recovered, copy the directory aside, and restore CURRENT from a backup (it names the MANIFEST-NNNNNN file to use).`,
+        { details: { location: dir } },
+      )
+    }
+    if (!hasCurrent && options.create === false) {
+      throw new ToolReplayError(
+        ErrorCodes.STORE_NOT_FOUND,
+        `There is no trace store at ${dir}. Record into it first (\`tr-proxy record\` or install({ mode: 'record' })), or point at an existing one with --store DIR or TOOL_REPLAY_STORE.`,
+        { details: { location: dir } },
+      )
+    }
     const db = new Level<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' })
     try {
-      await db.open({ createIfMissing: true })
+      await db.open({ createIfMissing: options.create !== false })
     } catch (err) {
       if (isLockedError(err)) throw err
       const cause = (err as { cause?: Error }).cause ?? err

@@ -32,6 +32,11 @@ import type { TraceRecording, TraceStore, TraceSummary } from './trace-store.ts'
 export interface OpenStoreOptions {
   /** How long to keep trying to take over or reach the owning process before TR_STORE_LOCKED. Default 10000. */
   acquireTimeoutMs?: number
+  /**
+   * Create the store when there is none (default true). Read-only commands pass false: a missing store is
+   * then TR_STORE_NOT_FOUND and nothing is created on disk.
+   */
+  create?: boolean
 }
 
 /** Where the store lives when no directory is given: `.tool-replay/store` under the working directory. */
@@ -78,12 +83,17 @@ async function assertPrivateSocketDir(dir: string, socketPath: string): Promise<
  */
 export async function openStore(dir: string = defaultStoreDir(), options: OpenStoreOptions = {}): Promise<TraceStore> {
   const abs = resolve(dir)
-  // Traces can hold what redaction did not know to remove: a new store is private to this user.
-  // (An existing directory keeps the mode it has.)
-  await mkdir(abs, { recursive: true, mode: 0o700 }).catch(() => {})
+  const create = options.create !== false
+  if (create) {
+    // Traces can hold what redaction did not know to remove: a new store is private to this user.
+    // (An existing directory keeps the mode it has.)
+    await mkdir(abs, { recursive: true, mode: 0o700 }).catch(() => {})
+  } else if (!(await isDirectory(abs))) {
+    throw storeNotFound(abs)
+  }
   let node = nodes.get(abs)
   if (node === undefined) {
-    node = new StoreNode(abs, options.acquireTimeoutMs ?? 10_000)
+    node = new StoreNode(abs, options.acquireTimeoutMs ?? 10_000, create)
     nodes.set(abs, node)
   }
   node.refs++
@@ -94,6 +104,19 @@ export async function openStore(dir: string = defaultStoreDir(), options: OpenSt
     throw err
   }
   return new StoreHandle(node)
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  return (await lstat(path).catch(() => undefined))?.isDirectory() === true
+}
+
+/** TR_STORE_NOT_FOUND for a directory that holds no store. */
+function storeNotFound(dir: string): ToolReplayError {
+  return new ToolReplayError(
+    ErrorCodes.STORE_NOT_FOUND,
+    `There is no trace store at ${dir}. Record into it first (\`tr-proxy record\` or install({ mode: 'record' })), or point at an existing one with --store DIR or TOOL_REPLAY_STORE.`,
+    { details: { location: dir } },
+  )
 }
 
 /** One per store directory per process, so two `openStore()` calls in a process share the lock. */
@@ -108,13 +131,15 @@ class StoreNode {
   readonly dir: string
   readonly socketPath: string
   readonly #timeoutMs: number
+  readonly #create: boolean
   refs = 0
   #role: Promise<Role> | undefined
 
-  constructor(dir: string, timeoutMs: number) {
+  constructor(dir: string, timeoutMs: number, create: boolean) {
     this.dir = dir
     this.socketPath = storeSocketPath(dir)
     this.#timeoutMs = timeoutMs
+    this.#create = create
   }
 
   async ready(): Promise<void> {
@@ -174,7 +199,7 @@ class StoreNode {
     let last: unknown
     for (;;) {
       try {
-        const backend = await LevelBackend.open(this.dir)
+        const backend = await LevelBackend.open(this.dir, { create: this.#create })
         try {
           await assertPrivateSocketDir(this.dir, this.socketPath)
           return { kind: 'owner', backend, server: await serveBackend(backend, this.socketPath) }

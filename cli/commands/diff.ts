@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { readTraceFile, type TraceStore } from '../../store/index.ts'
 import { type DiffOptions, diffTraces, ErrorCodes, formatDiffText, ToolReplayError, type Trace } from '../../trace/index.ts'
-import { withStore } from '../open-store.ts'
+import { withExistingStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
 /** Exit code of `diff --exit-code` when the traces differ (as `git diff --exit-code` and diff(1)). */
@@ -51,7 +51,7 @@ const isFileArg = (x: string) => x.endsWith('.json') && existsSync(x)
 async function withStoreIfNeeded<T>(args: { store?: unknown }, names: string[], fn: (load: (x: string) => Promise<Trace>) => Promise<T>): Promise<T> {
   const fromFile = (x: string) => readTraceFile(resolve(x))
   if (names.every(isFileArg)) return fn(fromFile)
-  return withStore(args, (store: TraceStore) =>
+  return withExistingStore(args, (store: TraceStore) =>
     fn(async (x) => {
       if (isFileArg(x)) return fromFile(x)
       if (x.endsWith('.json') && !(await store.hasTrace(x))) {

@@ -4,7 +4,7 @@ import { resolve } from 'node:path'
 import { type CaseExpectation, type CaseFramework, emitCase, FRAMEWORKS } from '../../cases/index.ts'
 import { readTraceFile } from '../../store/index.ts'
 import { ErrorCodes, parseJson, ToolReplayError, type Trace } from '../../trace/index.ts'
-import { withStore } from '../open-store.ts'
+import { withExistingStore } from '../open-store.ts'
 import type { Args, CommandModule } from './command.ts'
 
 /** `tr-proxy emit-test TRACE --out DIR --name NAME`: promote a trace to a self-contained regression case. */
@@ -22,7 +22,8 @@ export const emitTestCommand: CommandModule = {
       .option('command', { type: 'string', describe: 'Command case: the command to run under the proxy (split on spaces; use -- ARGV... for exact argv)' })
       .option('cwd', { type: 'string', describe: 'Command case: directory the command runs in (default: the current directory); kept relative to the case' })
       .option('expect-exit-code', { type: 'number', describe: 'Command case: expected exit code' })
-      .option('expect-stdout', { type: 'string', describe: 'Command case: expected stdout (exact)' })
+      .option('expect-stdout', { type: 'string', describe: 'Command case: expected stdout (one trailing newline of the output does not count)' })
+      .option('expect-stdout-file', { type: 'string', describe: 'Command case: a file holding the exact expected stdout, every byte significant' })
       .option('framework', { choices: FRAMEWORKS, default: 'node' as CaseFramework, describe: 'Test framework of the generated test' })
       .option('import-from', { type: 'string', describe: 'Module the generated test imports verifyCase from (default tool-replay/cases)' })
       .option('verify', { type: 'boolean', default: true, describe: 'Verify the staged case before publishing (--no-verify skips)' })
@@ -34,9 +35,13 @@ export const emitTestCommand: CommandModule = {
     let expect: CaseExpectation
     if (runnerSpec !== undefined) expect = { json: await expectedJson(args) }
     else {
-      const e: { exitCode?: number; stdout?: string } = {}
+      const e: { exitCode?: number; stdout?: string; stdoutExact?: string } = {}
       if (typeof args['expect-exit-code'] === 'number') e.exitCode = args['expect-exit-code']
       if (typeof args['expect-stdout'] === 'string') e.stdout = args['expect-stdout']
+      if (typeof args['expect-stdout-file'] === 'string') {
+        if (e.stdout !== undefined) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, 'Give --expect-stdout or --expect-stdout-file, not both.')
+        e.stdoutExact = await readExactFile(String(args['expect-stdout-file']))
+      }
       expect = e
     }
     let runner: { module: string; export: string } | undefined
@@ -79,6 +84,14 @@ function commandOf(args: Args): string[] | undefined {
   return rest.length > 0 ? rest : undefined
 }
 
+async function readExactFile(file: string): Promise<string> {
+  try {
+    return await readFile(resolve(file), 'utf8')
+  } catch (err) {
+    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Cannot read --expect-stdout-file ${file}: ${(err as Error).message}.`)
+  }
+}
+
 async function expectedJson(args: Args): Promise<unknown> {
   const inline = args['expect-json']
   const file = args['expect-file']
@@ -101,5 +114,5 @@ async function expectedJson(args: Args): Promise<unknown> {
 
 async function loadTrace(args: Args, name: string): Promise<Trace> {
   if (name.endsWith('.json') && existsSync(name)) return readTraceFile(resolve(name))
-  return withStore({ store: args.store }, (store) => store.readTrace(name))
+  return withExistingStore({ store: args.store }, (store) => store.readTrace(name))
 }

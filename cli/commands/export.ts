@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import { writeTraceFile } from '../../store/index.ts'
-import { withStore } from '../open-store.ts'
+import { withExistingStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
 /** `tr-proxy export TRACE --out FILE`: a portable, deterministic trace file to commit and share. */
@@ -12,7 +12,7 @@ export const exportCommand: CommandModule = {
       .positional('trace', { type: 'string', describe: 'Trace name' })
       .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'File to write (e.g. traces/checkout.trace.json)' }),
   run: async (args, io) =>
-    withStore(args, async (store) => {
+    withExistingStore(args, async (store) => {
       const trace = await store.readTrace(String(args.trace))
       const file = resolve(String(args.out))
       const result = await writeTraceFile(file, trace)

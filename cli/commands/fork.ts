@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { traceDigest } from '../../store/index.ts'
 import { assertTraceName, ErrorCodes, forkTrace, type PatchSpec, parsePatchSpec, resolvePatches, resolvePatchFile, ToolReplayError } from '../../trace/index.ts'
-import { withStore } from '../open-store.ts'
+import { withExistingStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
 /** `tr-proxy fork SOURCE --to BRANCH --patch SPEC...`: a new trace with patched outcomes and lineage. */
@@ -49,7 +49,7 @@ export const forkCommand: CommandModule = {
     }
     const to = String(args.to)
     assertTraceName(to, '--to trace name')
-    return withStore({ store: args.store }, async (store) => {
+    return withExistingStore({ store: args.store }, async (store) => {
       const source = await store.readTrace(String(args.source))
       if (!args.force && (await store.hasTrace(to))) {
         throw new ToolReplayError(

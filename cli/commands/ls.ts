@@ -1,5 +1,5 @@
 import { table } from '../format.ts'
-import { withStore } from '../open-store.ts'
+import { withExistingStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
 /** `tr-proxy ls`: traces in the store, complete and partial. */
@@ -8,7 +8,7 @@ export const lsCommand: CommandModule = {
   describe: 'List the traces in the store (partial = a recording that never closed)',
   builder: (y) => y,
   run: async (args, io) =>
-    withStore(args, async (store) => {
+    withExistingStore(args, async (store) => {
       const traces = await store.listTraces()
       if (args.json) io.out(JSON.stringify({ ok: true, store: store.location, traces }))
       else if (traces.length === 0) io.out(`No traces in ${store.location}. Record one with \`tr-proxy record --trace NAME -- <command>\`.`)

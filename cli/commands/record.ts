@@ -4,7 +4,7 @@ import type { Mode, SessionOptions } from '../../engine/index.ts'
 import { formatSummary, parseMaxBodyBytes, parsePace } from '../../engine/index.ts'
 import { DEFAULT_PROXY_LIMITS, type ProxyLimits, parseResolve, runProxySession, type UpstreamOptions } from '../../proxy/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
-import { EXIT_CODES } from '../exit-codes.ts'
+import { EXIT_CODES, TOOL_EXIT_MIN } from '../exit-codes.ts'
 import { storeDir, withStore } from '../open-store.ts'
 import type { Io } from '../output.ts'
 import type { Args, CommandModule } from './command.ts'
@@ -128,7 +128,10 @@ export async function runProxyCommand(
     else io.err(formatSummary(s))
     // The replay contract outranks the command's own code: a miss usually explains a failing command.
     if (opts.strict && session.mode === 'replay' && !s.ok) return EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
-    return result.command?.code ?? 0
+    const code = result.command?.code ?? 0
+    // Tool Replay's own codes start at 64; say whose code it is when a command's could be mistaken for one.
+    if (code >= TOOL_EXIT_MIN && !args.json) io.err(`exit ${code} is the wrapped command's own (Tool Replay saw no problem).`)
+    return code
   })
 }
 

@@ -6,7 +6,7 @@ import { proxyOptions, runProxyCommand } from './record.ts'
 export const replayCommand: CommandModule = {
   command: 'replay',
   describe:
-    'Replay a trace through the proxy, never contacting an upstream; with `-- cmd ...` exit 6 when the command missed, overran or left recordings unused',
+    'Replay a trace through the proxy, never contacting an upstream; with `-- cmd ...` exit 69 when the command missed, overran or left recordings unused',
   builder: (y) =>
     proxyOptions(y)
       .option('strict', {

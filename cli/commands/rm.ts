@@ -1,5 +1,5 @@
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
-import { withStore } from '../open-store.ts'
+import { withExistingStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
 /** `tr-proxy rm TRACE...`: delete complete traces by name. */
@@ -8,7 +8,7 @@ export const rmCommand: CommandModule = {
   describe: 'Delete traces from the store by name (bodies other traces share are kept)',
   builder: (y) => y.positional('traces', { type: 'string', array: true, describe: 'Trace names' }),
   run: async (args, io) =>
-    withStore(args, async (store) => {
+    withExistingStore(args, async (store) => {
       const names = (args.traces as string[]).map(String)
       // Check every name first, so a typo deletes nothing.
       const existing = new Set((await store.listTraces()).filter((t) => t.status === 'complete').map((t) => t.name))

@@ -8,7 +8,7 @@ import { proxyOptions, runProxyCommand } from './record.ts'
 export const serveCommand: CommandModule = {
   command: 'serve',
   describe:
-    'Run the proxy until SIGINT/SIGTERM, with a control API (GET /status, POST /session/end) on <store>/proxy-control.sock; in replay, exit 6 if strict replay saw any problem',
+    'Run the proxy until SIGINT/SIGTERM, with a control API (GET /status, POST /session/end) on <store>/proxy-control.sock; in replay, exit 69 if strict replay saw any problem',
   builder: (y) =>
     proxyOptions(y)
       .option('mode', { choices: [...MODES], default: 'replay', describe: 'Session mode' })
@@ -24,7 +24,7 @@ export const serveCommand: CommandModule = {
       args,
       io,
       { mode, trace: String(args.trace), ...(recordAs ? { recordAs } : {}), ...(args.tail === 'live' ? { tail: 'live' as const } : {}) },
-      // A replay that saw misses, overruns or unused recordings exits 6 when it stops, like `replay`.
+      // A replay that saw misses, overruns or unused recordings exits 69 when it stops, like `replay`.
       { strict: true, control: true },
     )
   },

@@ -1,6 +1,6 @@
 import { type BodyRef, bodyBytes, ErrorCodes, ToolReplayError, type Trace, tryUtf8 } from '../../trace/index.ts'
 import { exchangeLine } from '../format.ts'
-import { withStore } from '../open-store.ts'
+import { withExistingStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
 /** `tr-proxy show TRACE [--exchange N]`: the exchanges of a trace, or one in full. */
@@ -12,7 +12,7 @@ export const showCommand: CommandModule = {
       .positional('trace', { type: 'string', describe: 'Trace name' })
       .option('exchange', { type: 'number', describe: 'Sequence number of one exchange to show in full' }),
   run: async (args, io) =>
-    withStore(args, async (store) => {
+    withExistingStore(args, async (store) => {
       const trace = await store.readTrace(String(args.trace))
       const n = args.exchange as number | undefined
       if (n !== undefined && !(Number.isInteger(n) && n >= 0)) {

@@ -5,7 +5,7 @@ import type { CommandModule } from './command.ts'
 /** `tr-proxy verify DIR`: integrity, strict replay, expectation. Exit 0, or the code of what broke (7/6/9/8). */
 export const verifyCommand: CommandModule = {
   command: 'verify <dir>',
-  describe: 'Verify a regression case: integrity (7), strict replay (6), app error (9), behavioural regression (8); never writes into the case',
+  describe: 'Verify a regression case: integrity (71), strict replay (69), app error (73), behavioural regression (72); never writes into the case',
   builder: (y) => y.positional('dir', { type: 'string', describe: 'Case directory (holds manifest.json)' }),
   run: async (args, io) => {
     const result = await verifyCase(resolve(String(args.dir)))
