@@ -1,6 +1,6 @@
 /**
  * One benchmark run: the interceptor's replay and record throughput against baselines measured in the
- * same process on the same workload, plus SSE chunk fidelity.
+ * same process on the same workload. Stream fidelity (reads the app sees) is bench/stream-reads.ts.
  *
  *   npm run bench            (node --conditions=tool-replay-source bench/run.ts)
  *   BENCH_CALLS=500 BENCH_ROUNDS=3 npm run bench     (a quicker run)
@@ -9,7 +9,6 @@
  * Every client call goes through undici 8's `fetch` with a per-request `dispatcher`, so each row differs
  * only in the dispatcher: a plain Agent (live), ours (record / replay), MockAgent, SnapshotAgent.
  */
-import assert from 'node:assert/strict'
 import { mkdtemp, rm } from 'node:fs/promises'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -24,8 +23,6 @@ import { createMemoryStore, openStore, type TraceStore } from '../store/index.ts
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 2000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
-const SSE_STREAMS = 100
-const SSE_EVENTS = 50
 
 // ---- workload ---------------------------------------------------------------------------------
 
@@ -58,20 +55,6 @@ function startServer(calls: Call[]): Promise<{ url: string; server: http.Server 
   const byPath = new Map(calls.map((c) => [c.path, c]))
   const server = http.createServer((req, res) => {
     const path = req.url ?? '/'
-    if (path.startsWith('/sse/')) {
-      res.writeHead(200, { 'content-type': 'text/event-stream' })
-      let i = 0
-      const next = (): void => {
-        if (i === SSE_EVENTS) {
-          res.end()
-          return
-        }
-        res.write(`event: tick\ndata: {"n":${i++},"path":"${path}"}\n\n`)
-        setImmediate(next)
-      }
-      next()
-      return
-    }
     req.resume()
     req.on('end', () => {
       const call = byPath.get(path)
@@ -219,28 +202,6 @@ async function main(): Promise<void> {
   const mockMs = ms.MockAgent as number
   const snapshotMs = ms.SnapshotAgent as number
 
-  // ---- SSE chunk fidelity ----
-  const sseTrace = 'bench-sse'
-  const recSession = await openSession({ mode: 'record', trace: sseTrace, store: memory })
-  const recDispatcher = createRecordReplayDispatcher({ session: recSession, upstream: live })
-  let events = 0
-  for (let s = 0; s < SSE_STREAMS; s++) {
-    const text = await (await undiciFetch(`${url}/sse/${s}`, { dispatcher: recDispatcher })).text()
-    events += text.split('\n\n').length - 1
-  }
-  await recSession.close()
-  const trace = await memory.readTrace(sseTrace)
-  const recordedCounts = trace.exchanges.map((x) => (x.outcome.kind === 'response' ? x.outcome.response.body.chunks.length : -1))
-  const repSession = await openSession({ mode: 'replay', trace: sseTrace, store: memory })
-  const repDispatcher = createRecordReplayDispatcher({ session: repSession })
-  const replayedCounts: number[] = []
-  const sseT0 = performance.now()
-  for (let s = 0; s < SSE_STREAMS; s++) replayedCounts.push(await countChunks(repDispatcher, `${url}/sse/${s}`))
-  const sseMs = performance.now() - sseT0
-  repSession.assertDone()
-  await repSession.close()
-  assert.deepEqual(replayedCounts, recordedCounts, 'replayed chunk count per response equals the recorded count')
-
   // ---- report ----
   const rate = (ms: number) => (CALLS / ms) * 1000
   const rows: Array<[string, number, string]> = [
@@ -258,8 +219,6 @@ async function main(): Promise<void> {
     `${'row'.padEnd(32)}${'ms'.padStart(10)}${'calls/s'.padStart(12)}   ratio`,
     ...rows.map(([name, ms, ratio]) => `${name.padEnd(32)}${ms.toFixed(1).padStart(10)}${rate(ms).toFixed(0).padStart(12)}   ${ratio}`),
     '',
-    `SSE: ${SSE_STREAMS} streams x ${SSE_EVENTS} events (${events} events read live); recorded chunks per stream min ${Math.min(...recordedCounts)} / max ${Math.max(...recordedCounts)}; replayed chunk counts equal recorded for ${replayedCounts.filter((c, i) => c === recordedCounts[i]).length}/${SSE_STREAMS} streams; replay of all streams took ${sseMs.toFixed(1)} ms`,
-    '',
   ]
   process.stdout.write(out.join('\n'))
 
@@ -269,33 +228,6 @@ async function main(): Promise<void> {
   server.closeAllConnections()
   server.close()
   await rm(dir, { recursive: true, force: true })
-}
-
-/** Counts data callbacks for one request through the controller API: what a socket-level consumer sees. */
-function countChunks(dispatcher: Dispatcher, url: string): Promise<number> {
-  const u = new URL(url)
-  return new Promise((resolve, reject) => {
-    let n = 0
-    dispatcher.dispatch(
-      {
-        origin: u.origin,
-        path: u.pathname,
-        method: 'GET',
-        headers: { 'user-agent': 'undici', accept: '*/*', 'accept-language': '*', 'sec-fetch-mode': 'cors', 'accept-encoding': 'gzip, deflate' },
-      },
-      {
-        onResponseData() {
-          n++
-        },
-        onResponseEnd() {
-          resolve(n)
-        },
-        onResponseError(_c, err) {
-          reject(err)
-        },
-      },
-    )
-  })
 }
 
 await main()
