@@ -118,18 +118,36 @@ describe('interceptor: what fetch reads', () => {
     const rec = await install({ mode: 'record', trace, store, ...dispatcherOpts })
     const live = await read(u)
     await rec.close()
-    const replayed = await replayReads(trace, 'recorded', read, u)
-    assert.equal(replayed.reads, 10)
-    assert.ok(Math.abs(replayed.lastMs - live.lastMs) <= live.lastMs * 0.1, `live span ${live.lastMs.toFixed(0)} ms, replayed ${replayed.lastMs.toFixed(0)} ms`)
-    assert.ok(
-      Math.abs(replayed.firstMs - live.firstMs) <= live.lastMs * 0.1,
-      `first read: live ${live.firstMs.toFixed(0)} ms, replayed ${replayed.firstMs.toFixed(0)} ms`,
-    )
+    // Up to three tries: a busy machine can delay one timer, but a wrong schedule is wrong every time.
+    await withinTries(3, async () => {
+      const replayed = await replayReads(trace, 'recorded', read, u)
+      assert.equal(replayed.reads, 10)
+      assert.ok(
+        Math.abs(replayed.lastMs - live.lastMs) <= live.lastMs * 0.1,
+        `live span ${live.lastMs.toFixed(0)} ms, replayed ${replayed.lastMs.toFixed(0)} ms`,
+      )
+      // The head's recorded wait is applied once (a double wait would put the first read near twice as late).
+      assert.ok(
+        Math.abs(replayed.firstMs - live.firstMs) <= live.lastMs * 0.1,
+        `first read: live ${live.firstMs.toFixed(0)} ms, replayed ${replayed.firstMs.toFixed(0)} ms`,
+      )
+    })
     const fast = await replayReads(trace, 0.1, read, u)
     assert.ok(fast.lastMs < live.lastMs / 2, `a speed factor of 0.1 is faster (${fast.lastMs.toFixed(0)} ms vs ${live.lastMs.toFixed(0)} ms)`)
     assert.equal(fast.reads, 10)
   })
 })
+
+/** Runs `attempt` until it passes, at most `tries` times; rethrows the last failure. */
+async function withinTries(tries: number, attempt: () => Promise<void>): Promise<void> {
+  for (let i = 1; ; i++) {
+    try {
+      return await attempt()
+    } catch (err) {
+      if (i >= tries) throw err
+    }
+  }
+}
 
 describe('proxy: what a client process reads', () => {
   const store: TraceStore = createMemoryStore()
@@ -201,20 +219,22 @@ console.log(JSON.stringify({ reads, firstMs, lastMs }))\n`,
     const bundle = writeBundle(storeDir, rec.ca.certPem)
     const live = await nodeReads(rec.url, clientEnv(rec, bundle), u)
     await rec.close()
-    const proxy = await replayProxy(trace, 'recorded')
-    try {
-      const replayed = await nodeReads(proxy.url, clientEnv(proxy, bundle), u)
-      assert.equal(replayed.reads, 10)
-      assert.ok(
-        Math.abs(replayed.lastMs - live.lastMs) <= live.lastMs * 0.1,
-        `live span ${live.lastMs.toFixed(0)} ms, replayed ${replayed.lastMs.toFixed(0)} ms`,
-      )
-      assert.ok(
-        Math.abs(replayed.firstMs - live.firstMs) <= live.lastMs * 0.1,
-        `first read: live ${live.firstMs.toFixed(0)} ms, replayed ${replayed.firstMs.toFixed(0)} ms`,
-      )
-    } finally {
-      await proxy.close()
-    }
+    await withinTries(3, async () => {
+      const proxy = await replayProxy(trace, 'recorded')
+      try {
+        const replayed = await nodeReads(proxy.url, clientEnv(proxy, bundle), u)
+        assert.equal(replayed.reads, 10)
+        assert.ok(
+          Math.abs(replayed.lastMs - live.lastMs) <= live.lastMs * 0.1,
+          `live span ${live.lastMs.toFixed(0)} ms, replayed ${replayed.lastMs.toFixed(0)} ms`,
+        )
+        assert.ok(
+          Math.abs(replayed.firstMs - live.firstMs) <= live.lastMs * 0.1,
+          `first read: live ${live.firstMs.toFixed(0)} ms, replayed ${replayed.firstMs.toFixed(0)} ms`,
+        )
+      } finally {
+        await proxy.close()
+      }
+    })
   })
 })

@@ -9,7 +9,7 @@ export type { PlaybackTarget } from './playback-driver.ts'
 export { drivePlayback } from './playback-driver.ts'
 export type { RedactionOptions } from './redaction.ts'
 export { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_QUERY_PARAMS, REDACTED, Redactor } from './redaction.ts'
-export type { CapturedRequest, Decision, ExchangeRecorder, Mode, Playback, PlaybackChunk, SessionOptions } from './session.ts'
+export type { CapturedRequest, Decision, ExchangeRecorder, Mode, Playback, PlaybackChunk, PlaybackChunks, SessionOptions } from './session.ts'
 export { MODES, openSession, Session } from './session.ts'
 export type { ExchangeProgress } from './transport-rules.ts'
 export {

@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { HeaderPairs, RecordedError, ResponseHead } from '../trace/index.ts'
 import { keepsChunksApart, type Pace, releaseAtMs } from './pacing.ts'
-import type { Playback } from './session.ts'
+import type { Playback, PlaybackChunk } from './session.ts'
 
 /** How one capture path hands the parts of a response to its client. */
 export interface PlaybackTarget {
@@ -27,7 +27,7 @@ export interface PlaybackTarget {
  * response of at most one chunk, no waits), else a promise that settles when playback is over.
  */
 export function drivePlayback(playback: Playback, pace: Pace, target: PlaybackTarget): Promise<void> | undefined {
-  if (pace.kind !== 'recorded' && playback.kind === 'response' && playback.chunks.length <= 1) {
+  if (pace.kind !== 'recorded' && playback.kind === 'response' && Array.isArray(playback.chunks) && playback.chunks.length <= 1) {
     // The common case (a plain JSON answer): no promise, no timer.
     target.head(playback.head)
     const first = playback.chunks[0]
@@ -60,17 +60,43 @@ async function drive(playback: Playback, pace: Pace, target: PlaybackTarget): Pr
   }
   target.head(head)
   const apart = keepsChunksApart(pace)
-  for (let i = 0; i < playback.chunks.length; i++) {
-    const chunk = playback.chunks[i] as (typeof playback.chunks)[number]
+  /** Hands one chunk over after the waits it needs; false when the client went away. */
+  const deliver = async (chunk: PlaybackChunk, first: boolean): Promise<boolean> => {
+    // Apart from the one before it: only between chunks, never before the first.
+    if (apart && !first) {
+      await target.separate()
+      if (target.gone) return false
+    }
     const toChunk = until(chunk.atMs)
     if (toChunk) await toChunk
-    if (target.gone) return
+    if (target.gone) return false
     const waiting = target.chunk(chunk.bytes)
     if (waiting) await waiting
-    if (target.gone) return
-    if (apart && i < playback.chunks.length - 1) {
-      await target.separate()
-      if (target.gone) return
+    return !target.gone
+  }
+  const chunks = playback.chunks
+  if (Array.isArray(chunks)) {
+    for (let i = 0; i < chunks.length; i++) {
+      const chunk = chunks[i] as PlaybackChunk
+      // The first chunk needs no wait unless paced: hand it over in this tick, as the socket would.
+      if (i === 0 && !until(chunk.atMs)) {
+        const waiting = target.chunk(chunk.bytes)
+        if (waiting) await waiting
+        if (target.gone) return
+      } else if (!(await deliver(chunk, i === 0))) return
+    }
+  } else {
+    let first = true
+    try {
+      for await (const chunk of chunks) {
+        if (!(await deliver(chunk, first))) return
+        first = false
+      }
+    } catch (err) {
+      // A body that could not be read (a damaged store): the client gets what was verified, then a failure.
+      const e = err as { code?: unknown; message?: string }
+      target.fail({ code: typeof e.code === 'string' ? e.code : 'TR_INTERNAL', message: e.message ?? String(err), phase: 'response-body' }, true)
+      return
     }
   }
   if (playback.kind === 'response') target.end(playback.trailers)

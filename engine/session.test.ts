@@ -3,7 +3,13 @@ import { describe, test } from 'node:test'
 import { gzipSync } from 'node:zlib'
 import { createMemoryStore } from '../store/index.ts'
 import { ErrorCodes, type HeaderPairs, isToolReplayError, ToolReplayError } from '../trace/index.ts'
-import { type CapturedRequest, openSession, type Session } from './session.ts'
+import { type CapturedRequest, type Decision, openSession, type PlaybackChunk, type Session } from './session.ts'
+
+/** Replay from a trace in memory decides synchronously; this asserts it and narrows the type. */
+function sync(d: Decision | Promise<Decision>): Decision {
+  if (d instanceof Promise) throw new Error('expected a synchronous decision from a trace replayed from memory')
+  return d
+}
 
 const enc = new TextEncoder()
 const dec = new TextDecoder()
@@ -17,7 +23,7 @@ const postJson = (url: string, value: unknown, headers: HeaderPairs = []): Captu
 
 /** Plays the role of a live upstream: answers a forward decision with the given body chunks. */
 async function answer(session: Session, req: CapturedRequest, status: number, chunks: string[], headers: HeaderPairs = []): Promise<void> {
-  const d = session.handle(req)
+  const d = sync(session.handle(req))
   assert.equal(d.kind, 'forward')
   if (d.kind !== 'forward') return
   d.recorder.responseStart({ status, statusText: 'OK', headers: [['content-type', 'application/json'], ...headers] })
@@ -26,11 +32,11 @@ async function answer(session: Session, req: CapturedRequest, status: number, ch
 }
 
 function replayedText(session: Session, req: CapturedRequest): { status: number; chunks: string[] } {
-  const d = session.handle(req)
+  const d = sync(session.handle(req))
   if (d.kind !== 'replay') throw d.kind === 'fail' ? d.error : new Error(`expected replay, got ${d.kind}`)
   assert.equal(d.playback.kind, 'response')
   if (d.playback.kind !== 'response') throw new Error('unreachable')
-  return { status: d.playback.head.status, chunks: d.playback.chunks.map((c) => dec.decode(c.bytes)) }
+  return { status: d.playback.head.status, chunks: (d.playback.chunks as PlaybackChunk[]).map((c) => dec.decode(c.bytes)) }
 }
 
 describe('Session', () => {
@@ -57,7 +63,7 @@ describe('Session', () => {
       ['"one"', '"two"', '"three"'].map(() => replayedText(rep, get('https://api.test/n')).chunks[0]),
       ['"one"', '"two"', '"three"'],
     )
-    const d = rep.handle(get('https://api.test/n'))
+    const d = sync(rep.handle(get('https://api.test/n')))
     assert.equal(d.kind, 'fail')
     if (d.kind === 'fail') {
       assert.equal(d.error.code, ErrorCodes.REPLAY_EXHAUSTED)
@@ -90,12 +96,12 @@ describe('Session', () => {
     await answer(rec, get('https://api.test/v1/models?page=1'), 200, ['[]'])
     await rec.close()
     const rep = await openSession({ mode: 'replay', trace: 'chat', store })
-    const d = rep.handle(postJson('https://api.test/v1/chat', { model: 'm', messages: [{ role: 'user', content: 'hello' }] }))
+    const d = sync(rep.handle(postJson('https://api.test/v1/chat', { model: 'm', messages: [{ role: 'user', content: 'hello' }] })))
     assert.equal(d.kind, 'fail')
     if (d.kind !== 'fail') return
     assert.equal(d.error.code, ErrorCodes.REPLAY_MISS)
     assert.match(d.error.message, /closest recorded: "POST https:\/\/api\.test\/v1\/chat" \(differs: body \$\.messages\[0\]\.content: "hi" → "hello"\)/)
-    const q = rep.handle(get('https://api.test/v1/models?page=2'))
+    const q = sync(rep.handle(get('https://api.test/v1/models?page=2')))
     assert.equal(q.kind, 'fail')
     if (q.kind === 'fail') assert.match(q.error.message, /query key "page": 1 → 2/)
     // The app swallowed both errors; the session still fails at the end.
@@ -159,7 +165,7 @@ describe('Session', () => {
     await rec.close()
     const rep = await openSession({ mode: 'replay', trace: 't', store, identity })
     replayedText(rep, postJson('https://api.test/q?_=2', { nonce: 'b', q: 1 }, [['x-tenant', 'acme']]))
-    const other = rep.handle(postJson('https://api.test/q', { q: 1 }, [['x-tenant', 'globex']]))
+    const other = sync(rep.handle(postJson('https://api.test/q', { q: 1 }, [['x-tenant', 'globex']])))
     assert.equal(other.kind, 'fail')
     if (other.kind === 'fail') assert.match(other.error.message, /header x-tenant: acme → globex/)
   })
@@ -182,9 +188,9 @@ describe('Session', () => {
   test('recorded errors replay as errors, with the partial body of a mid-stream failure', async () => {
     const store = createMemoryStore()
     const rec = await openSession({ mode: 'record', trace: 't', store })
-    const d1 = rec.handle(get('http://127.0.0.1:9/refused'))
+    const d1 = sync(rec.handle(get('http://127.0.0.1:9/refused')))
     if (d1.kind === 'forward') await d1.recorder.fail({ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:9' }, 'connect')
-    const d2 = rec.handle(get('https://api.test/stream'))
+    const d2 = sync(rec.handle(get('https://api.test/stream')))
     if (d2.kind === 'forward') {
       d2.recorder.responseStart({ status: 200, statusText: 'OK', headers: [['content-type', 'text/event-stream']] })
       d2.recorder.responseData(enc.encode('data: 1\n\n'))
@@ -192,16 +198,16 @@ describe('Session', () => {
     }
     await rec.close()
     const rep = await openSession({ mode: 'replay', trace: 't', store })
-    const r1 = rep.handle(get('http://127.0.0.1:9/refused'))
+    const r1 = sync(rep.handle(get('http://127.0.0.1:9/refused')))
     assert.ok(r1.kind === 'replay' && r1.playback.kind === 'error')
     if (r1.kind === 'replay' && r1.playback.kind === 'error') assert.deepEqual([r1.playback.error.code, r1.playback.error.phase], ['ECONNREFUSED', 'connect'])
-    const r2 = rep.handle(get('https://api.test/stream'))
+    const r2 = sync(rep.handle(get('https://api.test/stream')))
     assert.ok(r2.kind === 'replay' && r2.playback.kind === 'error')
     if (r2.kind === 'replay' && r2.playback.kind === 'error') {
       assert.equal(r2.playback.error.phase, 'response-body')
       assert.equal(r2.playback.head?.status, 200)
       assert.deepEqual(
-        r2.playback.chunks.map((c) => dec.decode(c.bytes)),
+        (r2.playback.chunks as PlaybackChunk[]).map((c) => dec.decode(c.bytes)),
         ['data: 1\n\n'],
       )
     }
@@ -269,7 +275,7 @@ describe('Session', () => {
     await rec.close()
     const rep = await openSession({ mode: 'replay', trace: 'base', store, recordAs: 'observed' })
     replayedText(rep, get('https://api.test/a'))
-    assert.equal(rep.handle(get('https://api.test/new')).kind, 'fail')
+    assert.equal(sync(rep.handle(get('https://api.test/new'))).kind, 'fail')
     await rep.close()
     const observed = await store.readTrace('observed')
     assert.deepEqual(
@@ -310,8 +316,8 @@ describe('Session', () => {
   test('close() waits for responses still streaming, then keeps what arrived of those that never end', async () => {
     const store = createMemoryStore()
     const rec = await openSession({ mode: 'record', trace: 't', store })
-    const slow = rec.handle(get('https://api.test/slow'))
-    const endless = rec.handle(get('https://api.test/endless'))
+    const slow = sync(rec.handle(get('https://api.test/slow')))
+    const endless = sync(rec.handle(get('https://api.test/endless')))
     assert.ok(slow.kind === 'forward' && endless.kind === 'forward')
     if (slow.kind !== 'forward' || endless.kind !== 'forward') return
     slow.recorder.responseStart({ status: 200, statusText: 'OK', headers: [] })
@@ -343,8 +349,8 @@ describe('Session', () => {
     const secret = 'RESP-SECRET-42'
     const rec = await openSession({ mode: 'record', trace: 't', store, redaction: { bodyPaths: ['$.access_token'] } })
     const plain = JSON.stringify({ access_token: secret, token_type: 'bearer' })
-    const d1 = rec.handle(postJson('https://auth.test/token', { grant: 'x' }))
-    const d2 = rec.handle(postJson('https://auth.test/token-gz', { grant: 'x' }))
+    const d1 = sync(rec.handle(postJson('https://auth.test/token', { grant: 'x' })))
+    const d2 = sync(rec.handle(postJson('https://auth.test/token-gz', { grant: 'x' })))
     assert.ok(d1.kind === 'forward' && d2.kind === 'forward')
     if (d1.kind !== 'forward' || d2.kind !== 'forward') return
     d1.recorder.responseStart({
@@ -398,7 +404,7 @@ describe('Session', () => {
     }
     const rep = await openSession({ mode: 'replay', trace: 't', store, identity: { custom } })
     replayedText(rep, get('https://api.test/a'))
-    const d = rep.handle(get('https://api.test/boom'))
+    const d = sync(rep.handle(get('https://api.test/boom')))
     assert.equal(d.kind, 'fail')
     assert.equal(rep.ledger.length, 1)
     assert.throws(

@@ -1,33 +1,30 @@
 import { performance } from 'node:perf_hooks'
-import type { TraceRecording, TraceStore } from '../store/index.ts'
+import type { BodyManifest, TraceReader, TraceRecording, TraceStore } from '../store/index.ts'
 import {
   assertTraceName,
-  BodyAccumulator,
+  type BodyRef,
   bodyBytes,
-  bodyFromChunks,
-  computeIdentity,
-  decodeContentEncoding,
-  describeIdentityDifferences,
   ErrorCodes,
-  type ErrorPhase,
   type Exchange,
   type HeaderPairs,
   headerValue,
   type IdentityOptions,
-  type IdentityParts,
-  identityDistance,
   isToolReplayError,
   parseJsonPath,
   type RecordedError,
-  type RecordedResponse,
   type ResponseHead,
   splitChunks,
   ToolReplayError,
   TRACE_FORMAT_VERSION,
   type Trace,
 } from '../trace/index.ts'
+import { createExchangeRecorder, type ExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
 import { entryFromError, formatSummary, type LedgerEntry, type SessionSummary } from './ledger.ts'
 import { type RedactionOptions, Redactor } from './redaction.ts'
+import { MemoryReplayIndex, type ReplayIndex, StoreReplayIndex, type Take, type UnusedRecording } from './replay-index.ts'
+import { DEFAULT_MAX_BODY_BYTES } from './transport-rules.ts'
+
+export type { ExchangeRecorder } from './exchange-recorder.ts'
 
 /**
  * - record: forward every request live and store it (a new recording replaces the trace when it closes).
@@ -51,6 +48,8 @@ export interface SessionOptions {
   tail?: 'strict' | 'live'
   /** Labels stored with a recorded trace, e.g. { recordedWith: 'proxy' }. */
   labels?: Record<string, string>
+  /** Largest response body kept whole for JSON body-path redaction (default 64 MiB). */
+  maxBodyBytes?: number
 }
 
 /** A request as a capture path saw it, before redaction. Body fully buffered (or null). */
@@ -64,10 +63,13 @@ export interface CapturedRequest {
 /** Chunks to play back, with their recorded time offsets (ms since the exchange started). */
 export type PlaybackChunk = { bytes: Uint8Array; atMs: number }
 
+/** A body to play back: its chunks in memory, or read (verified) from the store as they are played. */
+export type PlaybackChunks = PlaybackChunk[] | AsyncIterable<PlaybackChunk>
+
 /** A recorded response or failure, ready for a capture path to play back. */
 export type Playback =
-  | { kind: 'response'; head: ResponseHead; headersMs: number; chunks: PlaybackChunk[]; trailers: HeaderPairs }
-  | { kind: 'error'; error: RecordedError; headersMs: number; head?: ResponseHead; chunks: PlaybackChunk[] }
+  | { kind: 'response'; head: ResponseHead; headersMs: number; chunks: PlaybackChunks; trailers: HeaderPairs }
+  | { kind: 'error'; error: RecordedError; headersMs: number; head?: ResponseHead; chunks: PlaybackChunks }
 
 /** What a capture path must do with one request. */
 export type Decision =
@@ -75,32 +77,20 @@ export type Decision =
   | { kind: 'forward'; recorder: ExchangeRecorder }
   | { kind: 'fail'; error: ToolReplayError }
 
-/**
- * Collects the outcome of one forwarded request and writes it as one exchange.
- * Call `responseStart`, then `responseData` per chunk, then `responseEnd`; or `fail` at any point.
- */
-export interface ExchangeRecorder {
-  /** False for passthrough: nothing is written, calls are cheap no-ops. */
-  readonly recording: boolean
-  responseStart(head: ResponseHead): void
-  responseData(chunk: Uint8Array): void
-  responseEnd(trailers?: HeaderPairs): Promise<void>
-  fail(error: { code?: string; message: string }, phase?: ErrorPhase): Promise<void>
-}
+/** A trace up to this many exchanges is replayed from memory; a bigger one through the store's index. */
+const MEMORY_MAX_EXCHANGES = 50_000
+/** Bodies are loaded up front while the trace's bodies add up to at most this; else read when played. */
+const MEMORY_MAX_BODY_BYTES = 64 * 1024 * 1024
+/** Played bodies are cut into reads of at most this size, whatever chunk a body was recorded (or imported) as. */
+const MAX_PLAYED_CHUNK = 1024 * 1024
 
-interface Slot {
-  exchange: Exchange
-  used: boolean
-}
-
-/** Bodies up to this size take part in exact keys; larger ones always go through computeIdentity. */
-const EXACT_KEY_MAX_BODY = 16 * 1024
-
-interface Queue {
-  parts: IdentityParts
-  label: string
-  slots: Slot[]
-  next: number
+/** What replay serves from. */
+interface ReplaySource {
+  index: ReplayIndex
+  /** Bodies in memory (all of them, or the request bodies only). */
+  bodies: Map<string, Uint8Array>
+  /** The store, for bodies not in memory. */
+  reader?: TraceReader
 }
 
 /**
@@ -108,25 +98,21 @@ interface Queue {
  * capture paths (interceptor, proxy) only translate between the wire and `handle()`.
  * @example
  * const session = await openSession({ mode: 'replay', trace: 'checkout', store })
- * const decision = session.handle({ method: 'GET', url, headers: [], body: null })
+ * const decision = await session.handle({ method: 'GET', url, headers: [], body: null })
  */
 export class Session {
   readonly mode: Mode
   readonly trace: string
   readonly #store: TraceStore
-  readonly #identity: IdentityOptions
   readonly #redactor: Redactor
-  readonly #queues = new Map<string, Queue>()
-  /** Exact request key → queue, so a request byte-identical to a recorded one skips computeIdentity. */
-  readonly #exact = new Map<string, Queue>()
-  readonly #exactHeaders: Set<string>
-  readonly #source: Trace | undefined
+  readonly #maxBodyBytes: number
+  readonly #source: ReplaySource | undefined
   readonly #recording: TraceRecording | undefined
   readonly #tail: 'strict' | 'live'
   readonly #t0 = performance.now()
   readonly #pending = new Set<Promise<void>>()
   /** Recorders whose response has not finished yet, with a way to settle them when close() cannot wait longer. */
-  readonly #open = new Map<ExchangeRecorder, { settled: Promise<void>; cut: () => void }>()
+  readonly #open = new Set<OpenRecorder>()
   readonly #misses: LedgerEntry[] = []
   readonly #exhausted: LedgerEntry[] = []
   #seq = 0
@@ -135,58 +121,20 @@ export class Session {
   #passedThrough = 0
   #tailLive = false
   #closed: SessionSummary | undefined
+  #finalUnused: LedgerEntry[] | undefined
   #writeError: unknown
 
   /** Use `openSession`. */
-  constructor(init: {
-    options: SessionOptions
-    source: Trace | undefined
-    recording: TraceRecording | undefined
-  }) {
+  constructor(init: { options: SessionOptions; source: ReplaySource | undefined; recording: TraceRecording | undefined }) {
     const { options } = init
     this.mode = options.mode
     this.trace = options.trace
     this.#store = options.store
-    this.#identity = options.identity ?? {}
-    this.#exactHeaders = new Set(['content-type', ...(this.#identity.includeHeaders ?? [])].map((h) => h.toLowerCase()))
     this.#redactor = new Redactor(options.redaction)
+    this.#maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
     this.#source = init.source
     this.#recording = init.recording
     this.#tail = options.tail ?? 'strict'
-    if (init.source) this.#index(init.source)
-  }
-
-  #index(trace: Trace): void {
-    for (const exchange of trace.exchanges) {
-      const body = exchange.request.body ? bodyBytes(trace, exchange.request.body) : null
-      const id = computeIdentity({ method: exchange.request.method, url: exchange.request.url, headers: exchange.request.headers, body }, this.#identity)
-      let q = this.#queues.get(id.key)
-      if (!q) {
-        q = { parts: id.parts, label: `${exchange.request.method} ${exchange.request.url}`, slots: [], next: 0 }
-        this.#queues.set(id.key, q)
-      }
-      q.slots.push({ exchange, used: false })
-      const exact = this.#exactKey(exchange.request.method, exchange.request.url, exchange.request.headers, body)
-      if (exact !== undefined) this.#exact.set(exact, q)
-    }
-  }
-
-  /**
-   * A key that two requests share only when every input computeIdentity reads is identical, so they have
-   * the same identity without computing it (hashing canonical JSON dominated replay's per-request cost).
-   * Undefined, meaning "compute the identity", with a custom identity function or a large body.
-   */
-  #exactKey(method: string, url: string, headers: HeaderPairs, body: Uint8Array | null): string | undefined {
-    if (this.#identity.custom || (body && body.byteLength > EXACT_KEY_MAX_BODY)) return undefined
-    // NUL cannot occur in a method, URL or header value, so the fields cannot run into each other.
-    let key = `${method.toUpperCase()}\0${url}`
-    for (const [name, value] of headers) {
-      const lower = name.toLowerCase()
-      if (this.#exactHeaders.has(lower)) key += `\0${lower}:${value}`
-    }
-    key += '\0\0'
-    if (body) key += Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('latin1')
-    return key
   }
 
   /** The store this session writes to. */
@@ -199,21 +147,31 @@ export class Session {
     return [...this.#misses, ...this.#exhausted]
   }
 
-  /** Decides what to do with one request. Synchronous: replay lookups are in memory. */
-  handle(captured: CapturedRequest): Decision {
+  /**
+   * Decides what to do with one request. Synchronous while the trace is replayed from memory; a promise
+   * when the store must be asked (traces too big to hold).
+   */
+  handle(captured: CapturedRequest): Decision | Promise<Decision> {
     try {
-      return this.#handle(captured)
+      const d = this.#handle(captured)
+      return d instanceof Promise ? d.catch((err: unknown) => this.#unreadable(captured, err)) : d
     } catch (err) {
-      // A request the engine cannot even read (a bad URL, a throwing custom identity) still counts against
-      // strict replay: it goes in the ledger, so the run fails at the end even if the app swallows it.
-      const error = isToolReplayError(err)
-        ? err
-        : new ToolReplayError(ErrorCodes.INTERNAL, `Failed to handle ${captured.method} ${captured.url}: ${(err as Error)?.message ?? String(err)}`, {
-            cause: err,
-          })
-      if (this.mode === 'replay' || this.mode === 'update') this.#misses.push(entryFromError(error, `${captured.method} ${captured.url}`))
-      return { kind: 'fail', error }
+      return this.#unreadable(captured, err)
     }
+  }
+
+  /**
+   * A request the engine cannot even read (a bad URL, a throwing custom identity, a damaged store) still
+   * counts against strict replay: it goes in the ledger, so the run fails at the end even if the app swallows it.
+   */
+  #unreadable(captured: CapturedRequest, err: unknown): Decision {
+    const error = isToolReplayError(err)
+      ? err
+      : new ToolReplayError(ErrorCodes.INTERNAL, `Failed to handle ${captured.method} ${captured.url}: ${(err as Error)?.message ?? String(err)}`, {
+          cause: err,
+        })
+    if (this.mode === 'replay' || this.mode === 'update') this.#misses.push(entryFromError(error, `${captured.method} ${captured.url}`))
+    return { kind: 'fail', error }
   }
 
   /**
@@ -244,7 +202,7 @@ export class Session {
     if (this.mode === 'replay') this.#misses.push(entryFromError(error, `${captured.method} ${this.#redactor.url(captured.url)}`))
   }
 
-  #handle(captured: CapturedRequest): Decision {
+  #handle(captured: CapturedRequest): Decision | Promise<Decision> {
     if (this.#closed) {
       return {
         kind: 'fail',
@@ -257,57 +215,52 @@ export class Session {
     const request = this.#redactRequest(captured)
     const startMs = performance.now() - this.#t0
     const seq = this.#seq++
-    if (this.mode === 'record') return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, true) }
-    if (this.mode === 'passthrough') return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, false) }
-    if (this.#tailLive) return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, true) }
+    if (this.mode === 'record' || this.#tailLive || !this.#source)
+      return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, this.mode !== 'passthrough') }
+    const taken = this.#source.index.take(request)
+    return taken instanceof Promise ? taken.then((t) => this.#decide(request, seq, startMs, t)) : this.#decide(request, seq, startMs, taken)
+  }
 
-    const exact = this.#exactKey(request.method, request.url, request.headers, request.body)
-    const fast = exact === undefined ? undefined : this.#exact.get(exact)
-    const id = fast ? undefined : computeIdentity(request, this.#identity)
-    const q = fast ?? (id ? this.#queues.get(id.key) : undefined)
+  #decide(request: CapturedRequest, seq: number, startMs: number, taken: Take): Decision | Promise<Decision> {
     const label = `${request.method} ${request.url}`
-    if (q && q.next < q.slots.length) {
-      const slot = q.slots[q.next++] as Slot
-      slot.used = true
+    if (taken.kind === 'match') {
       this.#replayed++
-      const playback = this.#playback(slot.exchange)
       if (this.#recording)
-        this.#write({ ...slot.exchange, seq, timing: { ...slot.exchange.timing, startMs: Math.round(startMs) } }, this.#source?.bodies ?? new Map())
-      return { kind: 'replay', exchange: slot.exchange, playback }
+        this.#write({ ...taken.exchange, seq, timing: { ...taken.exchange.timing, startMs: Math.round(startMs) } }, this.#source?.bodies ?? new Map())
+      return { kind: 'replay', exchange: taken.exchange, playback: this.#playback(taken.exchange) }
     }
     if (this.mode === 'update') return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, true) }
-
-    let error: ToolReplayError
-    if (q) {
-      error = new ToolReplayError(
+    if (taken.kind === 'exhausted') {
+      const error = new ToolReplayError(
         ErrorCodes.REPLAY_EXHAUSTED,
-        `Failed to replay "${label}": trace "${this.trace}" recorded this request ${q.slots.length} time(s) and this is request #${q.next + 1}. Tool Replay never repeats a recording. Re-record the trace, or find why the app sends it more often (a retry loop?).`,
-        { details: { request: label, recorded: q.slots.length, occurrence: q.next + 1 } },
+        `Failed to replay "${label}": trace "${this.trace}" recorded this request ${taken.recorded} time(s) and this is request #${taken.occurrence + 1}. Tool Replay never repeats a recording. Re-record the trace, or find why the app sends it more often (a retry loop?).`,
+        { details: { request: label, recorded: taken.recorded, occurrence: taken.occurrence + 1 } },
       )
-      q.next++
-      this.#exhausted.push(entryFromError(error, `${label} #${q.next - 1}`))
-    } else {
-      error = this.#missError(request, (id ?? computeIdentity(request, this.#identity)).parts, label)
-      this.#misses.push(entryFromError(error, label))
+      this.#exhausted.push(entryFromError(error, `${label} #${taken.occurrence}`))
+      return this.#refused(request, seq, startMs, error)
     }
+    const explain = (candidates: Array<{ request: string; differences: string[] }>) => {
+      const error = this.#missError(request, candidates, label)
+      this.#misses.push(entryFromError(error, label))
+      return this.#refused(request, seq, startMs, error)
+    }
+    const candidates = (this.#source as ReplaySource).index.candidates(taken.parts)
+    return candidates instanceof Promise ? candidates.then(explain) : explain(candidates)
+  }
+
+  /** What follows a refusal: the live tail (opt-in), or a failure, kept in a record-as trace for diff. */
+  #refused(request: CapturedRequest, seq: number, startMs: number, error: ToolReplayError): Decision {
     if (this.#tail === 'live' && this.#recording) {
       // Opt-in: from the first unmatched request on, go live and record what happens next.
       this.#tailLive = true
       return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, true) }
     }
-    if (this.#recording) {
-      // Keep the attempt in the record-as trace so diff shows what the app asked for.
-      void this.#recorder(request, seq, startMs, true).fail({ code: error.code, message: error.message }, 'connect')
-    }
+    // Keep the attempt in the record-as trace so diff shows what the app asked for.
+    if (this.#recording) void this.#recorder(request, seq, startMs, true).fail({ code: error.code, message: error.message }, 'connect')
     return { kind: 'fail', error }
   }
 
-  #missError(request: CapturedRequest, parts: IdentityParts, label: string): ToolReplayError {
-    const ranked = [...this.#queues.values()]
-      .map((q) => ({ q, d: identityDistance(parts, q.parts) }))
-      .sort((a, b) => a.d - b.d)
-      .slice(0, 3)
-    const candidates = ranked.map(({ q }) => ({ request: q.label, differences: describeIdentityDifferences(q.parts, parts) }))
+  #missError(request: CapturedRequest, candidates: Array<{ request: string; differences: string[] }>, label: string): ToolReplayError {
     const closest =
       candidates.length === 0
         ? `trace "${this.trace}" has no recorded exchanges`
@@ -327,16 +280,14 @@ export class Session {
   }
 
   #playback(exchange: Exchange): Playback {
-    const trace = this.#source as Trace
     const { outcome } = exchange
     if (outcome.kind === 'response') {
       const r = outcome.response
-      const bytes = bodyBytes(trace, r.body)
       return {
         kind: 'response',
         head: { status: r.status, statusText: r.statusText, headers: r.headers },
         headersMs: exchange.timing.headersMs,
-        chunks: splitChunks(bytes, r.body),
+        chunks: this.#chunks(r.body, `exchange #${exchange.seq} response`),
         trailers: r.trailers,
       }
     }
@@ -347,8 +298,21 @@ export class Session {
       error: outcome.error,
       headersMs: exchange.timing.headersMs,
       head: { status: p.status, statusText: p.statusText, headers: p.headers },
-      chunks: splitChunks(bodyBytes(trace, p.body), p.body),
+      chunks: this.#chunks(p.body, `exchange #${exchange.seq} partial response`),
     }
+  }
+
+  /** A body's recorded chunks: from memory, or streamed from the store (each piece verified before it is played). */
+  #chunks(ref: BodyRef, use: string): PlaybackChunks {
+    const source = this.#source as ReplaySource
+    const bytes = source.bodies.get(ref.digest)
+    if (bytes !== undefined || !source.reader) return splitChunks(bodyBytes({ bodies: source.bodies, meta: { name: this.trace, format: 1 } }, ref), ref)
+    const reader = source.reader
+    const onDamage = (err: unknown) => {
+      // Damaged bytes are never played, and the run fails even if the app swallows the broken response.
+      if (isToolReplayError(err)) this.#misses.push(entryFromError(err, use))
+    }
+    return streamChunks(reader.bodyPieces(ref, use), ref, onDamage)
   }
 
   #recorder(request: CapturedRequest, seq: number, startMs: number, recording: boolean): ExchangeRecorder {
@@ -356,94 +320,27 @@ export class Session {
       this.#passedThrough++
       return PASSTHROUGH_RECORDER
     }
-    const t0 = performance.now()
-    let head: ResponseHead | undefined
-    let headersMs = 0
-    let body: BodyAccumulator | undefined
-    let done = false
-    let settle = () => {}
-    const settled = new Promise<void>((resolve) => (settle = resolve))
-    const finish = (build: (partial: RecordedResponse | undefined) => Exchange['outcome']): Promise<void> => {
-      if (done) return Promise.resolve()
-      done = true
-      this.#open.delete(recorder)
-      settle()
-      try {
-        return assemble(build)
-      } catch (err) {
-        // Never lose an exchange silently: close() reports it and the recording stays partial.
-        this.#writeError ??= err
-        return Promise.resolve()
-      }
-    }
-    const assemble = (build: (partial: RecordedResponse | undefined) => Exchange['outcome']): Promise<void> => {
-      const bodies = new Map<string, Uint8Array>()
-      const reqBody = request.body ? bodyFromChunks([{ bytes: request.body, atMs: 0 }]) : undefined
-      if (reqBody) bodies.set(reqBody.ref.digest, reqBody.bytes)
-      let partial: RecordedResponse | undefined
-      if (head) {
-        let headers = this.#redactor.headers(head.headers)
-        const received = body ?? new BodyAccumulator()
-        let recorded = received.finish()
-        if (this.#redactor.hasBodyPaths) {
-          const redacted = redactResponseBody(this.#redactor, recorded.bytes, headers)
-          if (redacted) {
-            // A redacted body no longer has its wire chunking (or encoding); it replays as one chunk.
-            recorded = bodyFromChunks([{ bytes: redacted.bytes, atMs: received.lastAtMs }])
-            headers = redacted.headers
-          }
-        }
-        bodies.set(recorded.ref.digest, recorded.bytes)
-        partial = { status: head.status, statusText: head.statusText, headers, body: recorded.ref, trailers: [] }
-      }
-      const exchange: Exchange = {
-        seq,
-        request: { method: request.method, url: request.url, headers: request.headers, body: reqBody?.ref ?? null },
-        outcome: build(partial),
-        timing: { startMs: Math.round(startMs), headersMs: Math.round(headersMs) },
-      }
-      this.#recorded++
-      return this.#write(exchange, bodies)
-    }
-    const recorder: ExchangeRecorder = {
-      recording: true,
-      responseStart(h) {
-        head = h
-        headersMs = performance.now() - t0
-        const length = headerValue(h.headers, 'content-length')
-        body = new BodyAccumulator(length === undefined ? undefined : Number(length))
+    this.#recorded++
+    const open = createExchangeRecorder(
+      {
+        recording: this.#recording,
+        redactor: this.#redactor,
+        maxBodyBytes: this.#maxBodyBytes,
+        write: (exchange, bodies, manifests) => this.#write(exchange, bodies, manifests),
+        lost: (err) => {
+          this.#writeError ??= err
+        },
       },
-      responseData(chunk) {
-        // Copied (once, into one buffer): callers may reuse their buffers.
-        body ??= new BodyAccumulator()
-        body.append(chunk, performance.now() - t0)
-      },
-      responseEnd: (trailers = []) =>
-        finish((partial) => {
-          if (!partial) throw new ToolReplayError(ErrorCodes.INTERNAL, 'responseEnd called before responseStart')
-          return { kind: 'response', response: { ...partial, trailers: this.#redactor.headers(trailers) } }
-        }),
-      fail: (error, phase) =>
-        finish((partial) => {
-          const e: RecordedError = {
-            code: error.code ?? 'UND_ERR',
-            message: error.message,
-            phase: phase ?? (partial ? 'response-body' : 'connect'),
-          }
-          if (partial) e.partial = partial
-          return { kind: 'error', error: e }
-        }),
-    }
-    this.#open.set(recorder, {
-      settled,
-      cut: () => {
-        void recorder.fail({ code: 'TR_SESSION_CLOSED', message: 'The session closed before this response finished; the trace keeps what had arrived.' })
-      },
-    })
-    return recorder
+      request,
+      seq,
+      startMs,
+    )
+    this.#open.add(open)
+    void open.settled.then(() => this.#open.delete(open))
+    return open.recorder
   }
 
-  #write(exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>): Promise<void> {
+  #write(exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest> = new Map()): Promise<void> {
     const rec = this.#recording as TraceRecording
     const own = new Map<string, Uint8Array>()
     for (const ref of [exchange.request.body, exchange.outcome.kind === 'response' ? exchange.outcome.response.body : exchange.outcome.error.partial?.body]) {
@@ -452,7 +349,7 @@ export class Session {
         if (b) own.set(ref.digest, b)
       }
     }
-    const p = rec.append(exchange, own).then(
+    const p = rec.append(exchange, own, manifests).then(
       () => {
         this.#pending.delete(p)
       },
@@ -465,22 +362,24 @@ export class Session {
     return p
   }
 
-  /** Replayed exchanges never requested so far. */
+  /** Replayed exchanges never requested so far (for a trace replayed through the store: see summary()). */
   unused(): LedgerEntry[] {
-    const out: LedgerEntry[] = []
-    if (this.mode !== 'replay' && this.mode !== 'update') return out
-    for (const q of this.#queues.values()) {
-      for (let i = 0; i < q.slots.length; i++) {
-        const slot = q.slots[i] as Slot
-        if (slot.used) continue
-        out.push({
-          code: ErrorCodes.REPLAY_UNUSED,
-          request: `${q.label} #${i}`,
-          message: `recorded exchange #${slot.exchange.seq} was never requested. The app did less than when it was recorded; re-record, or check what changed.`,
-        })
-      }
-    }
-    return out
+    if (this.#finalUnused) return this.#finalUnused
+    if ((this.mode !== 'replay' && this.mode !== 'update') || !this.#source) return []
+    const listed = this.#source.index.unused()
+    if (!(listed instanceof Promise)) return listed.map(unusedEntry)
+    listed.catch(() => {})
+    const n = this.#source.index.unusedCount
+    // Listing them means reading the store's index: done at close(); until then, the count.
+    return n === 0
+      ? []
+      : [
+          {
+            code: ErrorCodes.REPLAY_UNUSED,
+            request: `${n} recorded exchange(s)`,
+            message: `${n} recorded exchange(s) were not requested so far; they are listed when the session closes.`,
+          },
+        ]
   }
 
   /** The summary so far, without closing. */
@@ -507,9 +406,13 @@ export class Session {
     if (this.#open.size > 0) {
       let timer: NodeJS.Timeout | undefined
       const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)))
-      await Promise.race([Promise.all([...this.#open.values()].map((o) => o.settled)), grace])
+      await Promise.race([Promise.all([...this.#open].map((o) => o.settled)), grace])
       clearTimeout(timer)
-      for (const o of [...this.#open.values()]) o.cut()
+      await Promise.all([...this.#open].map((o) => o.cut()))
+    }
+    if (this.mode === 'replay' && this.#source) {
+      const listed = this.#source.index.unused()
+      if (listed instanceof Promise) this.#finalUnused = (await listed).map(unusedEntry)
     }
     const summary = this.summary()
     this.#closed = summary
@@ -535,7 +438,7 @@ export class Session {
     if (this.#closed) return this.#closed
     const summary = this.summary()
     this.#closed = summary
-    for (const o of [...this.#open.values()]) o.cut()
+    await Promise.all([...this.#open].map((o) => o.cut()))
     while (this.#pending.size > 0) await Promise.all([...this.#pending])
     return summary
   }
@@ -550,40 +453,72 @@ export class Session {
   }
 }
 
-/**
- * Applies JSON-path redaction to a response body, decoding it first when it is compressed (token endpoints
- * usually gzip). Returns undefined when nothing changed, else the new bytes and headers with framing fixed:
- * Content-Length matches, and a decoded body loses its Content-Encoding.
- */
-function redactResponseBody(redactor: Redactor, bytes: Uint8Array, headers: HeaderPairs): { bytes: Uint8Array; headers: HeaderPairs } | undefined {
-  const encoding = headerValue(headers, 'content-encoding')
-  const encoded = encoding !== undefined && encoding.trim().toLowerCase() !== 'identity'
-  let plain = bytes
-  if (encoded) {
-    try {
-      plain = decodeContentEncoding(bytes, encoding)
-    } catch {
-      return undefined // not decodable: not JSON we could redact either
-    }
-  }
-  const plainHeaders = encoded ? headers.filter(([k]) => k.toLowerCase() !== 'content-encoding') : headers
-  const redacted = redactor.body(plain, plainHeaders)
-  if (redacted === plain) return undefined
+function unusedEntry(u: UnusedRecording): LedgerEntry {
   return {
-    bytes: redacted,
-    headers: plainHeaders.map(([k, v]) => (k.toLowerCase() === 'content-length' ? [k, String(redacted.byteLength)] : [k, v])),
+    code: ErrorCodes.REPLAY_UNUSED,
+    request: `${u.label} #${u.occurrence}`,
+    message: `recorded exchange #${u.seq} was never requested. The app did less than when it was recorded; re-record, or check what changed.`,
   }
 }
 
-/** How long close() waits for responses still being recorded (an app that aborted a stream, say). */
+/**
+ * A stored body's recorded chunks, read piece by piece as they are played: memory holds one piece and one
+ * chunk, whatever the body's size. A piece that fails verification ends the stream with its error.
+ */
+async function* streamChunks(pieces: AsyncIterable<Uint8Array>, ref: BodyRef, onDamage: (err: unknown) => void): AsyncGenerator<PlaybackChunk> {
+  const chunks = ref.chunks.length > 0 ? ref.chunks : [{ size: ref.size, atMs: 0 }]
+  let c = 0
+  let need = chunks[0]?.size ?? 0
+  let parts: Uint8Array[] = []
+  try {
+    for await (const piece of pieces) {
+      let offset = 0
+      while (offset < piece.byteLength && c < chunks.length) {
+        const take = Math.min(need, piece.byteLength - offset, MAX_PLAYED_CHUNK)
+        parts.push(piece.subarray(offset, offset + take))
+        offset += take
+        need -= take
+        const atMs = (chunks[c] as { atMs: number }).atMs
+        const partSize = parts.reduce((n, p) => n + p.byteLength, 0)
+        if (need === 0 || partSize >= MAX_PLAYED_CHUNK) {
+          yield { bytes: parts.length === 1 ? (parts[0] as Uint8Array) : Buffer.concat(parts), atMs }
+          parts = []
+          if (need === 0) need = chunks[++c]?.size ?? 0
+        }
+      }
+    }
+  } catch (err) {
+    onDamage(err)
+    throw err
+  }
+}
+
 const CLOSE_GRACE_MS = 2000
 
-const PASSTHROUGH_RECORDER: ExchangeRecorder = {
-  recording: false,
-  responseStart() {},
-  responseData() {},
-  responseEnd: async () => {},
-  fail: async () => {},
+function isDefaultIdentity(identity: IdentityOptions | undefined): boolean {
+  return !identity || Object.values(identity).every((v) => v === undefined || (Array.isArray(v) && v.length === 0))
+}
+
+/** Opens what replay serves from: the trace in memory when it is small, else the store's index and lazy bodies. */
+async function openReplaySource(store: TraceStore, name: string, identity: IdentityOptions): Promise<ReplaySource> {
+  const reader = await store.openTrace(name)
+  const { count, bodyBytes: total, indexed } = reader.info
+  if (count <= MEMORY_MAX_EXCHANGES && total <= MEMORY_MAX_BODY_BYTES) {
+    const trace = await reader.readAll()
+    return { index: new MemoryReplayIndex(trace, identity), bodies: trace.bodies }
+  }
+  if (indexed && isDefaultIdentity(identity)) return { index: new StoreReplayIndex(reader), bodies: new Map(), reader }
+  // Custom identity rules (or a trace from before the index): identities are computed here, from the
+  // exchanges and request bodies; response bodies still stay in the store until played.
+  const exchanges: Exchange[] = []
+  const bodies = new Map<string, Uint8Array>()
+  for await (const x of reader.exchanges()) {
+    exchanges.push(x)
+    if (x.request.body && !bodies.has(x.request.body.digest))
+      bodies.set(x.request.body.digest, await reader.bodyBytes(x.request.body, `exchange #${x.seq} request`))
+  }
+  const trace: Trace = { meta: reader.info.meta, exchanges, bodies }
+  return { index: new MemoryReplayIndex(trace, identity), bodies, reader }
 }
 
 /** Opens a session: loads the trace for replay/update, starts a recording for record/update/recordAs. */
@@ -595,15 +530,16 @@ export async function openSession(options: SessionOptions): Promise<Session> {
   if (options.recordAs !== undefined) assertTraceName(options.recordAs, 'recordAs trace name')
   // Parsed now so a typo in a path fails the session at once instead of silently redacting or ignoring nothing.
   for (const p of [...(options.redaction?.bodyPaths ?? []), ...(options.identity?.ignoreBodyPaths ?? [])]) parseJsonPath(p)
-  let source: Trace | undefined
-  if (options.mode === 'replay') source = await options.store.readTrace(options.trace)
-  if (options.mode === 'update') source = (await options.store.hasTrace(options.trace)) ? await options.store.readTrace(options.trace) : undefined
-  let recordName: string | undefined
-  if (options.mode === 'record' || options.mode === 'update') recordName = options.trace
-  if (options.mode === 'replay' && options.recordAs) recordName = options.recordAs
   if (options.tail === 'live' && !(options.mode === 'replay' && options.recordAs)) {
     throw new ToolReplayError(ErrorCodes.INVALID_OPTION, 'tail "live" needs replay mode with recordAs (the live tail is recorded there).')
   }
+  const identity = options.identity ?? {}
+  let source: ReplaySource | undefined
+  if (options.mode === 'replay') source = await openReplaySource(options.store, options.trace, identity)
+  if (options.mode === 'update' && (await options.store.hasTrace(options.trace))) source = await openReplaySource(options.store, options.trace, identity)
+  let recordName: string | undefined
+  if (options.mode === 'record' || options.mode === 'update') recordName = options.trace
+  if (options.mode === 'replay' && options.recordAs) recordName = options.recordAs
   const labels: Record<string, string> = { ...options.labels }
   if (options.mode === 'replay' && recordName) labels.observedAgainst = options.trace
   const recording = recordName

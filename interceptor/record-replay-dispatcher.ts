@@ -12,6 +12,7 @@ import {
   type CapturedRequest,
   clientAbortError,
   DEFAULT_DRAIN_AFTER_ABORT_MS,
+  type Decision,
   type ExchangeProgress,
   type ExchangeRecorder,
   errorPhase,
@@ -201,6 +202,13 @@ export class RecordReplayDispatcher extends Dispatcher {
     if (body.contentType && !headers.some(([k]) => k.toLowerCase() === 'content-type')) headers.push(['content-type', body.contentType])
     const captured: CapturedRequest = { method: opts.method, url: requestUrl(opts), headers, body: body.bytes }
     const decision = this.#session.handle(captured)
+    // A promise only for traces replayed through the store's index; the common case stays synchronous.
+    if (decision instanceof Promise) decision.then((d) => this.#carryOut(d, opts, body, headers, sink)).catch((err: Error) => sink.error(err))
+    else this.#carryOut(decision, opts, body, headers, sink)
+  }
+
+  #carryOut(decision: Decision, opts: Dispatcher.DispatchOptions, body: BufferedBody, headers: HeaderPairs, sink: ResponseSink): void {
+    if (sink.controller.aborted) return
     if (decision.kind === 'replay') {
       playBack(decision.playback, sink, this.#pace)
       return

@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Agent } from 'undici'
-import { bodyTooLarge, type Pace, type Session } from '../engine/index.ts'
+import { bodyTooLarge, type Decision, type Pace, type Session } from '../engine/index.ts'
 import { ErrorCodes, type HeaderPairs, headerPairsFromRaw } from '../trace/index.ts'
 import { forwardRequest } from './forward.ts'
 import { stripHopByHop } from './headers.ts'
@@ -57,6 +57,19 @@ export function createExchangeHandler(
     // Hop-by-hop and Proxy-* fields describe the client's connection to us, not the exchange: never recorded.
     const headers = stripHopByHop(rawPairs)
     const decision = ctx.session.handle({ method: req.method ?? 'GET', url, headers, body })
+    // A promise only for traces replayed through the store's index; the common case stays synchronous.
+    if (decision instanceof Promise) return decision.then((d) => carryOut(req, res, url, headers, body, d))
+    return carryOut(req, res, url, headers, body, decision)
+  }
+
+  const carryOut = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: string,
+    headers: HeaderPairs,
+    body: Buffer | null,
+    decision: Decision,
+  ): Promise<void> | undefined => {
     if (decision.kind === 'replay') {
       ctx.stats.replayed++
       return writePlayback(res, decision.playback, playbackOptions)

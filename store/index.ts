@@ -1,10 +1,14 @@
 /** Persistence: the LevelDB store, the in-memory store and portable trace files. */
 
+export type { BodyWriter } from './body-writer.ts'
 export type { OpenStoreOptions } from './level-store.ts'
 /** Opens the LevelDB store, its default location, and the socket processes share it through. */
 export { defaultStoreDir, openStore, storeSocketPath } from './level-store.ts'
 /** An in-process store for tests and benchmarks. */
 export { createMemoryStore } from './memory-store.ts'
+export type { BodyManifest, StoredBody, TraceInfo } from './store-ops.ts'
+/** Bodies over this size are stored (and streamed) as pieces of it. */
+export { PIECE_SIZE } from './store-ops.ts'
 export type { ExportedTrace, TraceFileOptions } from './trace-file.ts'
 /** Portable trace files and the format-independent trace digest. */
 export {
@@ -16,4 +20,7 @@ export {
   traceDigest,
   writeTraceFile,
 } from './trace-file.ts'
-export type { TraceRecording, TraceStore, TraceSummary } from './trace-store.ts'
+export type { BodyUse } from './trace-reader.ts'
+/** A stored trace opened for lazy, verified reading. */
+export { TraceReader } from './trace-reader.ts'
+export type { TraceRecording, TraceSelector, TraceStore, TraceSummary } from './trace-store.ts'

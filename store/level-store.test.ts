@@ -60,8 +60,8 @@ describe('LevelDB store', () => {
     await store.close()
     assert.equal((await rawKeys(dir, `x!${oldId}!`)).length, 3, 'old trace kept while the recording is open')
     const again = await openStore(dir)
-    // The recorder "died" with its store: still partial, and the old trace still answers.
-    assert.deepEqual((await again.listTraces()).map((s) => s.status).sort(), ['complete', 'partial'])
+    // The recording was abandoned, but its process (this one) lives: listed as recording; the old trace still answers.
+    assert.deepEqual((await again.listTraces()).map((s) => s.status).sort(), ['complete', 'recording'])
     assert.equal((await again.readTrace('r')).exchanges.length, 3)
     const rec2 = await again.beginTrace({ name: 'r', format: 1 })
     await rec2.append(x.exchange, x.bodies)

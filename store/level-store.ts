@@ -18,15 +18,17 @@
  * usually shared with the next recording of the same name, and collecting them safely would need a
  * mark phase over every trace, including partial ones other processes are still appending to.
  */
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { lstat, mkdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { ErrorCodes, ToolReplayError, type Trace } from '../trace/index.ts'
+import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { isLockedError, LevelBackend } from './level-backend.ts'
-import { ConnectionLost, decodeTrace, encodeBodies, encodeTrace, StoreConnection, type StoreServer, serveBackend } from './store-rpc.ts'
-import type { TraceRecording, TraceStore, TraceSummary } from './trace-store.ts'
+import type { StoreOps } from './store-ops.ts'
+import { ConnectionLost, remoteOps, StoreConnection, type StoreServer, serveBackend } from './store-rpc.ts'
+import type { TraceStore } from './trace-store.ts'
+import { createTraceStore } from './trace-store-impl.ts'
 
 /** Options for `openStore`. */
 export interface OpenStoreOptions {
@@ -103,7 +105,12 @@ export async function openStore(dir: string = defaultStoreDir(), options: OpenSt
     await node.release()
     throw err
   }
-  return new StoreHandle(node)
+  const owned = node
+  return createTraceStore(
+    abs,
+    (fn) => owned.run(fn),
+    () => owned.release(),
+  )
 }
 
 async function isDirectory(path: string): Promise<boolean> {
@@ -122,7 +129,7 @@ function storeNotFound(dir: string): ToolReplayError {
 /** One per store directory per process, so two `openStore()` calls in a process share the lock. */
 const nodes = new Map<string, StoreNode>()
 
-type Role = { kind: 'owner'; backend: LevelBackend; server: StoreServer } | { kind: 'client'; conn: StoreConnection }
+type Role = { kind: 'owner'; backend: LevelBackend; server: StoreServer } | { kind: 'client'; conn: StoreConnection; ops: StoreOps }
 
 // Resends of a request cut off by a lost owner; each resend first re-acquires, which has its own timeout.
 const MAX_RESENDS = 8
@@ -147,13 +154,13 @@ class StoreNode {
   }
 
   /** Runs an operation on the LevelDB if this process owns it, else on the owner, failing over as needed. */
-  async run<T>(local: (b: LevelBackend) => Promise<T>, remote: (c: StoreConnection) => Promise<T>): Promise<T> {
+  async run<T>(fn: (ops: StoreOps) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const current = this.#current()
       const role = await current
-      if (role.kind === 'owner') return local(role.backend)
+      if (role.kind === 'owner') return fn(role.backend)
       try {
-        return await remote(role.conn)
+        return await fn(role.ops)
       } catch (err) {
         if (!(err instanceof ConnectionLost)) throw err
         if (attempt >= MAX_RESENDS) throw this.#locked(err)
@@ -218,7 +225,8 @@ class StoreNode {
       }
       try {
         await assertPrivateSocketDir(this.dir, this.socketPath)
-        return { kind: 'client', conn: await StoreConnection.connect(this.socketPath) }
+        const conn = await StoreConnection.connect(this.socketPath)
+        return { kind: 'client', conn, ops: remoteOps(conn, this.dir) }
       } catch (err) {
         if (err instanceof ToolReplayError) throw err
         // ENOENT/ECONNREFUSED: the owner is starting, handing over, or died and the lock is not yet free.
@@ -237,98 +245,4 @@ class StoreNode {
       { cause, details: { location: this.dir, socket: this.socketPath } },
     )
   }
-}
-
-class StoreHandle implements TraceStore {
-  readonly location: string
-  readonly #node: StoreNode
-  #closed = false
-
-  constructor(node: StoreNode) {
-    this.#node = node
-    this.location = node.dir
-  }
-
-  listTraces(): Promise<TraceSummary[]> {
-    return this.#run(
-      (b) => b.listTraces(),
-      async (c) => (await c.call('listTraces', [])) as TraceSummary[],
-    )
-  }
-
-  readTrace(name: string): Promise<Trace> {
-    return this.#run(
-      (b) => b.readTrace(name),
-      async (c) => decodeTrace((await c.call('readTrace', [name])) as Parameters<typeof decodeTrace>[0]),
-    )
-  }
-
-  hasTrace(name: string): Promise<boolean> {
-    return this.#run(
-      (b) => b.hasTrace(name),
-      async (c) => (await c.call('hasTrace', [name])) as boolean,
-    )
-  }
-
-  async beginTrace(meta: Trace['meta']): Promise<TraceRecording> {
-    const id = newId()
-    const createdAt = new Date().toISOString()
-    await this.#run(
-      (b) => b.beginTrace(id, meta, createdAt),
-      async (c) => void (await c.call('beginTrace', [id, meta, createdAt])),
-    )
-    let closed = false
-    return {
-      id,
-      name: meta.name,
-      append: (exchange, bodies) =>
-        this.#run(
-          (b) => b.append(id, exchange, bodies),
-          async (c) => void (await c.call('append', [id, exchange, encodeBodies(bodies)])),
-        ),
-      close: async () => {
-        if (closed) return
-        await this.#run(
-          (b) => b.closeRecording(id),
-          async (c) => void (await c.call('closeRecording', [id])),
-        )
-        closed = true
-      },
-    }
-  }
-
-  putTrace(trace: Trace, options?: { overwrite?: boolean }): Promise<void> {
-    const id = newId()
-    const createdAt = new Date().toISOString()
-    const overwrite = options?.overwrite === true
-    return this.#run(
-      (b) => b.putTrace(trace, id, createdAt, overwrite),
-      async (c) => void (await c.call('putTrace', [encodeTrace(trace), id, createdAt, overwrite])),
-    )
-  }
-
-  deleteTrace(name: string): Promise<boolean> {
-    return this.#run(
-      (b) => b.deleteTrace(name),
-      async (c) => (await c.call('deleteTrace', [name])) as boolean,
-    )
-  }
-
-  async close(): Promise<void> {
-    if (this.#closed) return
-    this.#closed = true
-    await this.#node.release()
-  }
-
-  #run<T>(local: (b: LevelBackend) => Promise<T>, remote: (c: StoreConnection) => Promise<T>): Promise<T> {
-    if (this.#closed) {
-      return Promise.reject(new ToolReplayError(ErrorCodes.STORE_CLOSED, `The trace store at ${this.location} is closed. Open it again with openStore().`))
-    }
-    return this.#node.run(local, remote)
-  }
-}
-
-// Time first so ids sort by creation in listings and debugging; random so processes never collide.
-function newId(): string {
-  return `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`
 }

@@ -1,143 +1,225 @@
-import { ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
-import { traceNotFound } from './store-errors.ts'
-import type { TraceRecording, TraceStore, TraceSummary } from './trace-store.ts'
+/**
+ * An in-process store with the same contract as the LevelDB one; nothing persists. It implements the same
+ * StoreOps, so readers, recordings and verification are the very code the LevelDB store runs.
+ */
+import { computeIdentity, ErrorCodes, type Exchange, sha256, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
+import { type BodyManifest, ownerAlive, PIECE_SIZE, type RecordingOwner, refsOf, type StoredBody, type StoreOps, type TraceInfo } from './store-ops.ts'
+import type { TraceStore, TraceSummary } from './trace-store.ts'
+import { createTraceStore } from './trace-store-impl.ts'
 
 interface Entry {
-  id: string
-  meta: TraceMeta
+  info: TraceInfo
+  owner?: RecordingOwner
   /**
-   * Exchanges as JSON text (recordings keep them in seq order): the same form the LevelDB store keeps, so what one backend
-   * returns the other does too, and a caller editing an exchange cannot change the store. Cheaper than
-   * structuredClone on the recording hot path (one stringify per append; parsing waits for a read).
+   * Exchanges as JSON text, by seq: the same form the LevelDB store keeps, so what one backend returns the
+   * other does too, and a caller editing an exchange cannot change the store.
    */
-  exchanges: Array<{ seq: number; json: string }>
-  complete: boolean
-  createdAt: string
+  exchanges: Map<number, string>
+  identity: Map<string, number[]>
 }
 
-/** An in-process store with the same contract as the LevelDB one; nothing persists. */
+/** An in-process store for tests and benchmarks. */
 export function createMemoryStore(): TraceStore {
-  const bodies = new Map<string, Uint8Array>()
-  // name -> complete entry; partial recordings live in `recordings` until closed.
-  const complete = new Map<string, Entry>()
-  const recordings = new Set<Entry>()
-  let counter = 0
-  let closed = false
+  const ops = new MemoryOps()
+  return createTraceStore(
+    ':memory:',
+    (fn) => fn(ops),
+    async () => {},
+  )
+}
 
-  const assertOpen = () => {
-    if (closed) throw new ToolReplayError(ErrorCodes.STORE_CLOSED, 'The memory store is closed. Open a new one.')
-  }
-  const toTrace = (e: Entry): Trace => {
-    const own = new Map<string, Uint8Array>()
-    const exchanges = e.exchanges.map((x) => JSON.parse(x.json) as Exchange)
-    for (const x of exchanges) {
-      for (const ref of refsOf(x)) {
-        const b = bodies.get(ref)
-        // Copies, so a caller editing a body cannot change the store.
-        if (b) own.set(ref, new Uint8Array(b))
-      }
+class MemoryOps implements StoreOps {
+  readonly location = ':memory:'
+  readonly #bodies = new Map<string, Uint8Array>()
+  readonly #manifests = new Map<string, BodyManifest>()
+  readonly #pieces = new Map<string, Uint8Array>()
+  readonly #entries = new Map<string, Entry>()
+  readonly #names = new Map<string, string>()
+
+  async listTraces(): Promise<TraceSummary[]> {
+    const out: TraceSummary[] = []
+    for (const e of this.#entries.values()) {
+      const status = e.info.status === 'complete' ? 'complete' : ownerAlive(e.owner) ? 'recording' : 'partial'
+      out.push({ name: e.info.name, id: e.info.id, status, exchanges: e.exchanges.size, createdAt: e.info.createdAt })
     }
-    return { meta: structuredClone(e.meta), exchanges, bodies: own }
+    return out.sort((a, b) => a.name.localeCompare(b.name) || a.createdAt.localeCompare(b.createdAt))
   }
 
-  return {
-    location: ':memory:',
-    async listTraces() {
-      assertOpen()
-      const out: TraceSummary[] = []
-      for (const e of complete.values()) out.push(summary(e))
-      for (const e of recordings) out.push(summary(e))
-      return out.sort((a, b) => a.name.localeCompare(b.name) || a.createdAt.localeCompare(b.createdAt))
-    },
-    async readTrace(name) {
-      assertOpen()
-      const e = complete.get(name)
-      if (!e) throw traceNotFound(name, [...complete.keys()], ':memory:')
-      return toTrace(e)
-    },
-    async hasTrace(name) {
-      assertOpen()
-      return complete.has(name)
-    },
-    async beginTrace(meta) {
-      assertOpen()
-      const entry: Entry = { id: `m${++counter}`, meta: structuredClone(meta), exchanges: [], complete: false, createdAt: new Date().toISOString() }
-      recordings.add(entry)
-      const rec: TraceRecording = {
-        id: entry.id,
-        name: meta.name,
-        async append(exchange, newBodies) {
-          assertOpen()
-          assertBodies(exchange, newBodies, bodies, meta.name)
-          for (const ref of refsOf(exchange)) if (!bodies.has(ref)) bodies.set(ref, new Uint8Array(newBodies.get(ref) as Uint8Array))
-          // Keyed by seq like the LevelDB store, so a resent append replaces rather than duplicates.
-          const stored = { seq: exchange.seq, json: JSON.stringify(exchange) }
-          const list = entry.exchanges
-          // Appends nearly always arrive in seq order: check the end before searching.
-          if (list.length === 0 || (list.at(-1) as { seq: number }).seq < exchange.seq) list.push(stored)
-          else {
-            const at = list.findIndex((x) => x.seq >= exchange.seq)
-            list.splice(at, list[at]?.seq === exchange.seq ? 1 : 0, stored)
-          }
-        },
-        async close() {
-          if (entry.complete) return
-          entry.complete = true
-          recordings.delete(entry)
-          complete.set(entry.meta.name, entry)
-        },
-      }
-      return rec
-    },
-    async putTrace(trace, options) {
-      assertOpen()
-      if (complete.has(trace.meta.name) && !options?.overwrite) {
-        throw new ToolReplayError(
-          ErrorCodes.TRACE_EXISTS,
-          `Trace "${trace.meta.name}" already exists in the memory store. Pick another name or pass overwrite.`,
-        )
-      }
-      for (const x of trace.exchanges) assertBodies(x, trace.bodies, bodies, trace.meta.name)
-      for (const x of trace.exchanges) for (const ref of refsOf(x)) if (!bodies.has(ref)) bodies.set(ref, new Uint8Array(trace.bodies.get(ref) as Uint8Array))
-      complete.set(trace.meta.name, {
-        id: `m${++counter}`,
-        meta: structuredClone(trace.meta),
-        exchanges: trace.exchanges.map((x) => ({ seq: x.seq, json: JSON.stringify(x) })),
-        complete: true,
-        createdAt: new Date().toISOString(),
-      })
-    },
-    async deleteTrace(name) {
-      assertOpen()
-      return complete.delete(name)
-    },
-    async close() {
-      closed = true
-    },
+  async completeId(name: string): Promise<string | undefined> {
+    return this.#names.get(name)
   }
-}
 
-function assertBodies(x: Exchange, given: ReadonlyMap<string, Uint8Array>, stored: Map<string, Uint8Array>, name: string): void {
-  for (const digest of refsOf(x)) {
-    if (!given.has(digest) && !stored.has(digest)) {
-      throw new ToolReplayError(
-        ErrorCodes.BODY_MISSING,
-        `Cannot store the exchange for ${x.request.url} in trace "${name}": it references body ${digest}, which was neither passed nor already stored. Pass every body the exchange references.`,
-        { details: { trace: name, digest } },
-      )
+  async recordingIds(name: string): Promise<string[]> {
+    return [...this.#entries.values()]
+      .filter((e) => e.info.name === name)
+      .sort((a, b) => b.info.createdAt.localeCompare(a.info.createdAt) || b.info.id.localeCompare(a.info.id))
+      .map((e) => e.info.id)
+  }
+
+  async traceInfo(id: string): Promise<TraceInfo | undefined> {
+    const e = this.#entries.get(id)
+    return e ? { ...structuredClone(e.info), count: e.exchanges.size } : undefined
+  }
+
+  async exchanges(id: string, fromSeq: number, limit: number): Promise<Exchange[]> {
+    const e = this.#entries.get(id)
+    if (!e) return []
+    return [...e.exchanges.keys()]
+      .filter((seq) => seq >= fromSeq)
+      .sort((a, b) => a - b)
+      .slice(0, limit)
+      .map((seq) => JSON.parse(e.exchanges.get(seq) as string) as Exchange)
+  }
+
+  async lookup(id: string, key: string): Promise<number[]> {
+    return [...(this.#entries.get(id)?.identity.get(key) ?? [])]
+  }
+
+  async identityKeys(id: string, afterKey: string, limit: number): Promise<Array<[string, number[]]>> {
+    const e = this.#entries.get(id)
+    if (!e) return []
+    return [...e.identity.keys()]
+      .sort()
+      .filter((k) => k > afterKey)
+      .slice(0, limit)
+      .map((k) => [k, [...(e.identity.get(k) as number[])]])
+  }
+
+  async body(digest: string): Promise<StoredBody | undefined> {
+    const bytes = this.#bodies.get(digest)
+    if (bytes) return { kind: 'bytes', bytes: new Uint8Array(bytes) }
+    const manifest = this.#manifests.get(digest)
+    return manifest ? { kind: 'pieces', manifest: structuredClone(manifest) } : undefined
+  }
+
+  async piece(sha: string): Promise<Uint8Array | undefined> {
+    const p = this.#pieces.get(sha)
+    return p ? new Uint8Array(p) : undefined
+  }
+
+  async putPiece(sha: string, bytes: Uint8Array): Promise<void> {
+    if (!this.#pieces.has(sha)) this.#pieces.set(sha, new Uint8Array(bytes))
+  }
+
+  async beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner): Promise<void> {
+    if (this.#entries.has(id)) return
+    const info: TraceInfo = { id, name: meta.name, meta: structuredClone(meta), status: 'recording', createdAt, count: 0, bodyBytes: 0, indexed: true }
+    this.#entries.set(id, { info, owner, exchanges: new Map(), identity: new Map() })
+  }
+
+  async append(id: string, x: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest>): Promise<void> {
+    const e = this.#entries.get(id)
+    if (!e || e.info.status === 'complete') {
+      throw new ToolReplayError(ErrorCodes.STORE_CLOSED, `Cannot append to recording ${id} in the memory store: it is ${e ? 'already closed' : 'unknown'}.`)
     }
+    this.#store(e, x, bodies, manifests)
   }
-}
 
-function summary(e: Entry): TraceSummary {
-  return { name: e.meta.name, id: e.id, status: e.complete ? 'complete' : 'partial', exchanges: e.exchanges.length, createdAt: e.createdAt }
-}
+  async closeRecording(id: string): Promise<void> {
+    const e = this.#entries.get(id)
+    if (!e || e.info.status === 'complete') return
+    this.#replace(e)
+  }
 
-/** Digests of every body an exchange references. */
-export function refsOf(x: Exchange): string[] {
-  const out: string[] = []
-  if (x.request.body) out.push(x.request.body.digest)
-  if (x.outcome.kind === 'response') out.push(x.outcome.response.body.digest)
-  else if (x.outcome.error.partial) out.push(x.outcome.error.partial.body.digest)
-  return out
+  async putTrace(trace: Trace, id: string, createdAt: string, overwrite: boolean): Promise<void> {
+    const name = trace.meta.name
+    const current = this.#names.get(name)
+    if (current === id) return
+    if (current !== undefined && !overwrite) {
+      throw new ToolReplayError(ErrorCodes.TRACE_EXISTS, `Trace "${name}" already exists in the memory store. Pick another name or pass overwrite.`)
+    }
+    const seqs = new Set<number>()
+    for (const x of trace.exchanges) {
+      if (seqs.has(x.seq)) throw new ToolReplayError(ErrorCodes.TRACE_INVALID, `Trace "${name}" has two exchanges with seq ${x.seq}. Renumber them.`)
+      seqs.add(x.seq)
+      for (const digest of refsOf(x)) this.#assertBody(x, name, digest, trace.bodies, new Map())
+    }
+    const entry: Entry = {
+      info: { id, name, meta: structuredClone(trace.meta), status: 'recording', createdAt, count: 0, bodyBytes: 0, indexed: true },
+      exchanges: new Map(),
+      identity: new Map(),
+    }
+    for (const x of trace.exchanges) this.#store(entry, x, trace.bodies, new Map())
+    this.#entries.set(id, entry)
+    this.#replace(entry)
+  }
+
+  async deleteTrace(name: string): Promise<boolean> {
+    const id = this.#names.get(name)
+    if (id === undefined) return false
+    this.#names.delete(name)
+    this.#entries.delete(id)
+    return true
+  }
+
+  async deleteRecording(id: string): Promise<boolean> {
+    const e = this.#entries.get(id)
+    if (!e || this.#names.get(e.info.name) === id) return false
+    return this.#entries.delete(id)
+  }
+
+  #store(e: Entry, x: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest>): void {
+    for (const digest of refsOf(x)) this.#assertBody(x, e.info.name, digest, bodies, manifests)
+    for (const digest of refsOf(x)) {
+      if (this.#bodies.has(digest) || this.#manifests.has(digest)) continue
+      const bytes = bodies.get(digest)
+      if (bytes) this.#putBody(digest, bytes)
+      else this.#manifests.set(digest, structuredClone(manifests.get(digest) as BodyManifest))
+    }
+    // Keyed by seq like the LevelDB store, so a resent append replaces rather than duplicates.
+    e.exchanges.set(x.seq, JSON.stringify(x))
+    const reqBody = x.request.body ? this.#whole(x.request.body.digest) : null
+    const key = computeIdentity({ method: x.request.method, url: x.request.url, headers: x.request.headers, body: reqBody }).key
+    const seqs = e.identity.get(key) ?? []
+    if (!seqs.includes(x.seq)) seqs.push(x.seq)
+    e.identity.set(
+      key,
+      seqs.sort((a, b) => a - b),
+    )
+    e.info.bodyBytes += (x.request.body?.size ?? 0) + ((x.outcome.kind === 'response' ? x.outcome.response.body : x.outcome.error.partial?.body)?.size ?? 0)
+  }
+
+  #assertBody(x: Exchange, name: string, digest: string, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest>): void {
+    if (bodies.has(digest) || this.#bodies.has(digest) || this.#manifests.has(digest)) return
+    const manifest = manifests.get(digest)
+    if (manifest?.pieces.every((p) => this.#pieces.has(p.sha256))) return
+    throw new ToolReplayError(
+      ErrorCodes.BODY_MISSING,
+      `Cannot store the exchange for ${x.request.url} in trace "${name}": it references body ${digest}, which was neither passed nor already stored. Pass every body the exchange references.`,
+      { details: { trace: name, digest } },
+    )
+  }
+
+  /** Stores bytes as the LevelDB store does: whole when small, else as pieces. */
+  #putBody(digest: string, bytes: Uint8Array): void {
+    if (bytes.byteLength <= PIECE_SIZE) {
+      this.#bodies.set(digest, new Uint8Array(bytes))
+      return
+    }
+    const manifest: BodyManifest = { size: bytes.byteLength, pieces: [] }
+    for (let offset = 0; offset < bytes.byteLength; offset += PIECE_SIZE) {
+      const piece = new Uint8Array(bytes.subarray(offset, offset + PIECE_SIZE))
+      const sha = sha256(piece)
+      manifest.pieces.push({ sha256: sha, size: piece.byteLength })
+      this.#pieces.set(sha, piece)
+    }
+    this.#manifests.set(digest, manifest)
+  }
+
+  #whole(digest: string): Uint8Array | null {
+    const bytes = this.#bodies.get(digest)
+    if (bytes) return bytes
+    const manifest = this.#manifests.get(digest)
+    return manifest ? new Uint8Array(Buffer.concat(manifest.pieces.map((p) => this.#pieces.get(p.sha256) ?? new Uint8Array(0)))) : null
+  }
+
+  /** Completes an entry and makes it the trace of its name, dropping the one it replaces. */
+  #replace(e: Entry): void {
+    const old = this.#names.get(e.info.name)
+    if (old !== undefined && old !== e.info.id) this.#entries.delete(old)
+    e.info.status = 'complete'
+    e.info.count = e.exchanges.size
+    delete e.owner
+    this.#names.set(e.info.name, e.info.id)
+  }
 }

@@ -1,5 +1,5 @@
 /**
- * A small RPC that carries the TraceStore operations (not raw LevelDB) over a Unix domain socket,
+ * A small RPC that carries the store operations (StoreOps, not raw LevelDB) over a Unix domain socket,
  * from the process that owns a store directory to the others.
  *
  * Why purpose-built: many-level (the Level project's multi-process RPC) targets abstract-level 1,
@@ -7,7 +7,9 @@
  * read-then-batch logic of `close()`/`putTrace()`, racing other clients. At the TraceStore level the
  * owner runs every write through one queue, and the protocol stays a handful of operations.
  *
- * @note Frames are newline-delimited JSON, one object per line; bytes travel as base64.
+ * @note Frames are newline-delimited JSON, one object per line; bytes travel as base64 ({"$b64": ...}) and
+ * maps as entry lists ({"$map": [...]}). A frame carries at most one piece of a big body (1 MiB), so memory
+ * stays bounded whatever the body's size.
  *   request  {"id":1,"op":"append","args":[...]}
  *   response {"id":1,"ok":true,"result":...} | {"id":1,"ok":false,"error":{"code","message","details"}}
  *            | {"id":1,"ok":false,"retry":true} when the owner is shutting down (the client fails over).
@@ -16,18 +18,12 @@
  */
 import { chmod, unlink } from 'node:fs/promises'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
-import { type ErrorCode, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
+import { type ErrorCode, ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import type { LevelBackend } from './level-backend.ts'
+import type { StoreOps } from './store-ops.ts'
 
 /** Bumped on any incompatible change, so two Tool Replay versions sharing a store fail clearly. */
-export const PROTOCOL_VERSION = 1
-
-type WireBodies = Array<[digest: string, base64: string]>
-interface WireTrace {
-  meta: TraceMeta
-  exchanges: Exchange[]
-  bodies: WireBodies
-}
+export const PROTOCOL_VERSION = 2
 
 /** Thrown by a connection whose owner went away before answering; the caller re-acquires and retries. */
 export class ConnectionLost extends Error {}
@@ -109,40 +105,71 @@ export class StoreServer {
         reply = { id, ok: false, error: toWireError(err) }
       }
     }
-    if (!socket.destroyed) socket.write(`${JSON.stringify(reply)}\n`)
+    if (!socket.destroyed) socket.write(`${encodeFrame(reply)}\n`)
   }
 }
 
+/** The StoreOps methods a client may call. */
+const OPS: ReadonlySet<string> = new Set<keyof StoreOps>([
+  'listTraces',
+  'completeId',
+  'recordingIds',
+  'traceInfo',
+  'exchanges',
+  'lookup',
+  'identityKeys',
+  'body',
+  'piece',
+  'putPiece',
+  'beginTrace',
+  'append',
+  'closeRecording',
+  'putTrace',
+  'deleteTrace',
+  'deleteRecording',
+])
+
 async function dispatch(b: LevelBackend, op: string, args: unknown[]): Promise<unknown> {
   // The peer is a Tool Replay process of the same protocol version (checked by hello).
-  const a = args as [never, never, never, never]
-  switch (op) {
-    case 'hello':
-      if (a[0] !== PROTOCOL_VERSION) {
-        throw new ToolReplayError(
-          ErrorCodes.STORE_LOCKED,
-          `The trace store at ${b.location} is held by a Tool Replay process speaking store protocol ${PROTOCOL_VERSION}, but this one speaks ${a[0]}. Use one Tool Replay version for processes sharing a store.`,
-        )
-      }
-      return b.location
-    case 'listTraces':
-      return b.listTraces()
-    case 'readTrace':
-      return encodeTrace(await b.readTrace(a[0]))
-    case 'hasTrace':
-      return b.hasTrace(a[0])
-    case 'beginTrace':
-      return b.beginTrace(a[0], a[1], a[2])
-    case 'append':
-      return b.append(a[0], a[1], decodeBodies(a[2]))
-    case 'closeRecording':
-      return b.closeRecording(a[0])
-    case 'putTrace':
-      return b.putTrace(decodeTrace(a[0]), a[1], a[2], a[3])
-    case 'deleteTrace':
-      return b.deleteTrace(a[0])
-    default:
-      throw new ToolReplayError(ErrorCodes.INTERNAL, `Unknown store operation "${op}". Use one Tool Replay version for processes sharing a store.`)
+  if (op === 'hello') {
+    if (args[0] !== PROTOCOL_VERSION) {
+      throw new ToolReplayError(
+        ErrorCodes.STORE_LOCKED,
+        `The trace store at ${b.location} is held by a Tool Replay process speaking store protocol ${PROTOCOL_VERSION}, but this one speaks ${String(args[0])}. Use one Tool Replay version for processes sharing a store.`,
+      )
+    }
+    return b.location
+  }
+  if (!OPS.has(op))
+    throw new ToolReplayError(ErrorCodes.INTERNAL, `Unknown store operation "${op}". Use one Tool Replay version for processes sharing a store.`)
+  const method = (b as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[op] as (...a: unknown[]) => Promise<unknown>
+  return method.apply(b, args)
+}
+
+/** StoreOps carried over a connection to the owner. */
+export function remoteOps(conn: StoreConnection, location: string): StoreOps {
+  const call =
+    <T>(op: keyof StoreOps) =>
+    (...args: unknown[]) =>
+      conn.call(op, args) as Promise<T>
+  return {
+    location,
+    listTraces: call('listTraces'),
+    completeId: call('completeId'),
+    recordingIds: call('recordingIds'),
+    traceInfo: call('traceInfo'),
+    exchanges: call('exchanges'),
+    lookup: call('lookup'),
+    identityKeys: call('identityKeys'),
+    body: call('body'),
+    piece: call('piece'),
+    putPiece: call('putPiece'),
+    beginTrace: call('beginTrace'),
+    append: call('append'),
+    closeRecording: call('closeRecording'),
+    putTrace: call('putTrace'),
+    deleteTrace: call('deleteTrace'),
+    deleteRecording: call('deleteRecording'),
   }
 }
 
@@ -192,7 +219,7 @@ export class StoreConnection {
       this.#pending.set(id, { resolve, reject })
       // Keep the process alive only while waiting for an answer, so an idle open store never blocks exit.
       this.#socket.ref()
-      this.#socket.write(`${JSON.stringify({ id, op, args })}\n`)
+      this.#socket.write(`${encodeFrame({ id, op, args })}\n`)
     })
   }
 
@@ -238,7 +265,7 @@ function readFrames(socket: Socket, onFrame: (frame: unknown) => void): void {
       if (line.length > 0) {
         let frame: unknown
         try {
-          frame = JSON.parse(line)
+          frame = decodeFrame(line)
         } catch {
           // A peer that is not speaking this protocol; nothing it says can be trusted.
           socket.destroy()
@@ -261,22 +288,24 @@ function fromWireError(e: { code: ErrorCode; message: string; details?: Record<s
   return new ToolReplayError(e.code, e.message, e.details ? { details: e.details } : {})
 }
 
-/** Bodies as base64 pairs for a frame. */
-export function encodeBodies(bodies: ReadonlyMap<string, Uint8Array>): WireBodies {
-  return [...bodies].map(([k, v]) => [k, Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64')])
+/** A frame as JSON text: bytes as base64, maps as entry lists (exchanges hold neither, so nothing collides). */
+export function encodeFrame(value: unknown): string {
+  return JSON.stringify(value, function (this: Record<string, unknown>, key, v) {
+    // The holder's own value: Buffers are already turned into {type, data} by toJSON when `v` arrives.
+    const original = this[key]
+    if (original instanceof Uint8Array) return { $b64: Buffer.from(original.buffer, original.byteOffset, original.byteLength).toString('base64') }
+    if (original instanceof Map) return { $map: [...original] }
+    return v
+  })
 }
 
-/** Inverse of encodeBodies. */
-export function decodeBodies(wire: WireBodies): Map<string, Uint8Array> {
-  return new Map(wire.map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))]))
-}
-
-/** A trace as a frame value. */
-export function encodeTrace(t: Trace): WireTrace {
-  return { meta: t.meta, exchanges: t.exchanges, bodies: encodeBodies(t.bodies) }
-}
-
-/** Inverse of encodeTrace. */
-export function decodeTrace(w: WireTrace): Trace {
-  return { meta: w.meta, exchanges: w.exchanges, bodies: decodeBodies(w.bodies) }
+/** Inverse of encodeFrame. */
+export function decodeFrame(text: string): unknown {
+  return JSON.parse(text, (_key, v) => {
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+      if (typeof v.$b64 === 'string' && Object.keys(v).length === 1) return new Uint8Array(Buffer.from(v.$b64, 'base64'))
+      if (Array.isArray(v.$map) && Object.keys(v).length === 1) return new Map(v.$map)
+    }
+    return v
+  })
 }

@@ -37,7 +37,7 @@ export function runTraceStoreContract(name: string, makeStore: MakeStore): void 
     )
 
     test(
-      'a recording is partial until close, then complete and readable in seq order',
+      'a recording is "recording" until close, then complete and readable in seq order',
       withStore(async (store) => {
         const rec = await store.beginTrace({ name: 'a', format: 1 })
         assert.equal(rec.name, 'a')
@@ -46,7 +46,7 @@ export function runTraceStoreContract(name: string, makeStore: MakeStore): void 
         assert.equal(await store.hasTrace('a'), false)
         let list = await store.listTraces()
         assert.equal(list.length, 1)
-        assert.equal(list[0]?.status, 'partial')
+        assert.equal(list[0]?.status, 'recording', 'a live process is still writing it')
         assert.equal(list[0]?.exchanges, 3)
         assert.equal(list[0]?.id, rec.id)
         await rec.close()
@@ -76,7 +76,7 @@ export function runTraceStoreContract(name: string, makeStore: MakeStore): void 
         const x = jsonExchange(0, 99, 'new')
         await rec.append(x.exchange, x.bodies)
         assert.equal((await store.readTrace('r')).exchanges.length, 2)
-        assert.deepEqual((await store.listTraces()).map((s) => s.status).sort(), ['complete', 'partial'])
+        assert.deepEqual((await store.listTraces()).map((s) => s.status).sort(), ['complete', 'recording'])
         await rec.close()
         const t = await store.readTrace('r')
         assert.deepEqual(t.exchanges, [x.exchange])

@@ -1,11 +1,17 @@
 import type { Exchange, Trace, TraceMeta } from '../trace/index.ts'
+import type { BodyWriter } from './body-writer.ts'
+import type { BodyManifest } from './store-ops.ts'
+import type { TraceReader } from './trace-reader.ts'
 
-/** A trace as listed: complete once its recording closed, partial when the recorder died first. */
+/**
+ * A trace as listed: `complete` once its recording closed; `recording` while the process writing it is
+ * alive; `partial` when that process died first.
+ */
 export interface TraceSummary {
   name: string
   /** Internal id; a re-recording gets a new id and replaces the name only when it closes. */
   id: string
-  status: 'complete' | 'partial'
+  status: 'complete' | 'recording' | 'partial'
   exchanges: number
   /** ISO time the recording started (store-only bookkeeping; never exported). */
   createdAt: string
@@ -15,10 +21,20 @@ export interface TraceSummary {
 export interface TraceRecording {
   readonly id: string
   readonly name: string
-  /** Stores one exchange and the bodies it references (bodies already present are not rewritten). */
-  append(exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>): Promise<void>
+  /**
+   * Stores one exchange and the bodies it references: small ones in `bodies`, big ones already streamed in
+   * with `bodyWriter()` as `manifests` (bodies already present are not rewritten).
+   */
+  append(exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests?: ReadonlyMap<string, BodyManifest>): Promise<void>
+  /** Streams a big body into the store, piece by piece; append the exchange with its manifest afterwards. */
+  bodyWriter(): BodyWriter
   /** Marks the recording complete and makes it the trace listed under its name. */
   close(): Promise<void>
+}
+
+/** Which stored trace of a name: the complete one (default), or the newest recording that never completed. */
+export interface TraceSelector {
+  partial?: boolean
 }
 
 /**
@@ -30,14 +46,19 @@ export interface TraceStore {
   /** Directory of the store, or ':memory:'. */
   readonly location: string
   listTraces(): Promise<TraceSummary[]>
-  /** The complete trace with that name. Throws TR_TRACE_NOT_FOUND (naming what exists) when absent. */
-  readTrace(name: string): Promise<Trace>
+  /** The whole trace, every body verified. Throws TR_TRACE_NOT_FOUND (naming what exists) when absent. */
+  readTrace(name: string, selector?: TraceSelector): Promise<Trace>
+  /** The trace opened for lazy, verified reading (replay): nothing is loaded until asked for. */
+  openTrace(name: string, selector?: TraceSelector): Promise<TraceReader>
   hasTrace(name: string): Promise<boolean>
   /** Starts recording a trace; the previous trace of that name stays readable until `close()`. */
   beginTrace(meta: TraceMeta): Promise<TraceRecording>
   /** Writes a whole trace (import, fork) atomically as complete. Throws TR_TRACE_EXISTS unless `overwrite`. */
   putTrace(trace: Trace, options?: { overwrite?: boolean }): Promise<void>
-  /** Removes a trace by name; returns false when there was none. */
-  deleteTrace(name: string): Promise<boolean>
+  /**
+   * Removes the complete trace of that name (returns false when there was none); with `partial`, removes its
+   * recordings that never completed and whose process is gone.
+   */
+  deleteTrace(name: string, selector?: TraceSelector): Promise<boolean>
   close(): Promise<void>
 }

@@ -1,0 +1,209 @@
+/**
+ * Where replay looks requests up: which recorded exchange answers the n-th request of an identity. Two
+ * implementations behind one interface, chosen by trace size:
+ * - MemoryReplayIndex: the trace in memory (bodies too), every identity computed up front; synchronous, the
+ *   fast path for the traces tests use.
+ * - StoreReplayIndex: the store's identity index, asked per identity on first use; exchanges and bodies are
+ *   read when a request needs them. Memory does not grow with the trace; a lookup costs a store round trip.
+ * Occurrence is assigned when the request arrives, before any await, so concurrent identical requests get
+ * recordings in the order the app issued them.
+ */
+import type { TraceReader } from '../store/index.ts'
+import {
+  bodyBytes,
+  computeIdentity,
+  describeIdentityDifferences,
+  type Exchange,
+  type HeaderPairs,
+  type IdentityOptions,
+  type IdentityParts,
+  identityDistance,
+  type Trace,
+} from '../trace/index.ts'
+import type { CapturedRequest } from './session.ts'
+
+/** What the index gives for a request. */
+export type Take = { kind: 'match'; exchange: Exchange } | { kind: 'exhausted'; recorded: number; occurrence: number } | { kind: 'miss'; parts: IdentityParts }
+
+/** One recorded request that was never asked for. */
+export interface UnusedRecording {
+  label: string
+  occurrence: number
+  seq: number
+}
+
+/** A near miss, for the explanation of a miss. */
+export interface Candidate {
+  request: string
+  differences: string[]
+}
+
+export interface ReplayIndex {
+  /** Takes the next recorded exchange for a (redacted) request; a promise only when the store must be asked. */
+  take(request: CapturedRequest): Take | Promise<Take>
+  /** Up to three recorded identities closest to `parts`. */
+  candidates(parts: IdentityParts): Candidate[] | Promise<Candidate[]>
+  /** Recordings never taken (so far). */
+  unused(): UnusedRecording[] | Promise<UnusedRecording[]>
+  /** How many recordings were never taken, without listing them. */
+  readonly unusedCount: number
+}
+
+interface Queue {
+  parts: IdentityParts
+  label: string
+  exchanges: Exchange[]
+  next: number
+}
+
+/** Bodies up to this size take part in exact keys; larger ones always go through computeIdentity. */
+const EXACT_KEY_MAX_BODY = 16 * 1024
+
+/** The whole trace in memory; identities computed once. */
+export class MemoryReplayIndex implements ReplayIndex {
+  readonly #identity: IdentityOptions
+  readonly #queues = new Map<string, Queue>()
+  /** Exact request key → queue, so a request byte-identical to a recorded one skips computeIdentity. */
+  readonly #exact = new Map<string, Queue>()
+  readonly #exactHeaders: Set<string>
+  #remaining = 0
+
+  constructor(trace: Trace, identity: IdentityOptions) {
+    this.#identity = identity
+    this.#exactHeaders = new Set(['content-type', ...(identity.includeHeaders ?? [])].map((h) => h.toLowerCase()))
+    for (const exchange of trace.exchanges) {
+      const { method, url, headers } = exchange.request
+      const body = exchange.request.body ? bodyBytes(trace, exchange.request.body) : null
+      const id = computeIdentity({ method, url, headers, body }, identity)
+      let q = this.#queues.get(id.key)
+      if (!q) {
+        q = { parts: id.parts, label: `${method} ${url}`, exchanges: [], next: 0 }
+        this.#queues.set(id.key, q)
+      }
+      q.exchanges.push(exchange)
+      this.#remaining++
+      const exact = this.#exactKey(method, url, headers, body)
+      if (exact !== undefined) this.#exact.set(exact, q)
+    }
+  }
+
+  /**
+   * A key that two requests share only when every input computeIdentity reads is identical, so they have
+   * the same identity without computing it (hashing canonical JSON dominated replay's per-request cost).
+   * Undefined, meaning "compute the identity", with a custom identity function or a large body.
+   */
+  #exactKey(method: string, url: string, headers: HeaderPairs, body: Uint8Array | null): string | undefined {
+    if (this.#identity.custom || (body && body.byteLength > EXACT_KEY_MAX_BODY)) return undefined
+    // NUL cannot occur in a method, URL or header value, so the fields cannot run into each other.
+    let key = `${method.toUpperCase()}\0${url}`
+    for (const [name, value] of headers) {
+      const lower = name.toLowerCase()
+      if (this.#exactHeaders.has(lower)) key += `\0${lower}:${value}`
+    }
+    key += '\0\0'
+    if (body) key += Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('latin1')
+    return key
+  }
+
+  get unusedCount(): number {
+    return this.#remaining
+  }
+
+  take(request: CapturedRequest): Take {
+    const exact = this.#exactKey(request.method, request.url, request.headers, request.body)
+    const fast = exact === undefined ? undefined : this.#exact.get(exact)
+    const id = fast ? undefined : computeIdentity(request, this.#identity)
+    const q = fast ?? (id ? this.#queues.get(id.key) : undefined)
+    if (!q) return { kind: 'miss', parts: (id ?? computeIdentity(request, this.#identity)).parts }
+    const occurrence = q.next++
+    const exchange = q.exchanges[occurrence]
+    if (!exchange) return { kind: 'exhausted', recorded: q.exchanges.length, occurrence }
+    this.#remaining--
+    return { kind: 'match', exchange }
+  }
+
+  candidates(parts: IdentityParts): Candidate[] {
+    return rank(
+      parts,
+      [...this.#queues.values()].map((q) => ({ label: q.label, parts: q.parts })),
+    )
+  }
+
+  unused(): UnusedRecording[] {
+    const out: UnusedRecording[] = []
+    for (const q of this.#queues.values()) {
+      for (let i = q.next; i < q.exchanges.length; i++) out.push({ label: q.label, occurrence: i, seq: (q.exchanges[i] as Exchange).seq })
+    }
+    return out.sort((a, b) => a.seq - b.seq)
+  }
+}
+
+/** How many identities a miss compares against in a store-backed index. */
+const CANDIDATE_SCAN_LIMIT = 1000
+
+/** The store's identity index (default identity options), asked per identity; nothing of the trace is loaded. */
+export class StoreReplayIndex implements ReplayIndex {
+  readonly #reader: TraceReader
+  /** Identity → its recorded seqs, once asked; and how many requests of it came. */
+  readonly #seqs = new Map<string, Promise<number[]>>()
+  readonly #issued = new Map<string, number>()
+  #taken = 0
+
+  constructor(reader: TraceReader) {
+    this.#reader = reader
+  }
+
+  get unusedCount(): number {
+    return this.#reader.info.count - this.#taken
+  }
+
+  take(request: CapturedRequest): Promise<Take> {
+    const id = computeIdentity(request)
+    // Assigned now, before awaiting the store: the n-th request to arrive gets the n-th recording.
+    const occurrence = this.#issued.get(id.key) ?? 0
+    this.#issued.set(id.key, occurrence + 1)
+    let seqs = this.#seqs.get(id.key)
+    if (!seqs) {
+      seqs = this.#reader.lookup(id.key)
+      this.#seqs.set(id.key, seqs)
+    }
+    return seqs.then(async (list): Promise<Take> => {
+      if (list.length === 0) return { kind: 'miss', parts: id.parts }
+      const seq = list[occurrence]
+      if (seq === undefined) return { kind: 'exhausted', recorded: list.length, occurrence }
+      this.#taken++
+      return { kind: 'match', exchange: await this.#reader.exchange(seq) }
+    })
+  }
+
+  async candidates(parts: IdentityParts): Promise<Candidate[]> {
+    const known: Array<{ label: string; parts: IdentityParts }> = []
+    for await (const [, seqs] of this.#reader.identityKeys()) {
+      const x = await this.#reader.exchange(seqs[0] as number)
+      const body = x.request.body ? await this.#reader.bodyBytes(x.request.body, `exchange #${x.seq} request`) : null
+      known.push({ label: `${x.request.method} ${x.request.url}`, parts: computeIdentity({ ...x.request, body }).parts })
+      if (known.length >= CANDIDATE_SCAN_LIMIT) break
+    }
+    return rank(parts, known)
+  }
+
+  async unused(): Promise<UnusedRecording[]> {
+    const out: UnusedRecording[] = []
+    for await (const [key, seqs] of this.#reader.identityKeys()) {
+      const used = Math.min(this.#issued.get(key) ?? 0, seqs.length)
+      for (let i = used; i < seqs.length; i++) {
+        const x = await this.#reader.exchange(seqs[i] as number)
+        out.push({ label: `${x.request.method} ${x.request.url}`, occurrence: i, seq: x.seq })
+      }
+    }
+    return out.sort((a, b) => a.seq - b.seq)
+  }
+}
+
+function rank(parts: IdentityParts, known: Array<{ label: string; parts: IdentityParts }>): Candidate[] {
+  return known
+    .map((k) => ({ k, d: identityDistance(parts, k.parts) }))
+    .sort((a, b) => a.d - b.d)
+    .slice(0, 3)
+    .map(({ k }) => ({ request: k.label, differences: describeIdentityDifferences(k.parts, parts) }))
+}

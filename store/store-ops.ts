@@ -1,0 +1,95 @@
+/**
+ * The primitive operations a store backend provides: the LevelDB backend in its owning process, the same
+ * operations over the store's socket in every other process, and the in-memory store. Everything above them
+ * (reading a trace lazily, verifying bodies, streaming big bodies in pieces, recordings) is written once, in
+ * trace-reader.ts and trace-store-impl.ts, for every backend.
+ *
+ * Every operation is idempotent under resend (caller-chosen ids, seq-keyed exchanges, content-addressed bodies
+ * and pieces): that is what lets a client resend a request whose answer was lost with a store owner.
+ */
+import { hostname } from 'node:os'
+import type { Exchange, Trace, TraceMeta } from '../trace/index.ts'
+import type { TraceSummary } from './trace-store.ts'
+
+/** Bodies up to this size are stored whole; bigger ones as pieces of PIECE_SIZE, each addressed by its SHA-256. */
+export const PIECE_SIZE = 1024 * 1024
+
+/** How a body bigger than PIECE_SIZE is stored: its pieces in order. */
+export interface BodyManifest {
+  size: number
+  pieces: Array<{ sha256: string; size: number }>
+}
+
+/** Who is writing a recording, so `ls` can tell a live recording from one whose process died. */
+export interface RecordingOwner {
+  pid: number
+  host: string
+}
+
+/** What a trace id holds, without its exchanges. */
+export interface TraceInfo {
+  id: string
+  name: string
+  meta: TraceMeta
+  status: 'recording' | 'complete'
+  createdAt: string
+  /** Exchanges stored so far. */
+  count: number
+  /** Sum of the sizes of the bodies the exchanges reference (shared bodies counted once per reference). */
+  bodyBytes: number
+  /** True when the store keeps a request-identity index for this trace (traces written by this version). */
+  indexed: boolean
+  owner?: RecordingOwner
+}
+
+/** A stored body: its bytes, or the manifest of its pieces. */
+export type StoredBody = { kind: 'bytes'; bytes: Uint8Array } | { kind: 'pieces'; manifest: BodyManifest }
+
+/** The operations. Keys and ids are opaque strings chosen by the caller. */
+export interface StoreOps {
+  readonly location: string
+  listTraces(): Promise<TraceSummary[]>
+  /** The id of the complete trace listed under `name`. */
+  completeId(name: string): Promise<string | undefined>
+  /** Recording ids (complete or not) that carry `name`, newest first. */
+  recordingIds(name: string): Promise<string[]>
+  traceInfo(id: string): Promise<TraceInfo | undefined>
+  /** Up to `limit` exchanges of trace `id` with seq >= `fromSeq`, in seq order. */
+  exchanges(id: string, fromSeq: number, limit: number): Promise<Exchange[]>
+  /** Seqs of the exchanges of trace `id` whose request has this identity key (default identity options). */
+  lookup(id: string, key: string): Promise<number[]>
+  /** Up to `limit` identity keys of trace `id` after `afterKey` (exclusive), each with its seqs. */
+  identityKeys(id: string, afterKey: string, limit: number): Promise<Array<[key: string, seqs: number[]]>>
+  body(digest: string): Promise<StoredBody | undefined>
+  piece(sha256: string): Promise<Uint8Array | undefined>
+  putPiece(sha256: string, bytes: Uint8Array): Promise<void>
+  beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner): Promise<void>
+  /** Stores one exchange, the small bodies it references (`bodies`) and the manifests of big ones whose pieces were put. */
+  append(id: string, exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest>): Promise<void>
+  closeRecording(id: string): Promise<void>
+  putTrace(trace: Trace, id: string, createdAt: string, overwrite: boolean): Promise<void>
+  deleteTrace(name: string): Promise<boolean>
+  /** Deletes a recording that is not the complete trace of its name (a partial one). */
+  deleteRecording(id: string): Promise<boolean>
+}
+
+/** True while the process that owns a recording is alive on this host. */
+export function ownerAlive(owner: RecordingOwner | undefined): boolean {
+  if (!owner || owner.host !== hostname()) return false
+  try {
+    process.kill(owner.pid, 0)
+    return true
+  } catch (err) {
+    // EPERM: it exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** Digests of every body an exchange references. */
+export function refsOf(x: Exchange): string[] {
+  const out: string[] = []
+  if (x.request.body) out.push(x.request.body.digest)
+  if (x.outcome.kind === 'response') out.push(x.outcome.response.body.digest)
+  else if (x.outcome.error.partial) out.push(x.outcome.error.partial.body.digest)
+  return out
+}

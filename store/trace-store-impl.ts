@@ -1,0 +1,132 @@
+/**
+ * The TraceStore every backend gets, written once over StoreOps: name lookup, lazy verified reading,
+ * recordings with streamed big bodies, partial recordings. The LevelDB store runs the ops locally or over
+ * its socket (with fail-over); the memory store runs them on maps.
+ */
+import { randomBytes } from 'node:crypto'
+import { hostname } from 'node:os'
+import { ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
+import { BodyWriter } from './body-writer.ts'
+import { traceNotFound } from './store-errors.ts'
+import type { BodyManifest, StoreOps, TraceInfo } from './store-ops.ts'
+import { TraceReader } from './trace-reader.ts'
+import type { TraceRecording, TraceSelector, TraceStore } from './trace-store.ts'
+
+/** Runs one store operation on whatever backend is current (resending it after a fail-over). */
+export type RunOps = <T>(fn: (ops: StoreOps) => Promise<T>) => Promise<T>
+
+/** Builds a TraceStore over `run`; `release` runs once on close. */
+export function createTraceStore(location: string, run: RunOps, release: () => Promise<void>): TraceStore {
+  let closed = false
+  const live: RunOps = (fn) => {
+    if (closed) {
+      return Promise.reject(new ToolReplayError(ErrorCodes.STORE_CLOSED, `The trace store at ${location} is closed. Open it again with openStore().`))
+    }
+    return run(fn)
+  }
+  /** Ops that go through `live` one call at a time, for readers and writers that outlive one call. */
+  const ops = routedOps(location, live)
+
+  const info = async (name: string, selector: TraceSelector = {}): Promise<TraceInfo> => {
+    if (selector.partial) {
+      for (const id of await live((o) => o.recordingIds(name))) {
+        const found = await live((o) => o.traceInfo(id))
+        if (found && found.status !== 'complete') return found
+      }
+      throw new ToolReplayError(
+        ErrorCodes.TRACE_NOT_FOUND,
+        `Trace "${name}" has no recording that did not complete in the store at ${location}. Drop --partial to use the complete trace.`,
+        { details: { trace: name, location } },
+      )
+    }
+    const id = await live((o) => o.completeId(name))
+    const found = id === undefined ? undefined : await live((o) => o.traceInfo(id))
+    if (found) return found
+    const list = await live((o) => o.listTraces())
+    const err = traceNotFound(
+      name,
+      list.filter((t) => t.status === 'complete').map((t) => t.name),
+      location,
+    )
+    const partials = list.filter((t) => t.name === name && t.status !== 'complete').length
+    if (partials === 0) throw err
+    throw new ToolReplayError(err.code, `${err.message} It has ${partials} recording(s) that did not complete: add --partial to read the newest.`, {
+      details: err.details ?? {},
+    })
+  }
+
+  return {
+    location,
+    listTraces: () => live((o) => o.listTraces()),
+    async openTrace(name, selector) {
+      return new TraceReader(ops, await info(name, selector))
+    },
+    async readTrace(name, selector) {
+      return new TraceReader(ops, await info(name, selector)).readAll()
+    },
+    hasTrace: async (name) => (await live((o) => o.completeId(name))) !== undefined,
+    async beginTrace(meta: TraceMeta): Promise<TraceRecording> {
+      const id = newId()
+      await live((o) => o.beginTrace(id, meta, new Date().toISOString(), { pid: process.pid, host: hostname() }))
+      let done = false
+      return {
+        id,
+        name: meta.name,
+        append: (exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest> = new Map()) =>
+          live((o) => o.append(id, exchange, bodies, manifests)),
+        bodyWriter: () => new BodyWriter((sha, bytes) => live((o) => o.putPiece(sha, bytes))),
+        close: async () => {
+          if (done) return
+          await live((o) => o.closeRecording(id))
+          done = true
+        },
+      }
+    },
+    putTrace: (trace: Trace, options) => {
+      const id = newId()
+      const createdAt = new Date().toISOString()
+      return live((o) => o.putTrace(trace, id, createdAt, options?.overwrite === true))
+    },
+    async deleteTrace(name, selector) {
+      if (!selector?.partial) return live((o) => o.deleteTrace(name))
+      const list = await live((o) => o.listTraces())
+      let deleted = false
+      // A recording still in progress is never touched: only ones whose process is gone.
+      for (const t of list.filter((s) => s.name === name && s.status === 'partial')) deleted = (await live((o) => o.deleteRecording(t.id))) || deleted
+      return deleted
+    },
+    async close() {
+      if (closed) return
+      closed = true
+      await release()
+    },
+  }
+}
+
+/** StoreOps whose every call goes through `run` (so readers survive a fail-over and see a closed store). */
+function routedOps(location: string, run: RunOps): StoreOps {
+  return {
+    location,
+    listTraces: () => run((o) => o.listTraces()),
+    completeId: (name) => run((o) => o.completeId(name)),
+    recordingIds: (name) => run((o) => o.recordingIds(name)),
+    traceInfo: (id) => run((o) => o.traceInfo(id)),
+    exchanges: (id, from, limit) => run((o) => o.exchanges(id, from, limit)),
+    lookup: (id, key) => run((o) => o.lookup(id, key)),
+    identityKeys: (id, after, limit) => run((o) => o.identityKeys(id, after, limit)),
+    body: (digest) => run((o) => o.body(digest)),
+    piece: (sha) => run((o) => o.piece(sha)),
+    putPiece: (sha, bytes) => run((o) => o.putPiece(sha, bytes)),
+    beginTrace: (id, meta, createdAt, owner) => run((o) => o.beginTrace(id, meta, createdAt, owner)),
+    append: (id, x, bodies, manifests) => run((o) => o.append(id, x, bodies, manifests)),
+    closeRecording: (id) => run((o) => o.closeRecording(id)),
+    putTrace: (trace, id, createdAt, overwrite) => run((o) => o.putTrace(trace, id, createdAt, overwrite)),
+    deleteTrace: (name) => run((o) => o.deleteTrace(name)),
+    deleteRecording: (id) => run((o) => o.deleteRecording(id)),
+  }
+}
+
+// Time first so ids sort by creation in listings and debugging; random so processes never collide.
+function newId(): string {
+  return `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`
+}
