@@ -76,7 +76,10 @@ export function diffTracesLlm(a: Trace, b: Trace, options: DiffOptions = {}): Ll
     seen.add(key)
     const llm = compareLlmViews(va, vb).filter((x) => x.side === side)
     if (llm.length > 0) {
-      differences.push({ ...d, turn: 'model', llm, summary: `${label} model ${formatLlmDetail(llm[0] as LlmDiffDetail)}` })
+      const first = llm[0] as LlmDiffDetail
+      const out: LlmTraceDifference = { ...d, turn: 'model', llm, summary: `${label} model ${formatLlmDetail(first)}` }
+      if (d.attribution) out.attribution = attributionFirst(d.attribution, first)
+      differences.push(out)
       continue
     }
     // Nothing differs in LLM terms: keep what the HTTP diff saw outside the body of a stream (a status, a
@@ -99,6 +102,13 @@ export function diffTracesLlm(a: Trace, b: Trace, options: DiffOptions = {}): Ll
   }
   if (differences[0]) out.first = differences[0]
   return out
+}
+
+/** The patch that explains the first LLM detail goes first (several patches can touch one turn). */
+function attributionFirst(list: Attribution[], first: LlmDiffDetail): Attribution[] {
+  const target = first.what === 'output text' ? 'output_text' : first.what.split(' ')[0]
+  const explains = (at: Attribution) => at.spec?.includes(` llm.${target}=`) === true
+  return [...list.filter(explains), ...list.filter((at) => !explains(at))]
 }
 
 function countModels(m: Map<number, TimelineTurn>): number {

@@ -32,14 +32,16 @@ const READERS: Record<LlmApi, Reader> = {
 /** The LLM view of an exchange, or undefined when it is not a model call Tool Replay reads. Never throws. */
 export function llmView(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): LlmView | undefined {
   try {
-    return buildView(trace, x)
+    return readLlmView(trace, x)
   } catch {
-    // Defensive: the readers are written not to throw; a shape nobody foresaw still must not break show/diff.
+    // Defense in depth: the readers do not throw (a fuzz test holds them to it), but a shape nobody foresaw
+    // must still never break show, diff or fork.
     return undefined
   }
 }
 
-function buildView(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): LlmView | undefined {
+/** `llmView` without the safety net, for the fuzz test that proves the readers themselves never throw. */
+export function readLlmView(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): LlmView | undefined {
   if (x.request.method.toUpperCase() !== 'POST') return undefined
   const req = requestJson(trace, x)
   if (!req) return undefined

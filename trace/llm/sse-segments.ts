@@ -131,9 +131,11 @@ function starts(lens: number[]): number[] {
 }
 
 /**
- * Splits `text` into as many pieces as `like`, in proportion to the lengths of `like`'s pieces (code
- * points, so a surrogate pair is never cut): a stream re-encoded with it keeps the recording's rhythm.
- * Pieces that were empty stay empty; if every piece was empty, the text goes into the first.
+ * Splits `text` into as many pieces as `like`, so a re-encoded stream keeps the recording's rhythm: a text
+ * no longer than the original fills the pieces in order with the original piece sizes (token-sized
+ * deltas, the later ones empty, as when a model stops early); a longer text is spread in proportion to
+ * the original sizes. Sizes count code points, so a surrogate pair is never cut. If every original
+ * piece was empty, the text goes into the first.
  */
 export function splitLike(text: string, like: ReadonlyArray<string>): string[] {
   const chars = Array.from(text)
@@ -146,7 +148,8 @@ export function splitLike(text: string, like: ReadonlyArray<string>): string[] {
   let from = 0
   weights.forEach((w, i) => {
     cum += w
-    const to = i === weights.length - 1 ? chars.length : Math.round((cum / total) * chars.length)
+    const end = chars.length <= total ? cum : Math.round((cum / total) * chars.length)
+    const to = i === weights.length - 1 ? chars.length : Math.min(end, chars.length)
     out.push(chars.slice(from, Math.max(to, from)).join(''))
     from = Math.max(to, from)
   })
