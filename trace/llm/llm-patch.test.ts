@@ -273,3 +273,25 @@ test('rechunkLike: chunk boundaries follow events, also when a recorded chunk en
     ],
   )
 })
+
+test('streams with CRLF line ends keep them; a gzip-compressed stream is stored decoded, one chunk per event', () => {
+  const f = readExchangeFixture('openai/chat-completions-stream-parallel-tool-calls.json')
+  const crlf = itemFromFixture(f)
+  crlf.chunks = (crlf.chunks ?? []).map((c) => c.replaceAll('\n', '\r\n'))
+  const { branch } = fork([crlf], ['#0 llm.tool_call[0].arguments={"location":"Oslo"}'])
+  assert.ok(!/[^\r]\n/.test(text(branch)), 'every line still ends in CRLF')
+  assert.equal(view(branch)?.toolCalls[0]?.argumentsText, '{"location":"Oslo"}')
+
+  const gz = buildTrace('gz', [itemFromFixture(f)])
+  const res = response(gz)
+  const zipped = bodyFromBytes(gzipSync(Buffer.from(f.response.body)))
+  gz.bodies.set(zipped.ref.digest, zipped.bytes)
+  res.body = { ...zipped.ref, chunks: [{ size: 100, atMs: 3 }, { size: zipped.ref.size - 100, atMs: 40 }] }
+  res.headers = [...res.headers, ['content-encoding', 'gzip']]
+  const out = forkTrace(gz, { name: 'b', sourceDigest: 'x', patches: ['#0 llm.tool_call[1].name=get_forecast'] })
+  const r = response(out)
+  assert.equal(headerValue(r.headers, 'content-encoding'), undefined)
+  assert.equal(r.body.chunks.length, sseChunks(f.response.body).length)
+  assert.deepEqual([r.body.chunks[0]?.atMs, r.body.chunks.at(-1)?.atMs], [3, 40])
+  assert.equal(view(out)?.toolCalls[1]?.name, 'get_forecast')
+})
