@@ -33,7 +33,7 @@ after(async () => {
 const tools = [
   { name: 'get_weather', description: 'Current weather for a city', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } },
 ]
-const question = { model: 'claude-sonnet-4-5', max_tokens: 2048, tools, messages: [{ role: 'user' as const, content: 'Do I need an umbrella in Oslo today?' }] }
+const question = { model: 'claude-sonnet-4-6', max_tokens: 2048, tools, messages: [{ role: 'user' as const, content: 'Do I need an umbrella in Oslo today?' }] }
 
 async function app(client: Anthropic) {
   // #0 raw events, as an app that reads the stream itself.
