@@ -5,6 +5,8 @@ import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { agentTrace, buildTrace, itemFromFixture, readExchangeFixture } from '../e2e/fixtures/fixture-trace.ts'
 import { openStore } from '../store/index.ts'
+import { ErrorCodes } from '../trace/index.ts'
+import { EXIT_CODES } from './exit-codes.ts'
 import { runCli } from './main.ts'
 
 let dir: string
@@ -92,9 +94,9 @@ test('fork by meaning, then diff: the first divergence in model terms (text and 
   assert.equal((await cli('diff', 'agent', 'agent', '--exit-code')).code, 0)
 })
 
-test('an llm.* patch on the wrong exchange: exit 2, TR_INVALID_PATCH naming why, nothing written', async () => {
+test('an llm.* patch on the wrong exchange: TR_INVALID_PATCH with its exit code, naming why, nothing written', async () => {
   const r = await cli('fork', 'agent', '--to', 'bad', '--patch', '#1 llm.output_text="x"')
-  assert.equal(r.code, 2)
+  assert.equal(r.code, EXIT_CODES[ErrorCodes.INVALID_PATCH])
   assert.match(
     r.err,
     /^error TR_INVALID_PATCH: Failed to resolve patch "#1 llm\.output_text="x"" against trace "agent": exchange #1 \(GET https:\/\/weather\.test\/forecast\?city=Oslo\) is not an LLM exchange/,

@@ -286,7 +286,13 @@ test('streams with CRLF line ends keep them; a gzip-compressed stream is stored 
   const res = response(gz)
   const zipped = bodyFromBytes(gzipSync(Buffer.from(f.response.body)))
   gz.bodies.set(zipped.ref.digest, zipped.bytes)
-  res.body = { ...zipped.ref, chunks: [{ size: 100, atMs: 3 }, { size: zipped.ref.size - 100, atMs: 40 }] }
+  res.body = {
+    ...zipped.ref,
+    chunks: [
+      { size: 100, atMs: 3 },
+      { size: zipped.ref.size - 100, atMs: 40 },
+    ],
+  }
   res.headers = [...res.headers, ['content-encoding', 'gzip']]
   const out = forkTrace(gz, { name: 'b', sourceDigest: 'x', patches: ['#0 llm.tool_call[1].name=get_forecast'] })
   const r = response(out)
