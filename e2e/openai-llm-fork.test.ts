@@ -159,6 +159,12 @@ test('openai SDK replays a fork made by meaning: streamed tool calls, text and f
 
   const source = await store.readTrace('llm')
   assert.equal(source.exchanges.length, 9)
+  // Every call the real SDK made reads as a model turn, with the SDK's retry attempt (x-stainless-retry-count).
+  const views = source.exchanges.map((x) => llmView(source, x))
+  assert.deepEqual(
+    views.map((v) => [v?.api, v?.stream, v?.attempt]),
+    [...Array(4).fill(['openai.chat', true, 0]), ...Array(4).fill(['openai.responses', true, 0]), ['openai.chat', false, 0]],
+  )
   const branch = forkTrace(source, { name: 'llm-fork', sourceDigest: traceDigest(source), patches: PATCHES })
   await store.putTrace(branch)
   // Same number of chunks per response as recorded: the streams keep their rhythm.
