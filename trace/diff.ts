@@ -126,6 +126,8 @@ export const DEFAULT_VOLATILE_KEYS: readonly string[] = [
   'request_id',
   'requestId',
   'system_fingerprint',
+  // OpenAI stream padding: random per response, it hides token lengths and carries no meaning.
+  'obfuscation',
 ]
 
 /** Headers treated as volatile by default: per-request ids, clocks, transport framing. */

@@ -50,6 +50,41 @@ export {
 } from './json-codec.ts'
 export type { JsonDifference, PathSegment } from './json-path.ts'
 export { diffJson, formatJsonPath, parseJsonPath, replaceAtJsonPath, selectJsonPath, setAtJsonPath } from './json-path.ts'
+export type {
+  LlmApi,
+  LlmDiffDetail,
+  LlmMessage,
+  LlmPatchAction,
+  LlmPatchResult,
+  LlmPatchTarget,
+  LlmToolCall,
+  LlmToolResult,
+  LlmTraceDiff,
+  LlmTraceDifference,
+  LlmUsage,
+  LlmView,
+  TimelineTurn,
+} from './llm/index.ts'
+export {
+  applyLlmPatch,
+  canonicalLlmAction,
+  compareLlmViews,
+  diffTracesLlm,
+  formatLlmDetail,
+  formatLlmDiffText,
+  formatModelTurn,
+  formatTimeline,
+  formatTurnLine,
+  formatUsage,
+  INPUT_TEXT_LIMIT,
+  LLM_APIS,
+  llmTimeline,
+  llmView,
+  parseLlmPatchAction,
+  presentLlmView,
+  turnOf,
+  validateLlmPatch,
+} from './llm/index.ts'
 export type { ForkOptions, PatchAction, PatchSelector, PatchSpec, ResolvedPatch } from './patch.ts'
 export {
   canonicalPatchSpec,

@@ -14,12 +14,15 @@
  *              | "header:" NAME                remove a response header
  *              | "error=" CODE ["@" PHASE]     turn the outcome into a recorded error (ECONNRESET, ETIMEDOUT, ...)
  *              | "response=" CODE              turn a recorded error into a response with that status, empty body
+ *              | "llm." LLM_TARGET "=" VALUE   change a model turn by meaning (trace/llm/llm-patch.ts):
+ *                                              llm.output_text=JSON_STRING, llm.tool_call[N].name=NAME,
+ *                                              llm.tool_call[N].arguments=JSON, llm.finish=VALUE
  * Patches are resolved against the source before any is applied, then applied in order.
  * @example
  * const branch = forkTrace(source, { name: 'crm-inactive', sourceDigest, patches: ['#0 $.active=false'] })
  */
 import { STATUS_CODES } from 'node:http'
-import { bodyBytes, bodyFromBytes } from './body.ts'
+import { bodyBytes, bodyFromBytes, bodyFromChunks } from './body.ts'
 import { decodeContentEncoding } from './content-encoding.ts'
 import { sha256 } from './digest.ts'
 import { ErrorCodes, ToolReplayError } from './errors.ts'
@@ -27,6 +30,7 @@ import type { ErrorPhase, Exchange, HeaderPairs, PatchRecord, RecordedResponse, 
 import { headerValue } from './header-pairs.ts'
 import { canonicalJson, cloneJson, editJson, parseJson } from './json-codec.ts'
 import { formatJsonPath, parseJsonPath, setAtJsonPath } from './json-path.ts'
+import { applyLlmPatch, canonicalLlmAction, type LlmPatchAction, parseLlmPatchAction, validateLlmPatch } from './llm/index.ts'
 import { normalizeUrl } from './request-identity.ts'
 
 /** Which exchange a patch applies to. */
@@ -41,6 +45,7 @@ export type PatchAction =
   | { kind: 'header'; name: string; value: string | null }
   | { kind: 'error'; code: string; phase: ErrorPhase }
   | { kind: 'response'; status: number }
+  | LlmPatchAction
 
 /** A parsed patch. `text` is what the user wrote (kept for messages only; lineage stores the canonical form). */
 export interface PatchSpec {
@@ -71,7 +76,7 @@ export interface ForkOptions {
 
 const PHASES: readonly ErrorPhase[] = ['connect', 'request', 'response-headers', 'response-body']
 const SPEC_HELP =
-  'Write a patch as "SELECTOR ACTION", e.g. "#0 $.active=false" or "GET https://crm.test/customers/42 #0 status=503"; actions: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME, error=CODE[@PHASE], response=CODE.'
+  'Write a patch as "SELECTOR ACTION", e.g. "#0 $.active=false" or "GET https://crm.test/customers/42 #0 status=503"; actions: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME, error=CODE[@PHASE], response=CODE, llm.output_text="TEXT", llm.tool_call[N].name=NAME, llm.tool_call[N].arguments=JSON, llm.finish=VALUE.'
 
 function invalid(text: string, why: string): never {
   throw new ToolReplayError(ErrorCodes.INVALID_PATCH, `Invalid patch "${text}": ${why}. ${SPEC_HELP}`, { details: { patch: text } })
@@ -119,6 +124,7 @@ function parseAction(text: string, a: string): PatchAction {
     }
     return { kind: 'json', path: formatJsonPath(parseJsonPath(path)), value }
   }
+  if (a.startsWith('llm.')) return parseLlmPatchAction(text, a)
   let m: RegExpExecArray | null
   if ((m = /^body=@(.+)$/s.exec(a))) return { kind: 'body-file', file: m[1] as string }
   if ((m = /^status=(\d{3})$/.exec(a))) return { kind: 'status', status: statusCode(text, m[1] as string) }
@@ -202,6 +208,9 @@ export function canonicalPatchSpec(spec: PatchSpec): string {
     case 'error':
       action = `error=${a.code}@${a.phase}`
       break
+    case 'llm':
+      action = canonicalLlmAction(a)
+      break
   }
   return `${selector} ${action}`
 }
@@ -276,6 +285,8 @@ export function resolvePatches(source: Trace, patches: ReadonlyArray<string | Pa
         { details: { patch: patch.text, matches: matches.map((x) => x.seq) } },
       )
     }
+    // An llm.* patch also needs the right kind of exchange (a model turn, an existing tool call): checked now.
+    if (patch.action.kind === 'llm') validateLlmPatch(source, matches[0] as Exchange, patch.text, patch.action)
     const spec = canonicalPatchSpec(patch)
     return { id: sha256(spec).slice(0, 12), spec, seq: (matches[0] as Exchange).seq, patch }
   })
@@ -368,6 +379,11 @@ function applyPatch(trace: Pick<Trace, 'meta' | 'bodies'>, x: Exchange, r: Resol
       return
     case 'body-file':
       throw fail(`the file "${a.file}" was not read; call resolvePatchFile first`)
+    case 'llm': {
+      const out = applyLlmPatch(trace, x, r.patch.text, a)
+      setBodyChunks(trace, res, out.chunks, out.decoded)
+      return
+    }
     case 'json': {
       const encoding = headerValue(res.headers, 'content-encoding')
       let bytes: Uint8Array
@@ -402,6 +418,13 @@ function setBody(trace: Pick<Trace, 'bodies'>, res: RecordedResponse, bytes: Uin
   if (dropEncoding) headers = headers.filter(([k]) => k.toLowerCase() !== 'content-encoding')
   // A stale Content-Length would make clients wait for bytes that never come, or cut the body short.
   res.headers = headers.map(([k, v]) => (k.toLowerCase() === 'content-length' ? [k, String(bytes.byteLength)] : [k, v]))
+}
+
+/** Like setBody, keeping a chunking (an LLM patch re-encodes a stream in the recording's chunks). */
+function setBodyChunks(trace: Pick<Trace, 'bodies'>, res: RecordedResponse, chunks: Array<{ bytes: Uint8Array; atMs: number }>, dropEncoding: boolean): void {
+  const body = bodyFromChunks(chunks)
+  setBody(trace, res, body.bytes, dropEncoding)
+  res.body = body.ref
 }
 
 function nodeLikeMessage(code: string, url: string): string {

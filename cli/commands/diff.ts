@@ -1,7 +1,17 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { readTraceFile, type TraceStore } from '../../store/index.ts'
-import { type DiffOptions, diffTraces, ErrorCodes, formatDiffText, ToolReplayError, type Trace } from '../../trace/index.ts'
+import {
+  type DiffOptions,
+  diffTraces,
+  diffTracesLlm,
+  ErrorCodes,
+  formatDiffText,
+  formatLlmDiffText,
+  llmView,
+  ToolReplayError,
+  type Trace,
+} from '../../trace/index.ts'
 import { withExistingStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
@@ -17,6 +27,10 @@ export const diffCommand: CommandModule = {
       .positional('a', { type: 'string', describe: 'Trace A (before): a name in the store or a .json trace file' })
       .positional('b', { type: 'string', describe: 'Trace B (after)' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text', describe: 'Output: deterministic text, or versioned JSON' })
+      .option('view', {
+        choices: ['llm', 'http'] as const,
+        describe: 'llm: differences on model calls in model terms (the default when either trace has any); http: every HTTP difference',
+      })
       .option('exit-code', {
         type: 'boolean',
         default: false,
@@ -38,12 +52,20 @@ export const diffCommand: CommandModule = {
       if (Array.isArray(args.ignore)) options.ignorePaths = args.ignore.map(String)
       if (Array.isArray(args['ignore-key'])) options.ignoreKeys = args['ignore-key'].map(String)
       if (Array.isArray(args['ignore-header'])) options.ignoreHeaders = args['ignore-header'].map(String)
+      const view = (args.view as 'llm' | 'http' | undefined) ?? (hasModelTurn(a) || hasModelTurn(b) ? 'llm' : 'http')
+      const json = args.format === 'json' || Boolean(args.json)
+      if (view === 'llm') {
+        const diff = diffTracesLlm(a, b, options)
+        io.out(json ? JSON.stringify(diff, null, 2) : formatLlmDiffText(diff))
+        return args['exit-code'] && !diff.equal ? DIFF_EXIT_DIFFERENT : 0
+      }
       const diff = diffTraces(a, b, options)
-      if (args.format === 'json' || args.json) io.out(JSON.stringify(diff, null, 2))
-      else io.out(formatDiffText(diff))
+      io.out(json ? JSON.stringify(diff, null, 2) : formatDiffText(diff))
       return args['exit-code'] && !diff.equal ? DIFF_EXIT_DIFFERENT : 0
     }),
 }
+
+const hasModelTurn = (t: Trace) => t.exchanges.some((x) => llmView(t, x) !== undefined)
 
 const isFileArg = (x: string) => x.endsWith('.json') && existsSync(x)
 

@@ -8,7 +8,8 @@ import type { CommandModule } from './command.ts'
 /** `tr-proxy fork SOURCE --to BRANCH --patch SPEC...`: a new trace with patched outcomes and lineage. */
 export const forkCommand: CommandModule = {
   command: 'fork <source>',
-  describe: 'Fork a trace: copy it as BRANCH with patched responses (JSON path, body, status, header, error); the source is untouched',
+  describe:
+    'Fork a trace: copy it as BRANCH with patched responses (JSON path, body, status, header, error, or a model answer by meaning); the source is untouched',
   builder: (y) =>
     y
       .positional('source', { type: 'string', describe: 'Trace to fork' })
@@ -18,11 +19,12 @@ export const forkCommand: CommandModule = {
         array: true,
         demandOption: true,
         describe:
-          'Patch "SELECTOR ACTION", repeatable. SELECTOR: #SEQ or "METHOD URL [#OCCURRENCE]". ACTION: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME (remove), error=CODE[@PHASE], response=CODE',
+          'Patch "SELECTOR ACTION", repeatable. SELECTOR: #SEQ or "METHOD URL [#OCCURRENCE]". ACTION: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME (remove), error=CODE[@PHASE], response=CODE; on a model call: llm.output_text="TEXT", llm.tool_call[N].name=NAME, llm.tool_call[N].arguments=JSON, llm.finish=VALUE',
       })
       .option('force', { type: 'boolean', default: false, describe: 'Replace an existing trace named BRANCH' })
       .example('$0 fork main --to inactive --patch "#0 $.active=false"', 'Set a field of the first response')
-      .example('$0 fork main --to flaky --patch "GET https://crm.test/customers/42 #0 error=ECONNRESET"', 'Make a request fail'),
+      .example('$0 fork main --to flaky --patch "GET https://crm.test/customers/42 #0 error=ECONNRESET"', 'Make a request fail')
+      .example('$0 fork agent --to review --patch \'#5 llm.output_text="manual_review"\'', "Change a model's answer (streams are re-encoded)"),
   run: async (args, io) => {
     const specs = (args.patch as string[]).map((s) => parsePatchSpec(s))
     // Files are read before the store opens: a missing file must fail the fork before anything is written.

@@ -1,16 +1,32 @@
-import { type BodyRef, bodyBytes, ErrorCodes, ToolReplayError, type Trace, tryUtf8 } from '../../trace/index.ts'
+import {
+  type BodyRef,
+  bodyBytes,
+  ErrorCodes,
+  formatModelTurn,
+  formatTimeline,
+  llmTimeline,
+  presentLlmView,
+  type TimelineTurn,
+  ToolReplayError,
+  type Trace,
+  tryUtf8,
+} from '../../trace/index.ts'
 import { exchangeLine } from '../format.ts'
 import { withExistingStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
-/** `tr-proxy show TRACE [--exchange N]`: the exchanges of a trace, or one in full. */
+/** `tr-proxy show TRACE [--exchange N] [--view llm|http]`: the exchanges of a trace, or one in full. */
 export const showCommand: CommandModule = {
   command: 'show <trace>',
-  describe: 'Show the exchanges of a trace; --exchange N shows one in full (headers and body)',
+  describe: 'Show a trace: model turns as a timeline (LLM view) or one line per exchange; --exchange N shows one in full',
   builder: (y) =>
     y
       .positional('trace', { type: 'string', describe: 'Trace name' })
-      .option('exchange', { type: 'number', describe: 'Sequence number of one exchange to show in full' }),
+      .option('exchange', { type: 'number', describe: 'Sequence number of one exchange to show in full' })
+      .option('view', {
+        choices: ['llm', 'http'] as const,
+        describe: 'llm: model calls read as model turns (the default when the trace has any); http: the raw exchanges',
+      }),
   run: async (args, io) =>
     withExistingStore(args, async (store) => {
       const trace = await store.readTrace(String(args.trace))
@@ -21,6 +37,8 @@ export const showCommand: CommandModule = {
           `Invalid --exchange ${String(args.exchange)}: give the sequence number of an exchange (0, 1, ...), as \`tr-proxy show ${String(args.trace)}\` lists them.`,
         )
       }
+      const asked = args.view as 'llm' | 'http' | undefined
+      const turns = asked === 'http' ? [] : llmTimeline(trace)
       if (n !== undefined) {
         const x = trace.exchanges.find((e) => e.seq === n)
         if (!x) {
@@ -29,14 +47,31 @@ export const showCommand: CommandModule = {
             `Trace "${trace.meta.name}" has no exchange #${n} (it has ${trace.exchanges.map((e) => `#${e.seq}`).join(', ') || 'none'}).`,
           )
         }
-        if (args.json) io.out(JSON.stringify({ ok: true, exchange: x, bodies: bodiesOf(trace, x) }))
-        else io.out(fullExchange(trace, x))
+        const turn = turns.find((t) => t.seq === n)
+        if (turn?.llm) {
+          if (args.json) io.out(JSON.stringify({ ok: true, view: 'llm', turn: presentTurn(turn) }))
+          else io.out(formatModelTurn(turn))
+          return 0
+        }
+        const note = asked === 'llm' ? `(#${n} is not a model call Tool Replay reads: showing the HTTP view)\n` : ''
+        if (args.json) io.out(JSON.stringify({ ok: true, view: 'http', exchange: x, bodies: bodiesOf(trace, x) }))
+        else io.out(`${note}${fullExchange(trace, x)}`)
         return 0
       }
-      if (args.json) io.out(JSON.stringify({ ok: true, meta: trace.meta, exchanges: trace.exchanges }))
+      if (turns.some((t) => t.kind === 'model')) {
+        if (args.json) io.out(JSON.stringify({ ok: true, view: 'llm', meta: trace.meta, turns: turns.map(presentTurn) }))
+        else io.out(formatTimeline(trace.meta.name, turns))
+        return 0
+      }
+      if (args.json) io.out(JSON.stringify({ ok: true, view: 'http', meta: trace.meta, exchanges: trace.exchanges }))
       else io.out([`trace "${trace.meta.name}": ${trace.exchanges.length} exchange(s)`, ...trace.exchanges.map(exchangeLine)].join('\n'))
       return 0
     }),
+}
+
+/** A turn for JSON output: long input messages cut (the inspector reads this). */
+function presentTurn(t: TimelineTurn): TimelineTurn {
+  return t.llm ? { ...t, llm: presentLlmView(t.llm) } : t
 }
 
 function bodyText(trace: Trace, ref: BodyRef | null | undefined): string | undefined {

@@ -1,0 +1,46 @@
+/**
+ * Which model API an exchange speaks, from the request path and the body shapes, never from the host:
+ * OpenAI-compatible servers (local or hosted) are read like OpenAI.
+ */
+import { arr, obj, str } from './json-access.ts'
+import type { LlmApi, LlmStreamEvent } from './llm-types.ts'
+
+/** The API of a POST with this path, request body and response; undefined when it is none of them. */
+export function detectLlmApi(
+  path: string,
+  req: Record<string, unknown>,
+  response: { json?: unknown; events?: LlmStreamEvent[] } | undefined,
+): LlmApi | undefined {
+  const p = path.replace(/\/+$/, '')
+  const hasMessages = Array.isArray(req.messages)
+  if (/\/chat\/completions$/.test(p) && hasMessages) return 'openai.chat'
+  if (/\/responses$/.test(p) && (req.input !== undefined || typeof req.model === 'string')) return 'openai.responses'
+  // Anthropic requires model, messages and max_tokens: all three keep other "/messages" APIs out.
+  if (/\/messages$/.test(p) && hasMessages && typeof req.model === 'string' && req.max_tokens !== undefined) return 'anthropic.messages'
+  // Gateways with their own paths: the response must say which API it is.
+  const shape = responseShape(response)
+  if (shape === 'openai.chat' && hasMessages) return shape
+  if (shape === 'openai.responses' && req.input !== undefined) return shape
+  if (shape === 'anthropic.messages' && hasMessages) return shape
+  return undefined
+}
+
+function responseShape(response: { json?: unknown; events?: LlmStreamEvent[] } | undefined): LlmApi | undefined {
+  if (!response) return undefined
+  const body = obj(response.json)
+  if (body) {
+    if (body.object === 'chat.completion') return 'openai.chat'
+    if (body.object === 'response') return 'openai.responses'
+    if (body.type === 'message' && body.role === 'assistant' && Array.isArray(body.content)) return 'anthropic.messages'
+    return undefined
+  }
+  const first = arr(response.events)
+    .map((e) => obj((e as LlmStreamEvent).data))
+    .find((d) => d !== undefined)
+  if (!first) return undefined
+  if (first.object === 'chat.completion.chunk') return 'openai.chat'
+  const type = str(first.type) ?? ''
+  if (type.startsWith('response.')) return 'openai.responses'
+  if (type === 'message_start') return 'anthropic.messages'
+  return undefined
+}

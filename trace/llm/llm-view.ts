@@ -1,0 +1,115 @@
+/**
+ * `llmView(trace, exchange)`: an exchange read as a model call (model, messages in, output text,
+ * reasoning, tool calls, tool results sent back, finish, usage, SDK retry attempt), or undefined when it
+ * is not one Tool Replay can read. Never throws: an unknown or damaged shape falls back to the HTTP view.
+ * @example
+ * const v = llmView(trace, trace.exchanges[3])
+ * if (v) console.log(v.model, v.outputText, v.toolCalls.map((c) => c.name))
+ */
+import type { Exchange, Trace } from '../exchange.ts'
+import { headerValue } from '../header-pairs.ts'
+import { readAnthropicEvents, readAnthropicRequest, readAnthropicResponse } from './anthropic-messages.ts'
+import { trailingToolResults } from './content.ts'
+import { detectLlmApi } from './detect.ts'
+import { decodedResponse, requestJson } from './exchange-bodies.ts'
+import { obj, str } from './json-access.ts'
+import type { LlmApi, LlmRequestPart, LlmResponsePart, LlmStreamEvent, LlmView } from './llm-types.ts'
+import { readChatEvents, readChatRequest, readChatResponse } from './openai-chat.ts'
+import { readResponsesEvents, readResponsesRequest, readResponsesResponse } from './openai-responses.ts'
+
+interface Reader {
+  request(req: Record<string, unknown>): LlmRequestPart
+  json(body: Record<string, unknown>): LlmResponsePart
+  events(events: LlmStreamEvent[]): LlmResponsePart
+}
+
+const READERS: Record<LlmApi, Reader> = {
+  'openai.chat': { request: readChatRequest, json: readChatResponse, events: readChatEvents },
+  'openai.responses': { request: readResponsesRequest, json: readResponsesResponse, events: readResponsesEvents },
+  'anthropic.messages': { request: readAnthropicRequest, json: readAnthropicResponse, events: readAnthropicEvents },
+}
+
+/** The LLM view of an exchange, or undefined when it is not a model call Tool Replay reads. Never throws. */
+export function llmView(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): LlmView | undefined {
+  try {
+    return readLlmView(trace, x)
+  } catch {
+    // Defense in depth: the readers do not throw (a fuzz test holds them to it), but a shape nobody foresaw
+    // must still never break show, diff or fork.
+    return undefined
+  }
+}
+
+/** `llmView` without the safety net, for the fuzz test that proves the readers themselves never throw. */
+export function readLlmView(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): LlmView | undefined {
+  if (x.request.method.toUpperCase() !== 'POST') return undefined
+  const req = requestJson(trace, x)
+  if (!req) return undefined
+  const response = decodedResponse(trace, x)
+  const api = detectLlmApi(pathOf(x.request.url), req, response)
+  if (!api) return undefined
+  const reader = READERS[api]
+  const rq = reader.request(req)
+  const view: LlmView = {
+    api,
+    stream: rq.stream || response?.events !== undefined,
+    tools: rq.tools,
+    input: rq.input,
+    toolResults: trailingToolResults(rq.input),
+    outputText: '',
+    reasoning: [],
+    toolCalls: [],
+  }
+  if (rq.model !== undefined) {
+    view.requestModel = rq.model
+    view.model = rq.model
+  }
+  const attempt = Number(headerValue(x.request.headers, 'x-stainless-retry-count'))
+  if (headerValue(x.request.headers, 'x-stainless-retry-count') !== undefined && Number.isSafeInteger(attempt) && attempt >= 0) view.attempt = attempt
+  if (response) view.status = response.head.status
+  if (x.outcome.kind === 'error') view.error = `${x.outcome.error.code} during ${x.outcome.error.phase}`
+  if (response && response.head.status >= 400) {
+    view.error = errorMessage(response.json) ?? `HTTP ${response.head.status}${response.head.statusText ? ` ${response.head.statusText}` : ''}`
+    return view
+  }
+  let rs: LlmResponsePart | undefined
+  if (response?.events) {
+    rs = reader.events(response.events)
+    view.events = response.events.length
+  } else if (obj(response?.json)) rs = reader.json(obj(response?.json) as Record<string, unknown>)
+  if (rs) mergeResponse(view, rs)
+  if (x.outcome.kind === 'error' && view.stream) view.incomplete = true
+  return view
+}
+
+function mergeResponse(view: LlmView, rs: LlmResponsePart): void {
+  if (rs.model !== undefined) view.model = rs.model
+  view.outputText = rs.outputText
+  view.reasoning = rs.reasoning
+  view.toolCalls = rs.toolCalls
+  if (rs.refusal !== undefined) view.refusal = rs.refusal
+  if (rs.finish !== undefined) view.finish = rs.finish
+  if (rs.finishDetail !== undefined) view.finishDetail = rs.finishDetail
+  if (rs.usage !== undefined) view.usage = rs.usage
+  if (rs.error !== undefined) view.error = rs.error
+  if (!rs.complete) view.incomplete = true
+}
+
+/** The message of an OpenAI (`{error: {message}}`) or Anthropic (`{type: "error", error: {message}}`) error body. */
+function errorMessage(json: unknown): string | undefined {
+  const body = obj(json)
+  const error = obj(body?.error)
+  if (!error) return str(body?.message) ?? str(body?.error)
+  const message = str(error.message)
+  const code = str(error.code) ?? str(error.type)
+  if (message && code) return `${code}: ${message}`
+  return message ?? code
+}
+
+function pathOf(url: string): string {
+  try {
+    return new URL(url).pathname
+  } catch {
+    return ''
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * A trace read as a timeline of turns: model calls in LLM terms, other exchanges as one HTTP line.
+ * `#3 model gpt-5 → tool_call get_weather {"city":"Oslo"}`, `#4 GET weather.test/forecast → 200`,
+ * `#5 model ← tool_result get_weather "rain" → "Take an umbrella"`.
+ */
+import type { Exchange, ExchangeOrigin, Trace } from '../exchange.ts'
+import { stringifyJson } from '../json-codec.ts'
+import type { LlmToolCall, LlmView } from './llm-types.ts'
+import { llmView } from './llm-view.ts'
+
+/** One exchange of a timeline. */
+export interface TimelineTurn {
+  seq: number
+  kind: 'model' | 'http'
+  method: string
+  url: string
+  status?: number
+  /** A recorded network error: "ECONNRESET during response-body". */
+  error?: string
+  origin?: ExchangeOrigin
+  patchId?: string
+  /** The LLM view, for model turns. */
+  llm?: LlmView
+}
+
+/** The timeline of a trace. Tool results are named from the tool calls of earlier turns where the request does not say. */
+export function llmTimeline(trace: Trace): TimelineTurn[] {
+  const names = new Map<string, string>()
+  return trace.exchanges.map((x) => {
+    const turn = turnOf(trace, x)
+    const v = turn.llm
+    if (v) {
+      for (const m of v.input) if (m.role === 'tool' && m.name === undefined && m.toolCallId && names.has(m.toolCallId)) m.name = names.get(m.toolCallId)
+      for (const r of v.toolResults) if (r.name === undefined && names.has(r.callId)) r.name = names.get(r.callId)
+      for (const c of v.toolCalls) if (c.id !== undefined) names.set(c.id, c.name)
+    }
+    return turn
+  })
+}
+
+/** One exchange as a timeline turn. */
+export function turnOf(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): TimelineTurn {
+  const turn: TimelineTurn = { seq: x.seq, kind: 'http', method: x.request.method.toUpperCase(), url: x.request.url }
+  if (x.outcome.kind === 'response') turn.status = x.outcome.response.status
+  else turn.error = `${x.outcome.error.code} during ${x.outcome.error.phase}`
+  if (x.origin) turn.origin = x.origin
+  if (x.patchId) turn.patchId = x.patchId
+  const v = llmView(trace, x)
+  if (v) {
+    turn.kind = 'model'
+    turn.llm = v
+  }
+  return turn
+}
+
+/** `"text"` shortened to `max` characters, JSON-quoted so newlines and quotes stay visible. */
+export function quoteText(text: string, max = 60): string {
+  return JSON.stringify(clip(text, max))
+}
+
+/** A string shortened to `max` characters with an ellipsis. */
+export function clip(text: string, max: number): string {
+  const chars = Array.from(text)
+  return chars.length > max ? `${chars.slice(0, max - 1).join('')}…` : text
+}
+
+/** `get_weather {"city":"Oslo"}`: a tool call's name and compact arguments. */
+export function formatToolCall(c: LlmToolCall, max = 80): string {
+  return `${c.name || '(no name)'} ${argumentsShown(c, max)}`
+}
+
+function argumentsShown(c: LlmToolCall, max: number): string {
+  if (c.argumentsValid) return clip(stringifyJson(c.arguments), max)
+  return c.argumentsText === '' ? '(no arguments)' : `${quoteText(c.argumentsText, max)} (not JSON)`
+}
+
+/** What a model turn produced, in one phrase. */
+export function outcomePhrase(v: LlmView): string {
+  if (v.error !== undefined && v.outputText === '' && v.toolCalls.length === 0) return `${v.status ?? ''} ${v.error}`.trim()
+  const parts: string[] = []
+  if (v.outputText !== '') parts.push(quoteText(v.outputText))
+  if (v.refusal) parts.push(`refusal ${quoteText(v.refusal)}`)
+  if (v.toolCalls.length === 1) parts.push(`tool_call ${formatToolCall(v.toolCalls[0] as LlmToolCall)}`)
+  else if (v.toolCalls.length > 1) parts.push(`tool_calls ${v.toolCalls.map((c) => formatToolCall(c, 40)).join(', ')}`)
+  return parts.length > 0 ? parts.join(' + ') : '(no output)'
+}
+
+const NATURAL_FINISH = new Set(['stop', 'tool_calls', 'function_call', 'completed', 'end_turn', 'tool_use', 'stop_sequence'])
+
+/** `[finish length]`, `[stream cut]`, `[patched ID]`: what a reader must not miss about a turn. */
+function flags(turn: TimelineTurn): string {
+  const out: string[] = []
+  const v = turn.llm
+  if (v?.finish !== undefined && !NATURAL_FINISH.has(v.finish)) out.push(`finish ${v.finish}${v.finishDetail ? ` (${v.finishDetail})` : ''}`)
+  if (v?.incomplete) out.push(turn.error ? `stream cut: ${turn.error}` : 'stream cut')
+  if (turn.origin === 'patched') out.push(`patched${turn.patchId ? ` ${turn.patchId}` : ''}`)
+  return out.length > 0 ? ` [${out.join('; ')}]` : ''
+}
+
+/** One line of the timeline. The model name is printed when it differs from the previous model turn's. */
+export function formatTurnLine(turn: TimelineTurn, previousModel?: string): string {
+  const v = turn.llm
+  if (!v) {
+    const outcome = turn.error ?? String(turn.status ?? '')
+    return `#${turn.seq} ${turn.method} ${shortUrl(turn.url)} → ${outcome}${flags(turn)}`
+  }
+  let line = `#${turn.seq} model`
+  if (v.model !== undefined && v.model !== previousModel) line += ` ${v.model}`
+  if (v.attempt !== undefined && v.attempt > 0) line += ` (retry ${v.attempt})`
+  if (v.toolResults.length > 0) line += ` ← ${v.toolResults.map((r) => `tool_result ${r.name ?? r.callId} ${quoteText(r.output, 40)}`).join(', ')}`
+  return `${line} → ${outcomePhrase(v)}${flags(turn)}`
+}
+
+/** The whole timeline as text: a header, then one line per exchange. */
+export function formatTimeline(name: string, turns: TimelineTurn[]): string {
+  const models = turns.filter((t) => t.kind === 'model').length
+  const lines = [`trace "${name}": ${turns.length} exchange${turns.length === 1 ? '' : 's'}, ${models} model turn${models === 1 ? '' : 's'}`]
+  let previous: string | undefined
+  for (const t of turns) {
+    lines.push(formatTurnLine(t, previous))
+    if (t.llm?.model !== undefined) previous = t.llm.model
+  }
+  return lines.join('\n')
+}
+
+/** host + path + query of a URL (the scheme adds nothing to a timeline). */
+export function shortUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    const path = u.pathname === '/' && u.search === '' ? '' : `${u.pathname}${u.search}`
+    return `${u.host}${path}`
+  } catch {
+    return url
+  }
+}
