@@ -79,7 +79,7 @@ describe('interceptor: what fetch reads', () => {
     ['Node built-in fetch', (u: string) => fetch(u)],
     ['undici fetch', (u: string) => undiciFetch(u) as unknown as Promise<Response>],
   ] as const) {
-    test(`${name}: one read per recorded chunk by default; 'none' merges them`, async () => {
+    test(`${name}: one read per recorded chunk by default; 'none' merges them`, async (t) => {
       const trace = `fidelity-${name.replace(/\W+/g, '-')}`
       const read = async (u: string) => {
         const t0 = performance.now()
@@ -103,7 +103,10 @@ describe('interceptor: what fetch reads', () => {
 
       const merged = await replayReads(trace, 'none', read, url())
       assert.equal(merged.text, live.text)
-      assert.ok(merged.reads < chunks, `'none' is allowed to merge chunks, and does here (${merged.reads} reads): so the check above can fail`)
+      // The control: unpaced, chunks handed over in one tick merge into one read on Node 22 and 24, so the
+      // check above can fail there. Node 26's fetch hands each queued chunk over as its own read regardless.
+      if (Number(process.versions.node.split('.')[0]) < 26) assert.ok(merged.reads < chunks, `'none' merges chunks here (${merged.reads} reads)`)
+      else t.diagnostic(`Node ${process.version}: unpaced replay gave ${merged.reads} reads for ${chunks} chunks (this fetch does not merge)`)
     })
   }
 
