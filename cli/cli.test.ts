@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { openStore } from '../store/index.ts'
+import { openStore, openStoreOps } from '../store/index.ts'
 import { bodyFromBytes, ErrorCodes, type Trace } from '../trace/index.ts'
 import { EXIT_CODES } from './exit-codes.ts'
 import { runCli } from './main.ts'
@@ -205,6 +205,53 @@ describe('tr-proxy CLI (in-process)', () => {
       assert.match(c.err.join('\n'), /TR_STORE_CORRUPT: .*no CURRENT file.*Nothing was changed/)
     }
     assert.deepEqual(await snapshot(damaged), before, 'every file is exactly as it was')
+  })
+})
+
+describe('partial recordings', () => {
+  test('ls tells recording (its process lives) from partial (it died); show, export and rm take --partial', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'tr-cli-partial-'))
+    const store = join(dir, 'store')
+    const { ops, close } = await openStoreOps(store)
+    const x = sampleTrace('x')
+    const exchange = x.exchanges[0] as Trace['exchanges'][number]
+    // A recording whose process is gone (a pid that cannot exist) and one whose process is this one.
+    await ops.beginTrace('dead-1', { name: 'crash', format: 1 }, '2026-01-01T00:00:00.000Z', { pid: 2 ** 30, host: hostname() })
+    await ops.append('dead-1', exchange, x.bodies, new Map())
+    await ops.beginTrace('live-1', { name: 'busy', format: 1 }, '2026-01-01T00:00:01.000Z', { pid: process.pid, host: hostname() })
+    await close()
+    const ls = capture()
+    assert.equal(await runCli(['ls', '--store', store, '--json'], ls.io), 0)
+    assert.deepEqual(
+      JSON.parse(ls.out.join('')).traces.map((t: { name: string; status: string }) => [t.name, t.status]),
+      [
+        ['busy', 'recording'],
+        ['crash', 'partial'],
+      ],
+    )
+    const plain = capture()
+    assert.equal(await runCli(['show', 'crash', '--store', store], plain.io), EXIT_CODES[ErrorCodes.TRACE_NOT_FOUND])
+    assert.match(plain.err.join('\n'), /1 recording\(s\) that did not complete: add --partial/)
+    const show = capture()
+    assert.equal(await runCli(['show', 'crash', '--partial', '--store', store], show.io), 0, show.err.join('\n'))
+    assert.match(show.out.join('\n'), /crm\.test\/customers\/42/)
+    const file = join(dir, 'crash.trace.json')
+    assert.equal(await runCli(['export', 'crash', '--partial', '--out', file, '--store', store], capture().io), 0)
+    assert.match(await readFile(file, 'utf8'), /"partial": "true"/)
+    const rm1 = capture()
+    assert.equal(
+      await runCli(['rm', 'busy', '--partial', '--store', store], rm1.io),
+      EXIT_CODES[ErrorCodes.TRACE_NOT_FOUND],
+      'a live recording is never removed',
+    )
+    assert.equal(await runCli(['rm', 'crash', '--partial', '--store', store], capture().io), 0)
+    const after = capture()
+    assert.equal(await runCli(['ls', '--store', store, '--json'], after.io), 0)
+    assert.deepEqual(
+      JSON.parse(after.out.join('')).traces.map((t: { name: string }) => t.name),
+      ['busy'],
+    )
+    await rm(dir, { recursive: true, force: true })
   })
 })
 

@@ -50,6 +50,12 @@ export interface SessionOptions {
   labels?: Record<string, string>
   /** Largest response body kept whole for JSON body-path redaction (default 64 MiB). */
   maxBodyBytes?: number
+  /**
+   * 'auto' (default): a trace of up to 50,000 exchanges and 64 MiB of bodies is replayed from memory, a bigger
+   * one through the store's index with bodies read as played. 'none': always through the store (memory stays
+   * flat; each request costs a store read).
+   */
+  preload?: 'auto' | 'none'
 }
 
 /** A request as a capture path saw it, before redaction. Body fully buffered (or null). */
@@ -500,10 +506,10 @@ function isDefaultIdentity(identity: IdentityOptions | undefined): boolean {
 }
 
 /** Opens what replay serves from: the trace in memory when it is small, else the store's index and lazy bodies. */
-async function openReplaySource(store: TraceStore, name: string, identity: IdentityOptions): Promise<ReplaySource> {
+async function openReplaySource(store: TraceStore, name: string, identity: IdentityOptions, preload: 'auto' | 'none'): Promise<ReplaySource> {
   const reader = await store.openTrace(name)
   const { count, bodyBytes: total, indexed } = reader.info
-  if (count <= MEMORY_MAX_EXCHANGES && total <= MEMORY_MAX_BODY_BYTES) {
+  if (preload === 'auto' && count <= MEMORY_MAX_EXCHANGES && total <= MEMORY_MAX_BODY_BYTES) {
     const trace = await reader.readAll()
     return { index: new MemoryReplayIndex(trace, identity), bodies: trace.bodies }
   }
@@ -535,8 +541,10 @@ export async function openSession(options: SessionOptions): Promise<Session> {
   }
   const identity = options.identity ?? {}
   let source: ReplaySource | undefined
-  if (options.mode === 'replay') source = await openReplaySource(options.store, options.trace, identity)
-  if (options.mode === 'update' && (await options.store.hasTrace(options.trace))) source = await openReplaySource(options.store, options.trace, identity)
+  const preload = options.preload ?? 'auto'
+  if (options.mode === 'replay') source = await openReplaySource(options.store, options.trace, identity, preload)
+  if (options.mode === 'update' && (await options.store.hasTrace(options.trace)))
+    source = await openReplaySource(options.store, options.trace, identity, preload)
   let recordName: string | undefined
   if (options.mode === 'record' || options.mode === 'update') recordName = options.trace
   if (options.mode === 'replay' && options.recordAs) recordName = options.recordAs

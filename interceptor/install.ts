@@ -46,6 +46,8 @@ export interface InstallOptions {
   global?: boolean
   /** Labels stored with a recorded trace. */
   labels?: Record<string, string>
+  /** 'none' replays through the store even for small traces (see SessionOptions.preload). */
+  preload?: 'auto' | 'none'
 }
 
 /** A running interceptor: the dispatcher, its session, and the end-of-test operations. */
@@ -90,6 +92,8 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
       labels: { recordedWith: 'interceptor', ...options.labels },
       ...(options.identity ? { identity: options.identity } : {}),
       ...(options.redaction ? { redaction: options.redaction } : {}),
+      ...(options.preload ? { preload: options.preload } : {}),
+      ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
     })
   } catch (err) {
     if (ownStore) await store.close()

@@ -1,12 +1,15 @@
 /** Persistence: the LevelDB store, the in-memory store and portable trace files. */
 
 export type { BodyWriter } from './body-writer.ts'
+export type { FsckOptions, FsckReport, FsckTrace } from './fsck.ts'
+/** Checks a whole store (every body against its SHA-256) and rescues what is intact. */
+export { checkStore } from './fsck.ts'
 export type { OpenStoreOptions } from './level-store.ts'
 /** Opens the LevelDB store, its default location, and the socket processes share it through. */
-export { defaultStoreDir, openStore, storeSocketPath } from './level-store.ts'
+export { defaultStoreDir, openStore, openStoreOps, storeSocketPath } from './level-store.ts'
 /** An in-process store for tests and benchmarks. */
 export { createMemoryStore } from './memory-store.ts'
-export type { BodyManifest, StoredBody, TraceInfo } from './store-ops.ts'
+export type { BodyManifest, RecordingOwner, StoredBody, StoreOps, TraceInfo } from './store-ops.ts'
 /** Bodies over this size are stored (and streamed) as pieces of it. */
 export { PIECE_SIZE } from './store-ops.ts'
 export type { ExportedTrace, TraceFileOptions } from './trace-file.ts'

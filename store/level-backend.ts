@@ -102,8 +102,9 @@ export class LevelBackend implements StoreOps {
    * never opened (LevelDB's recovery would drop what it cannot read, and a missing CURRENT would make it
    * create an empty store and delete the tables); `create: false` never creates one.
    */
-  static async open(dir: string, options: { create?: boolean } = {}): Promise<LevelBackend> {
-    await assertOpenable(dir, options.create !== false)
+  static async open(dir: string, options: { create?: boolean; unchecked?: boolean } = {}): Promise<LevelBackend> {
+    // `unchecked`: fsck's private copy of a damaged store, where LevelDB may recover what it can.
+    if (!options.unchecked) await assertOpenable(dir, options.create !== false)
     const db = new Level<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' })
     try {
       await db.open({ createIfMissing: options.create !== false })

@@ -28,7 +28,7 @@ import { isLockedError, LevelBackend } from './level-backend.ts'
 import type { StoreOps } from './store-ops.ts'
 import { ConnectionLost, remoteOps, StoreConnection, type StoreServer, serveBackend } from './store-rpc.ts'
 import type { TraceStore } from './trace-store.ts'
-import { createTraceStore } from './trace-store-impl.ts'
+import { createTraceStore, routedOps } from './trace-store-impl.ts'
 
 /** Options for `openStore`. */
 export interface OpenStoreOptions {
@@ -84,6 +84,24 @@ async function assertPrivateSocketDir(dir: string, socketPath: string): Promise<
  * await store.close()
  */
 export async function openStore(dir: string = defaultStoreDir(), options: OpenStoreOptions = {}): Promise<TraceStore> {
+  const opened = await openStoreNode(dir, options)
+  return createTraceStore(
+    opened.dir,
+    (fn) => opened.node.run(fn),
+    () => opened.node.release(),
+  )
+}
+
+/**
+ * The store's operations themselves (fsck, benchmarks), with the same ownership and fail-over as openStore.
+ * `close` releases this process's hold on the store.
+ */
+export async function openStoreOps(dir: string = defaultStoreDir(), options: OpenStoreOptions = {}): Promise<{ ops: StoreOps; close: () => Promise<void> }> {
+  const opened = await openStoreNode(dir, options)
+  return { ops: routedOps(opened.dir, (fn) => opened.node.run(fn)), close: () => opened.node.release() }
+}
+
+async function openStoreNode(dir: string, options: OpenStoreOptions): Promise<{ dir: string; node: StoreNode }> {
   const abs = resolve(dir)
   const create = options.create !== false
   if (create) {
@@ -105,12 +123,7 @@ export async function openStore(dir: string = defaultStoreDir(), options: OpenSt
     await node.release()
     throw err
   }
-  const owned = node
-  return createTraceStore(
-    abs,
-    (fn) => owned.run(fn),
-    () => owned.release(),
-  )
+  return { dir: abs, node }
 }
 
 async function isDirectory(path: string): Promise<boolean> {

@@ -104,7 +104,7 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
 }
 
 /** StoreOps whose every call goes through `run` (so readers survive a fail-over and see a closed store). */
-function routedOps(location: string, run: RunOps): StoreOps {
+export function routedOps(location: string, run: RunOps): StoreOps {
   return {
     location,
     listTraces: () => run((o) => o.listTraces()),

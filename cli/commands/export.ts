@@ -10,10 +10,18 @@ export const exportCommand: CommandModule = {
   builder: (y) =>
     y
       .positional('trace', { type: 'string', describe: 'Trace name' })
-      .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'File to write (e.g. traces/checkout.trace.json)' }),
+      .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'File to write (e.g. traces/checkout.trace.json)' })
+      .option('partial', {
+        type: 'boolean',
+        default: false,
+        describe: 'Export the newest recording of that name that never completed (labelled partial in the file)',
+      }),
   run: async (args, io) =>
     withExistingStore(args, async (store) => {
-      const trace = await store.readTrace(String(args.trace))
+      const partial = args.partial === true
+      const read = await store.readTrace(String(args.trace), { partial })
+      // A partial recording says so in the file: importing it must not pass it off as a complete run.
+      const trace = partial ? { ...read, meta: { ...read.meta, labels: { ...read.meta.labels, partial: 'true' } } } : read
       const file = resolve(String(args.out))
       const result = await writeTraceFile(file, trace)
       if (args.json) io.out(JSON.stringify({ ok: true, file, digest: result.digest, exchanges: trace.exchanges.length }))

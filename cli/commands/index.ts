@@ -5,6 +5,7 @@ import { emitTestCommand } from './emit-test.ts'
 import { envCommand } from './env.ts'
 import { exportCommand } from './export.ts'
 import { forkCommand } from './fork.ts'
+import { fsckCommand } from './fsck.ts'
 import { importCommand } from './import.ts'
 import { lsCommand } from './ls.ts'
 import { recordCommand } from './record.ts'
@@ -21,6 +22,7 @@ export const COMMANDS: CommandModule[] = [
   exportCommand,
   importCommand,
   rmCommand,
+  fsckCommand,
   forkCommand,
   diffCommand,
   emitTestCommand,

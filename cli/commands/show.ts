@@ -23,13 +23,14 @@ export const showCommand: CommandModule = {
     y
       .positional('trace', { type: 'string', describe: 'Trace name' })
       .option('exchange', { type: 'number', describe: 'Sequence number of one exchange to show in full' })
+      .option('partial', { type: 'boolean', default: false, describe: 'Show the newest recording of that name that never completed' })
       .option('view', {
         choices: ['llm', 'http'] as const,
         describe: 'llm: model calls read as model turns (the default when the trace has any); http: the raw exchanges',
       }),
   run: async (args, io) =>
     withExistingStore(args, async (store) => {
-      const trace = await store.readTrace(String(args.trace))
+      const trace = await store.readTrace(String(args.trace), { partial: args.partial === true })
       const n = args.exchange as number | undefined
       if (n !== undefined && !(Number.isInteger(n) && n >= 0)) {
         throw new ToolReplayError(
