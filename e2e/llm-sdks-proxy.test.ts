@@ -11,16 +11,17 @@ import { once } from 'node:events'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { EXIT_CODES } from '../cli/exit-codes.ts'
 import { openStore } from '../store/index.ts'
-import { assertLiveRun, assertMiss, assertRecordedFaults } from './support/llm-assertions.ts'
+import { assertLiveRun, assertMisses, assertRecordedFaults } from './support/llm-assertions.ts'
 import { appEnv, assertNoKeys, type LlmProviders, startLlmProviders } from './support/llm-harness.ts'
-import { ALL_SCENARIOS, CHANGED, MISS_SCENARIOS, missRun } from './support/llm-scenarios.ts'
+import { ALL_SCENARIOS, MISS_SCENARIOS, MISS_TRIES, missRun } from './support/llm-scenarios.ts'
 import { tempDir } from './support/proxy-harness.ts'
 
 const BIN = fileURLToPath(new URL('../bin/tr-proxy.js', import.meta.url))
 const APP = fileURLToPath(new URL('./support/llm-app.ts', import.meta.url))
 const TRACE = 'llm-sdks-proxy'
-const REPLAY_CONTRACT_EXIT = 6
+const REPLAY_CONTRACT_EXIT = EXIT_CODES.TR_REPLAY_INCOMPLETE
 const storeDir = join(tempDir('tr-llm-proxy-'), 'store')
 let llm: LlmProviders
 
@@ -98,19 +99,20 @@ describe('LLM SDKs through tr-proxy -- node app', { timeout: 120_000 }, () => {
     let run: ReturnType<typeof wrapped> | undefined
     const misses = () => (run ??= wrapped('replay', Object.values(MISS_SCENARIOS).flatMap(missRun)))
 
-    test('the run fails with exit 6 and one ledger entry per library, no retries', async () => {
+    test('the run fails with the replay-contract exit code and one ledger entry per changed call, no retries', async () => {
       const { code, stderr } = await misses()
       assert.equal(code, REPLAY_CONTRACT_EXIT, stderr)
-      assert.match(stderr, /; 4 unmatched, 0 over the recorded count, \d+ unused\./)
-      assert.equal(stderr.match(/^ {2}TR_REPLAY_MISS POST https:\/\/api\.(openai|anthropic)\.test\/v1\/[a-z/]+: Failed to replay/gm)?.length, 4, stderr)
+      const expected = 4 * MISS_TRIES
+      assert.match(stderr, new RegExp(`; ${expected} unmatched, 0 over the recorded count, \\d+ unused\\.`))
+      assert.equal(stderr.match(/^ {2}TR_REPLAY_MISS POST https:\/\/api\.(openai|anthropic)\.test\/v1\/[a-z/]+: Failed to replay/gm)?.length, expected, stderr)
       assert.doesNotMatch(stderr, /attempts\)/)
     })
     for (const [library, scenario] of Object.entries(MISS_SCENARIOS)) {
       test(library, async (t) => {
         const { observed } = await misses()
         assert.deepEqual(observed[scenario], live[scenario], 'the recorded call replays before the changed one')
-        const ms = assertMiss(library, observed[`${scenario}${CHANGED}`])
-        t.diagnostic(`${library}: request to the app's error in ${ms.toFixed(1)} ms`)
+        const times = assertMisses(library, observed)
+        t.diagnostic(`${library}: request to the app's error in ${times.map((ms) => ms.toFixed(1)).join(', ')} ms`)
       })
     }
   })

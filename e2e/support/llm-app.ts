@@ -24,8 +24,8 @@ export interface LlmAppConfig {
   anthropicBaseURL: string
   openaiApiKey: string
   anthropicApiKey: string
-  /** 'changed' alters the first prompt of a scenario (a request the recording never saw). */
-  variant?: 'recorded' | 'changed'
+  /** When set, the first prompt of a scenario is changed, the n-th way (a request the recording never saw). */
+  changed?: number
 }
 
 /** What the app saw when an SDK call failed. */
@@ -55,7 +55,7 @@ async function observe<T>(call: () => Promise<T>): Promise<{ ok: true; value: T 
   }
 }
 
-const prompt = (config: LlmAppConfig, text: string) => (config.variant === 'changed' ? `${text} (asked differently)` : text)
+const prompt = (config: LlmAppConfig, text: string) => (config.changed === undefined ? text : `${text} (asked differently #${config.changed})`)
 const openai = (c: LlmAppConfig) => new OpenAI({ apiKey: c.openaiApiKey, baseURL: c.openaiBaseURL })
 
 const WEATHER_TOOL = {
@@ -303,17 +303,17 @@ export const SCENARIOS: Record<string, Scenario> = {
 }
 
 /**
- * Runs scenarios in order (a name ending in CHANGED runs with its first prompt changed); a scenario that
+ * Runs scenarios in order (`NAME~changed-N` runs NAME with its first prompt changed, the N-th way); a scenario that
  * throws is reported as such, and the others still run. Results are keyed by the names given.
  */
 export async function runScenarios(names: readonly string[], config: LlmAppConfig): Promise<Record<string, Observation>> {
   const out: Record<string, Observation> = {}
   for (const name of names) {
-    const changed = name.endsWith(CHANGED)
-    const scenario = SCENARIOS[changed ? name.slice(0, -CHANGED.length) : name]
+    const [base, changed] = name.split(CHANGED) as [string, string | undefined]
+    const scenario = SCENARIOS[base]
     if (!scenario) throw new Error(`unknown scenario "${name}"; known: ${Object.keys(SCENARIOS).join(', ')}`)
     try {
-      out[name] = await scenario({ ...config, variant: changed ? 'changed' : 'recorded' })
+      out[name] = await scenario(changed === undefined ? config : { ...config, changed: Number(changed) })
     } catch (err) {
       out[name] = { threw: { name: (err as Error).constructor?.name, message: (err as Error).message } }
     }

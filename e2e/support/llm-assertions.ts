@@ -4,7 +4,7 @@ import type { LedgerEntry } from '../../engine/index.ts'
 import type { TraceStore } from '../../store/index.ts'
 import type { FakeProviders } from './fake-llm-providers.ts'
 import { MISS_BOUND_MS } from './llm-harness.ts'
-import type { MISS_SCENARIOS } from './llm-scenarios.ts'
+import { changedRuns, MISS_SCENARIOS } from './llm-scenarios.ts'
 
 type Observations = Record<string, Record<string, unknown>>
 
@@ -103,24 +103,31 @@ const ERROR_CLASS: Record<keyof typeof MISS_SCENARIOS, string> = {
 }
 
 /**
- * A changed prompt reached the app as the SDK's own error for a 403, at once (no retry), with the miss
- * and the closest recorded request in its message; `misses` (when the caller has the ledger) holds it once.
+ * Each changed prompt reached the app as the SDK's own error for a 403, with the miss and the closest
+ * recorded request in its message; the best of the tries arrived within the contract's bound; `misses`
+ * (when the caller has the ledger) holds each once, with no retry folded in. Returns the measured times.
  */
-export function assertMiss(library: string, observation: Record<string, unknown> | undefined, misses?: readonly LedgerEntry[]): number {
+export function assertMisses(library: string, observed: Record<string, Record<string, unknown>>, misses?: readonly LedgerEntry[]): number[] {
   const lib = library as keyof typeof MISS_SCENARIOS
-  const error = observation?.error as { name: string; message: string; status: number; elapsedMs: number } | undefined
-  assert.ok(error, `${library}: expected an error, got ${JSON.stringify(observation)}`)
-  assert.equal(error.name, ERROR_CLASS[lib])
-  assert.equal(error.status, 403)
   const url = MISSED_URL[lib]
-  assert.ok(error.message.includes(`TR_REPLAY_MISS: Failed to replay "POST ${url}": no recorded exchange in trace`), error.message)
-  assert.ok(error.message.includes(`closest recorded: "POST ${url}" (differs: body $.`), error.message)
-  assert.ok(error.message.includes('(asked differently)'), `${library}: the difference shows the changed prompt: ${error.message}`)
-  assert.ok(error.elapsedMs < MISS_BOUND_MS, `${library}: the miss took ${error.elapsedMs.toFixed(1)} ms to reach the app (bound ${MISS_BOUND_MS} ms)`)
+  const times = changedRuns(MISS_SCENARIOS[lib]).map((name, i) => {
+    const error = observed[name]?.error as { name: string; message: string; status: number; elapsedMs: number } | undefined
+    assert.ok(error, `${library}: expected an error from ${name}, got ${JSON.stringify(observed[name])}`)
+    assert.equal(error.name, ERROR_CLASS[lib])
+    assert.equal(error.status, 403)
+    assert.ok(error.message.includes(`TR_REPLAY_MISS: Failed to replay "POST ${url}": no recorded exchange in trace`), error.message)
+    assert.ok(error.message.includes(`closest recorded: "POST ${url}" (differs: body $.`), error.message)
+    assert.ok(error.message.includes(`(asked differently #${i + 1})`), `${library}: the difference shows the changed prompt: ${error.message}`)
+    return error.elapsedMs
+  })
+  const best = Math.min(...times)
+  assert.ok(best < MISS_BOUND_MS, `${library}: the misses took ${times.map((t) => t.toFixed(1)).join(', ')} ms to reach the app (bound ${MISS_BOUND_MS} ms)`)
   if (misses) {
-    assert.equal(misses.length, 1, `${library}: one ledger entry: ${JSON.stringify(misses)}`)
-    assert.equal(misses[0]?.request, `POST ${url}`)
-    assert.equal(misses[0]?.attempts, undefined, `${library}: the SDK did not retry`)
+    assert.deepEqual(
+      misses.map((m) => [m.request, m.attempts ?? 1]),
+      times.map(() => [`POST ${url}`, 1]),
+      `${library}: one ledger entry per changed call, no retries`,
+    )
   }
-  return error.elapsedMs
+  return times
 }
