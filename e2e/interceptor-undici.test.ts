@@ -104,7 +104,7 @@ test('per-request dispatcher option, without a global install, works with every 
   assert.equal(replayed.nodeFetch.cookies.length, 2)
 })
 
-test('undici.request sees a miss as the ToolReplayError itself; undici.fetch as the cause', async () => {
+test('undici.request and undici.fetch get a miss as the refusal response: 403, x-should-retry false, the miss in JSON', async () => {
   const store = createMemoryStore()
   const server = await startServer(app)
   const rec = await install({ mode: 'record', trace: 'undici-miss', store })
@@ -112,13 +112,19 @@ test('undici.request sees a miss as the ToolReplayError itself; undici.fetch as 
   await rec.close()
   await server.close()
   const rep = await install({ mode: 'replay', trace: 'undici-miss', store })
-  await assert.rejects(undiciRequest(`${server.url}/unknown`), { code: 'TR_REPLAY_MISS', name: 'ToolReplayError' })
-  const err = await undiciFetch(`${server.url}/unknown-too`).then(
-    () => assert.fail('should miss'),
-    (e: Error & { cause?: { code?: string } }) => e,
-  )
-  assert.equal(err.message, 'fetch failed')
-  assert.equal(err.cause?.code, 'TR_REPLAY_MISS')
+  const viaRequest = await undiciRequest(`${server.url}/unknown`)
+  assert.equal(viaRequest.statusCode, 403)
+  assert.equal(viaRequest.headers['x-tool-replay-error'], 'TR_REPLAY_MISS')
+  assert.equal(viaRequest.headers['x-should-retry'], 'false')
+  const requestBody = (await viaRequest.body.json()) as { error: { code: string; message: string } }
+  assert.equal(requestBody.error.code, 'TR_REPLAY_MISS')
+  assert.ok(requestBody.error.message.startsWith(`TR_REPLAY_MISS: Failed to replay "GET ${server.url}/unknown"`), requestBody.error.message)
+  const viaFetch = await undiciFetch(`${server.url}/unknown-too`)
+  assert.equal(viaFetch.status, 403)
+  assert.equal(viaFetch.statusText, 'Tool Replay Refused')
+  assert.equal(viaFetch.headers.get('x-tool-replay-error'), 'TR_REPLAY_MISS')
+  const fetchBody = (await viaFetch.json()) as { error: { message: string } }
+  assert.match(fetchBody.error.message, /closest recorded: "GET http:\/\/127\.0\.0\.1:\d+\/known" \(differs: path \/known → \/unknown-too\)/)
   assert.equal(rep.summary().misses.length, 2)
   await rep.close()
 })

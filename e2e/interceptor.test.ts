@@ -438,13 +438,12 @@ test('occurrences replay in order, and one request too many is TR_REPLAY_EXHAUST
   const bodies = []
   for (let i = 0; i < 3; i++) bodies.push(await (await fetch(`${server.url}/counter`)).text())
   assert.deepEqual(bodies, ['response #1', 'response #2', 'response #3'])
-  const err = await fetch(`${server.url}/counter`).then(
-    () => assert.fail('4th request should fail'),
-    (e: Error & { cause?: Error & { code?: string } }) => e,
-  )
-  assert.equal(err.message, 'fetch failed')
-  assert.equal(err.cause?.code, 'TR_REPLAY_EXHAUSTED')
-  assert.match(err.cause?.message ?? '', /recorded this request 3 time\(s\) and this is request #4/)
+  const refused = await fetch(`${server.url}/counter`)
+  assert.equal(refused.status, 403)
+  assert.equal(refused.headers.get('x-tool-replay-error'), 'TR_REPLAY_EXHAUSTED')
+  const { error } = (await refused.json()) as { error: { code: string; message: string } }
+  assert.equal(error.code, 'TR_REPLAY_EXHAUSTED')
+  assert.match(error.message, /recorded this request 3 time\(s\) and this is request #4/)
   assert.throws(() => rep.assertDone(), { code: 'TR_REPLAY_INCOMPLETE' })
   await rep.close()
 })
@@ -468,7 +467,7 @@ test('concurrent different requests do not interfere', async () => {
   assert.deepEqual(replayed, recorded)
 })
 
-test('a miss fails the request with TR_REPLAY_MISS as cause, naming the closest recording and what differs', async () => {
+test('a miss is answered with the refusal response carrying TR_REPLAY_MISS, the closest recording and what differs', async () => {
   const server = await startServer(echo)
   const trace = traceName('miss')
   const rec = await session('record', trace)
@@ -476,19 +475,21 @@ test('a miss fails the request with TR_REPLAY_MISS as cause, naming the closest 
   await rec.close()
   await server.close()
   const rep = await session('replay', trace)
-  const err = await fetch(`${server.url}/api/orders`, {
+  const refused = await fetch(`${server.url}/api/orders`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ item: 'book', qty: 2 }),
-  }).then(
-    () => assert.fail('should miss'),
-    (e: Error & { cause?: Error & { code?: string } }) => e,
-  )
-  assert.equal(err.message, 'fetch failed')
-  assert.equal(err.cause?.name, 'ToolReplayError')
-  assert.equal(err.cause?.code, 'TR_REPLAY_MISS')
-  const message = err.cause?.message ?? ''
-  assert.ok(message.startsWith(`Failed to replay "POST ${server.url}/api/orders": no recorded exchange in trace "${trace}" matches`), message)
+  })
+  assert.equal(refused.status, 403)
+  assert.equal(refused.statusText, 'Tool Replay Refused')
+  assert.equal(refused.headers.get('x-tool-replay-error'), 'TR_REPLAY_MISS')
+  assert.equal(refused.headers.get('x-should-retry'), 'false')
+  const body = (await refused.json()) as { type: string; message: string; error: { type: string; code: string; message: string } }
+  assert.equal(body.type, 'error')
+  assert.equal(body.error.code, 'TR_REPLAY_MISS')
+  assert.equal(body.message, body.error.message)
+  const message = body.error.message
+  assert.ok(message.startsWith(`TR_REPLAY_MISS: Failed to replay "POST ${server.url}/api/orders": no recorded exchange in trace "${trace}" matches`), message)
   assert.ok(message.includes(`closest recorded: "POST ${server.url}/api/orders" (differs: body $.qty: 1 → 2)`), message)
   assert.equal(rep.summary().misses.length, 1)
   await rep.close()

@@ -80,10 +80,13 @@ describe('tr-proxy record/replay -- command', { timeout: 120_000 }, () => {
     assert.equal(rep.stdout, HELLO + JSON_BODY)
     assert.equal(up.connections, before, 'replay opened an upstream connection')
 
-    // The app asks for something else: curl itself succeeds (599 is a response) but the run fails with 6.
-    const miss = await cli(['replay', '--strict', ...proxyArgs(), '--trace', 'wrapped', '--', 'curl', '-sS', 'https://api.test/other']).done
+    // The app asks for something else: curl itself succeeds (the 403 refusal is a response; curl -f would
+    // fail) but the run fails with 6.
+    const miss = await cli(['replay', '--strict', ...proxyArgs(), '--trace', 'wrapped', '--', 'curl', '-sS', '-i', 'https://api.test/other']).done
     assert.equal(miss.code, REPLAY_CONTRACT_EXIT, miss.stderr)
-    assert.match(miss.stdout, /Failed to replay "GET https:\/\/api.test\/other"/)
+    assert.match(miss.stdout, /(^|\n)HTTP\/1\.1 403 Tool Replay Refused\r\n/)
+    assert.match(miss.stdout, /\r\nx-tool-replay-error: TR_REPLAY_MISS\r\n/)
+    assert.match(miss.stdout, /"message":"TR_REPLAY_MISS: Failed to replay \\"GET https:\/\/api.test\/other\\"/)
     assert.match(miss.stderr, /1 unmatched, 0 over the recorded count, 2 unused/)
     assert.equal(up.connections, before)
   })
@@ -126,7 +129,7 @@ describe('tr-proxy record/replay -- command', { timeout: 120_000 }, () => {
     const script = 'curl -sS https://api.test/hello && curl -sS https://api.test/hello'
     const r = await cli(['replay', ...proxyArgs(), '--trace', 'wrapped', '--record-as', 'observed', '--tail', 'live', '--', 'sh', '-c', script]).done
     assert.match(r.stderr, /WARNING: --tail live/)
-    // Second /hello was over the recorded count: it went live (upstream up) instead of 599.
+    // Second /hello was over the recorded count: it went live (upstream up) instead of being refused.
     assert.equal(r.stdout, HELLO + HELLO)
     assert.equal(r.code, REPLAY_CONTRACT_EXIT)
   })

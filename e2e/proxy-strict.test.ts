@@ -10,12 +10,13 @@ import { connect as tlsConnect } from 'node:tls'
 import { ProxyAgent, request } from 'undici'
 import { ERROR_HEADER, type ProxyServer, REFUSED_STATUS } from '../proxy/index.ts'
 import { createMemoryStore, type TraceStore } from '../store/index.ts'
-import { bodyBytes } from '../trace/index.ts'
+import { bodyBytes, parseJson } from '../trace/index.ts'
 import { clientEnv, run, startTestProxy, tempDir, writeBundle } from './support/proxy-harness.ts'
 import { createTestPki, HELLO, RESET_PARTIAL, startUpstream, type TestUpstream } from './support/proxy-upstream.ts'
 
-const MISS_MESSAGE = 'Failed to replay "GET https://api.test/json": no recorded exchange in trace'
-const EXHAUSTED_MESSAGE = 'Failed to replay "GET https://api.test/hello": trace "strict" recorded this request 1 time(s) and this is request #2'
+const MISS_MESSAGE = 'TR_REPLAY_MISS: Failed to replay "GET https://api.test/json": no recorded exchange in trace'
+const EXHAUSTED_MESSAGE =
+  'TR_REPLAY_EXHAUSTED: Failed to replay "GET https://api.test/hello": trace "strict" recorded this request 1 time(s) and this is request #2'
 
 let pki: Awaited<ReturnType<typeof createTestPki>>
 let tlsUp: TestUpstream
@@ -60,6 +61,11 @@ async function get(agent: ProxyAgent, url: string) {
   return { status: r.statusCode, headers: r.headers, body: await r.body.text() }
 }
 
+/** The `error.message` of a refusal body (the shape every refusal has; see engine/refusal.ts). */
+function errorMessage(body: string): string {
+  return (parseJson(body) as { error: { message: string } }).error.message
+}
+
 /** Sends raw bytes to the proxy port and returns whatever comes back before the socket closes. */
 async function raw(proxy: ProxyServer, bytes: string | Buffer): Promise<string> {
   const socket = connect(proxy.port, '127.0.0.1')
@@ -73,7 +79,7 @@ async function raw(proxy: ProxyServer, bytes: string | Buffer): Promise<string> 
 }
 
 describe('strict replay through the proxy', () => {
-  test('an unmatched request gets 599 + x-tool-replay-error, is in the ledger, and opens no upstream connection', async () => {
+  test('an unmatched request gets the 403 refusal + x-tool-replay-error, is in the ledger, and opens no upstream connection', async () => {
     const store = createMemoryStore()
     const rec = await startTestProxy({ ...base(store, 'strict'), mode: 'record' })
     const a = agentFor(rec)
@@ -88,12 +94,14 @@ describe('strict replay through the proxy', () => {
     assert.equal(hello.body, HELLO)
     const miss = await get(b, 'https://api.test/json')
     assert.equal(miss.status, REFUSED_STATUS)
+    assert.equal(REFUSED_STATUS, 403)
     assert.equal(miss.headers[ERROR_HEADER], 'TR_REPLAY_MISS')
-    assert.ok(miss.body.startsWith(MISS_MESSAGE), miss.body)
+    assert.equal(miss.headers['x-should-retry'], 'false')
+    assert.ok(errorMessage(miss.body).startsWith(MISS_MESSAGE), miss.body)
     const again = await get(b, 'https://api.test/hello')
     assert.equal(again.status, REFUSED_STATUS)
     assert.equal(again.headers[ERROR_HEADER], 'TR_REPLAY_EXHAUSTED')
-    assert.ok(again.body.startsWith(EXHAUSTED_MESSAGE), again.body)
+    assert.ok(errorMessage(again.body).startsWith(EXHAUSTED_MESSAGE), again.body)
     await b.close()
     const summary = await rep.close()
     assert.equal(tlsUp.connections, before, 'strict replay opened an upstream connection')
@@ -136,8 +144,9 @@ describe('strict replay through the proxy', () => {
       'GET http://plain.test/socket HTTP/1.1\r\nHost: plain.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
     )
     const summary = await rep.close()
-    assert.match(answer, /^HTTP\/1\.1 599 /)
+    assert.match(answer, /^HTTP\/1\.1 403 Tool Replay Refused\r\n/)
     assert.match(answer, /x-tool-replay-error: TR_REPLAY_MISS/)
+    assert.match(answer, /"code":"TR_REPLAY_MISS"/)
     assert.equal(plainUp.connections, before)
     // In the ledger like any miss: the run fails even if the app swallowed the failed socket.
     assert.equal(summary.ok, false)

@@ -1,4 +1,4 @@
-import type { ErrorCode, ToolReplayError } from '../trace/index.ts'
+import { type ErrorCode, type HeaderPairs, headerValue, type ToolReplayError } from '../trace/index.ts'
 
 /** One strictness violation seen during a session. Kept even when the app swallowed the error. */
 export interface LedgerEntry {
@@ -7,6 +7,11 @@ export interface LedgerEntry {
   /** "GET https://api.test/users/1" (#n for the occurrence when relevant). */
   request: string
   message: string
+  /**
+   * Requests folded into this entry: an SDK's retries of one refused request count once, with their
+   * number here (see RetryFolding). Absent means 1.
+   */
+  attempts?: number
 }
 
 /** What a session saw, reported when it ends. */
@@ -32,11 +37,48 @@ export function formatSummary(s: SessionSummary, max = 20): string {
     `Tool Replay ${s.mode} of trace "${s.trace}": ${s.replayed} replayed, ${s.recorded} recorded, ${s.passedThrough} passed through; ${s.misses.length} unmatched, ${s.exhausted.length} over the recorded count, ${s.unused.length} unused.`,
   ]
   const problems = [...s.misses, ...s.exhausted, ...s.unused]
-  for (const p of problems.slice(0, max)) lines.push(`  ${p.code} ${p.request}: ${p.message}`)
+  for (const p of problems.slice(0, max)) lines.push(`  ${p.code} ${p.request}${(p.attempts ?? 1) > 1 ? ` (${p.attempts} attempts)` : ''}: ${p.message}`)
   if (problems.length > max) lines.push(`  ... and ${problems.length - max} more`)
   return lines.join('\n')
 }
 
+/** A ledger entry for a refusal. */
 export function entryFromError(err: ToolReplayError, request: string): LedgerEntry {
   return { code: err.code, request, message: err.message }
+}
+
+/** The SDK retry attempt a request announces (`x-stainless-retry-count`, sent by openai and @anthropic-ai/sdk); 0 when absent. */
+export function retryAttempt(headers: HeaderPairs): number {
+  const n = Number(headerValue(headers, 'x-stainless-retry-count'))
+  return Number.isInteger(n) && n > 0 ? n : 0
+}
+
+/**
+ * Folds an SDK's retries of one refused request into one ledger entry with an attempt count, so one
+ * changed prompt is one miss, not 3 or 7. A refusal is a retry of an earlier entry when it has the same
+ * identity and either announces a retry (`x-stainless-retry-count` > 0: SDKs that retry concurrently
+ * interleave) or comes right after it (clients that do not announce retries: LangChain's own retry loop,
+ * plain HTTP clients).
+ * @note Two deliberate identical requests in a row also fold; the entry then says "2 attempts", and the
+ * run fails either way.
+ */
+export class RetryFolding {
+  readonly #byIdentity = new Map<string, LedgerEntry>()
+  #last: { identity: string; seq: number } | undefined
+
+  /**
+   * True when `entry` was folded into an earlier one (do not add it); false when it is new (add it).
+   * `seq` numbers every request the session handled, so "right after" means nothing came in between.
+   */
+  fold(entry: LedgerEntry, identity: string, headers: HeaderPairs, seq: number): boolean {
+    const earlier = this.#byIdentity.get(identity)
+    const inARow = this.#last?.identity === identity && this.#last.seq === seq - 1
+    this.#last = { identity, seq }
+    if (earlier && (retryAttempt(headers) > 0 || inARow)) {
+      earlier.attempts = (earlier.attempts ?? 1) + 1
+      return true
+    }
+    this.#byIdentity.set(identity, entry)
+    return false
+  }
 }

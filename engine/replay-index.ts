@@ -22,8 +22,11 @@ import {
 } from '../trace/index.ts'
 import type { CapturedRequest } from './session.ts'
 
-/** What the index gives for a request. */
-export type Take = { kind: 'match'; exchange: Exchange } | { kind: 'exhausted'; recorded: number; occurrence: number } | { kind: 'miss'; parts: IdentityParts }
+/** What the index gives for a request; a refusal names the request's identity key (retries of one request share it). */
+export type Take =
+  | { kind: 'match'; exchange: Exchange }
+  | { kind: 'exhausted'; recorded: number; occurrence: number; identity: string }
+  | { kind: 'miss'; parts: IdentityParts; identity: string }
 
 /** One recorded request that was never asked for. */
 export interface UnusedRecording {
@@ -50,6 +53,7 @@ export interface ReplayIndex {
 }
 
 interface Queue {
+  key: string
   parts: IdentityParts
   label: string
   exchanges: Exchange[]
@@ -77,7 +81,7 @@ export class MemoryReplayIndex implements ReplayIndex {
       const id = computeIdentity({ method, url, headers, body }, identity)
       let q = this.#queues.get(id.key)
       if (!q) {
-        q = { parts: id.parts, label: `${method} ${url}`, exchanges: [], next: 0 }
+        q = { key: id.key, parts: id.parts, label: `${method} ${url}`, exchanges: [], next: 0 }
         this.#queues.set(id.key, q)
       }
       q.exchanges.push(exchange)
@@ -114,10 +118,13 @@ export class MemoryReplayIndex implements ReplayIndex {
     const fast = exact === undefined ? undefined : this.#exact.get(exact)
     const id = fast ? undefined : computeIdentity(request, this.#identity)
     const q = fast ?? (id ? this.#queues.get(id.key) : undefined)
-    if (!q) return { kind: 'miss', parts: (id ?? computeIdentity(request, this.#identity)).parts }
+    if (!q) {
+      const missed = id ?? computeIdentity(request, this.#identity)
+      return { kind: 'miss', parts: missed.parts, identity: missed.key }
+    }
     const occurrence = q.next++
     const exchange = q.exchanges[occurrence]
-    if (!exchange) return { kind: 'exhausted', recorded: q.exchanges.length, occurrence }
+    if (!exchange) return { kind: 'exhausted', recorded: q.exchanges.length, occurrence, identity: q.key }
     this.#remaining--
     return { kind: 'match', exchange }
   }
@@ -168,9 +175,9 @@ export class StoreReplayIndex implements ReplayIndex {
       this.#seqs.set(id.key, seqs)
     }
     return seqs.then(async (list): Promise<Take> => {
-      if (list.length === 0) return { kind: 'miss', parts: id.parts }
+      if (list.length === 0) return { kind: 'miss', parts: id.parts, identity: id.key }
       const seq = list[occurrence]
-      if (seq === undefined) return { kind: 'exhausted', recorded: list.length, occurrence }
+      if (seq === undefined) return { kind: 'exhausted', recorded: list.length, occurrence, identity: id.key }
       this.#taken++
       return { kind: 'match', exchange: await this.#reader.exchange(seq) }
     })

@@ -19,7 +19,7 @@ import {
   type Trace,
 } from '../trace/index.ts'
 import { createExchangeRecorder, type ExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
-import { entryFromError, formatSummary, type LedgerEntry, type SessionSummary } from './ledger.ts'
+import { entryFromError, formatSummary, type LedgerEntry, RetryFolding, type SessionSummary } from './ledger.ts'
 import { type RedactionOptions, Redactor } from './redaction.ts'
 import { MemoryReplayIndex, type ReplayIndex, StoreReplayIndex, type Take, type UnusedRecording } from './replay-index.ts'
 import { DEFAULT_MAX_BODY_BYTES } from './transport-rules.ts'
@@ -121,6 +121,8 @@ export class Session {
   readonly #open = new Set<OpenRecorder>()
   readonly #misses: LedgerEntry[] = []
   readonly #exhausted: LedgerEntry[] = []
+  /** Folds an SDK's retries of one refused request into one ledger entry. */
+  readonly #retries = new RetryFolding()
   #seq = 0
   #replayed = 0
   #recorded = 0
@@ -242,12 +244,14 @@ export class Session {
         `Failed to replay "${label}": trace "${this.trace}" recorded this request ${taken.recorded} time(s) and this is request #${taken.occurrence + 1}. Tool Replay never repeats a recording. Re-record the trace, or find why the app sends it more often (a retry loop?).`,
         { details: { request: label, recorded: taken.recorded, occurrence: taken.occurrence + 1 } },
       )
-      this.#exhausted.push(entryFromError(error, `${label} #${taken.occurrence}`))
+      const entry = entryFromError(error, `${label} #${taken.occurrence}`)
+      if (!this.#retries.fold(entry, taken.identity, request.headers, seq)) this.#exhausted.push(entry)
       return this.#refused(request, seq, startMs, error)
     }
     const explain = (candidates: Array<{ request: string; differences: string[] }>) => {
       const error = this.#missError(request, candidates, label)
-      this.#misses.push(entryFromError(error, label))
+      const entry = entryFromError(error, label)
+      if (!this.#retries.fold(entry, taken.identity, request.headers, seq)) this.#misses.push(entry)
       return this.#refused(request, seq, startMs, error)
     }
     const candidates = (this.#source as ReplaySource).index.candidates(taken.parts)

@@ -24,6 +24,7 @@ import {
 } from '../engine/index.ts'
 import { ErrorCodes, type HeaderPairs, headerPairsFromRaw, headerValue, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { playBack } from './playback.ts'
+import { sendRefusal } from './refusal.ts'
 import { type BufferedBody, bufferBody, headerPairs, requestUrl } from './request-capture.ts'
 import { type AnyDispatchHandler, createResponseSink, type ParsedHeaders, type ResponseSink } from './response-sink.ts'
 
@@ -141,7 +142,8 @@ export class RecordReplayDispatcher extends Dispatcher {
     const sink = createResponseSink(handler)
     if ((opts.upgrade || opts.method === 'CONNECT') && !this.#closed) {
       // Upgrades are never recorded: live modes hand them to the real dispatcher untouched; strict replay
-      // refuses them through the engine, which keeps them in the ledger.
+      // refuses them through the engine, which keeps them in the ledger. undici's upgrade handlers throw on
+      // any non-101 head, so here the refusal is the error itself rather than the refusal response.
       const decision = this.#session.handleUpgrade({ method: opts.method, url: requestUrl(opts), headers: headerPairs(opts.headers), body: null })
       if (decision.kind === 'forward') return this.#upstream.dispatch(opts, handler as Dispatcher.DispatchHandler)
       const error = decision.kind === 'fail' ? decision.error : new ToolReplayError(ErrorCodes.INTERNAL, 'handleUpgrade replayed an upgrade')
@@ -169,7 +171,10 @@ export class RecordReplayDispatcher extends Dispatcher {
     sink.start()
     if (controller.aborted) return
     if (this.#closed) {
-      sink.error(new ToolReplayError(ErrorCodes.STORE_CLOSED, `Failed to dispatch ${opts.method} ${requestUrl(opts)}: the Tool Replay dispatcher is closed.`))
+      sendRefusal(
+        sink,
+        new ToolReplayError(ErrorCodes.STORE_CLOSED, `Failed to dispatch ${opts.method} ${requestUrl(opts)}: the Tool Replay dispatcher is closed.`),
+      )
       return
     }
     const headers = headerPairs(opts.headers)
@@ -214,7 +219,7 @@ export class RecordReplayDispatcher extends Dispatcher {
       return
     }
     if (decision.kind === 'fail') {
-      sink.error(decision.error)
+      sendRefusal(sink, decision.error)
       return
     }
     this.#forward(opts, body, headers, sink, decision.recorder)

@@ -29,7 +29,7 @@ export interface ControlApi {
 
 /**
  * Serves the control API for `proxy` on `socketPath`. `onEnd` runs after POST /session/end closed the
- * session (serve uses it to report; the proxy keeps answering, with 599 for every request).
+ * session (serve uses it to report; the proxy keeps answering, with the 403 refusal TR_STORE_CLOSED for every request).
  */
 export async function startControlApi(proxy: ProxyServer, socketPath: string, onEnd?: (summary: SessionSummary) => void): Promise<ControlApi> {
   let ended: Promise<SessionSummary> | undefined

@@ -63,7 +63,7 @@ test('request body: none without framing headers, bounded with', async () => {
   assert.equal(await big, 'too-large')
 })
 
-test('exchange handler: replays a recorded chunked response, refuses a miss with 599, and a big body with 413', async () => {
+test('exchange handler: replays a recorded chunked response, refuses a miss with the 403 refusal, and a big body with 413', async () => {
   const store = createMemoryStore()
   const enc = new TextEncoder()
   const body = bodyFromChunks([
@@ -112,7 +112,8 @@ test('exchange handler: replays a recorded chunked response, refuses a miss with
   const miss = fakeResponse(missReq)
   handle(missReq, miss.res, undefined)
   await miss.done
-  assert.match(miss.wire(), /^HTTP\/1\.1 599 /)
+  assert.match(miss.wire(), /^HTTP\/1\.1 403 Tool Replay Refused\r\n/)
+  assert.match(miss.wire(), /x-should-retry: false/)
   assert.match(miss.wire(), new RegExp(`x-tool-replay-error: ${ErrorCodes.REPLAY_MISS}`))
 
   const bigReq = fakeRequest('POST', 'http://api.test/upload', [['content-length', '5']], 'hello')

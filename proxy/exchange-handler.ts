@@ -10,9 +10,10 @@ import { ErrorCodes, type HeaderPairs, headerPairsFromRaw } from '../trace/index
 import { forwardRequest } from './forward.ts'
 import { stripHopByHop } from './headers.ts'
 import { writePlayback } from './playback.ts'
+import { sendRefusal } from './refusal.ts'
 import { readBody } from './request-body.ts'
 import { createHrefResolver, type TunnelTarget } from './request-target.ts'
-import { REFUSED_STATUS, sendProxyError } from './responses.ts'
+import { sendProxyError } from './responses.ts'
 
 /** Counters, for tests and `GET /status`. */
 export interface ProxyStats {
@@ -76,7 +77,7 @@ export function createExchangeHandler(
     }
     if (decision.kind === 'fail') {
       ctx.stats.refused++
-      sendProxyError(res, REFUSED_STATUS, decision.error.code, decision.error.message)
+      sendRefusal(res, decision.error)
       return undefined
     }
     ctx.stats.forwarded++

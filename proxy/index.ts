@@ -18,7 +18,7 @@ export { runProxySession } from './proxy-run.ts'
 export type { ProxyLimits, ProxyServer, ProxyServerOptions, ProxyStats } from './proxy-server.ts'
 /** Starts the forward proxy around an engine session; its default connection limits. */
 export { DEFAULT_PROXY_LIMITS, startProxy } from './proxy-server.ts'
-/** Status and header of the proxy's own error responses (599 refusal, 502 upstream failure). */
+/** Status and header of the proxy's own error responses (403 refusal, see engine/refusal.ts; 502 upstream failure). */
 export { ERROR_HEADER, REFUSED_STATUS, UPSTREAM_FAILED_STATUS } from './responses.ts'
 export type { UpstreamOptions } from './upstream.ts'
 /** Parses `--resolve host=ip:port` values into a host map. */

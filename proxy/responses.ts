@@ -1,18 +1,15 @@
 import type { ServerResponse } from 'node:http'
+import { ERROR_HEADER, REFUSAL_STATUS } from '../engine/index.ts'
 import { type ErrorCode, ErrorCodes } from '../trace/index.ts'
 
-/**
- * Status of the proxy's own refusals (strict replay miss, overrun, closed session). 599 is outside the
- * registered range on purpose: it can never be mistaken for a status an upstream really sent, which a
- * 502 could be. Clients see `x-tool-replay-error: <code>` and the engine's explanation as text.
- */
-export const REFUSED_STATUS = 599
+/** Status of the proxy's own refusals (strict replay miss, overrun, closed session): the engine's, see engine/refusal.ts. */
+export const REFUSED_STATUS = REFUSAL_STATUS
 
 /** Status when the upstream itself failed (connect refused, reset, TLS): the usual gateway error. */
 export const UPSTREAM_FAILED_STATUS = 502
 
 /** The header naming the Tool Replay error code on every response the proxy makes itself. */
-export const ERROR_HEADER = 'x-tool-replay-error'
+export { ERROR_HEADER }
 
 /** Answers with one of the proxy's own error responses, or drops the connection if a head already went out. */
 export function sendProxyError(res: ServerResponse, status: number, code: ErrorCode | string, message: string, extra: Record<string, string> = {}): void {
@@ -41,7 +38,7 @@ export function sendUpstreamError(res: ServerResponse, code: string, phase: stri
   )
 }
 
-/** A whole error response as raw bytes, for sockets that have no ServerResponse (CONNECT, upgrades, refusals). */
+/** A whole error response as raw bytes, for sockets that have no ServerResponse (CONNECT, bad upgrades); refusals: refusal.ts. */
 export function rawErrorResponse(status: number, code: string, message: string): string {
   const body = `${message}\n`
   const reason = STATUS_REASONS[status] ?? 'Error'
@@ -52,5 +49,4 @@ const STATUS_REASONS: Record<number, string> = {
   400: 'Bad Request',
   408: 'Request Timeout',
   503: 'Service Unavailable',
-  [REFUSED_STATUS]: 'Tool Replay Refused',
 }

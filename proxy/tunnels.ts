@@ -10,8 +10,9 @@ import type { Session } from '../engine/index.ts'
 import { ErrorCodes, headerPairsFromRaw } from '../trace/index.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
 import type { ProxyStats } from './exchange-handler.ts'
+import { refusalBytes } from './refusal.ts'
 import { parseAuthority, requestUrl, type TunnelTarget } from './request-target.ts'
-import { REFUSED_STATUS, rawErrorResponse } from './responses.ts'
+import { rawErrorResponse } from './responses.ts'
 import type { UpstreamOptions } from './upstream.ts'
 import { passUpgradeThrough } from './websocket-tunnel.ts'
 
@@ -110,7 +111,7 @@ export function createUpgradeHandler(ctx: UpgradeContext): (req: IncomingMessage
     const decision = ctx.session.handleUpgrade({ method: req.method ?? 'GET', url: url.href, headers: headerPairsFromRaw(req.rawHeaders), body: null })
     if (decision.kind === 'fail') {
       ctx.stats.refused++
-      socket.end(rawErrorResponse(REFUSED_STATUS, decision.error.code, decision.error.message))
+      socket.end(refusalBytes(decision.error))
       return
     }
     ctx.stats.upgrades++

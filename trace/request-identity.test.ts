@@ -65,6 +65,16 @@ test('differences name path, query key, body JSON path and header', () => {
   ])
 })
 
+test('long values that share a beginning are shown from just before their first difference', () => {
+  const prompt = 'Compute ((12 + 7) * 3) * 10 with the calculator, one step at a time.'
+  const a = computeIdentity(req('https://a.test/x', { input: prompt, model: 'm' }))
+  const b = computeIdentity(req('https://a.test/x', { input: `${prompt} (asked differently)`, model: 'x'.repeat(80) }))
+  assert.deepEqual(describeIdentityDifferences(a.parts, b.parts, 10), [
+    'body $.input: ... one step at a time." → ... one step at a time. (asked differently)"',
+    `body $.model: "m" → "${'x'.repeat(56)}...`,
+  ])
+})
+
 test('non-JSON bodies are fingerprinted by hash', () => {
   const bin = {
     method: 'PUT',

@@ -187,7 +187,8 @@ export function describeIdentityDifferences(a: IdentityParts, b: IdentityParts, 
   }
   if (a.body.kind === 'json' && b.body.kind === 'json') {
     for (const d of diffJson(a.body.value, b.body.value, limit)) {
-      out.push(`body ${d.path}: ${short(d.before)} → ${short(d.after)}`)
+      const [before, after] = shortPair(d.before, d.after)
+      out.push(`body ${d.path}: ${before} → ${after}`)
     }
   } else if (canonicalJson(a.body) !== canonicalJson(b.body)) {
     out.push(`body ${a.body.kind}${sizeOf(a.body)} → ${b.body.kind}${sizeOf(b.body)}`)
@@ -211,10 +212,30 @@ export function identityDistance(a: IdentityParts, b: IdentityParts): number {
   return d
 }
 
-function short(v: unknown): string {
+const SHORT_MAX = 60
+/** Characters of shared text kept before the first difference when a long value is cut. */
+const SHORT_CONTEXT = 20
+
+function short(v: unknown, from = 0): string {
   if (v === undefined) return '(absent)'
   const s = stringifyJson(v)
-  return s.length > 60 ? `${s.slice(0, 57)}...` : s
+  const head = from > 0 ? '...' : ''
+  const rest = s.slice(from)
+  return rest.length + head.length > SHORT_MAX ? `${head}${rest.slice(0, SHORT_MAX - 3 - head.length)}...` : `${head}${rest}`
+}
+
+/**
+ * Both sides of a difference, shortened. Two long values that share a beginning (an LLM prompt with a
+ * changed ending, say) are shown from a little before their first difference, so the change is visible.
+ */
+function shortPair(before: unknown, after: unknown): [string, string] {
+  if (before === undefined || after === undefined) return [short(before), short(after)]
+  const a = stringifyJson(before)
+  const b = stringifyJson(after)
+  let common = 0
+  while (common < a.length && common < b.length && a[common] === b[common]) common++
+  const from = Math.max(a.length, b.length) > SHORT_MAX && common > SHORT_MAX - 3 - SHORT_CONTEXT ? common - SHORT_CONTEXT : 0
+  return [short(before, from), short(after, from)]
 }
 
 function sizeOf(b: BodyFingerprint): string {
