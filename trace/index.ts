@@ -20,7 +20,10 @@ export type {
   BodyRef,
   ErrorPhase,
   Exchange,
+  ExchangeFault,
   ExchangeOrigin,
+  FaultKind,
+  FaultPhase,
   HeaderPairs,
   Lineage,
   Outcome,
@@ -32,7 +35,7 @@ export type {
   Trace,
   TraceMeta,
 } from './exchange.ts'
-export { TRACE_FORMAT_VERSION } from './exchange.ts'
+export { FAULT_KINDS, FAULT_PHASES, TRACE_FORMAT_VERSION } from './exchange.ts'
 export { headerPairsFromRaw, headerValue } from './header-pairs.ts'
 export type { JsonEdit } from './json-codec.ts'
 export {
