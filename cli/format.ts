@@ -1,4 +1,4 @@
-import { type Exchange, headerValue } from '../trace/index.ts'
+import { type Exchange, headerValue, textTable } from '../trace/index.ts'
 
 /** "1.2 KB" style sizes for tables. */
 export function formatBytes(n: number): string {
@@ -21,8 +21,4 @@ export function exchangeLine(x: Exchange): string {
 }
 
 /** Pads columns of a small table. */
-export function table(rows: string[][]): string {
-  const widths: number[] = []
-  for (const r of rows) for (let i = 0; i < r.length; i++) widths[i] = Math.max(widths[i] ?? 0, (r[i] as string).length)
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ')).join('\n')
-}
+export const table = textTable

@@ -109,4 +109,5 @@ export {
 } from './request-identity.ts'
 export type { SseEvent } from './sse.ts'
 export { isEventStream, parseSse, sseEventsAsJson } from './sse.ts'
+export { textTable } from './text-table.ts'
 export { assertTraceName } from './trace-name.ts'
