@@ -1,4 +1,5 @@
 import { caCommand } from './ca.ts'
+import { checkCommand } from './check.ts'
 import type { CommandModule } from './command.ts'
 import { diffCommand } from './diff.ts'
 import { emitTestCommand } from './emit-test.ts'
@@ -23,6 +24,7 @@ export const COMMANDS: CommandModule[] = [
   rmCommand,
   forkCommand,
   diffCommand,
+  checkCommand,
   emitTestCommand,
   verifyCommand,
   recordCommand,
