@@ -82,7 +82,10 @@ describe('tr-proxy check', () => {
     )
     const show = capture()
     assert.equal(await runCli(['show', 'unchecked', '--store', store], show.io), 0)
-    assert.match(show.out.join('\n'), /^#0 POST http:\/\/shipping\.test\/shipments → ECONNRESET during response-headers \[fault response_lost, rule lost-ack; upstream 201\]$/m)
+    assert.match(
+      show.out.join('\n'),
+      /^#0 POST http:\/\/shipping\.test\/shipments → ECONNRESET during response-headers \[fault response_lost, rule lost-ack; upstream 201\]$/m,
+    )
   })
 
   test('without contracts, or with a bad contracts file, nothing is checked and the exit code says why', async () => {
