@@ -71,16 +71,19 @@ export async function startShippingApi(): Promise<ShippingApi> {
     try {
       input = parseJson(text) as typeof input
     } catch {
-      return send(res, 400, { error: { code: 'invalid_json', message: 'The body is not JSON.' } })
+      send(res, 400, { error: { code: 'invalid_json', message: 'The body is not JSON.' } })
+      return
     }
     if (typeof input.orderId !== 'string' || !RATES.some((r) => r.id === input.rateId)) {
-      return send(res, 400, { error: { code: 'invalid_request', message: 'Give orderId and a rateId from GET /rates.' } })
+      send(res, 400, { error: { code: 'invalid_request', message: 'Give orderId and a rateId from GET /rates.' } })
+      return
     }
     const idempotencyKey = Array.isArray(key) ? key[0] : key
     const seen = idempotencyKey === undefined ? undefined : byKey.get(idempotencyKey)
     if (seen) {
-      if (seen.body !== text) return send(res, 422, { error: { code: 'idempotency_key_reused', message: 'This key was used with another body.' } })
-      return send(res, 200, { shipment: seen.shipment }, [['idempotent-replayed', 'true']])
+      if (seen.body !== text) send(res, 422, { error: { code: 'idempotency_key_reused', message: 'This key was used with another body.' } })
+      else send(res, 200, { shipment: seen.shipment }, [['idempotent-replayed', 'true']])
+      return
     }
     const shipment: Shipment = { id: `s-${shipments.length + 1}`, orderId: input.orderId, rateId: input.rateId as string, status: 'created' }
     shipments.push(shipment)
