@@ -149,7 +149,7 @@ export class LabFaultDispatcher extends Dispatcher {
       deliverError(handler, controller, upstream)
       return { app: errorOutcome(upstream, 'connect'), headersMs: this.#clock.now() - startMs, upstream: null }
     }
-    deliverResponse(handler, controller, upstream)
+    await deliverResponse(handler, controller, upstream)
     const outcome = this.#responseOutcome(upstream)
     return { app: outcome, headersMs: this.#clock.now() - startMs, upstream: outcome }
   }
@@ -178,7 +178,7 @@ export class LabFaultDispatcher extends Dispatcher {
         }
       }
       const response = { ...action.response, trailers: [] }
-      deliverResponse(handler, controller, response)
+      await deliverResponse(handler, controller, response)
       return { app: this.#responseOutcome(response), headersMs: elapsed(), upstream: null }
     }
     if (action.do === 'delay') {
@@ -204,10 +204,10 @@ export class LabFaultDispatcher extends Dispatcher {
       return { app: errorOutcome(err as Error, 'response-headers'), headersMs: elapsed(), upstream: real }
     }
     if (view.kind === 'response') {
-      deliverResponse(handler, controller, view.response)
+      await deliverResponse(handler, controller, view.response)
       return { app: this.#responseOutcome(view.response), headersMs: elapsed(), upstream: real }
     }
-    if (view.partial) deliverResponse(handler, controller, view.partial, failure(view.error))
+    if (view.partial) await deliverResponse(handler, controller, view.partial, failure(view.error))
     else deliverError(handler, controller, failure(view.error))
     const partial = view.partial ? { partial: this.#recorded(view.partial) } : {}
     return {
@@ -294,15 +294,25 @@ function errorOutcome(err: Error, phase: ErrorPhase): Outcome {
   return { kind: 'error', error: { code: typeof code === 'string' ? code : name, message: err.message, phase } }
 }
 
-function deliverResponse(handler: Dispatcher.DispatchHandler, controller: Controller, r: BufferedResponse, thenFail?: Error): void {
+async function deliverResponse(handler: Dispatcher.DispatchHandler, controller: Controller, r: BufferedResponse, thenFail?: Error): Promise<void> {
   if (controller.aborted) return
   controller.rawHeaders = r.headers.flatMap(([k, v]) => [Buffer.from(k, 'latin1'), Buffer.from(v, 'latin1')])
   handler.onResponseStart?.(controller, r.status, headerObject(r.headers), r.statusText)
   if (r.body.byteLength > 0 && !controller.aborted) handler.onResponseData?.(controller, Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength))
   if (controller.aborted) return
-  if (thenFail) handler.onResponseError?.(controller, thenFail)
-  else handler.onResponseEnd?.(controller, headerObject(r.trailers))
+  if (!thenFail) {
+    handler.onResponseEnd?.(controller, headerObject(r.trailers))
+    return
+  }
+  // fetch's body stream drops what the app has not read yet when it errors, as on a real reset. Over a
+  // network the reset arrives after the bytes before it; this gap lets the app read them first (its pending
+  // read is served by microtasks, which all run before a timer fires).
+  await new Promise((resolve) => setTimeout(resolve, RESET_GAP_MS))
+  if (!controller.aborted) handler.onResponseError?.(controller, thenFail)
 }
+
+/** Wall-clock ms between the last bytes before a mid-body reset and the reset. */
+const RESET_GAP_MS = 20
 
 function deliverError(handler: Dispatcher.DispatchHandler, controller: Controller, err: Error): void {
   handler.onResponseError?.(controller, err)
