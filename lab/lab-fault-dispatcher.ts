@@ -102,7 +102,16 @@ export class LabFaultDispatcher extends Dispatcher {
     // Reserve the slot now: exchanges are in the order requests were sent, whatever order they finish in.
     this.#trace.exchanges.push(undefined as unknown as Exchange)
     queueMicrotask(() => {
-      this.#run(seq, opts, handler, controller).catch((err: Error) => deliverError(handler, controller, err))
+      this.#run(seq, opts, handler, controller).catch((err: Error) => {
+        // A request the executor could not even read still takes its place in the trace, as a failure.
+        this.#trace.exchanges[seq] ??= {
+          seq,
+          request: { method: opts.method, url: `${String(opts.origin ?? '')}${opts.path}`, headers: [], body: null },
+          outcome: errorOutcome(err, 'request'),
+          timing: { startMs: this.#clock.now(), headersMs: 0 },
+        }
+        deliverError(handler, controller, err)
+      })
     })
     return true
   }

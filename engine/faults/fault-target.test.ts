@@ -31,6 +31,10 @@ test('a /regex/ is tested against the whole URL; a broken one is a syntax error'
   assert.equal(t.matches('POST', 'https://a.test/users/42'), false)
   assert.throws(() => compileTarget({ url: '/(/' }), TargetSyntaxError)
   assert.throws(() => compileTarget({ url: 'shipments' }), /must start with/)
+  // A path with a trailing slash stays a path; a flag or a regex character makes it a regex.
+  assert.equal(compileTarget({ url: '/v1/models/' }).matches('GET', 'https://a.test/v1/models/'), true)
+  assert.equal(compileTarget({ url: '/v1/models/' }).matches('GET', 'https://a.test/x/v1/models/y'), false)
+  assert.equal(compileTarget({ url: '/v1/models/i' }).matches('GET', 'https://a.test/x/V1/MODELS/y'), true)
 })
 
 test('a host matches the host name, one label per *, and the port when it names one', () => {

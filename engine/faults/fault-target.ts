@@ -6,7 +6,8 @@
  * - `https://api.test/v1/**` or `**` + `/shipments` (a scheme, or a leading `*`): against scheme://host[:port]/path;
  * - either form is matched with the query too when the pattern contains `?`;
  * - `*` matches within one path segment, `**` across segments; everything else is literal;
- * - `/regex/flags`: a JavaScript regular expression tested (unanchored) against the whole URL.
+ * - `/regex/flags`: a JavaScript regular expression tested (unanchored) against the whole URL; it needs a flag
+ *   or one of \ ^ $ ( ) [ ] | + { }, since `/v1/models/` is a path.
  * Hosts are `api.openai.com`, `*.openai.com` (one label) or `127.0.0.1:8080` (with a port).
  */
 
@@ -54,7 +55,8 @@ function methodSet(method: string | string[] | undefined): Set<string> | undefin
 
 function compileUrlPattern(pattern: string): (url: string) => boolean {
   const regex = /^\/(.+)\/([dgimsuvy]*)$/s.exec(pattern)
-  if (regex && !pattern.startsWith('//')) {
+  // "/v1/models/" is a path with a trailing slash, not a regex: a regex needs a flag or a regex character.
+  if (regex && !pattern.startsWith('//') && (regex[2] !== '' || /[\\^$()[\]|+{}]/.test(regex[1] as string))) {
     let re: RegExp
     try {
       // Global and sticky regexes keep state between tests; a matcher must not.
