@@ -5,7 +5,11 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { type ExchangeSpec, traceOf } from '../engine/faults/fixtures/trace-builder.ts'
 import { openStore, writeTraceFile } from '../store/index.ts'
+import { ErrorCodes } from '../trace/index.ts'
+import { EXIT_CODES } from './exit-codes.ts'
 import { runCli } from './main.ts'
+
+const VIOLATED = EXIT_CODES[ErrorCodes.CONTRACT_VIOLATED]
 
 function capture() {
   const out: string[] = []
@@ -49,9 +53,9 @@ describe('tr-proxy check', () => {
   })
   after(() => rm(dir, { recursive: true, force: true }))
 
-  test('a broken trace exits 11 with the violation naming the exchanges; the corrected one exits 0', async () => {
+  test('a broken trace exits with the code of TR_CONTRACT_VIOLATED (75) and the violation naming the exchanges; the corrected one exits 0', async () => {
     const broken = capture()
-    assert.equal(await runCli(['check', join(dir, 'unchecked.trace.json'), '--contracts', join(dir, 'faults.yaml')], broken.io), 11)
+    assert.equal(await runCli(['check', join(dir, 'unchecked.trace.json'), '--contracts', join(dir, 'faults.yaml')], broken.io), VIOLATED)
     const text = broken.out.join('\n')
     assert.match(text, /^FAIL {2}no-duplicate-effects {2}#0 POST \/shipments and #1 POST \/shipments committed shipment s-1 and s-2 for one call/m)
     assert.match(text, /^PASS {2}bounded-retries 2 /m)
@@ -68,10 +72,10 @@ describe('tr-proxy check', () => {
     await s.putTrace(traceOf('unchecked', [lost, post('s-2')]))
     await s.close()
     const c = capture()
-    assert.equal(await runCli(['check', 'unchecked', '--contracts', join(dir, 'faults.yaml'), '--store', store, '--json'], c.io), 11)
+    assert.equal(await runCli(['check', 'unchecked', '--contracts', join(dir, 'faults.yaml'), '--store', store, '--json'], c.io), VIOLATED)
     const report = JSON.parse(c.out.join(''))
     assert.equal(report.ok, false)
-    assert.equal(report.exitCode, 11)
+    assert.equal(report.exitCode, VIOLATED)
     assert.deepEqual(report.results[0].violations[0].exchanges, [0, 1])
     assert.deepEqual(
       report.effects.map((e: { id: string; seenByApp: boolean }) => [e.id, e.seenByApp]),
@@ -93,14 +97,17 @@ describe('tr-proxy check', () => {
     const saved = process.env.TOOL_REPLAY_FAULTS
     delete process.env.TOOL_REPLAY_FAULTS
     try {
-      assert.equal(await runCli(['check', join(dir, 'unchecked.trace.json')], none.io), 2)
+      assert.equal(await runCli(['check', join(dir, 'unchecked.trace.json')], none.io), EXIT_CODES[ErrorCodes.INVALID_OPTION])
     } finally {
       if (saved !== undefined) process.env.TOOL_REPLAY_FAULTS = saved
     }
     assert.match(none.err.join('\n'), /TR_INVALID_OPTION: tr-proxy check needs contracts: pass --contracts FILE/)
     await writeFile(join(dir, 'bad.yaml'), 'rules: []\ncontracts: [be-nice]\n')
     const bad = capture()
-    assert.equal(await runCli(['check', join(dir, 'unchecked.trace.json'), '--contracts', join(dir, 'bad.yaml')], bad.io), 2)
+    assert.equal(
+      await runCli(['check', join(dir, 'unchecked.trace.json'), '--contracts', join(dir, 'bad.yaml')], bad.io),
+      EXIT_CODES[ErrorCodes.INVALID_FAULTS],
+    )
     assert.match(bad.err.join('\n'), /TR_INVALID_FAULTS: Faults .*bad\.yaml are invalid: contracts\[0\] is "be-nice"/)
   })
 })

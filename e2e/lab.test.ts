@@ -181,7 +181,7 @@ describe('lab scenarios under three recovery policies', () => {
       const faults = join(dir, 'lost_ack.faults.yaml')
       assert.match(await readFile(faults, 'utf8'), /fault: response_lost/)
       const quiet = { out: () => {}, err: () => {} }
-      assert.equal(await runCli(['check', join(dir, 'lost_ack-unchecked.trace.json'), '--contracts', faults], quiet), 11)
+      assert.equal(await runCli(['check', join(dir, 'lost_ack-unchecked.trace.json'), '--contracts', faults], quiet), 75)
       assert.equal(await runCli(['check', join(dir, 'lost_ack-idempotent.trace.json'), '--contracts', faults], quiet), 0)
       const json: string[] = []
       assert.equal(
