@@ -37,6 +37,22 @@ export function runTraceStoreContract(name: string, makeStore: MakeStore): void 
     )
 
     test(
+      'an append refused for a missing body stores nothing of it: a later append of the same request body stores that body',
+      withStore(async (store) => {
+        const x = jsonExchange(0, 77)
+        const responseDigest = x.exchange.outcome.kind === 'response' ? x.exchange.outcome.response.body.digest : ''
+        const partial = new Map([...x.bodies].filter(([digest]) => digest !== responseDigest))
+        const broken = await store.beginTrace({ name: 'broken', format: 1 })
+        await assert.rejects(broken.append(x.exchange, partial), (err: unknown) => isToolReplayError(err))
+        const rec = await store.beginTrace({ name: 'whole', format: 1 })
+        await rec.append(x.exchange, x.bodies)
+        await rec.close()
+        const trace = await store.readTrace('whole')
+        for (const [k, v] of x.bodies) assert.deepEqual(trace.bodies.get(k), v)
+      }),
+    )
+
+    test(
       'a faulted exchange keeps its fault record and the body only the upstream sent, recorded and put whole',
       withStore(async (store) => {
         const f = faultedExchange(0)
