@@ -1,12 +1,4 @@
-import {
-  type DiffOptions,
-  diffTraces,
-  diffTracesLlm,
-  formatDiffText,
-  formatLlmDiffText,
-  llmView,
-  type Trace,
-} from '../../trace/index.ts'
+import { type DiffOptions, diffTraces, diffTracesLlm, formatDiffText, formatLlmDiffText, llmView, type Trace } from '../../trace/index.ts'
 import { withTraceLoader } from '../trace-args.ts'
 import type { CommandModule } from './command.ts'
 
