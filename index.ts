@@ -3,8 +3,8 @@
  * The main entry re-exports the pieces most users need; subpaths (`tool-replay/interceptor`, ...) hold the rest.
  */
 
-export type { Mode, SessionOptions, SessionSummary } from './engine/index.ts'
-export { openSession } from './engine/index.ts'
+export type { ContractReport, FaultsConfig, Mode, SessionOptions, SessionSummary } from './engine/index.ts'
+export { assertContracts, checkContracts, openSession, parseFaults, readFaultsFile } from './engine/index.ts'
 export type { TraceStore } from './store/index.ts'
 export { createMemoryStore } from './store/index.ts'
 export type { ErrorCode, Exchange, Trace, TraceMeta } from './trace/index.ts'

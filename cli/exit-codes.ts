@@ -16,6 +16,7 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.TRACE_FILE_INVALID]: 65,
   [ErrorCodes.TRACE_DIGEST_MISMATCH]: 65,
   [ErrorCodes.BODY_MISSING]: 65,
+  [ErrorCodes.INVALID_FAULTS]: 65,
   [ErrorCodes.TRACE_NOT_FOUND]: 66,
   [ErrorCodes.TRACE_EXISTS]: 66,
   [ErrorCodes.CASE_EXISTS]: 66,
@@ -37,6 +38,8 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.REQUEST_TOO_LARGE]: 74,
   [ErrorCodes.UPSTREAM_FAILED]: 74,
   [ErrorCodes.COMMAND_FAILED]: 74,
+  [ErrorCodes.CONTRACT_VIOLATED]: 75,
+  [ErrorCodes.FAULT_NOT_FIRED]: 76,
 }
 
 export const EXIT_OK = 0

@@ -331,9 +331,12 @@ export class LevelBackend implements StoreOps {
     present: Set<string>,
   ): Promise<BatchOp[]> {
     const ops: BatchOp[] = []
+    // Marked present only once every body of the exchange is in hand: a refused append must not leave its
+    // first bodies marked as stored (and cached so), or the next append of the same body would skip it.
+    const added: string[] = []
     for (const digest of refsOf(x)) {
       const key = storeKeys.body(digest)
-      if (present.has(key)) continue
+      if (present.has(key) || added.includes(key)) continue
       const bytes = bodies.get(digest)
       const manifest = manifests.get(digest)
       if (bytes !== undefined) ops.push(...this.#bodyOps(digest, bytes))
@@ -342,8 +345,9 @@ export class LevelBackend implements StoreOps {
         if (missing !== -1) throw bodyMissing(x, name, `piece ${manifest.pieces[missing]?.sha256} of body ${digest}`)
         ops.push({ type: 'put', key: storeKeys.manifest(digest), value: json(manifest) })
       } else throw bodyMissing(x, name, `body ${digest}`)
-      present.add(key)
+      added.push(key)
     }
+    for (const key of added) present.add(key)
     ops.push({ type: 'put', key: storeKeys.exchange(id, x.seq), value: json(x) })
     const requestBody = x.request.body ? (bodies.get(x.request.body.digest) ?? (await this.#wholeBody(x.request.body.digest))) : null
     const identity = computeIdentity({ method: x.request.method, url: x.request.url, headers: x.request.headers, body: requestBody }).key

@@ -8,7 +8,7 @@
  * and pieces): that is what lets a client resend a request whose answer was lost with a store owner.
  */
 import { hostname } from 'node:os'
-import type { Exchange, Trace, TraceMeta } from '../trace/index.ts'
+import type { Exchange, Outcome, Trace, TraceMeta } from '../trace/index.ts'
 import type { TraceSummary } from './trace-store.ts'
 
 /** Bodies up to this size are stored whole; bigger ones as pieces of PIECE_SIZE, each addressed by its SHA-256. */
@@ -89,7 +89,13 @@ export function ownerAlive(owner: RecordingOwner | undefined): boolean {
 export function refsOf(x: Exchange): string[] {
   const out: string[] = []
   if (x.request.body) out.push(x.request.body.digest)
-  if (x.outcome.kind === 'response') out.push(x.outcome.response.body.digest)
-  else if (x.outcome.error.partial) out.push(x.outcome.error.partial.body.digest)
+  outcomeRefs(x.outcome, out)
+  // A faulted exchange also keeps what the upstream really sent.
+  if (x.fault?.upstream) outcomeRefs(x.fault.upstream, out)
   return out
+}
+
+function outcomeRefs(o: Outcome, out: string[]): void {
+  if (o.kind === 'response') out.push(o.response.body.digest)
+  else if (o.error.partial) out.push(o.error.partial.body.digest)
 }

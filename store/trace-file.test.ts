@@ -3,8 +3,9 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { bodyFromBytes, bodyFromChunks, ErrorCodes, type Exchange, isToolReplayError, type Trace } from '../trace/index.ts'
-import { jsonTrace } from './fixtures/exchanges.ts'
+import { faultedExchange, jsonTrace } from './fixtures/exchanges.ts'
 import { exportTrace, parseTraceFile, readTraceFile, traceDigest, writeTraceFile } from './trace-file.ts'
 
 const root = await mkdtemp(join(tmpdir(), 'tr-file-'))
@@ -226,6 +227,49 @@ describe('trace files', () => {
     b.exchanges[0]!.timing.headersMs = 3
     assert.notEqual(traceDigest(a), traceDigest(b))
     assert.match(traceDigest(a), /^[0-9a-f]{64}$/)
+  })
+
+  test('a faulted exchange keeps its fault record and what the upstream really sent; re-export is byte-identical', async () => {
+    const base = jsonTrace('faulted', 1)
+    const f = faultedExchange(1)
+    const trace: Trace = { meta: base.meta, exchanges: [...base.exchanges, f.exchange], bodies: new Map([...base.bodies, ...f.bodies]) }
+    const file = join(root, 'faulted', 'faulted.trace.json')
+    await writeTraceFile(file, trace)
+    const text = await readFile(file, 'utf8')
+    // The upstream's body (the app never saw it) is written inline like any body.
+    assert.match(
+      text,
+      /"fault": \{\n\s+"rule": "lost-ack",\n\s+"kind": "response_lost",\n\s+"phase": "after-response",\n\s+"seed": "42",\n\s+"call": 1,\n\s+"upstream": \{/,
+    )
+    assert.ok(text.includes('"text": "{\\"id\\":\\"s-1\\"}"'))
+    const back = await readTraceFile(file)
+    assert.deepEqual(back.exchanges, trace.exchanges)
+    assert.deepEqual(back.bodies, trace.bodies)
+    assert.equal(exportTrace(back).text, text)
+    // The fault is covered by the digest and read strictly.
+    const doc = JSON.parse(text)
+    doc.exchanges[1].fault.call = 2
+    assert.throws(() => parseTraceFile(JSON.stringify(doc)), expectCode(ErrorCodes.TRACE_DIGEST_MISMATCH))
+    const bad = (mutate: (x: Record<string, unknown>) => void, ...fragments: string[]) => {
+      const copy = JSON.parse(text)
+      mutate(copy.exchanges[1].fault)
+      assert.throws(() => parseTraceFile(JSON.stringify(copy), new Map(), { file: 'f.json' }), expectCode(ErrorCodes.TRACE_FILE_INVALID, ...fragments))
+    }
+    bad((x) => (x.kind = 'gremlins'), 'exchanges[1].fault.kind', 'response_lost')
+    bad((x) => (x.phase = 'later'), 'exchanges[1].fault.phase')
+    bad((x) => (x.call = 0), 'exchanges[1].fault.call')
+    bad((x) => delete x.upstream, 'exchanges[1].fault.upstream', 'missing')
+    bad((x) => (x.extra = true), 'exchanges[1].fault.extra', 'not a known field')
+  })
+
+  test('a file written before faults existed still imports and re-exports to the same bytes', async () => {
+    // Exported by the trace-file code of main at 290b2f5, before fault records were added.
+    const file = fileURLToPath(new URL('./fixtures/before-faults.trace.json', import.meta.url))
+    const text = await readFile(file, 'utf8')
+    const trace = await readTraceFile(file)
+    assert.equal(trace.exchanges.length, 2)
+    assert.ok(trace.exchanges.every((x) => x.fault === undefined))
+    assert.equal(exportTrace(trace).text, text)
   })
 
   test('a missing file is TR_TRACE_FILE_INVALID naming it', async () => {

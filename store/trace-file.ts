@@ -18,8 +18,12 @@ import {
   canonicalJson,
   ErrorCodes,
   type Exchange,
+  type ExchangeFault,
+  FAULT_KINDS,
+  FAULT_PHASES,
   type HeaderPairs,
   headerValue,
+  type Outcome,
   parseJson,
   type RecordedResponse,
   sha256,
@@ -177,18 +181,29 @@ function fileExchange(x: Exchange, body: (ref: BodyRef, headers: HeaderPairs, fi
     trailers: r.trailers.map(([k, val]) => [k, val]),
     body: body(r.body, r.headers, `${field}.body`),
   })
-  const outcome =
-    x.outcome.kind === 'response'
-      ? { kind: 'response', response: response(x.outcome.response, 'outcome.response') }
+  const fileOutcome = (o: Outcome, field: string) =>
+    o.kind === 'response'
+      ? { kind: 'response', response: response(o.response, `${field}.response`) }
       : {
           kind: 'error',
           error: {
-            code: x.outcome.error.code,
-            message: x.outcome.error.message,
-            phase: x.outcome.error.phase,
-            ...(x.outcome.error.partial ? { partial: response(x.outcome.error.partial, 'outcome.error.partial') } : {}),
+            code: o.error.code,
+            message: o.error.message,
+            phase: o.error.phase,
+            ...(o.error.partial ? { partial: response(o.error.partial, `${field}.error.partial`) } : {}),
           },
         }
+  const outcome = fileOutcome(x.outcome, 'outcome')
+  const f = x.fault
+  const fault = f && {
+    rule: f.rule,
+    kind: f.kind,
+    phase: f.phase,
+    seed: f.seed,
+    call: f.call,
+    ...(f.key !== undefined ? { key: f.key } : {}),
+    upstream: f.upstream ? fileOutcome(f.upstream, 'fault.upstream') : null,
+  }
   return {
     seq: x.seq,
     ...(x.origin !== undefined ? { origin: x.origin } : {}),
@@ -200,6 +215,8 @@ function fileExchange(x: Exchange, body: (ref: BodyRef, headers: HeaderPairs, fi
       body: x.request.body ? body(x.request.body, x.request.headers, 'request.body') : null,
     },
     outcome,
+    // Only faulted exchanges carry the field, so files without faults keep their bytes and digest.
+    ...(fault ? { fault } : {}),
     timing: { startMs: x.timing.startMs, headersMs: x.timing.headersMs },
   }
 }
@@ -363,7 +380,7 @@ class Validator {
 
   /** With `bodies` undefined only the refs are read (export's digest); otherwise bytes are decoded and verified. */
   exchange(v: unknown, path: string, blobs: ReadonlyMap<string, Uint8Array> | undefined, bodies: Map<string, Uint8Array> | undefined): Exchange {
-    const o = this.object(v, path, ['seq', 'request', 'outcome', 'timing'], ['origin', 'patchId'])
+    const o = this.object(v, path, ['seq', 'request', 'outcome', 'timing'], ['origin', 'patchId', 'fault'])
     const req = this.object(o.request, `${path}.request`, ['method', 'url', 'headers', 'body'])
     const body = (b: unknown, p: string) => this.body(b, p, blobs, bodies)
     const x: Exchange = {
@@ -385,7 +402,25 @@ class Validator {
       x.origin = o.origin as Exchange['origin'] & string
     }
     if (o.patchId !== undefined) x.patchId = this.string(o.patchId, `${path}.patchId`)
+    if (o.fault !== undefined) x.fault = this.fault(o.fault, `${path}.fault`, body)
     return x
+  }
+
+  fault(v: unknown, path: string, body: (b: unknown, p: string) => BodyRef): ExchangeFault {
+    const o = this.object(v, path, ['rule', 'kind', 'phase', 'seed', 'call', 'upstream'], ['key'])
+    if (!(FAULT_KINDS as readonly unknown[]).includes(o.kind)) this.fail(`${path}.kind`, `must be one of ${FAULT_KINDS.join(', ')}`)
+    if (!(FAULT_PHASES as readonly unknown[]).includes(o.phase)) this.fail(`${path}.phase`, `must be one of ${FAULT_PHASES.join(', ')}`)
+    const call = this.int(o.call, `${path}.call`)
+    if (call < 1) this.fail(`${path}.call`, 'must be >= 1')
+    return {
+      rule: this.string(o.rule, `${path}.rule`),
+      kind: o.kind as ExchangeFault['kind'],
+      phase: o.phase as ExchangeFault['phase'],
+      seed: this.string(o.seed, `${path}.seed`),
+      call,
+      ...(o.key !== undefined ? { key: this.string(o.key, `${path}.key`) } : {}),
+      upstream: o.upstream === null ? null : this.outcome(o.upstream, `${path}.upstream`, body),
+    }
   }
 
   outcome(v: unknown, path: string, body: (b: unknown, p: string) => BodyRef): Exchange['outcome'] {

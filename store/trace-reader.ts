@@ -137,5 +137,9 @@ export function bodyRefs(x: Exchange): Array<[BodyRef, BodyUse]> {
   if (x.request.body) out.push([x.request.body, `exchange #${x.seq} request`])
   if (x.outcome.kind === 'response') out.push([x.outcome.response.body, `exchange #${x.seq} response`])
   else if (x.outcome.error.partial) out.push([x.outcome.error.partial.body, `exchange #${x.seq} partial response`])
+  // A faulted exchange also keeps what the upstream really sent (the app got something else).
+  const upstream = x.fault?.upstream
+  if (upstream?.kind === 'response') out.push([upstream.response.body, `exchange #${x.seq} upstream response`])
+  else if (upstream?.kind === 'error' && upstream.error.partial) out.push([upstream.error.partial.body, `exchange #${x.seq} upstream partial response`])
   return out
 }

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { ErrorCodes, isToolReplayError } from '../trace/index.ts'
-import { jsonExchange, jsonTrace } from './fixtures/exchanges.ts'
+import { faultedExchange, jsonExchange, jsonTrace } from './fixtures/exchanges.ts'
 import type { TraceStore } from './trace-store.ts'
 
 /** A fresh, empty store, and how to dispose of it once the store is closed. */
@@ -33,6 +33,44 @@ export function runTraceStoreContract(name: string, makeStore: MakeStore): void 
         assert.equal(await store.hasTrace('nope'), false)
         await assert.rejects(store.readTrace('nope'), (err: unknown) => code(ErrorCodes.TRACE_NOT_FOUND)(err) && /"nope"/.test((err as Error).message))
         assert.equal(await store.deleteTrace('nope'), false)
+      }),
+    )
+
+    test(
+      'an append refused for a missing body stores nothing of it: a later append of the same request body stores that body',
+      withStore(async (store) => {
+        const x = jsonExchange(0, 77)
+        const responseDigest = x.exchange.outcome.kind === 'response' ? x.exchange.outcome.response.body.digest : ''
+        const partial = new Map([...x.bodies].filter(([digest]) => digest !== responseDigest))
+        const broken = await store.beginTrace({ name: 'broken', format: 1 })
+        await assert.rejects(broken.append(x.exchange, partial), (err: unknown) => isToolReplayError(err))
+        const rec = await store.beginTrace({ name: 'whole', format: 1 })
+        await rec.append(x.exchange, x.bodies)
+        await rec.close()
+        const trace = await store.readTrace('whole')
+        for (const [k, v] of x.bodies) assert.deepEqual(trace.bodies.get(k), v)
+      }),
+    )
+
+    test(
+      'a faulted exchange keeps its fault record and the body only the upstream sent, recorded and put whole',
+      withStore(async (store) => {
+        const f = faultedExchange(0)
+        // Without the upstream's body the exchange is refused, as for any missing body.
+        const missing = new Map(f.bodies)
+        missing.delete(f.exchange.fault?.upstream?.kind === 'response' ? f.exchange.fault.upstream.response.body.digest : '')
+        const broken = await store.beginTrace({ name: 'faulted-broken', format: 1 })
+        await assert.rejects(broken.append(f.exchange, missing), (err: unknown) => isToolReplayError(err))
+        const rec = await store.beginTrace({ name: 'faulted', format: 1 })
+        await rec.append(f.exchange, f.bodies)
+        await rec.close()
+        const trace = await store.readTrace('faulted')
+        assert.deepEqual(trace.exchanges, [f.exchange])
+        for (const [k, v] of f.bodies) assert.deepEqual(trace.bodies.get(k), v)
+        await store.putTrace({ ...trace, meta: { name: 'faulted-copy', format: 1 } })
+        const copy = await store.readTrace('faulted-copy')
+        assert.deepEqual(copy.exchanges, [f.exchange])
+        for (const [k, v] of f.bodies) assert.deepEqual(copy.bodies.get(k), v)
       }),
     )
 

@@ -58,6 +58,46 @@ export type Outcome = { kind: 'response'; response: RecordedResponse } | { kind:
 /** Where an exchange came from: the wire, or a fork's patch. */
 export type ExchangeOrigin = 'recorded' | 'patched'
 
+/** The faults Tool Replay can inject at the HTTP boundary. */
+export const FAULT_KINDS = [
+  'response_lost',
+  'timeout',
+  'rate_limit',
+  'server_error',
+  'latency',
+  'schema_drift',
+  'blackout',
+  'stream_cut',
+  'stream_error',
+] as const
+export type FaultKind = (typeof FAULT_KINDS)[number]
+
+/**
+ * When a fault acts: before the request is forwarded (nothing reaches the upstream), after the upstream
+ * answered (the upstream committed; the app gets something else), or in the middle of the response body.
+ */
+export const FAULT_PHASES = ['before-forward', 'after-response', 'mid-body'] as const
+export type FaultPhase = (typeof FAULT_PHASES)[number]
+
+/**
+ * The fault injected into one exchange. The exchange's `outcome` is what the app was given; `upstream` is
+ * what the upstream really did (null when the request was never forwarded), so commit evidence and a
+ * strict replay of the faulted run each read the side they need.
+ */
+export interface ExchangeFault {
+  /** The id of the rule that fired. */
+  rule: string
+  kind: FaultKind
+  phase: FaultPhase
+  /** The seed of the run, so the schedule can be reproduced. */
+  seed: string
+  /** The rule's invocation number for this request (1-based; per key value when the rule keys by a header). */
+  call: number
+  /** The invocation key's header value, when the rule keys by a header. */
+  key?: string
+  upstream: Outcome | null
+}
+
 export interface Exchange {
   /** Position in the trace, 0-based, in the order requests were sent. */
   seq: number
@@ -68,6 +108,8 @@ export interface Exchange {
   origin?: ExchangeOrigin
   /** The id of the patch that produced this exchange, for forks. */
   patchId?: string
+  /** Set when a fault was injected into this exchange. */
+  fault?: ExchangeFault
 }
 
 export interface PatchRecord {

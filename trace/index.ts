@@ -20,7 +20,10 @@ export type {
   BodyRef,
   ErrorPhase,
   Exchange,
+  ExchangeFault,
   ExchangeOrigin,
+  FaultKind,
+  FaultPhase,
   HeaderPairs,
   Lineage,
   Outcome,
@@ -32,7 +35,7 @@ export type {
   Trace,
   TraceMeta,
 } from './exchange.ts'
-export { TRACE_FORMAT_VERSION } from './exchange.ts'
+export { FAULT_KINDS, FAULT_PHASES, TRACE_FORMAT_VERSION } from './exchange.ts'
 export { headerPairsFromRaw, headerValue } from './header-pairs.ts'
 export type { JsonEdit } from './json-codec.ts'
 export {
@@ -106,4 +109,5 @@ export {
 } from './request-identity.ts'
 export type { SseEvent } from './sse.ts'
 export { isEventStream, parseSse, sseEventsAsJson } from './sse.ts'
+export { textTable } from './text-table.ts'
 export { assertTraceName } from './trace-name.ts'

@@ -1,18 +1,5 @@
-import { existsSync } from 'node:fs'
-import { resolve } from 'node:path'
-import { readTraceFile, type TraceStore } from '../../store/index.ts'
-import {
-  type DiffOptions,
-  diffTraces,
-  diffTracesLlm,
-  ErrorCodes,
-  formatDiffText,
-  formatLlmDiffText,
-  llmView,
-  ToolReplayError,
-  type Trace,
-} from '../../trace/index.ts'
-import { withExistingStore } from '../open-store.ts'
+import { type DiffOptions, diffTraces, diffTracesLlm, formatDiffText, formatLlmDiffText, llmView, type Trace } from '../../trace/index.ts'
+import { withTraceLoader } from '../trace-args.ts'
 import type { CommandModule } from './command.ts'
 
 /** Exit code of `diff --exit-code` when the traces differ (as `git diff --exit-code` and diff(1)). */
@@ -45,7 +32,7 @@ export const diffCommand: CommandModule = {
       .option('ignore-key', { type: 'string', array: true, describe: 'Object key to ignore at any depth of JSON bodies, repeatable' })
       .option('ignore-header', { type: 'string', array: true, describe: 'Header to ignore, repeatable' }),
   run: async (args, io) =>
-    withStoreIfNeeded({ store: args.store }, [String(args.a), String(args.b)], async (load) => {
+    withTraceLoader({ store: args.store }, [String(args.a), String(args.b)], async (load) => {
       const a = await load(String(args.a))
       const b = await load(String(args.b))
       const options: DiffOptions = { volatile: args.volatile !== false }
@@ -66,23 +53,3 @@ export const diffCommand: CommandModule = {
 }
 
 const hasModelTurn = (t: Trace) => t.exchanges.some((x) => llmView(t, x) !== undefined)
-
-const isFileArg = (x: string) => x.endsWith('.json') && existsSync(x)
-
-/** Opens the store only when one of the arguments is a trace name, not a file. */
-async function withStoreIfNeeded<T>(args: { store?: unknown }, names: string[], fn: (load: (x: string) => Promise<Trace>) => Promise<T>): Promise<T> {
-  const fromFile = (x: string) => readTraceFile(resolve(x))
-  if (names.every(isFileArg)) return fn(fromFile)
-  return withExistingStore(args, (store: TraceStore) =>
-    fn(async (x) => {
-      if (isFileArg(x)) return fromFile(x)
-      if (x.endsWith('.json') && !(await store.hasTrace(x))) {
-        throw new ToolReplayError(
-          ErrorCodes.TRACE_NOT_FOUND,
-          `No trace file ${resolve(x)} and no trace named "${x}" in ${store.location}. Check the path or the name.`,
-        )
-      }
-      return store.readTrace(x)
-    }),
-  )
-}

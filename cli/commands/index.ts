@@ -1,5 +1,7 @@
 import { caCommand } from './ca.ts'
+import { checkCommand } from './check.ts'
 import type { CommandModule } from './command.ts'
+import { demoCommand } from './demo.ts'
 import { diffCommand } from './diff.ts'
 import { emitTestCommand } from './emit-test.ts'
 import { envCommand } from './env.ts'
@@ -25,6 +27,7 @@ export const COMMANDS: CommandModule[] = [
   fsckCommand,
   forkCommand,
   diffCommand,
+  checkCommand,
   emitTestCommand,
   verifyCommand,
   recordCommand,
@@ -32,4 +35,5 @@ export const COMMANDS: CommandModule[] = [
   serveCommand,
   envCommand,
   caCommand,
+  demoCommand,
 ]

@@ -1,0 +1,159 @@
+/**
+ * What a fault does to one request, as data: a capture path reads the action and only carries it out.
+ * The phase is explicit: before forwarding (nothing reaches the upstream), after the upstream answered (the
+ * upstream committed; the app gets something else), or mid-body (the response breaks off or ends early).
+ */
+import type { ErrorPhase, ExchangeFault, FaultKind, FaultPhase, Outcome } from '../../trace/index.ts'
+import type { DriftChange, FaultErrorCode, FaultRule, LatencyDistribution, StreamPoint } from './fault-rules.ts'
+import { providerErrorResponse, providerFor, type SyntheticResponse } from './provider-errors.ts'
+import { seededUnit } from './seeded-random.ts'
+
+/** A connection failure the app must see: its code as Node/undici name it, and when in the exchange it happens. */
+export interface FaultFailure {
+  code: FaultErrorCode
+  message: string
+  phase: ErrorPhase
+}
+
+/**
+ * What the client must get.
+ * - `respond`: after `delayMs`, this response; the request is never forwarded.
+ * - `fail`: after `delayMs`, this connection failure; never forwarded.
+ * - `delay`: wait `delayMs`, then forward and pass the answer on unchanged.
+ * - `forward-then-respond`: forward, let the upstream answer in full, give the app this response instead.
+ * - `forward-then-fail`: forward, let the upstream answer in full, fail the app's connection instead.
+ * - `forward-then-delay`: forward, then hold the upstream's answer for `delayMs` before passing it on.
+ * - `forward-then-drift`: forward, then give the app the upstream's JSON with these changes.
+ * - `forward-then-cut`: forward; pass the body on up to `after`, then end it cleanly (no `error`) or fail with `error`.
+ */
+export type FaultAction =
+  | { do: 'respond'; delayMs: number; response: SyntheticResponse }
+  | { do: 'fail'; delayMs: number; error: FaultFailure }
+  | { do: 'delay'; delayMs: number }
+  | { do: 'forward-then-respond'; response: SyntheticResponse }
+  | { do: 'forward-then-fail'; error: FaultFailure }
+  | { do: 'forward-then-delay'; delayMs: number }
+  | { do: 'forward-then-drift'; changes: DriftChange[] }
+  | { do: 'forward-then-cut'; after: StreamPoint; error?: FaultFailure }
+
+/** One rule's decision for one request. */
+export interface FaultDecision {
+  rule: string
+  kind: FaultKind
+  phase: FaultPhase
+  seed: string
+  /** The rule's invocation number for this request (1-based; per key value when the rule keys by a header). */
+  call: number
+  /** The key header's value, when the rule keys by one. */
+  key?: string
+  /** When the request arrived, in ms since the run started. */
+  atMs: number
+  action: FaultAction
+}
+
+/** True when the action sends the request on to the upstream. */
+export function forwards(action: FaultAction): boolean {
+  return action.do !== 'respond' && action.do !== 'fail'
+}
+
+/** The phase an action acts in. */
+export function phaseOf(action: FaultAction): FaultPhase {
+  if (action.do === 'respond' || action.do === 'fail' || action.do === 'delay') return 'before-forward'
+  return action.do === 'forward-then-cut' ? 'mid-body' : 'after-response'
+}
+
+/** What a trace stores for a faulted exchange, next to what the app was given (the exchange's outcome). */
+export function faultRecord(decision: FaultDecision, upstream: Outcome | null): ExchangeFault {
+  return {
+    rule: decision.rule,
+    kind: decision.kind,
+    phase: decision.phase,
+    seed: decision.seed,
+    call: decision.call,
+    ...(decision.key !== undefined ? { key: decision.key } : {}),
+    upstream,
+  }
+}
+
+/** "response_lost (rule lost-ack, call 1, seed 42)": how logs and errors name a decision. */
+export function describeDecision(d: Pick<FaultDecision, 'kind' | 'rule' | 'call' | 'key' | 'seed'>): string {
+  return `${d.kind} (rule ${d.rule}, call ${d.call}${d.key !== undefined ? ` of key ${JSON.stringify(d.key)}` : ''}, seed ${d.seed})`
+}
+
+/** The inputs of an action besides the rule: all deterministic, so the action is too. */
+export interface ActionContext {
+  seed: string
+  /** The invocation key the rule's draws are made from ("call:3", or "key:<value>#2"). */
+  invocation: string
+  url: string
+  /** For a quota: ms until its window ends, the natural Retry-After. */
+  quotaRetryAfterMs?: number
+}
+
+/** Computes a rule's action for one request. Pure. */
+export function faultAction(rule: FaultRule, ctx: ActionContext): FaultAction {
+  const requestId = `req_trfault_${Math.floor(seededUnit(ctx.seed, rule.id, ctx.invocation, 'request-id') * 2 ** 48).toString(16)}`
+  const note = `(Tool Replay fault rule "${rule.id}")`
+  switch (rule.fault) {
+    case 'response_lost':
+      return {
+        do: 'forward-then-fail',
+        error: { code: rule.options.code, message: `read ${rule.options.code}: the response was lost ${note}`, phase: 'response-headers' },
+      }
+    case 'timeout':
+      return {
+        do: 'fail',
+        delayMs: rule.options.ms,
+        error: {
+          code: rule.options.code,
+          message: `no response after ${rule.options.ms} ms, connection failed with ${rule.options.code} ${note}`,
+          phase: 'response-headers',
+        },
+      }
+    case 'rate_limit': {
+      const retryAfterMs = rule.options.retryAfterMs ?? ctx.quotaRetryAfterMs ?? 1000
+      const provider = rule.options.provider ?? providerFor(ctx.url)
+      return { do: 'respond', delayMs: 0, response: providerErrorResponse(provider, 429, { retryAfterMs, requestId, rule: rule.id }) }
+    }
+    case 'server_error': {
+      const o = rule.options
+      const response = providerErrorResponse(o.provider ?? providerFor(ctx.url), o.status, {
+        ...(o.retryAfterMs !== undefined ? { retryAfterMs: o.retryAfterMs } : {}),
+        requestId,
+        rule: rule.id,
+      })
+      return o.forward ? { do: 'forward-then-respond', response } : { do: 'respond', delayMs: 0, response }
+    }
+    case 'latency': {
+      const delayMs = sampleLatency(rule.options.distribution, seededUnit(ctx.seed, rule.id, ctx.invocation, 'latency'))
+      return rule.options.phase === 'after-response' ? { do: 'forward-then-delay', delayMs } : { do: 'delay', delayMs }
+    }
+    case 'schema_drift':
+      return { do: 'forward-then-drift', changes: rule.options.changes }
+    case 'blackout':
+      if (rule.options.mode === 'refused') {
+        return {
+          do: 'fail',
+          delayMs: 0,
+          error: { code: 'ECONNREFUSED', message: `connect ECONNREFUSED: the upstream is blacked out ${note}`, phase: 'connect' },
+        }
+      }
+      return { do: 'respond', delayMs: 0, response: providerErrorResponse(rule.options.provider ?? providerFor(ctx.url), 503, { requestId, rule: rule.id }) }
+    case 'stream_cut':
+      return { do: 'forward-then-cut', after: rule.options.after }
+    case 'stream_error':
+      return {
+        do: 'forward-then-cut',
+        after: rule.options.after,
+        error: { code: rule.options.code, message: `read ${rule.options.code}: the stream broke off ${note}`, phase: 'response-body' },
+      }
+  }
+}
+
+/** A latency in whole ms from a distribution and a uniform draw `u` in [0, 1). */
+export function sampleLatency(d: LatencyDistribution, u: number): number {
+  if (d.kind === 'fixed') return d.ms
+  if (d.kind === 'uniform') return Math.round(d.minMs + u * (d.maxMs - d.minMs))
+  // Inverse CDF of the exponential distribution, capped so a draw can never stall a run.
+  return Math.min(d.maxMs, Math.round(-d.meanMs * Math.log(1 - u)))
+}
