@@ -145,6 +145,9 @@ export class MemoryReplayIndex implements ReplayIndex {
   }
 }
 
+/** How many unused recordings a store-backed index lists by name (the count is always exact). */
+const UNUSED_LIST_LIMIT = 1000
+
 /** How many identities a miss compares against in a store-backed index. */
 const CANDIDATE_SCAN_LIMIT = 1000
 
@@ -194,14 +197,16 @@ export class StoreReplayIndex implements ReplayIndex {
     return rank(parts, known)
   }
 
+  /** The first UNUSED_LIST_LIMIT unused recordings (their total is `unusedCount`): a huge trace lists no more. */
   async unused(): Promise<UnusedRecording[]> {
     const out: UnusedRecording[] = []
     for await (const [key, seqs] of this.#reader.identityKeys()) {
       const used = Math.min(this.#issued.get(key) ?? 0, seqs.length)
-      for (let i = used; i < seqs.length; i++) {
+      for (let i = used; i < seqs.length && out.length < UNUSED_LIST_LIMIT; i++) {
         const x = await this.#reader.exchange(seqs[i] as number)
         out.push({ label: `${x.request.method} ${x.request.url}`, occurrence: i, seq: x.seq })
       }
+      if (out.length >= UNUSED_LIST_LIMIT) break
     }
     return out.sort((a, b) => a.seq - b.seq)
   }

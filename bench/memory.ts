@@ -1,0 +1,290 @@
+/**
+ * Memory and scale benchmark (issue targets in brackets), each scenario in a process of its own so its
+ * peak RSS (`process.resourceUsage().maxRSS`) is its own:
+ *   - a 1 GiB response recorded and replayed through the interceptor and through the proxy, bytes compared
+ *     by SHA-256 at the client                                                        [peak RSS < 150 MB]
+ *   - a 10,000-exchange, ~330 MB trace replayed strictly through the interceptor        [RSS < 300 MB]
+ *   - a single 1,000,000-exchange trace: the first strict-replay answer                 [< 1 s, RSS < 300 MB]
+ *   - `ls` of 1,000 traces                                                               [< 300 ms]
+ * The upstream and the clients run in their own processes; only the Tool Replay process is measured.
+ *
+ *   npm run bench:memory            (BENCH_GIB=0.25 BENCH_MILLION=100000 for a quicker run)
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { once } from 'node:events'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { createServer } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { ProxyAgent, fetch as undiciFetch } from 'undici'
+import { openSession } from '../engine/index.ts'
+import { install } from '../interceptor/index.ts'
+import { loadCertificateAuthority, startProxy } from '../proxy/index.ts'
+import { openStore } from '../store/index.ts'
+import { bodyFromBytes, type Exchange, TRACE_FORMAT_VERSION } from '../trace/index.ts'
+
+const SELF = fileURLToPath(import.meta.url)
+const BIG_BYTES = Math.round(Number(process.env.BENCH_GIB ?? 1) * 1024 ** 3)
+const TEN_K = 10_000
+const TEN_K_BODY = 33 * 1024
+const MILLION = Number(process.env.BENCH_MILLION ?? 1_000_000)
+const LS_TRACES = 1000
+const PATTERN = Buffer.alloc(64 * 1024)
+for (let i = 0; i < PATTERN.byteLength; i++) PATTERN[i] = (i * 31 + 7) & 0xff
+
+const rssMb = () => process.resourceUsage().maxRSS / 1024
+
+/** The deterministic big body, streamed: PATTERN with the piece number stamped in, so no two pieces are equal. */
+function* bigBody(total: number): Generator<Buffer> {
+  for (let offset = 0, n = 0; offset < total; offset += PATTERN.byteLength, n++) {
+    const piece = Buffer.from(PATTERN.subarray(0, Math.min(PATTERN.byteLength, total - offset)))
+    piece.writeUInt32BE(n, 0)
+    yield piece
+  }
+}
+
+function expectedSha(total: number): string {
+  const h = createHash('sha256')
+  for (const p of bigBody(total)) h.update(p)
+  return h.digest('hex')
+}
+
+async function readHashed(body: AsyncIterable<Uint8Array>): Promise<{ sha: string; bytes: number }> {
+  const h = createHash('sha256')
+  let bytes = 0
+  for await (const chunk of body) {
+    h.update(chunk)
+    bytes += chunk.byteLength
+  }
+  return { sha: h.digest('hex'), bytes }
+}
+
+// ---- children ----------------------------------------------------------------------------------------
+
+const children: Record<string, (args: string[]) => Promise<unknown>> = {
+  /** The upstream: /big streams the big body; /item/N answers a distinct 33 KB body. Prints its port. */
+  async upstream() {
+    const server = createServer(async (req, res) => {
+      if (req.url === '/big') {
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(BIG_BYTES) })
+        for (const piece of bigBody(BIG_BYTES)) if (!res.write(piece)) await once(res, 'drain')
+        res.end()
+        return
+      }
+      res.writeHead(200, { 'content-type': 'application/octet-stream' })
+      res.end(itemBody(Number((req.url ?? '/item/0').split('/').pop())))
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    process.stdout.write(`${(server.address() as { port: number }).port}\n`)
+    await new Promise(() => {})
+  },
+  /** The app with the interceptor, recording or replaying /big. */
+  async 'interceptor-big'([mode, store, url]) {
+    const s = await openStore(store as string)
+    const tr = await install({ mode: mode as 'record' | 'replay', trace: 'big', store: s })
+    const res = await fetch(url as string)
+    const got = await readHashed(res.body as unknown as AsyncIterable<Uint8Array>)
+    const summary = await tr.close()
+    await s.close()
+    return { ...got, ok: summary.ok, rssMb: rssMb() }
+  },
+  /** The proxy in record or replay mode; serves until stdin closes, then reports its own peak RSS. */
+  async proxy([mode, store, upstreamPort]) {
+    const s = await openStore(store as string)
+    const session = await openSession({ mode: mode as 'record' | 'replay', trace: 'big-proxy', store: s })
+    const ca = await loadCertificateAuthority(store as string)
+    const proxy = await startProxy({ session, ca, upstream: { resolve: { 'big.test': { host: '127.0.0.1', port: Number(upstreamPort) } } } })
+    process.stdout.write(`${proxy.url}\n`)
+    process.stdin.resume()
+    await once(process.stdin, 'end')
+    const summary = await proxy.close()
+    await s.close()
+    return { ok: summary.ok, rssMb: rssMb() }
+  },
+  /** A client through the proxy. */
+  async client([proxyUrl]) {
+    const agent = new ProxyAgent(proxyUrl as string)
+    const res = await undiciFetch('http://big.test/big', { dispatcher: agent })
+    const got = await readHashed(res.body as unknown as AsyncIterable<Uint8Array>)
+    await agent.close()
+    return got
+  },
+  /** Builds a trace of 10,000 exchanges with distinct 33 KB bodies, through the recording API. */
+  async 'build-10k'([store, base]) {
+    const s = await openStore(store as string)
+    const rec = await s.beginTrace({ name: 'ten-k', format: TRACE_FORMAT_VERSION })
+    for (let i = 0; i < TEN_K; i += 100) {
+      await Promise.all(Array.from({ length: 100 }, (_, k) => appendItem(rec, i + k, `${base}/item/${i + k}`, itemBody(i + k))))
+    }
+    await rec.close()
+    await s.close()
+    return { built: TEN_K }
+  },
+  /** Replays all 10,000 exchanges strictly through the interceptor. */
+  async 'replay-10k'([store, base]) {
+    const s = await openStore(store as string)
+    const t0 = performance.now()
+    const tr = await install({ mode: 'replay', trace: 'ten-k', store: s })
+    let bytes = 0
+    for (let i = 0; i < TEN_K; i++) bytes += (await (await fetch(`${base}/item/${i}`)).arrayBuffer()).byteLength
+    const summary = await tr.close()
+    await s.close()
+    return { bytes, ok: summary.ok, ms: performance.now() - t0, rssMb: rssMb() }
+  },
+  /** Builds one trace of a million exchanges (tiny, shared body). */
+  async 'build-million'([store, base]) {
+    const s = await openStore(store as string)
+    const rec = await s.beginTrace({ name: 'million', format: TRACE_FORMAT_VERSION })
+    const body = new TextEncoder().encode('{"ok":true}')
+    for (let i = 0; i < MILLION; i += 1000) {
+      await Promise.all(Array.from({ length: Math.min(1000, MILLION - i) }, (_, k) => appendItem(rec, i + k, `${base}/m/${i + k}`, body)))
+    }
+    await rec.close()
+    await s.close()
+    return { built: MILLION }
+  },
+  /** Opens the million-exchange trace for strict replay and asks for one recorded request. */
+  async 'first-answer-million'([store, base]) {
+    const t0 = performance.now()
+    const s = await openStore(store as string)
+    await install({ mode: 'replay', trace: 'million', store: s })
+    const text = await (await fetch(`${base}/m/${Math.floor(MILLION / 2)}`)).text()
+    const ms = performance.now() - t0
+    const rss = rssMb()
+    // Not closed: listing 999,999 unused recordings is not what this measures.
+    return { ms, rssMb: rss, answer: text }
+  },
+  /** Lists a store of 1,000 traces the way `tr-proxy ls` does. */
+  async ls([store]) {
+    const { runCli } = await import('../cli/index.ts')
+    const t0 = performance.now()
+    const out: string[] = []
+    const code = await runCli(['ls', '--store', store as string], { out: (t) => out.push(t), err: () => {} })
+    return { code, ms: performance.now() - t0, lines: out.join('\n').split('\n').length }
+  },
+  async 'build-ls'([store]) {
+    const s = await openStore(store as string)
+    for (let i = 0; i < LS_TRACES; i++) {
+      const rec = await s.beginTrace({ name: `t${i}`, format: TRACE_FORMAT_VERSION })
+      await appendItem(rec, 0, `http://ls.test/${i}`, new TextEncoder().encode('x'))
+      await rec.close()
+    }
+    await s.close()
+    return { built: LS_TRACES }
+  },
+}
+
+function itemBody(i: number): Buffer {
+  const b = Buffer.alloc(TEN_K_BODY, i & 0xff)
+  b.writeUInt32BE(i, 0)
+  return b
+}
+
+function appendItem(rec: Awaited<ReturnType<Awaited<ReturnType<typeof openStore>>['beginTrace']>>, seq: number, url: string, bytes: Uint8Array): Promise<void> {
+  const body = bodyFromBytes(bytes)
+  const x: Exchange = {
+    seq,
+    request: { method: 'GET', url, headers: [], body: null },
+    outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: [['content-type', 'application/octet-stream']], body: body.ref, trailers: [] } },
+    timing: { startMs: seq, headersMs: 1 },
+  }
+  return rec.append(x, new Map([[body.ref.digest, body.bytes]]))
+}
+
+// ---- orchestration -----------------------------------------------------------------------------------
+
+function child(name: string, args: string[], onLine?: (line: string) => void): { proc: ChildProcess; result: Promise<Record<string, unknown>> } {
+  const proc = spawn(process.execPath, ['--conditions=tool-replay-source', SELF, '--child', name, ...args], { stdio: ['pipe', 'pipe', 'inherit'] })
+  let out = ''
+  proc.stdout?.setEncoding('utf8')
+  proc.stdout?.on('data', (d: string) => {
+    out += d
+    let nl = out.indexOf('\n')
+    while (nl !== -1 && onLine) {
+      onLine(out.slice(0, nl))
+      out = out.slice(nl + 1)
+      nl = out.indexOf('\n')
+    }
+  })
+  const result = once(proc, 'exit').then(([code]) => {
+    if (code !== 0) throw new Error(`bench child ${name} exited ${code}`)
+    return JSON.parse(out.trim().split('\n').pop() as string) as Record<string, unknown>
+  })
+  return { proc, result }
+}
+
+function firstLine(name: string, args: string[]): Promise<{ proc: ChildProcess; line: string; result: Promise<Record<string, unknown>> }> {
+  return new Promise((resolve) => {
+    let resolved = false
+    const c = child(name, args, (line) => {
+      if (!resolved) {
+        resolved = true
+        resolve({ ...c, line })
+      }
+    })
+  })
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'tr-bench-memory-'))
+  const rows: Array<[string, string, string, boolean]> = []
+  const log = (s: string) => process.stderr.write(`${s}\n`)
+  try {
+    const up = await firstLine('upstream', [])
+    const base = `http://127.0.0.1:${up.line}`
+    const sha = expectedSha(BIG_BYTES)
+    const gib = (BIG_BYTES / 1024 ** 3).toFixed(2)
+
+    for (const mode of ['record', 'replay']) {
+      log(`interceptor ${mode} of ${gib} GiB ...`)
+      const r = await child('interceptor-big', [mode, join(dir, 'big'), `${base}/big`]).result
+      const same = r.sha === sha && r.bytes === BIG_BYTES && r.ok === true
+      rows.push([`${gib} GiB body, interceptor ${mode}`, `peak RSS ${Number(r.rssMb).toFixed(0)} MB, bytes ${same ? 'identical' : 'DIFFERENT'}`, '< 150 MB', same && Number(r.rssMb) < 150])
+    }
+    for (const mode of ['record', 'replay']) {
+      log(`proxy ${mode} of ${gib} GiB ...`)
+      const proxy = await firstLine('proxy', [mode, join(dir, 'big-proxy'), up.line])
+      const c = await child('client', [proxy.line]).result
+      proxy.proc.stdin?.end()
+      const p = await proxy.result
+      const same = c.sha === sha && c.bytes === BIG_BYTES && p.ok === true
+      rows.push([`${gib} GiB body, proxy ${mode}`, `peak RSS ${Number(p.rssMb).toFixed(0)} MB (proxy process), bytes ${same ? 'identical' : 'DIFFERENT'}`, '< 150 MB', same && Number(p.rssMb) < 150])
+    }
+
+    log(`building a ${TEN_K}-exchange trace ...`)
+    await child('build-10k', [join(dir, 'ten-k'), base]).result
+    const tenK = await child('replay-10k', [join(dir, 'ten-k'), base]).result
+    const mb = Number(tenK.bytes) / 1024 / 1024
+    rows.push([`${TEN_K} exchanges, ${mb.toFixed(0)} MB of bodies, strict replay`, `peak RSS ${Number(tenK.rssMb).toFixed(0)} MB, ${Number(tenK.ms).toFixed(0)} ms, ${tenK.ok ? 'ok' : 'NOT ok'}`, '< 300 MB', tenK.ok === true && Number(tenK.rssMb) < 300])
+
+    log(`building a ${MILLION}-exchange trace (takes a while) ...`)
+    const t0 = performance.now()
+    await child('build-million', [join(dir, 'million'), base]).result
+    log(`  built in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
+    const m = await child('first-answer-million', [join(dir, 'million'), base]).result
+    rows.push([`${MILLION} exchanges in one trace: first strict answer`, `${Number(m.ms).toFixed(0)} ms, peak RSS ${Number(m.rssMb).toFixed(0)} MB`, '< 1 s, < 300 MB', m.answer === '{"ok":true}' && Number(m.ms) < 1000 && Number(m.rssMb) < 300])
+
+    log(`building ${LS_TRACES} traces ...`)
+    await child('build-ls', [join(dir, 'ls')]).result
+    const ls = await child('ls', [join(dir, 'ls')]).result
+    rows.push([`ls of ${LS_TRACES} traces`, `${Number(ls.ms).toFixed(0)} ms (in the CLI, store opened and closed)`, '< 300 ms', ls.code === 0 && Number(ls.ms) < 300])
+    up.proc.kill()
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+  const w = Math.max(...rows.map((r) => r[0].length)) + 2
+  process.stdout.write(
+    `\nMemory and scale (Node ${process.version})\n\n${rows.map(([name, got, target, pass]) => `${pass ? 'PASS' : 'MISS'}  ${name.padEnd(w)}${got.padEnd(64)}target ${target}`).join('\n')}\n`,
+  )
+}
+
+if (process.argv[2] === '--child') {
+  const name = process.argv[3] as string
+  const result = await (children[name] as (args: string[]) => Promise<unknown>)(process.argv.slice(4))
+  process.stdout.write(`${JSON.stringify(result)}\n`)
+  process.exit(0)
+} else {
+  await main()
+}
