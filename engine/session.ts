@@ -20,6 +20,7 @@ import {
 } from '../trace/index.ts'
 import { createExchangeRecorder, type ExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
 import { entryFromError, formatSummary, type LedgerEntry, RetryFolding, type SessionSummary } from './ledger.ts'
+import { assertPlayable } from './playable.ts'
 import { type RedactionOptions, Redactor } from './redaction.ts'
 import { MemoryReplayIndex, type ReplayIndex, StoreReplayIndex, type Take, type UnusedRecording } from './replay-index.ts'
 import { DEFAULT_MAX_BODY_BYTES } from './transport-rules.ts'
@@ -290,6 +291,7 @@ export class Session {
   }
 
   #playback(exchange: Exchange): Playback {
+    assertPlayable(exchange, this.trace, (this.#source as ReplaySource).bodies)
     const { outcome } = exchange
     if (outcome.kind === 'response') {
       const r = outcome.response
