@@ -181,9 +181,12 @@ export function parseTraceFile(text: string, blobs: ReadonlyMap<string, Uint8Arr
     )
   }
   // Valid by construction: what passes here replays on both capture paths without crashing or hanging.
+  const seqs = new Set<number>()
   exchanges.forEach((x, i) => {
     const found = exchangeProblem(x, bodies)
     if (found) v.fail(`exchanges[${i}].${found.path}`, found.problem)
+    if (seqs.has(x.seq)) v.fail(`exchanges[${i}].seq`, `repeats seq ${x.seq}; every exchange of a trace has its own`)
+    seqs.add(x.seq)
   })
   return { meta, exchanges, bodies }
 }

@@ -106,6 +106,11 @@ test('status text and fields: no CR, LF, NUL, controls or characters above U+00F
   assert.match(problem((x) => response(x).headers.push(['bad name', 'v'])) ?? '', /headers\[1\]\[0\]: is "bad name"; a field name is an HTTP token/)
   assert.match(problem((x) => response(x).headers.push(['', 'v'])) ?? '', /headers\[1\]\[0\]/)
   assert.match(problem((x) => response(x).trailers.push(['x-t', '\n'])) ?? '', /outcome\.response\.trailers\[0\]\[1\]: contains LF/)
+  assert.match(
+    problem((x) => response(x).trailers.push(['Content-Length', '5'])) ?? '',
+    /trailers\[0\]\[0\]: is Content-Length, a framing or connection field, which cannot be sent as a trailer/,
+  )
+  assert.match(problem((x) => response(x).trailers.push(['connection', 'close'])) ?? '', /trailers\[0\]\[0\]: is connection/)
   assert.match(problem((x) => x.request.headers.push(['x-r', 'a\0'])) ?? '', /request\.headers\[1\]\[1\]: contains NUL/)
   assert.match(problem((x) => (x.request.method = 'GE T')) ?? '', /request\.method: is "GE T"/)
   assert.match(problem((x) => (x.request.url = '/relative')) ?? '', /request\.url: is "\/relative", not an absolute URL/)
@@ -167,7 +172,8 @@ test('framing: Content-Length agrees with the body, one framing only, bodiless r
 test('bodies, timing, errors: sizes add up, numbers are sane, codes are words, phases known', () => {
   assert.match(problem((x) => (response(x).body.chunks[0]!.size = 5)) ?? '', /outcome\.response\.body\.chunks: sizes add up to 12, not the body size 11/)
   assert.match(problem((x) => (response(x).body.size = 12)) ?? '', /add up to 11, not the body size 12/)
-  assert.match(problem((x) => (response(x).body.chunks[1]!.atMs = Number.NaN)) ?? '', /chunks\[1\]\.atMs: must be a finite number/)
+  assert.match(problem((x) => (response(x).body.chunks[1]!.atMs = Number.NaN)) ?? '', /chunks\[1\]\.atMs: must be a number of ms from 0 to 2147483647/)
+  assert.match(problem((x) => (x.timing.startMs = 1e20)) ?? '', /timing\.startMs: must be a number of ms from 0/, 'beyond what a Node timer can wait')
   assert.match(problem((x) => (response(x).body.digest = 'abc')) ?? '', /body\.digest: must be a lowercase hex sha256/)
   assert.match(problem((x) => (x.timing.headersMs = -1)) ?? '', /timing\.headersMs/)
   assert.match(problem((x) => (x.seq = 1.5)) ?? '', /^seq:/)
@@ -183,6 +189,8 @@ test('bodies, timing, errors: sizes add up, numbers are sane, codes are words, p
     error({ partial: { status: 200, statusText: 'OK', headers: [], trailers: [], body: bodyFromBytes(new Uint8Array()).ref } }) ?? '',
     /partial: is a response head, but the failure is in phase "connect"/,
   )
+  const empty = { statusText: '', headers: [], trailers: [], body: bodyFromBytes(new Uint8Array()).ref }
+  assert.match(error({ phase: 'response-body', partial: { status: 204, ...empty } }) ?? '', /partial: is a 204 response, which is complete at its head/)
   // Whatever shape arrives (an old or damaged store), the answer is a problem, never a TypeError.
   for (const junk of [
     null,
@@ -221,4 +229,8 @@ test('assertValidExchange and assertValidTrace throw a typed error naming the tr
     (err: unknown) => isToolReplayError(err, ErrorCodes.INVALID_PATCH) && err.message.includes('trace "u"'),
   )
   assertValidTrace({ meta: { name: 'ok' }, exchanges: [exchange().x] })
+  assert.throws(
+    () => assertValidTrace({ meta: { name: 'dup' }, exchanges: [exchange().x, exchange().x] }),
+    (err: unknown) => isToolReplayError(err, ErrorCodes.TRACE_INVALID) && /seq repeats seq 0/.test(err.message),
+  )
 })

@@ -43,7 +43,10 @@ const ERROR_CODE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/
 const DIGEST = /^[0-9a-f]{64}$/
 const DIGITS = /^[0-9]{1,15}$/
 const PHASES = new Set(['connect', 'request', 'response-headers', 'response-body'])
+/** The longest wait a Node timer can make (about 24.8 days): recorded offsets beyond it cannot be paced. */
+export const MAX_RECORDED_MS = 2 ** 31 - 1
 const ORIGINS = new Set(['recorded', 'patched'])
+const TRAILER_FORBIDDEN = /^(content-length|transfer-encoding|connection|keep-alive|proxy-connection|upgrade|te|trailer)$/i
 
 /**
  * The first problem of an exchange, or undefined when it is valid. Never throws, whatever `value` is
@@ -95,7 +98,13 @@ export function assertValidTrace(
   if (!Array.isArray(list)) {
     throw new ToolReplayError(context.code ?? ErrorCodes.TRACE_INVALID, `Trace "${trace.meta.name}" has no exchange list. ${context.remedy ?? DEFAULT_REMEDY}`)
   }
-  for (const x of trace.exchanges) assertValidExchange(x, { ...context, trace: trace.meta.name, ...(trace.bodies ? { bodies: trace.bodies } : {}) })
+  const seen = new Set<number>()
+  for (const x of trace.exchanges) {
+    assertValidExchange(x, { ...context, trace: trace.meta.name, ...(trace.bodies ? { bodies: trace.bodies } : {}) })
+    if (seen.has(x.seq))
+      throw invalidExchange(x, { path: 'seq', problem: `repeats seq ${x.seq}; every exchange of a trace has its own` }, { ...context, trace: trace.meta.name })
+    seen.add(x.seq)
+  }
 }
 
 /** The ToolReplayError for a problem found in an exchange. */
@@ -148,7 +157,7 @@ class Problems {
     this.fields(req.headers, 'request.headers')
     if (req.body !== null) this.body(req.body, 'request.body')
     const timing = this.object(x.timing, 'timing')
-    for (const k of ['startMs', 'headersMs']) if (!isTime(timing[k])) this.fail(`timing.${k}`, 'must be a finite number >= 0')
+    for (const k of ['startMs', 'headersMs']) if (!isTime(timing[k])) this.fail(`timing.${k}`, `must be a number of ms from 0 to ${MAX_RECORDED_MS}`)
     if (x.origin !== undefined && !ORIGINS.has(x.origin as string)) this.fail('origin', 'must be "recorded" or "patched"')
     if (x.patchId !== undefined && typeof x.patchId !== 'string') this.fail('patchId', 'must be a string')
     const outcome = this.object(x.outcome, 'outcome')
@@ -172,6 +181,13 @@ class Problems {
         this.fail('outcome.error.partial', `is a response head, but the failure is in phase "${error.phase}", before any response could arrive`)
       }
       this.response(error.partial, 'outcome.error.partial', { head, partial: true })
+      const status = (error.partial as Obj).status
+      if (head || status === 204 || status === 304) {
+        this.fail(
+          'outcome.error.partial',
+          `is a ${head ? 'response to HEAD' : `${status} response`}, which is complete at its head and cannot fail part-way; record it as a response`,
+        )
+      }
     }
   }
 
@@ -199,6 +215,11 @@ class Problems {
     this.text(r.statusText, `${path}.statusText`, 'a status text')
     this.fields(r.headers, `${path}.headers`)
     this.fields(r.trailers, `${path}.trailers`)
+    ;(r.trailers as Array<[string, string]>).forEach(([name], i) => {
+      // RFC 9110 6.5.1: framing and connection control are read before the content, so they cannot come after
+      // it (clients reject a trailing Content-Length, and obey a trailing Connection: close the server ignores).
+      if (TRAILER_FORBIDDEN.test(name)) this.fail(`${path}.trailers[${i}][0]`, `is ${name}, a framing or connection field, which cannot be sent as a trailer`)
+    })
     const size = this.body(r.body, `${path}.body`)
     this.framing(r.headers as Array<[string, string]>, `${path}.headers`, size, { ...o, status })
   }
@@ -277,7 +298,7 @@ class Problems {
     b.chunks.forEach((c: unknown, i: number) => {
       const chunk = this.object(c, `${path}.chunks[${i}]`)
       if (!isCount(chunk.size)) this.fail(`${path}.chunks[${i}].size`, 'must be an integer >= 0')
-      if (!isTime(chunk.atMs)) this.fail(`${path}.chunks[${i}].atMs`, 'must be a finite number >= 0')
+      if (!isTime(chunk.atMs)) this.fail(`${path}.chunks[${i}].atMs`, `must be a number of ms from 0 to ${MAX_RECORDED_MS}`)
       sum += chunk.size
     })
     if (sum !== b.size) this.fail(`${path}.chunks`, `sizes add up to ${sum}, not the body size ${b.size}`)
@@ -295,7 +316,7 @@ function isCount(v: unknown): v is number {
 }
 
 function isTime(v: unknown): v is number {
-  return typeof v === 'number' && Number.isFinite(v) && v >= 0
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= MAX_RECORDED_MS
 }
 
 function short(v: unknown): string {
