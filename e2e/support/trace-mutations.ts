@@ -121,8 +121,12 @@ type Mutation = (file: J, x: J, r: Rand) => void
 
 /** The mutations; each touches one exchange `x` (or the file), and may find nothing to change. */
 const MUTATIONS: Mutation[] = [
-  (_, x, r) => heads(x).forEach((h) => (h.status = pick(r, STATUSES))),
-  (_, x, r) => heads(x).forEach((h) => (h.statusText = pick(r, TEXTS))),
+  (_, x, r) => {
+    for (const h of heads(x)) h.status = pick(r, STATUSES)
+  },
+  (_, x, r) => {
+    for (const h of heads(x)) h.statusText = pick(r, TEXTS)
+  },
   (_, x, r) => {
     const list = pick(r, fieldLists(x) ?? [])
     if (!list) return
@@ -137,10 +141,11 @@ const MUTATIONS: Mutation[] = [
     else h.headers = [...h.headers.filter((p: J) => String(p?.[0]).toLowerCase() !== 'content-length'), ['content-length', value]]
   },
   (_, x, r) => pick(r, heads(x))?.headers?.push(['transfer-encoding', pick(r, CODINGS)]),
-  (_, x) =>
-    heads(x).forEach(
-      (h) => Array.isArray(h.headers) && (h.headers = h.headers.filter((p: J) => !/^(content-length|transfer-encoding)$/i.test(String(p?.[0])))),
-    ),
+  (_, x) => {
+    for (const h of heads(x)) {
+      if (Array.isArray(h.headers)) h.headers = h.headers.filter((p: J) => !/^(content-length|transfer-encoding)$/i.test(String(p?.[0])))
+    }
+  },
   (_, x, r) => setBodyText(pick(r, bodies(x)), pick(r, BODY_TEXTS)),
   (_, x, r) => {
     const b = pick(r, bodies(x))
@@ -202,7 +207,9 @@ const MUTATIONS: Mutation[] = [
     if (!x?.request) return
     x.request.method = 'HEAD'
   },
-  (_, x, r) => heads(x).forEach((h) => (h.status = pick(r, [204, 304]))),
+  (_, x, r) => {
+    for (const h of heads(x)) h.status = pick(r, [204, 304])
+  },
 ]
 
 function emptyBody(): J {
