@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { before, test } from 'node:test'
 import { ProxyAgent, request } from 'undici'
-import { runCli } from '../cli/index.ts'
+import { EXIT_CODES, runCli } from '../cli/index.ts'
 import { install } from '../interceptor/index.ts'
 import { ERROR_HEADER, REFUSED_STATUS } from '../proxy/index.ts'
 import { openStore, writeTraceFile } from '../store/index.ts'
@@ -113,7 +113,7 @@ test('a status text with a line break: import refuses it; a stored one replays a
   const file = join(work, 'crlf.trace.json')
   await writeTraceFile(file, bad)
   const imp = capture()
-  assert.equal(await runCli(['import', file, '--store', join(work, 'import-crlf')], imp.io), 4)
+  assert.equal(await runCli(['import', file, '--store', join(work, 'import-crlf')], imp.io), EXIT_CODES[ErrorCodes.TRACE_FILE_INVALID])
   assert.match(imp.text(), /TR_TRACE_FILE_INVALID: Trace file .*crlf\.trace\.json is invalid: exchanges\[0\]\.outcome\.response\.statusText contains CR/)
 
   const seen = await replayBothPaths(await storeHolding(bad), 'crlf')
@@ -127,7 +127,7 @@ test('fork --patch "#0 status=100" is refused; a stored 100 replays as a typed r
   await s.putTrace(base)
   await s.close()
   const fork = capture()
-  assert.equal(await runCli(['fork', 'base', '--to', 'b100', '--patch', '#0 status=100', '--store', storeDir], fork.io), 2)
+  assert.equal(await runCli(['fork', 'base', '--to', 'b100', '--patch', '#0 status=100', '--store', storeDir], fork.io), EXIT_CODES[ErrorCodes.INVALID_PATCH])
   assert.match(
     fork.text(),
     /TR_INVALID_PATCH: Patch "#0 status=100" would make an invalid exchange #0 .* outcome\.response\.status is 100; .*1xx heads are interim/,
@@ -152,7 +152,10 @@ test('a Content-Length that disagrees with the body: fork refuses it; a stored o
   await s.close()
   for (const length of ['50', '2']) {
     const fork = capture()
-    assert.equal(await runCli(['fork', 'base', '--to', 'bcl', '--patch', `#0 header:content-length=${length}`, '--store', storeDir], fork.io), 2)
+    assert.equal(
+      await runCli(['fork', 'base', '--to', 'bcl', '--patch', `#0 header:content-length=${length}`, '--store', storeDir], fork.io),
+      EXIT_CODES[ErrorCodes.INVALID_PATCH],
+    )
     assert.match(
       fork.text(),
       new RegExp(

@@ -18,6 +18,7 @@ import {
   TRACE_FORMAT_VERSION,
   type Trace,
 } from '../trace/index.ts'
+import { redactRequestBody } from './body-redaction.ts'
 import { createExchangeRecorder, type ExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
 import { entryFromError, formatSummary, type LedgerEntry, RetryFolding, type SessionSummary } from './ledger.ts'
 import { assertPlayable } from './playable.ts'
@@ -286,8 +287,9 @@ export class Session {
   #redactRequest(c: CapturedRequest): CapturedRequest {
     const headers = this.#redactor.headers(c.headers)
     const url = this.#redactor.url(c.url)
-    const body = c.body && this.#redactor.hasBodyPaths ? this.#redactor.body(c.body, c.headers) : c.body
-    return { method: c.method.toUpperCase(), url, headers, body }
+    // Compressed JSON bodies are decoded to redact them (engine/body-redaction.ts), on record and replay alike.
+    const redacted = c.body ? redactRequestBody(this.#redactor, c, headers, this.#maxBodyBytes) : undefined
+    return { method: c.method.toUpperCase(), url, headers: redacted?.headers ?? headers, body: redacted?.bytes ?? c.body }
   }
 
   #playback(exchange: Exchange): Playback {
