@@ -213,8 +213,9 @@ class Scanner {
   json(value: unknown, place: Place, path: PathSegment[]): void {
     const at = () => ({ ...place, where: `${place.where} ${formatJsonPath(path)}`.trim() })
     if (typeof value === 'string') this.text(value, at())
-    else if (Array.isArray(value)) value.forEach((v, i) => this.json(v, place, [...path, i]))
-    else if (value !== null && typeof value === 'object' && !isExactNumber(value)) {
+    else if (Array.isArray(value)) {
+      for (const [i, v] of value.entries()) this.json(v, place, [...path, i])
+    } else if (value !== null && typeof value === 'object' && !isExactNumber(value)) {
       for (const [k, v] of Object.entries(value)) {
         this.text(k, at())
         this.json(v, place, [...path, k])

@@ -42,6 +42,7 @@ const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/
 const ERROR_CODE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/
 const DIGEST = /^[0-9a-f]{64}$/
 const DIGITS = /^[0-9]{1,15}$/
+const HTTP_SCHEME = /^\s*https?:/i
 const PHASES = new Set(['connect', 'request', 'response-headers', 'response-body'])
 /** The longest wait a Node timer can make (about 24.8 days): recorded offsets beyond it cannot be paced. */
 export const MAX_RECORDED_MS = 2 ** 31 - 1
@@ -193,13 +194,9 @@ class Problems {
 
   url(v: unknown, path: string): void {
     if (typeof v !== 'string') this.fail(path, 'must be a string')
-    let u: URL
-    try {
-      u = new URL(v)
-    } catch {
-      this.fail(path, `is ${short(v)}, not an absolute URL`)
-    }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') this.fail(path, `has scheme "${u.protocol}"; recorded requests are http: or https:`)
+    // URL.canParse and a scheme test: half the cost of building a URL, on the replay path of every request.
+    if (!URL.canParse(v)) this.fail(path, `is ${short(v)}, not an absolute URL`)
+    if (!HTTP_SCHEME.test(v)) this.fail(path, `has scheme "${v.slice(0, v.indexOf(':') + 1)}"; recorded requests are http: or https:`)
   }
 
   response(v: unknown, path: string, o: { head: boolean; partial: boolean }): void {
@@ -215,11 +212,13 @@ class Problems {
     this.text(r.statusText, `${path}.statusText`, 'a status text')
     this.fields(r.headers, `${path}.headers`)
     this.fields(r.trailers, `${path}.trailers`)
-    ;(r.trailers as Array<[string, string]>).forEach(([name], i) => {
+    const trailers = r.trailers as Array<[string, string]>
+    for (let i = 0; i < trailers.length; i++) {
+      const name = (trailers[i] as [string, string])[0]
       // RFC 9110 6.5.1: framing and connection control are read before the content, so they cannot come after
       // it (clients reject a trailing Content-Length, and obey a trailing Connection: close the server ignores).
       if (TRAILER_FORBIDDEN.test(name)) this.fail(`${path}.trailers[${i}][0]`, `is ${name}, a framing or connection field, which cannot be sent as a trailer`)
-    })
+    }
     const size = this.body(r.body, `${path}.body`)
     this.framing(r.headers as Array<[string, string]>, `${path}.headers`, size, { ...o, status })
   }
@@ -228,7 +227,10 @@ class Problems {
   framing(headers: Array<[string, string]>, path: string, size: number, o: { head: boolean; partial: boolean; status: number }): void {
     let length: number | undefined
     let encoding = false
-    headers.forEach(([name, value], i) => {
+    for (let i = 0; i < headers.length; i++) {
+      const [name, value] = headers[i] as [string, string]
+      // Length first: most names are ruled out without a lowercase copy.
+      if (name.length !== 14 && name.length !== 17) continue
       const lower = name.toLowerCase()
       if (lower === 'transfer-encoding') {
         encoding = true
@@ -240,7 +242,7 @@ class Problems {
         if (!DIGITS.test(value)) this.fail(`${path}[${i}]`, `has Content-Length ${short(value)}; it must be a decimal number of bytes`)
         length = Number(value)
       }
-    })
+    }
     if (encoding && length !== undefined) {
       this.fail(path, 'have both Transfer-Encoding and Content-Length; a response carries one framing (RFC 9112 6.3), and clients disagree on which wins')
     }
@@ -264,13 +266,14 @@ class Problems {
 
   fields(v: unknown, path: string): void {
     if (!Array.isArray(v)) this.fail(path, 'must be an array of [name, value] pairs')
-    v.forEach((pair, i) => {
+    for (let i = 0; i < v.length; i++) {
+      const pair: unknown = v[i]
       if (!Array.isArray(pair) || pair.length !== 2) this.fail(`${path}[${i}]`, 'must be a [name, value] pair')
       const [name, value] = pair as [unknown, unknown]
       if (typeof name !== 'string' || !TOKEN.test(name))
         this.fail(`${path}[${i}][0]`, `is ${short(name)}; a field name is an HTTP token (letters, digits and !#$%&'*+.^_\`|~-)`)
       this.text(value, `${path}[${i}][1]`, 'a field value')
-    })
+    }
   }
 
   /** A status text or field value: HTAB, SP, visible ASCII and obs-text (RFC 9110 5.5, RFC 9112 4). */
