@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path'
 import { checkCaseIntegrity, MANIFEST_FILE } from '../cases/index.ts'
 import { type RedactionOptions, type SecretFinding, scanDocument, scanTrace } from '../engine/index.ts'
 import { openStore, readTraceFile } from '../store/index.ts'
-import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { ErrorCodes, ToolReplayError, type Trace } from '../trace/index.ts'
 
 /** A finding and the file or store it was found in. */
 export type SourcedFinding = SecretFinding & { source: string }
@@ -21,7 +21,7 @@ export interface ScanReport {
   exchanges: number
   /** Files read besides traces (a case's manifest and test). */
   documents: number
-  /** Traces that could not be read, and why (a partial recording: the store API reads complete traces). */
+  /** Recordings that could not be read, and why. */
   skipped: Array<{ trace: string; reason: string }>
   findings: SourcedFinding[]
 }
@@ -45,12 +45,21 @@ async function scanStore(dir: string, redaction: RedactionOptions): Promise<Scan
   const report = empty(dir, 'store')
   const store = await openStore(dir, { create: false })
   try {
+    const partialRead = new Set<string>()
     for (const t of await store.listTraces()) {
-      if (t.status !== 'complete') {
-        report.skipped.push({ trace: t.name, reason: 'a partial recording (its process died); the store API reads complete traces only' })
+      let trace: Trace
+      if (t.status === 'complete') trace = await store.readTrace(t.name)
+      else if (!partialRead.has(t.name)) {
+        // Recordings that never completed hold secrets too; the store API reads the newest one of a name.
+        partialRead.add(t.name)
+        trace = await store.readTrace(t.name, { partial: true })
+      } else {
+        report.skipped.push({
+          trace: t.name,
+          reason: `an older ${t.status} recording (${t.id}): the store API reads only the newest unfinished recording of a name`,
+        })
         continue
       }
-      const trace = await store.readTrace(t.name)
       count(report, trace.exchanges.length)
       report.findings.push(...scanTrace(trace, { redaction }).map((f) => ({ ...f, source: dir })))
     }

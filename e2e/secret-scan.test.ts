@@ -23,6 +23,7 @@ import { Agent } from 'undici'
 import { EXIT_CODES, runCli } from '../cli/index.ts'
 import { scanTrace } from '../engine/index.ts'
 import { install } from '../interceptor/index.ts'
+import { jsonExchange } from '../store/fixtures/exchanges.ts'
 import { openStore, writeTraceFile } from '../store/index.ts'
 import { bodyBytes, ErrorCodes, type Exchange } from '../trace/index.ts'
 import { filesUnder } from './support/files-under.ts'
@@ -218,4 +219,21 @@ test('a planted secret: grep over the store misses it (gzip inside LevelDB), sca
   const inCase = capture()
   assert.equal(await runCli(['scan', join(caseRoot, 'leak-case'), '--json'], inCase.io), 75)
   expectFindings(inCase.out.join(''), 'leak-case')
+})
+
+test('a recording that never completed is scanned too (the newest of its name)', async () => {
+  const storeDir = join(work, 'unfinished-store')
+  const store = await openStore(storeDir)
+  const rec = await store.beginTrace({ name: 'unfinished', format: 1 })
+  const { exchange, bodies } = jsonExchange(0, 1, KEY)
+  await rec.append(exchange, bodies)
+  // Never closed: listed as recording (this process is alive) or partial (after it dies).
+  const out = capture()
+  assert.equal(await runCli(['scan', storeDir, '--json'], out.io), 75)
+  const findings = JSON.parse(out.out.join('')).error.details.findings as Array<{ trace: string; where: string; kind: string }>
+  assert.deepEqual(
+    findings.map((f) => `${f.trace} ${f.where} ${f.kind}`),
+    ['unfinished body $.tag openai-key'],
+  )
+  await store.close()
 })
