@@ -10,11 +10,11 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { runCli } from 'tool-replay/cli'
+import { EXIT_CODES, runCli } from 'tool-replay/cli'
 import { scanTrace } from 'tool-replay/engine'
 import { install } from 'tool-replay/interceptor'
 import { openStore, writeTraceFile } from 'tool-replay/store'
-import type { Trace } from 'tool-replay/trace'
+import { ErrorCodes, type Trace } from 'tool-replay/trace'
 import { filesUnder } from './support/files-under.ts'
 
 const SECRET = 'sk-planted-7f3c9a1e5b2d4c6e8a0f'
@@ -79,7 +79,7 @@ test('Authorization, x-api-key, cookie and set-cookie secrets are not stored any
   await writeTraceFile(exported, stored)
   for await (const file of filesUnder(join(dir, 'exported'))) assert.equal((await readFile(file)).includes(SECRET), false, file)
   const out: string[] = []
-  assert.equal(await runCli(['scan', exported, '--json'], { out: (t) => out.push(t), err: () => {} }), 75)
+  assert.equal(await runCli(['scan', exported, '--json'], { out: (t) => out.push(t), err: () => {} }), EXIT_CODES[ErrorCodes.SECRET_FOUND])
   const reported = JSON.parse(out.join('')).error.details.findings as Array<{ seq: number; side: string; where: string; kind: string }>
   assert.deepEqual(
     reported.map((f) => `#${f.seq} ${f.side} ${f.where}: ${f.kind}`),

@@ -8,10 +8,10 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { ProxyAgent, request } from 'undici'
-import { runCli } from '../cli/index.ts'
+import { EXIT_CODES, runCli } from '../cli/index.ts'
 import { scanTrace } from '../engine/index.ts'
 import { openStore, writeTraceFile } from '../store/index.ts'
-import type { Trace } from '../trace/index.ts'
+import { ErrorCodes, type Trace } from '../trace/index.ts'
 import { filesUnder } from './support/files-under.ts'
 import { startTestProxy, tempDir } from './support/proxy-harness.ts'
 import { createTestPki, startUpstream } from './support/proxy-upstream.ts'
@@ -56,7 +56,7 @@ test('proxy recording: Authorization, x-api-key, cookie and api_key query secret
   await writeTraceFile(join(dir, 'export', 'secrets.trace.json'), stored as Trace)
   await store.close()
   const out: string[] = []
-  assert.equal(await runCli(['scan', storeDir, '--json'], { out: (t) => out.push(t), err: () => {} }), 75)
+  assert.equal(await runCli(['scan', storeDir, '--json'], { out: (t) => out.push(t), err: () => {} }), EXIT_CODES[ErrorCodes.SECRET_FOUND])
   assert.deepEqual(
     (JSON.parse(out.join('')).error.details.findings as Array<{ seq: number; side: string; where: string; kind: string }>).map(
       (f) => `#${f.seq} ${f.side} ${f.where}: ${f.kind}`,

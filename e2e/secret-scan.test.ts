@@ -7,7 +7,7 @@
  *   different key, compressed again (identity is computed on the decoded, redacted body).
  * - Recorded without body-path redaction, the secret is in the store, compressed twice (gzip inside a
  *   LevelDB block): a byte search of the store directory misses it, `tr-proxy scan` finds it in the store,
- *   in an exported file and in an emitted case, and exits 75 naming the trace, exchange and JSON path.
+ *   in an exported file and in an emitted case, and exits 77 (TR_SECRET_FOUND) naming the trace, exchange and JSON path.
  */
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
@@ -154,7 +154,7 @@ test('proxy: --redact-body-path (and the same settings through --config) keep bo
   assert.equal(rep.stdout, '200 token=[REDACTED]')
 })
 
-test('a planted secret: grep over the store misses it (gzip inside LevelDB), scan finds it in the store, an export and a case, exit 75', async () => {
+test('a planted secret: grep over the store misses it (gzip inside LevelDB), scan finds it in the store, an export and a case, exit 77', async () => {
   const storeDir = join(work, 'planted-store')
   const store = await openStore(storeDir)
   const upstream = new Agent({ connect: { ca: pki.caPem } })
@@ -186,14 +186,14 @@ test('a planted secret: grep over the store misses it (gzip inside LevelDB), sca
   assert.equal(await runCli(['scan', storeDir, '--json'], inStore.io), EXIT_CODES[ErrorCodes.SECRET_FOUND])
   expectFindings(inStore.out.join(''))
   const text = capture()
-  assert.equal(await runCli(['scan', '--store', storeDir], text.io), 75)
+  assert.equal(await runCli(['scan', '--store', storeDir], text.io), EXIT_CODES[ErrorCodes.SECRET_FOUND])
   assert.match(text.out.join('\n'), /: trace "leak" #0 request body \$\.api_key: openai-key sk-gzi…2c \(40 chars\)/)
   assert.match(text.err.join('\n'), /error TR_SECRET_FOUND: Found 2 values that look like credentials in /)
 
   const exported = join(work, 'planted-export', 'leak.trace.json')
   assert.equal(await runCli(['export', 'leak', '--out', exported, '--store', storeDir], capture().io), 0)
   const inFile = capture()
-  assert.equal(await runCli(['scan', exported, '--json'], inFile.io), 75)
+  assert.equal(await runCli(['scan', exported, '--json'], inFile.io), EXIT_CODES[ErrorCodes.SECRET_FOUND])
   expectFindings(inFile.out.join(''))
 
   const caseRoot = join(work, 'cases')
@@ -217,7 +217,7 @@ test('a planted secret: grep over the store misses it (gzip inside LevelDB), sca
   ]
   assert.equal(await runCli(args, emit.io), 0, emit.err.join('\n'))
   const inCase = capture()
-  assert.equal(await runCli(['scan', join(caseRoot, 'leak-case'), '--json'], inCase.io), 75)
+  assert.equal(await runCli(['scan', join(caseRoot, 'leak-case'), '--json'], inCase.io), EXIT_CODES[ErrorCodes.SECRET_FOUND])
   expectFindings(inCase.out.join(''), 'leak-case')
 })
 
@@ -229,7 +229,7 @@ test('a recording that never completed is scanned too (the newest of its name)',
   await rec.append(exchange, bodies)
   // Never closed: listed as recording (this process is alive) or partial (after it dies).
   const out = capture()
-  assert.equal(await runCli(['scan', storeDir, '--json'], out.io), 75)
+  assert.equal(await runCli(['scan', storeDir, '--json'], out.io), EXIT_CODES[ErrorCodes.SECRET_FOUND])
   const findings = JSON.parse(out.out.join('')).error.details.findings as Array<{ trace: string; where: string; kind: string }>
   assert.deepEqual(
     findings.map((f) => `${f.trace} ${f.where} ${f.kind}`),
