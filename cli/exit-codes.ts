@@ -40,6 +40,7 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.COMMAND_FAILED]: 74,
   [ErrorCodes.CONTRACT_VIOLATED]: 75,
   [ErrorCodes.FAULT_NOT_FIRED]: 76,
+  [ErrorCodes.SECRET_FOUND]: 77,
 }
 
 export const EXIT_OK = 0

@@ -1,6 +1,7 @@
 /**
  * Secrets never reach the disk: record requests carrying a planted secret in every credential header
- * into a LevelDB store, then read every byte the store directory holds.
+ * into a LevelDB store, then search it decoded with the scanner `tr-proxy scan` uses (LevelDB may compress
+ * blocks, so a byte search alone can miss what is there) and, as well, every byte the store directory holds.
  */
 import assert from 'node:assert/strict'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
@@ -9,14 +10,21 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
+import { EXIT_CODES, runCli } from 'tool-replay/cli'
+import { scanTrace } from 'tool-replay/engine'
 import { install } from 'tool-replay/interceptor'
 import { openStore, writeTraceFile } from 'tool-replay/store'
-import type { Trace } from 'tool-replay/trace'
+import { ErrorCodes, type Trace } from 'tool-replay/trace'
 import { filesUnder } from './support/files-under.ts'
 
 const SECRET = 'sk-planted-7f3c9a1e5b2d4c6e8a0f'
-/** Sent in a request body, which is not redacted by default: proves the byte search can see stored data. */
-const CONTROL = 'control-marker-93b1d7e0a2c4f6'
+/**
+ * Sent in a request body, which is not redacted by default, and shaped like an AWS access key: proves the
+ * byte search and the scanner both see stored data (the scanner must report it, and nothing else).
+ */
+const CONTROL = 'AKIACONTROL7MARKER93'
+/** The one finding a clean store has: the control. */
+const ONLY_CONTROL = ['#2 request body at offset 0: aws-access-key']
 
 test('Authorization, x-api-key, cookie and set-cookie secrets are not stored anywhere in the store directory', async (t) => {
   const server = http.createServer((req, res) => {
@@ -61,16 +69,22 @@ test('Authorization, x-api-key, cookie and set-cookie secrets are not stored any
   assert.ok(controlHits > 0, 'the search finds an unredacted value, so it would find the secret too')
   assert.deepEqual(hits, [], 'no file in the store contains the secret')
 
-  // LevelDB may compress blocks, so a raw byte search alone could miss a repeated value: also read the
-  // decoded trace, and export it to a file and search that.
+  // LevelDB may compress blocks, so a raw byte search alone could miss a repeated value: search the decoded
+  // trace (headers, URL, bodies decompressed, JSON walked) with the scanner, and an export with `tr-proxy scan`.
   store = await openStore(storeDir)
-  const decoded = (trace: Trace) => JSON.stringify(trace.exchanges) + [...trace.bodies.values()].map((b) => Buffer.from(b).toString('latin1')).join('')
+  const findings = (trace: Trace) => scanTrace(trace).map((f) => `#${f.seq} ${f.side} ${f.where}: ${f.kind}`)
   const stored = await store.readTrace('secrets')
-  assert.ok(decoded(stored).includes(CONTROL), 'the decoded search sees stored data')
-  assert.equal(decoded(stored).includes(SECRET), false, 'the decoded trace holds no secret')
+  assert.deepEqual(findings(stored), ONLY_CONTROL, 'the decoded trace holds no secret; the scanner sees stored data')
   const exported = join(dir, 'exported', 'secrets.trace.json')
   await writeTraceFile(exported, stored)
   for await (const file of filesUnder(join(dir, 'exported'))) assert.equal((await readFile(file)).includes(SECRET), false, file)
+  const out: string[] = []
+  assert.equal(await runCli(['scan', exported, '--json'], { out: (t) => out.push(t), err: () => {} }), EXIT_CODES[ErrorCodes.SECRET_FOUND])
+  const reported = JSON.parse(out.join('')).error.details.findings as Array<{ seq: number; side: string; where: string; kind: string }>
+  assert.deepEqual(
+    reported.map((f) => `#${f.seq} ${f.side} ${f.where}: ${f.kind}`),
+    ONLY_CONTROL,
+  )
 
   // The redacted recording still replays, and what the app did during replay (recordAs) holds no secret either.
   const rep = await install({ mode: 'replay', trace: 'secrets', store, recordAs: 'secrets-observed' })
@@ -81,6 +95,6 @@ test('Authorization, x-api-key, cookie and set-cookie secrets are not stored any
   await (await fetch(url, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: CONTROL })).text()
   rep.assertDone()
   await rep.close()
-  assert.equal(decoded(await store.readTrace('secrets-observed')).includes(SECRET), false, 'the record-as trace holds no secret')
+  assert.deepEqual(findings(await store.readTrace('secrets-observed')), ONLY_CONTROL, 'the record-as trace holds no secret')
   await store.close()
 })

@@ -1,19 +1,25 @@
 /**
  * Secrets never reach the disk on the proxy path either: a client sends credentials through CONNECT + MITM,
- * and the store directory, the decoded trace and an exported file hold no secret.
+ * and the store directory, the decoded trace (searched with the scanner `tr-proxy scan` uses) and an exported
+ * file hold no secret.
  */
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { ProxyAgent, request } from 'undici'
+import { EXIT_CODES, runCli } from '../cli/index.ts'
+import { scanTrace } from '../engine/index.ts'
 import { openStore, writeTraceFile } from '../store/index.ts'
-import type { Trace } from '../trace/index.ts'
+import { ErrorCodes, type Trace } from '../trace/index.ts'
 import { filesUnder } from './support/files-under.ts'
 import { startTestProxy, tempDir } from './support/proxy-harness.ts'
 import { createTestPki, startUpstream } from './support/proxy-upstream.ts'
 
 const SECRET = 'sk-proxy-planted-51c0e9d2a7b3'
+/** An AWS-shaped value in a header nothing redacts: the scanner must find it (and only it), so it can see the trace. */
+const CONTROL = 'AKIACONTROL7MARKER42'
+const ONLY_CONTROL = ['#0 request header x-control: aws-access-key']
 
 test('proxy recording: Authorization, x-api-key, cookie and api_key query secrets are not stored', async (t) => {
   const pki = await createTestPki(['api.test'])
@@ -33,7 +39,7 @@ test('proxy recording: Authorization, x-api-key, cookie and api_key query secret
   const agent = new ProxyAgent({ uri: proxy.url, requestTls: { ca: proxy.ca.certPem } })
   const res = await request(`https://api.test/hello?api_key=${SECRET}`, {
     dispatcher: agent,
-    headers: { authorization: `Bearer ${SECRET}`, 'x-api-key': SECRET, cookie: `sid=${SECRET}` },
+    headers: { authorization: `Bearer ${SECRET}`, 'x-api-key': SECRET, cookie: `sid=${SECRET}`, 'x-control': CONTROL },
   })
   await res.body.text()
   assert.equal(res.statusCode, 200)
@@ -42,11 +48,22 @@ test('proxy recording: Authorization, x-api-key, cookie and api_key query secret
   assert.equal(summary.recorded, 1)
 
   const stored = await store.readTrace('secrets')
-  const decoded = JSON.stringify(stored.exchanges) + [...stored.bodies.values()].map((b) => Buffer.from(b).toString('latin1')).join('')
-  assert.ok(decoded.includes('api.test/hello'), 'the decoded search sees the stored exchange')
-  assert.equal(decoded.includes(SECRET), false, 'the decoded trace holds no secret')
+  assert.deepEqual(
+    scanTrace(stored).map((f) => `#${f.seq} ${f.side} ${f.where}: ${f.kind}`),
+    ONLY_CONTROL,
+    'the decoded trace holds no secret',
+  )
   await writeTraceFile(join(dir, 'export', 'secrets.trace.json'), stored as Trace)
   await store.close()
+  const out: string[] = []
+  assert.equal(await runCli(['scan', storeDir, '--json'], { out: (t) => out.push(t), err: () => {} }), EXIT_CODES[ErrorCodes.SECRET_FOUND])
+  assert.deepEqual(
+    (JSON.parse(out.join('')).error.details.findings as Array<{ seq: number; side: string; where: string; kind: string }>).map(
+      (f) => `#${f.seq} ${f.side} ${f.where}: ${f.kind}`,
+    ),
+    ONLY_CONTROL,
+    'tr-proxy scan reads the LevelDB values through the store API: the same single finding',
+  )
   let files = 0
   for (const root of [storeDir, join(dir, 'export')]) {
     for await (const file of filesUnder(root)) {

@@ -11,7 +11,6 @@ import {
   type BodyChunk,
   type BodyRef,
   bodyFromChunks,
-  decodeContentEncoding,
   ErrorCodes,
   type ErrorPhase,
   type Exchange,
@@ -22,6 +21,7 @@ import {
   type ResponseHead,
   ToolReplayError,
 } from '../trace/index.ts'
+import { redactBody } from './body-redaction.ts'
 import type { Redactor } from './redaction.ts'
 import type { CapturedRequest } from './session.ts'
 
@@ -225,9 +225,11 @@ class ResponseBody {
     }
     const { ref, bytes } = (this.#memory as BodyAccumulator).finish()
     if (this.#whole) {
-      const r = redactResponseBody(this.#ctx.redactor, bytes, redacted)
+      const r = redactBody(this.#ctx.redactor, bytes, redacted, this.#ctx.maxBodyBytes)
+      // Decoding it would pass the limit (a compression bomb, say): never stored unredacted.
+      if (r === 'too-large') return { kind: 'unredactable' }
       // A redacted body no longer has its wire chunking (or encoding); it replays as one chunk.
-      if (r) return { kind: 'stored', ...bodyFromChunks([{ bytes: r.bytes, atMs: this.#lastAtMs }]), headers: r.headers }
+      if (r !== 'unchanged') return { kind: 'stored', ...bodyFromChunks([{ bytes: r.bytes, atMs: this.#lastAtMs }]), headers: r.headers }
     }
     return { kind: 'stored', ref, bytes, headers: redacted }
   }
@@ -237,29 +239,4 @@ class ResponseBody {
 function mayBeJson(headers: HeaderPairs): boolean {
   const type = headerValue(headers, 'content-type')
   return type === undefined || /json/i.test(type)
-}
-
-/**
- * Applies JSON-path redaction to a response body, decoding it first when it is compressed (token endpoints
- * usually gzip). Returns undefined when nothing changed, else the new bytes and headers with framing fixed:
- * Content-Length matches, and a decoded body loses its Content-Encoding.
- */
-export function redactResponseBody(redactor: Redactor, bytes: Uint8Array, headers: HeaderPairs): { bytes: Uint8Array; headers: HeaderPairs } | undefined {
-  const encoding = headerValue(headers, 'content-encoding')
-  const encoded = encoding !== undefined && encoding.trim().toLowerCase() !== 'identity'
-  let plain = bytes
-  if (encoded) {
-    try {
-      plain = decodeContentEncoding(bytes, encoding)
-    } catch {
-      return undefined // not decodable: not JSON we could redact either
-    }
-  }
-  const plainHeaders = encoded ? headers.filter(([k]) => k.toLowerCase() !== 'content-encoding') : headers
-  const redacted = redactor.body(plain, plainHeaders)
-  if (redacted === plain) return undefined
-  return {
-    bytes: redacted,
-    headers: plainHeaders.map(([k, v]) => (k.toLowerCase() === 'content-length' ? [k, String(redacted.byteLength)] : [k, v])),
-  }
 }

@@ -18,8 +18,10 @@ import {
   TRACE_FORMAT_VERSION,
   type Trace,
 } from '../trace/index.ts'
+import { redactRequestBody } from './body-redaction.ts'
 import { createExchangeRecorder, type ExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
 import { entryFromError, formatSummary, type LedgerEntry, RetryFolding, type SessionSummary } from './ledger.ts'
+import { assertPlayable } from './playable.ts'
 import { type RedactionOptions, Redactor } from './redaction.ts'
 import { MemoryReplayIndex, type ReplayIndex, StoreReplayIndex, type Take, type UnusedRecording } from './replay-index.ts'
 import { DEFAULT_MAX_BODY_BYTES } from './transport-rules.ts'
@@ -285,11 +287,13 @@ export class Session {
   #redactRequest(c: CapturedRequest): CapturedRequest {
     const headers = this.#redactor.headers(c.headers)
     const url = this.#redactor.url(c.url)
-    const body = c.body && this.#redactor.hasBodyPaths ? this.#redactor.body(c.body, c.headers) : c.body
-    return { method: c.method.toUpperCase(), url, headers, body }
+    // Compressed JSON bodies are decoded to redact them (engine/body-redaction.ts), on record and replay alike.
+    const redacted = c.body ? redactRequestBody(this.#redactor, c, headers, this.#maxBodyBytes) : undefined
+    return { method: c.method.toUpperCase(), url, headers: redacted?.headers ?? headers, body: redacted?.bytes ?? c.body }
   }
 
   #playback(exchange: Exchange): Playback {
+    assertPlayable(exchange, this.trace, (this.#source as ReplaySource).bodies)
     const { outcome } = exchange
     if (outcome.kind === 'response') {
       const r = outcome.response

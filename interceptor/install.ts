@@ -4,7 +4,9 @@
  */
 import type { Dispatcher } from 'undici'
 import {
+  loadConfig,
   type Mode,
+  mergeRedaction,
   openSession,
   type PaceOption,
   parseMaxBodyBytes,
@@ -34,7 +36,13 @@ export interface InstallOptions {
   /** Largest request body buffered for matching, in bytes (default 64 MiB, the proxy's --max-body-bytes). */
   maxBodyBytes?: number
   identity?: IdentityOptions
+  /** Extra redaction, merged (as a union) with the settings file's and the defaults. */
   redaction?: RedactionOptions
+  /**
+   * The settings file whose `redaction` also applies (the same file `tr-proxy` reads): a path, or false to
+   * read none. Default: $TOOL_REPLAY_CONFIG, else `.tool-replay/config.json` in the working directory if present.
+   */
+  config?: string | false
   /**
    * Replay timing: 'chunks' (default: each recorded chunk reaches the app as its own read, no waiting),
    * 'recorded' (the recorded timing), a speed factor (0.1 = ten times faster than recorded) or 'none'.
@@ -79,6 +87,8 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
   // Checked before anything opens: a typo must not leave a store open or a trace half-recorded.
   parsePace(options.pace)
   parseMaxBodyBytes(options.maxBodyBytes)
+  const fromFile = options.config === false ? undefined : (await loadConfig(options.config === undefined ? {} : { file: options.config })).config.redaction
+  const redaction = mergeRedaction(fromFile, options.redaction)
   const ownStore = options.store === undefined
   const store = options.store ?? (await openStore(process.env.TOOL_REPLAY_STORE || undefined))
   let session: Session
@@ -91,7 +101,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
       ...(options.tail ? { tail: options.tail } : {}),
       labels: { recordedWith: 'interceptor', ...options.labels },
       ...(options.identity ? { identity: options.identity } : {}),
-      ...(options.redaction ? { redaction: options.redaction } : {}),
+      redaction,
       ...(options.preload ? { preload: options.preload } : {}),
       ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
     })

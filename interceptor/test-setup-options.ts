@@ -56,7 +56,9 @@ export async function startTestSetup(options: TestSetupOptions = {}): Promise<Te
   let interceptor: InterceptorSession
   try {
     const { storeDir: _dir, store: _store, testFile: _file, env: _env, ...rest } = options
-    interceptor = await install({ ...rest, mode, trace, store })
+    // The same redaction settings file as `tr-proxy` and install(): TOOL_REPLAY_CONFIG or .tool-replay/config.json.
+    const config = options.config ?? ((options.env ?? process.env).TOOL_REPLAY_CONFIG || undefined)
+    interceptor = await install({ ...rest, mode, trace, store, ...(config !== undefined ? { config } : {}) })
   } catch (err) {
     if (ownsStore) await store.close()
     throw err

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { bodyFromBytes, bodyFromChunks, ErrorCodes, type Exchange, isToolReplayError, type Trace } from '../trace/index.ts'
+import { bodyFromBytes, bodyFromChunks, ErrorCodes, type Exchange, isToolReplayError, sha256, type Trace } from '../trace/index.ts'
 import { faultedExchange, jsonTrace } from './fixtures/exchanges.ts'
-import { exportTrace, parseTraceFile, readTraceFile, traceDigest, writeTraceFile } from './trace-file.ts'
+import { exportTrace, parseTraceFile, readTraceFile, TRACE_FILE_VERSIONS, traceDigest, writeTraceFile } from './trace-file.ts'
 
 const root = await mkdtemp(join(tmpdir(), 'tr-file-'))
 after(() => rm(root, { recursive: true, force: true }))
@@ -207,7 +207,7 @@ describe('trace files', () => {
       )
     }
     bad((f) => (f.format = 'other'), 'format')
-    bad((f) => (f.version = 2), 'version')
+    bad((f) => (f.version = 3), 'version')
     bad((f) => (f.extra = 1), 'extra', 'not a known field')
     bad((f) => delete f.exchanges[1].timing, 'exchanges[1].timing', 'missing')
     bad((f) => (f.exchanges[0].request.headers = [['a']]), 'exchanges[0].request.headers[0]')
@@ -277,5 +277,180 @@ describe('trace files', () => {
     await assert.rejects(readTraceFile(file), expectCode(ErrorCodes.TRACE_FILE_INVALID, file))
     await writeFile(join(root, 'garbage.trace.json'), 'not json')
     await assert.rejects(readTraceFile(join(root, 'garbage.trace.json')), expectCode(ErrorCodes.TRACE_FILE_INVALID, 'garbage.trace.json'))
+  })
+})
+
+/** A trace whose exchanges all got the same response body (polling, retries): `count` GETs of `body`. */
+function repeatedTrace(count: number, body: Uint8Array, type = 'application/json'): Trace {
+  const bodies = new Map<string, Uint8Array>()
+  const exchanges: Exchange[] = []
+  for (let seq = 0; seq < count; seq++) {
+    // Same bytes, different chunking and timing each time: a ref keeps each occurrence's own chunks.
+    const cut = 1 + (seq % 7)
+    const b = bodyFromChunks([
+      { bytes: body.subarray(0, cut), atMs: seq },
+      { bytes: body.subarray(cut), atMs: seq + 2 },
+    ])
+    bodies.set(b.ref.digest, b.bytes)
+    exchanges.push({
+      seq,
+      request: { method: 'GET', url: `https://api.test/poll?n=${seq}`, headers: [['accept', type]], body: null },
+      outcome: {
+        kind: 'response',
+        response: {
+          status: 200,
+          statusText: 'OK',
+          headers: [
+            ['content-type', type],
+            ['content-length', String(body.byteLength)],
+          ],
+          trailers: [],
+          body: b.ref,
+        },
+      },
+      timing: { startMs: seq * 3, headersMs: 1 },
+    })
+  }
+  return { meta: { name: 'polls', format: 1 }, exchanges, bodies }
+}
+
+describe('trace files: each body written once', () => {
+  test('a repeated body is written once; later occurrences refer to it by sha256 and keep their own chunks', () => {
+    const json = enc.encode(JSON.stringify({ answer: 'the same every time', pad: 'x'.repeat(500) }))
+    const trace = repeatedTrace(3, json)
+    // The request of exchange 1 carries the same bytes as the responses: first occurrence in document order wins.
+    trace.exchanges[1]!.request = {
+      method: 'POST',
+      url: 'https://api.test/echo',
+      headers: [['content-type', 'application/json']],
+      body: bodyFromBytes(json).ref,
+    }
+    const { text } = exportTrace(trace)
+    const file = JSON.parse(text)
+    assert.equal(file.version, 2, 'a file with refs says version 2')
+    const digest = sha256(json)
+    assert.equal(file.exchanges[0].outcome.response.body.text, new TextDecoder().decode(json), 'the first occurrence holds the bytes')
+    assert.deepEqual(file.exchanges[1].request.body, { digest, size: json.byteLength, chunks: [{ size: json.byteLength, atMs: 0 }], ref: `sha256:${digest}` })
+    assert.deepEqual(file.exchanges[2].outcome.response.body, {
+      digest,
+      size: json.byteLength,
+      chunks: [
+        { size: 3, atMs: 2 },
+        { size: json.byteLength - 3, atMs: 4 },
+      ],
+      ref: `sha256:${digest}`,
+    })
+    assert.equal(text.split(new TextDecoder().decode(json).slice(0, 40).replaceAll('"', '\\"')).length - 1, 1, 'the bytes appear once in the file')
+    const back = parseTraceFile(text)
+    assert.deepEqual(back.exchanges, trace.exchanges)
+    assert.deepEqual(back.bodies.get(digest), json)
+    assert.equal(exportTrace(back).text, text, 're-export is byte-identical')
+    assert.equal(exportTrace(back).digest, traceDigest(trace), 'the digest does not depend on the file form')
+  })
+
+  test('repeated event streams and blobs become refs too; a file without repeats stays version 1', () => {
+    const sse = enc.encode('data: {"delta":"a"}\n\ndata: [DONE]\n\n')
+    const big = new Uint8Array(70 * 1024).map((_, i) => (i * 13) % 251)
+    for (const [bytes, type, form] of [
+      [sse, 'text/event-stream', 'events'],
+      [big, 'application/octet-stream', 'blob'],
+    ] as const) {
+      const { text, blobs } = exportTrace(repeatedTrace(2, bytes, type))
+      const file = JSON.parse(text)
+      assert.ok(form in file.exchanges[0].outcome.response.body, form)
+      assert.equal(file.exchanges[1].outcome.response.body.ref, `sha256:${sha256(bytes)}`)
+      assert.deepEqual(parseTraceFile(text, blobs).bodies.get(sha256(bytes)), bytes)
+    }
+    assert.equal(JSON.parse(exportTrace(repeatedTrace(1, sse)).text).version, 1)
+    assert.ok(TRACE_FILE_VERSIONS.includes(1) && TRACE_FILE_VERSIONS.includes(2))
+  })
+
+  test('a ref must follow the body it names, in a version 2 file, with the same size', () => {
+    const json = enc.encode('{"same":true}')
+    const { text } = exportTrace(repeatedTrace(2, json))
+    const file = JSON.parse(text)
+    const bad = (mutate: (f: typeof file) => void, ...fragments: string[]) => {
+      const copy = structuredClone(file)
+      mutate(copy)
+      assert.throws(
+        () => parseTraceFile(JSON.stringify(copy), new Map(), { file: 'r.json' }),
+        expectCode(ErrorCodes.TRACE_FILE_INVALID, 'r.json', ...fragments),
+      )
+    }
+    bad((f) => (f.version = 1), 'exchanges[1].outcome.response.body.ref', 'version 2 form')
+    bad((f) => (f.exchanges = [f.exchanges[1], f.exchanges[0]]), 'exchanges[0].outcome.response.body.ref', 'no earlier body in this file holds')
+    bad((f) => (f.exchanges[1].outcome.response.body.ref = `sha256:${'0'.repeat(64)}`), 'exchanges[1].outcome.response.body.ref', 'must be "sha256:')
+    bad((f) => {
+      const b = f.exchanges[1].outcome.response.body
+      b.size += 1
+      b.chunks[1].size += 1
+    }, 'exchanges[1].outcome.response.body.size')
+  })
+
+  test('a file written by main before refs existed still imports; re-exported it shrinks and keeps its digest', async () => {
+    const old = new URL('./fixtures/written-by-main-290b2f5.trace.json', import.meta.url)
+    const oldText = await readFile(old, 'utf8')
+    assert.equal(JSON.parse(oldText).version, 1)
+    const trace = await readTraceFile(old.pathname)
+    assert.equal(trace.exchanges.length, 9)
+    const again = exportTrace(trace)
+    assert.equal(again.digest, JSON.parse(oldText).digest, 'same trace digest: lineage and case manifests stay valid')
+    assert.equal(JSON.parse(again.text).version, 2)
+    const digests = [...oldText.matchAll(/"digest": "([0-9a-f]{64})",\s*"size"/g)].map((m) => m[1])
+    const refs = [...again.text.matchAll(/"ref": "sha256:[0-9a-f]{64}"/g)].length
+    assert.equal(refs, digests.length - new Set(digests).size, 'every repeated body became a ref')
+    assert.ok(refs >= 6, `${refs} refs`)
+    assert.ok(again.text.length < oldText.length * 0.6, `${again.text.length} bytes re-exported vs ${oldText.length} written by main`)
+    const back = parseTraceFile(again.text)
+    assert.deepEqual(back.exchanges, trace.exchanges)
+    assert.deepEqual(back.bodies, trace.bodies)
+    assert.equal(exportTrace(back).text, again.text)
+  })
+
+  test('2000 replays of one 256 KB body are one copy of it, not 500 MB of JSON', () => {
+    const body = enc.encode(JSON.stringify({ data: 'y'.repeat(256 * 1024 - 11) }))
+    assert.equal(body.byteLength, 256 * 1024)
+    const trace = repeatedTrace(2000, body)
+    const { text } = exportTrace(trace)
+    // One inline copy plus under 1 KB of request, head, timing and ref per exchange (512 MB before refs).
+    assert.ok(text.length < 256 * 1024 + 2000 * 1024, `${(text.length / 1e6).toFixed(2)} MB`)
+    assert.equal(text.split('y'.repeat(1000)).length - 1, 262, 'the body text is in the file once')
+    const back = parseTraceFile(text)
+    assert.equal(back.exchanges.length, 2000)
+    assert.equal(back.bodies.size, 1)
+    assert.equal(traceDigest(back), traceDigest(trace))
+  })
+})
+
+describe('trace files: import checks every exchange (trace/validate.ts)', () => {
+  /** A file edited the way anyone can: change a field, recompute the body hashes and the digest. */
+  const edited = (edit: (t: Trace) => void) => {
+    const trace = jsonTrace('edited', 2)
+    edit(trace)
+    return exportTrace(trace).text
+  }
+  const response = (t: Trace, seq = 0) => (t.exchanges[seq]!.outcome as Extract<Exchange['outcome'], { kind: 'response' }>).response
+
+  test('a status text with a line break is refused, naming the field (it used to pass import and kill the proxy)', () => {
+    const text = edited((t) => (response(t).statusText = 'OK\r\nX-Injected: 1'))
+    assert.throws(
+      () => parseTraceFile(text, new Map(), { file: 'crlf.json' }),
+      expectCode(ErrorCodes.TRACE_FILE_INVALID, 'crlf.json', 'exchanges[0].outcome.response.statusText contains CR (a line break)'),
+    )
+  })
+
+  test('a 1xx status, a lying Content-Length and a header with CR/LF are refused', () => {
+    assert.throws(
+      () => parseTraceFile(edited((t) => (response(t).status = 100))),
+      expectCode(ErrorCodes.TRACE_FILE_INVALID, 'exchanges[0].outcome.response.status', '1xx'),
+    )
+    assert.throws(
+      () => parseTraceFile(edited((t) => response(t, 1).headers.push(['content-length', '999']))),
+      expectCode(ErrorCodes.TRACE_FILE_INVALID, 'exchanges[1].outcome.response.headers', 'Content-Length 999'),
+    )
+    assert.throws(
+      () => parseTraceFile(edited((t) => t.exchanges[1]!.request.headers.push(['x-a', 'b\nc']))),
+      expectCode(ErrorCodes.TRACE_FILE_INVALID, 'exchanges[1].request.headers[1][1]', 'LF'),
+    )
   })
 })

@@ -8,7 +8,12 @@
  *   "events"  an event stream (text/event-stream) as its chunks, [{ atMs, text }], so timing is visible
  *   "base64"  other bodies up to `inlineLimit` bytes
  *   "blob"    bigger ones, as `blobs/<sha256>` next to the file (content-addressed, shared by traces)
+ *   "ref"     "sha256:<digest>": the same bytes as an earlier body of this file with that digest. A body
+ *             is written out once per file; every later occurrence (a retried request, 2000 polls that got
+ *             the same answer) keeps only its digest, size and chunk timing. Files with a ref say
+ *             `"version": 2`, so an older Tool Replay refuses them by version instead of by field.
  * Each body keeps its sha256 and the file keeps `digest` (traceDigest), so an edit anywhere is detected.
+ * Import also checks every exchange against trace/validate.ts (statuses, header syntax, framing).
  */
 import { randomBytes } from 'node:crypto'
 import { mkdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
@@ -19,6 +24,7 @@ import {
   ErrorCodes,
   type Exchange,
   type ExchangeFault,
+  exchangeProblem,
   FAULT_KINDS,
   FAULT_PHASES,
   type HeaderPairs,
@@ -36,6 +42,13 @@ import {
 
 /** The `format` field of every trace file. */
 export const TRACE_FILE_FORMAT = 'tool-replay-trace'
+
+/**
+ * File versions this reader accepts: 1, and 2 (1 plus `ref` bodies). A writer emits 2 only for a file that
+ * holds a ref, so a file without repeated bodies stays byte-identical to what version-1 writers produced.
+ */
+export const TRACE_FILE_VERSIONS: readonly number[] = [1, 2]
+const REF_VERSION = 2
 
 /** Binary bodies up to this many bytes are inlined as base64; bigger ones go to `blobs/`. */
 export const DEFAULT_INLINE_LIMIT = 64 * 1024
@@ -66,7 +79,10 @@ export function traceDigest(trace: Pick<Trace, 'meta' | 'exchanges'>): string {
 export function exportTrace(trace: Trace, options: TraceFileOptions = {}): ExportedTrace {
   const limit = options.inlineLimit ?? DEFAULT_INLINE_LIMIT
   const blobs = new Map<string, Uint8Array>()
+  // Digests whose bytes this file already holds, in the order a reader meets them (see fileExchange).
+  const written = new Set<string>()
   const body = (ref: BodyRef, headers: HeaderPairs, where: string): FileBody => {
+    if (written.has(ref.digest)) return refBody(ref)
     const bytes = trace.bodies.get(ref.digest)
     if (bytes === undefined) {
       throw new ToolReplayError(
@@ -74,13 +90,15 @@ export function exportTrace(trace: Trace, options: TraceFileOptions = {}): Expor
         `Cannot export trace "${trace.meta.name}": ${where} references body ${ref.digest}, which the trace does not contain. Re-record the trace.`,
       )
     }
+    written.add(ref.digest)
     return fileBody(ref, bytes, headers, limit, blobs)
   }
   const exchanges = trace.exchanges.map((x) => fileExchange(x, (ref, headers, field) => body(ref, headers, `exchanges[${x.seq}].${field}`)))
   // The digest is taken over what a reader gets back, so fields this format does not carry cannot make
   // a freshly exported file fail its own check.
   const digest = traceDigest({ meta: trace.meta, exchanges: exchanges.map((x) => modelExchange(x)) })
-  const file = { format: TRACE_FILE_FORMAT, version: TRACE_FORMAT_VERSION, digest, meta: sortKeysDeep(trace.meta), exchanges }
+  const version = exchanges.some(hasRef) ? REF_VERSION : TRACE_FORMAT_VERSION
+  const file = { format: TRACE_FILE_FORMAT, version, digest, meta: sortKeysDeep(trace.meta), exchanges }
   return { text: `${formatJson(file)}\n`, blobs, digest }
 }
 
@@ -143,7 +161,13 @@ export function parseTraceFile(text: string, blobs: ReadonlyMap<string, Uint8Arr
   }
   const top = v.object(raw, '', ['format', 'version', 'digest', 'meta', 'exchanges'])
   if (top.format !== TRACE_FILE_FORMAT) v.fail('format', `must be "${TRACE_FILE_FORMAT}"`)
-  if (top.version !== TRACE_FORMAT_VERSION) v.fail('version', `is ${JSON.stringify(top.version)}; this Tool Replay reads version ${TRACE_FORMAT_VERSION}`)
+  if (!TRACE_FILE_VERSIONS.includes(top.version as number)) {
+    v.fail(
+      'version',
+      `is ${JSON.stringify(top.version)}; this Tool Replay reads versions ${TRACE_FILE_VERSIONS.join(' and ')} (a newer Tool Replay wrote this file?)`,
+    )
+  }
+  v.refsAllowed = top.version === REF_VERSION
   const digest = v.digestString(top.digest, 'digest')
   const meta = v.meta(top.meta)
   const bodies = new Map<string, Uint8Array>()
@@ -156,6 +180,14 @@ export function parseTraceFile(text: string, blobs: ReadonlyMap<string, Uint8Arr
       { details: { file, expected: digest, actual } },
     )
   }
+  // Valid by construction: what passes here replays on both capture paths without crashing or hanging.
+  const seqs = new Set<number>()
+  exchanges.forEach((x, i) => {
+    const found = exchangeProblem(x, bodies)
+    if (found) v.fail(`exchanges[${i}].${found.path}`, found.problem)
+    if (seqs.has(x.seq)) v.fail(`exchanges[${i}].seq`, `repeats seq ${x.seq}; every exchange of a trace has its own`)
+    seqs.add(x.seq)
+  })
   return { meta, exchanges, bodies }
 }
 
@@ -169,11 +201,26 @@ type FileBody = {
   text?: string
   base64?: string
   blob?: string
+  ref?: string
+}
+
+/** A later occurrence of a body already in the file: digest, size and its own chunk timing. */
+function refBody(ref: BodyRef): FileBody {
+  return { digest: ref.digest, size: ref.size, chunks: ref.chunks.map((c) => ({ size: c.size, atMs: c.atMs })), ref: `sha256:${ref.digest}` }
+}
+
+function hasRef(x: Record<string, unknown>): boolean {
+  const o = x.outcome as { response?: { body: FileBody }; error?: { partial?: { body: FileBody } } }
+  const bodies = [(x.request as { body: FileBody | null }).body, o.response?.body, o.error?.partial?.body]
+  return bodies.some((b) => b?.ref !== undefined)
 }
 
 type FileResponse = Record<string, unknown>
 
 function fileExchange(x: Exchange, body: (ref: BodyRef, headers: HeaderPairs, field: string) => FileBody): Record<string, unknown> {
+  // Bodies are rendered in document order (request, then outcome), so a body's first occurrence in the
+  // file is the one that holds its bytes.
+  const requestBody = x.request.body ? body(x.request.body, x.request.headers, 'request.body') : null
   const response = (r: RecordedResponse, field: string): FileResponse => ({
     status: r.status,
     statusText: r.statusText,
@@ -212,7 +259,7 @@ function fileExchange(x: Exchange, body: (ref: BodyRef, headers: HeaderPairs, fi
       method: x.request.method,
       url: x.request.url,
       headers: x.request.headers.map(([k, val]) => [k, val]),
-      body: x.request.body ? body(x.request.body, x.request.headers, 'request.body') : null,
+      body: requestBody,
     },
     outcome,
     // Only faulted exchanges carry the field, so files without faults keep their bytes and digest.
@@ -302,6 +349,8 @@ const ORIGINS = new Set(['recorded', 'patched'])
 /** Strict reader of a parsed trace file; every failure names the file and the field. */
 class Validator {
   readonly #file: string
+  /** Version 2 files may hold `ref` bodies. */
+  refsAllowed = true
   constructor(file: string) {
     this.#file = file
   }
@@ -458,11 +507,12 @@ class Validator {
   }
 
   body(v: unknown, path: string, blobs: ReadonlyMap<string, Uint8Array> | undefined, bodies: Map<string, Uint8Array> | undefined): BodyRef {
-    const forms = ['text', 'events', 'base64', 'blob']
+    const forms = ['text', 'events', 'base64', 'blob', 'ref']
     const raw = v as Record<string, unknown> | null
     const form = forms.filter((f) => raw !== null && typeof raw === 'object' && f in raw)
     if (form.length !== 1) this.fail(path, `must have exactly one of ${forms.map((f) => `"${f}"`).join(', ')}`)
     const kind = form[0] as string
+    if (kind === 'ref' && !this.refsAllowed) this.fail(`${path}.ref`, `is a version ${REF_VERSION} form, but the file says version 1`)
     const o = this.object(v, path, kind === 'events' ? ['digest', 'size', 'events'] : ['digest', 'size', 'chunks', kind])
     const digest = this.digestString(o.digest, `${path}.digest`)
     const size = this.int(o.size, `${path}.size`)
@@ -490,6 +540,13 @@ class Validator {
           bytes = new Uint8Array(Buffer.from(b64, 'base64'))
           // Buffer.from skips junk silently; insisting on the canonical form keeps re-export byte-identical.
           if (Buffer.from(bytes).toString('base64') !== b64) this.fail(`${path}.base64`, 'is not canonical base64')
+        } else if (kind === 'ref') {
+          if (this.string(o.ref, `${path}.ref`) !== `sha256:${digest}`) this.fail(`${path}.ref`, `must be "sha256:${digest}"`)
+          const earlier = bodies?.get(digest)
+          if (earlier === undefined) this.fail(`${path}.ref`, `refers to body sha256:${digest}, which no earlier body in this file holds`)
+          if (earlier.byteLength !== size) this.fail(`${path}.size`, `is ${size}, but the earlier body sha256:${digest} has ${earlier.byteLength} bytes`)
+          // Already hashed where its bytes were read: a ref costs no second pass over them.
+          bytes = undefined
         } else {
           const ref = this.string(o.blob, `${path}.blob`)
           if (ref !== `blobs/${digest}`) this.fail(`${path}.blob`, `must be "blobs/${digest}"`)

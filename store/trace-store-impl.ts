@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import { ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { BodyWriter } from './body-writer.ts'
+import { assertStorableExchange, assertStorableTrace } from './storable.ts'
 import { traceNotFound } from './store-errors.ts'
 import type { BodyManifest, StoreOps, TraceInfo } from './store-ops.ts'
 import { TraceReader } from './trace-reader.ts'
@@ -72,8 +73,10 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
       return {
         id,
         name: meta.name,
-        append: (exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest> = new Map()) =>
-          live((o) => o.append(id, exchange, bodies, manifests)),
+        append: async (exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest> = new Map()) => {
+          assertStorableExchange(meta.name, exchange, bodies)
+          return live((o) => o.append(id, exchange, bodies, manifests))
+        },
         bodyWriter: () => new BodyWriter((sha, bytes) => live((o) => o.putPiece(sha, bytes))),
         close: async () => {
           if (done) return
@@ -82,7 +85,8 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
         },
       }
     },
-    putTrace: (trace: Trace, options) => {
+    putTrace: async (trace: Trace, options) => {
+      assertStorableTrace(trace)
       const id = newId()
       const createdAt = new Date().toISOString()
       return live((o) => o.putTrace(trace, id, createdAt, options?.overwrite === true))

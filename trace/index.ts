@@ -111,3 +111,13 @@ export type { SseEvent } from './sse.ts'
 export { isEventStream, parseSse, sseEventsAsJson } from './sse.ts'
 export { textTable } from './text-table.ts'
 export { assertTraceName } from './trace-name.ts'
+export type { ExchangeProblem, ValidationContext } from './validate.ts'
+export {
+  assertValidBranch,
+  assertValidExchange,
+  assertValidTrace,
+  exchangeProblem,
+  invalidExchange,
+  RECORDED_STATUS_MAX,
+  RECORDED_STATUS_MIN,
+} from './validate.ts'

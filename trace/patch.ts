@@ -32,6 +32,7 @@ import { canonicalJson, cloneJson, editJson, parseJson } from './json-codec.ts'
 import { formatJsonPath, parseJsonPath, setAtJsonPath } from './json-path.ts'
 import { applyLlmPatch, canonicalLlmAction, type LlmPatchAction, parseLlmPatchAction, validateLlmPatch } from './llm/index.ts'
 import { normalizeUrl } from './request-identity.ts'
+import { assertValidBranch } from './validate.ts'
 
 /** Which exchange a patch applies to. */
 export type PatchSelector = { kind: 'seq'; seq: number } | { kind: 'request'; method: string; url: string; occurrence?: number }
@@ -327,6 +328,7 @@ export function forkTrace(source: Trace, options: ForkOptions): Trace {
       if (ref) own.set(ref.digest, bodies.get(ref.digest) as Uint8Array)
     }
   }
+  assertValidBranch({ meta, exchanges, bodies: own }, resolved)
   return { meta, exchanges, bodies: own }
 }
 

@@ -13,6 +13,7 @@ import { lsCommand } from './ls.ts'
 import { recordCommand } from './record.ts'
 import { replayCommand } from './replay.ts'
 import { rmCommand } from './rm.ts'
+import { scanCommand } from './scan.ts'
 import { serveCommand } from './serve.ts'
 import { showCommand } from './show.ts'
 import { verifyCommand } from './verify.ts'
@@ -30,6 +31,7 @@ export const COMMANDS: CommandModule[] = [
   checkCommand,
   emitTestCommand,
   verifyCommand,
+  scanCommand,
   recordCommand,
   replayCommand,
   serveCommand,

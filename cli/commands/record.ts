@@ -7,6 +7,7 @@ import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { EXIT_CODES, TOOL_EXIT_MIN } from '../exit-codes.ts'
 import { storeDir, withStore } from '../open-store.ts'
 import type { Io } from '../output.ts'
+import { redactionFromArgs, redactionOptions } from '../redaction-flags.ts'
 import type { Args, CommandModule } from './command.ts'
 
 /** Port of a proxy started without a command (with one, a free loopback port is used). */
@@ -14,7 +15,7 @@ export const DEFAULT_PROXY_PORT = 8080
 
 /** Options every proxy-running command shares (record, replay, serve). */
 export function proxyOptions(y: Argv): Argv {
-  return y
+  return redactionOptions(y)
     .option('trace', { alias: 't', type: 'string', default: 'default', describe: 'Trace name' })
     .option('port', { alias: 'p', type: 'number', describe: `Proxy port (default: a free port with a command, else ${DEFAULT_PROXY_PORT})` })
     .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to bind; anything but loopback exposes the proxy to the network' })
@@ -107,6 +108,7 @@ export async function runProxyCommand(
   const limits = limitsFromArgs(args)
   const maxBodyBytes = args['max-body-bytes'] === undefined ? undefined : parseMaxBodyBytes(args['max-body-bytes'])
   const chunkGapMs = args['chunk-gap-ms'] === undefined ? undefined : nonNegative(args['chunk-gap-ms'], 'chunk-gap-ms')
+  session = { ...session, redaction: await redactionFromArgs(args) }
   return withStore({ store: args.store }, async (store) => {
     const result = await runProxySession({
       store,

@@ -7,13 +7,11 @@ export const rmCommand: CommandModule = {
   command: 'rm <traces..>',
   describe: 'Delete traces from the store by name (bodies other traces share are kept)',
   builder: (y) =>
-    y
-      .positional('traces', { type: 'string', array: true, describe: 'Trace names' })
-      .option('partial', {
-        type: 'boolean',
-        default: false,
-        describe: 'Delete the recordings of those names that never completed (never one still recording)',
-      }),
+    y.positional('traces', { type: 'string', array: true, describe: 'Trace names' }).option('partial', {
+      type: 'boolean',
+      default: false,
+      describe: 'Delete the recordings of those names that never completed (never one still recording)',
+    }),
   run: async (args, io) =>
     withExistingStore(args, async (store) => {
       const names = (args.traces as string[]).map(String)

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { rootCertificates } from 'node:tls'
 import { type Mode, openSession } from '../../engine/index.ts'
-import { loadCertificateAuthority, type ProxyServer, startProxy } from '../../proxy/index.ts'
+import { type CertificateAuthority, loadCertificateAuthority, type ProxyServer, startProxy } from '../../proxy/index.ts'
 import type { TraceStore } from '../../store/index.ts'
 
 export interface HarnessOptions {
@@ -17,6 +17,8 @@ export interface HarnessOptions {
   resolve: Record<string, { host: string; port: number }>
   recordAs?: string
   tail?: 'strict' | 'live'
+  /** A CA already loaded (tests that start many proxies load it once); default: the one in storeDir. */
+  ca?: CertificateAuthority
 }
 
 /** A fresh temp directory for a test's store and CA, removed when the test process exits. */
@@ -36,7 +38,7 @@ export async function startTestProxy(o: HarnessOptions): Promise<ProxyServer> {
     ...(o.recordAs ? { recordAs: o.recordAs } : {}),
     ...(o.tail ? { tail: o.tail } : {}),
   })
-  const ca = await loadCertificateAuthority(o.storeDir)
+  const ca = o.ca ?? (await loadCertificateAuthority(o.storeDir))
   return startProxy({ session, ca, upstream: { ca: o.upstreamCaPem, resolve: o.resolve } })
 }
 

@@ -229,7 +229,12 @@ test('JSON bodies are edited surgically: only the patched value changes, a compr
   const zipped = bodyFromBytes(gzipSync(Buffer.from(original)))
   gz.bodies.set(zipped.ref.digest, zipped.bytes)
   res.body = zipped.ref
-  res.headers = [...res.headers, ['Content-Encoding', 'gzip'], ['Content-Length', String(zipped.ref.size)]]
+  // One framing per response (trace/validate.ts): the recorded chunked encoding gives way to the length.
+  res.headers = [
+    ...res.headers.filter(([k]) => k.toLowerCase() !== 'transfer-encoding'),
+    ['Content-Encoding', 'gzip'],
+    ['Content-Length', String(zipped.ref.size)],
+  ]
   const out = forkTrace(gz, { name: 'b', sourceDigest: 'x', patches: ['#0 llm.output_text="approve"'] })
   const r = response(out)
   assert.equal(headerValue(r.headers, 'content-encoding'), undefined)

@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { brotliCompressSync, gzipSync } from 'node:zlib'
+import { bodyFromBytes, type Exchange, type HeaderPairs, type Trace } from '../trace/index.ts'
+import { maskSecret, scanDocument, scanTrace } from './secret-scan.ts'
+
+const OPENAI = 'sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8t'
+const ANTHROPIC = 'sk-ant-api03-Zy8xWv5uTs2rQp9o'
+const AWS = 'AKIAIOSFODNN7EXAMPLE'
+const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U'
+const PEM = '-----BEGIN RSA PRIVATE KEY-----\nMIIEow...\n-----END RSA PRIVATE KEY-----'
+
+/** A one-exchange trace; bodies given as raw bytes with their headers. */
+function trace(o: {
+  url?: string
+  reqHeaders?: HeaderPairs
+  reqBody?: Uint8Array
+  resHeaders?: HeaderPairs
+  resBody?: Uint8Array
+  trailers?: HeaderPairs
+}): Trace {
+  const bodies = new Map<string, Uint8Array>()
+  const keep = (bytes: Uint8Array) => {
+    const b = bodyFromBytes(bytes)
+    bodies.set(b.ref.digest, b.bytes)
+    return b.ref
+  }
+  const x: Exchange = {
+    seq: 0,
+    request: { method: 'POST', url: o.url ?? 'https://api.test/v1', headers: o.reqHeaders ?? [], body: o.reqBody ? keep(o.reqBody) : null },
+    outcome: {
+      kind: 'response',
+      response: { status: 200, statusText: 'OK', headers: o.resHeaders ?? [], trailers: o.trailers ?? [], body: keep(o.resBody ?? new Uint8Array()) },
+    },
+    timing: { startMs: 0, headersMs: 1 },
+  }
+  return { meta: { name: 't', format: 1 }, exchanges: [x], bodies }
+}
+
+const where = (t: Trace, options = {}) => scanTrace(t, options).map((f) => `${f.side} ${f.where}: ${f.kind}`)
+
+test('credential shapes are found anywhere, with where they are and a masked preview', () => {
+  const t = trace({
+    url: `https://api.test/v1?note=${AWS}`,
+    reqHeaders: [['x-debug', `Bearer ${JWT}`]],
+    reqBody: Buffer.from(JSON.stringify({ messages: [{ content: `my key is ${OPENAI}` }], nested: { k: ANTHROPIC } })),
+    resHeaders: [['content-type', 'text/plain']],
+    resBody: Buffer.from(`line one\n${PEM}\n`),
+  })
+  const found = scanTrace(t)
+  assert.deepEqual(
+    found.map((f) => `${f.side} ${f.where}: ${f.kind}`),
+    [
+      'request url: aws-access-key',
+      'request header x-debug: jwt',
+      'request body $.messages[0].content: openai-key',
+      'request body $.nested.k: anthropic-key',
+      'response body at offset 9: private-key',
+    ],
+  )
+  assert.equal(found[2]?.preview, `sk-pro…8t (${OPENAI.length} chars)`)
+  assert.ok(found.every((f) => f.trace === 't' && f.seq === 0))
+  for (const f of found) for (const s of [OPENAI, ANTHROPIC, AWS, JWT]) assert.ok(!f.preview.includes(s.slice(4, 16)), 'previews never hold the secret')
+})
+
+test('compressed bodies are searched decoded (gzip, br), escaped JSON strings too', () => {
+  const json = Buffer.from(`{"token":"${OPENAI.replace('-', '\\u002d')}"}`)
+  for (const [coding, bytes] of [
+    ['gzip', gzipSync(json)],
+    ['br', brotliCompressSync(json)],
+  ] as const) {
+    assert.deepEqual(where(trace({ reqHeaders: [['content-encoding', coding]], reqBody: bytes })), ['request body $.token: openai-key'], coding)
+  }
+  // An event stream: the event that holds it.
+  const sse = Buffer.from(`data: {"a":1}\n\ndata: {"b":"${OPENAI}"}\n\n`)
+  assert.deepEqual(where(trace({ resHeaders: [['content-type', 'text/event-stream']], resBody: sse })), ['response body event #1: openai-key'])
+})
+
+test('redacted-by-default headers, query parameters and configured body paths must hold [REDACTED]', () => {
+  const redacted = trace({
+    url: 'https://u:%5BREDACTED%5D@api.test/v1?api_key=%5BREDACTED%5D&page=2',
+    reqHeaders: [
+      ['Authorization', '[REDACTED]'],
+      ['cookie', '[REDACTED]'],
+    ],
+    reqBody: Buffer.from('{"api_key":"[REDACTED]"}'),
+    resHeaders: [['set-cookie', 'sid=[REDACTED]; Path=/; HttpOnly']],
+  })
+  assert.deepEqual(where(redacted, { redaction: { bodyPaths: ['$.api_key'] } }), [])
+  const leaked = trace({
+    url: 'https://u:hunter2@api.test/v1?api_key=plainvalue&Token=abc',
+    reqHeaders: [
+      ['Authorization', 'Basic dXNlcjpwYXNz'],
+      ['x-tenant-secret', 'tenant-7'],
+    ],
+    reqBody: Buffer.from('{"api_key":"not-a-known-shape"}'),
+    resHeaders: [['set-cookie', 'sid=abc123; Path=/']],
+  })
+  assert.deepEqual(where(leaked, { redaction: { headers: ['X-Tenant-Secret'], bodyPaths: ['$.api_key'] } }), [
+    'request url: url-password',
+    'request url query api_key: unredacted-query',
+    'request url query Token: unredacted-query',
+    'request header authorization: unredacted-header',
+    'request header x-tenant-secret: unredacted-header',
+    'request body $.api_key: unredacted-body-path',
+    'response header set-cookie: unredacted-header',
+  ])
+})
+
+test('ordinary API traffic is not reported (ids, fingerprints, base64 images, the word Bearer)', () => {
+  const t = trace({
+    reqBody: Buffer.from(JSON.stringify({ model: 'gpt-4o', task: 'desk-lamp-inventory-2024-list', note: 'use a Bearer token' })),
+    resHeaders: [
+      ['content-type', 'application/json'],
+      ['x-request-id', 'req_8c1f7a6e2b3d4c5e6f7a8b9c0d1e2f3a'],
+      ['www-authenticate', 'Bearer realm="api"'],
+    ],
+    resBody: Buffer.from(
+      JSON.stringify({ id: 'chatcmpl-AbCdEf1234567890XyZ', system_fingerprint: 'fp_44709d6fcb', image: Buffer.alloc(300, 7).toString('base64') }),
+    ),
+  })
+  assert.deepEqual(scanTrace(t), [])
+})
+
+test('documents that are not traces: a case manifest or test file', () => {
+  assert.deepEqual(
+    scanDocument('manifest.json', JSON.stringify({ expect: { json: { key: OPENAI } } })).map((f) => f.where),
+    ['$.expect.json.key'],
+  )
+  assert.deepEqual(
+    scanDocument('case.test.ts', `const k = "${AWS}"`).map((f) => `${f.where} ${f.kind}`),
+    ['text aws-access-key'],
+  )
+  assert.equal(maskSecret('short'), 'sh… (5 chars)')
+})
