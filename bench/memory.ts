@@ -187,7 +187,10 @@ function appendItem(rec: Awaited<ReturnType<Awaited<ReturnType<typeof openStore>
   const x: Exchange = {
     seq,
     request: { method: 'GET', url, headers: [], body: null },
-    outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: [['content-type', 'application/octet-stream']], body: body.ref, trailers: [] } },
+    outcome: {
+      kind: 'response',
+      response: { status: 200, statusText: 'OK', headers: [['content-type', 'application/octet-stream']], body: body.ref, trailers: [] },
+    },
     timing: { startMs: seq, headersMs: 1 },
   }
   return rec.append(x, new Map([[body.ref.digest, body.bytes]]))
@@ -197,23 +200,29 @@ function appendItem(rec: Awaited<ReturnType<Awaited<ReturnType<typeof openStore>
 
 function child(name: string, args: string[], onLine?: (line: string) => void): { proc: ChildProcess; result: Promise<Record<string, unknown>> } {
   const proc = spawn(process.execPath, ['--conditions=tool-replay-source', SELF, '--child', name, ...args], { stdio: ['pipe', 'pipe', 'inherit'] })
-  let out = ''
+  running.add(proc)
+  const lines: string[] = []
+  let rest = ''
   proc.stdout?.setEncoding('utf8')
   proc.stdout?.on('data', (d: string) => {
-    out += d
-    let nl = out.indexOf('\n')
-    while (nl !== -1 && onLine) {
-      onLine(out.slice(0, nl))
-      out = out.slice(nl + 1)
-      nl = out.indexOf('\n')
+    rest += d
+    for (let nl = rest.indexOf('\n'); nl !== -1; nl = rest.indexOf('\n')) {
+      const line = rest.slice(0, nl)
+      rest = rest.slice(nl + 1)
+      lines.push(line)
+      onLine?.(line)
     }
   })
   const result = once(proc, 'exit').then(([code]) => {
+    running.delete(proc)
     if (code !== 0) throw new Error(`bench child ${name} exited ${code}`)
-    return JSON.parse(out.trim().split('\n').pop() as string) as Record<string, unknown>
+    return JSON.parse(lines.at(-1) ?? 'null') as Record<string, unknown>
   })
   return { proc, result }
 }
+
+/** Children still running, killed if the bench fails half-way. */
+const running = new Set<ChildProcess>()
 
 function firstLine(name: string, args: string[]): Promise<{ proc: ChildProcess; line: string; result: Promise<Record<string, unknown>> }> {
   return new Promise((resolve) => {
@@ -233,6 +242,8 @@ async function main(): Promise<void> {
   const log = (s: string) => process.stderr.write(`${s}\n`)
   try {
     const up = await firstLine('upstream', [])
+    // The upstream serves until it is killed at the end.
+    up.result.catch(() => {})
     const base = `http://127.0.0.1:${up.line}`
     const sha = expectedSha(BIG_BYTES)
     const gib = (BIG_BYTES / 1024 ** 3).toFixed(2)
@@ -241,7 +252,12 @@ async function main(): Promise<void> {
       log(`interceptor ${mode} of ${gib} GiB ...`)
       const r = await child('interceptor-big', [mode, join(dir, 'big'), `${base}/big`]).result
       const same = r.sha === sha && r.bytes === BIG_BYTES && r.ok === true
-      rows.push([`${gib} GiB body, interceptor ${mode}`, `peak RSS ${Number(r.rssMb).toFixed(0)} MB, bytes ${same ? 'identical' : 'DIFFERENT'}`, '< 150 MB', same && Number(r.rssMb) < 150])
+      rows.push([
+        `${gib} GiB body, interceptor ${mode}`,
+        `peak RSS ${Number(r.rssMb).toFixed(0)} MB, bytes ${same ? 'identical' : 'DIFFERENT'}`,
+        '< 150 MB',
+        same && Number(r.rssMb) < 150,
+      ])
     }
     for (const mode of ['record', 'replay']) {
       log(`proxy ${mode} of ${gib} GiB ...`)
@@ -250,28 +266,49 @@ async function main(): Promise<void> {
       proxy.proc.stdin?.end()
       const p = await proxy.result
       const same = c.sha === sha && c.bytes === BIG_BYTES && p.ok === true
-      rows.push([`${gib} GiB body, proxy ${mode}`, `peak RSS ${Number(p.rssMb).toFixed(0)} MB (proxy process), bytes ${same ? 'identical' : 'DIFFERENT'}`, '< 150 MB', same && Number(p.rssMb) < 150])
+      rows.push([
+        `${gib} GiB body, proxy ${mode}`,
+        `peak RSS ${Number(p.rssMb).toFixed(0)} MB (proxy process), bytes ${same ? 'identical' : 'DIFFERENT'}`,
+        '< 150 MB',
+        same && Number(p.rssMb) < 150,
+      ])
     }
 
     log(`building a ${TEN_K}-exchange trace ...`)
     await child('build-10k', [join(dir, 'ten-k'), base]).result
     const tenK = await child('replay-10k', [join(dir, 'ten-k'), base]).result
     const mb = Number(tenK.bytes) / 1024 / 1024
-    rows.push([`${TEN_K} exchanges, ${mb.toFixed(0)} MB of bodies, strict replay`, `peak RSS ${Number(tenK.rssMb).toFixed(0)} MB, ${Number(tenK.ms).toFixed(0)} ms, ${tenK.ok ? 'ok' : 'NOT ok'}`, '< 300 MB', tenK.ok === true && Number(tenK.rssMb) < 300])
+    rows.push([
+      `${TEN_K} exchanges, ${mb.toFixed(0)} MB of bodies, strict replay`,
+      `peak RSS ${Number(tenK.rssMb).toFixed(0)} MB, ${Number(tenK.ms).toFixed(0)} ms, ${tenK.ok ? 'ok' : 'NOT ok'}`,
+      '< 300 MB',
+      tenK.ok === true && Number(tenK.rssMb) < 300,
+    ])
 
     log(`building a ${MILLION}-exchange trace (takes a while) ...`)
     const t0 = performance.now()
     await child('build-million', [join(dir, 'million'), base]).result
     log(`  built in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
     const m = await child('first-answer-million', [join(dir, 'million'), base]).result
-    rows.push([`${MILLION} exchanges in one trace: first strict answer`, `${Number(m.ms).toFixed(0)} ms, peak RSS ${Number(m.rssMb).toFixed(0)} MB`, '< 1 s, < 300 MB', m.answer === '{"ok":true}' && Number(m.ms) < 1000 && Number(m.rssMb) < 300])
+    rows.push([
+      `${MILLION} exchanges in one trace: first strict answer`,
+      `${Number(m.ms).toFixed(0)} ms, peak RSS ${Number(m.rssMb).toFixed(0)} MB`,
+      '< 1 s, < 300 MB',
+      m.answer === '{"ok":true}' && Number(m.ms) < 1000 && Number(m.rssMb) < 300,
+    ])
 
     log(`building ${LS_TRACES} traces ...`)
     await child('build-ls', [join(dir, 'ls')]).result
     const ls = await child('ls', [join(dir, 'ls')]).result
-    rows.push([`ls of ${LS_TRACES} traces`, `${Number(ls.ms).toFixed(0)} ms (in the CLI, store opened and closed)`, '< 300 ms', ls.code === 0 && Number(ls.ms) < 300])
+    rows.push([
+      `ls of ${LS_TRACES} traces`,
+      `${Number(ls.ms).toFixed(0)} ms (in the CLI, store opened and closed)`,
+      '< 300 ms',
+      ls.code === 0 && Number(ls.ms) < 300,
+    ])
     up.proc.kill()
   } finally {
+    for (const p of running) p.kill()
     await rm(dir, { recursive: true, force: true })
   }
   const w = Math.max(...rows.map((r) => r[0].length)) + 2

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
@@ -16,8 +16,14 @@ import { openStore } from '../store/index.ts'
 import { ErrorCodes, isToolReplayError } from '../trace/index.ts'
 import { tempDir } from './support/proxy-harness.ts'
 
-/** Random (incompressible) bodies, so the bytes on disk are the bodies' own and can be found and damaged. */
-const BODIES = Array.from({ length: 12 }, () => randomBytes(600 * 1024))
+/**
+ * Random (incompressible) bodies, so the bytes on disk are the bodies' own and can be found and damaged:
+ * 400 small ones (stored inside LevelDB; 4.8 MB, more than its 4 MiB write buffer, so they land in .ldb
+ * tables) and 12 big ones (stored as piece files beside the database).
+ */
+const SMALL = Array.from({ length: 400 }, () => randomBytes(12 * 1024))
+const BIG = Array.from({ length: 12 }, () => randomBytes(600 * 1024))
+const BODIES = [...SMALL, ...BIG]
 let url: string
 let server: ReturnType<typeof createServer>
 
@@ -44,7 +50,7 @@ async function record(dir: string, trace: string, n: number): Promise<void> {
 function snapshot(dir: string): Record<string, string> {
   const out: Record<string, string> = {}
   for (const f of readdirSync(dir).sort()) {
-    if (f === 'LOCK' || f.endsWith('.sock') || f === 'ca') continue
+    if (f === 'LOCK' || f.endsWith('.sock') || f === 'ca' || f === 'pieces') continue
     out[f] = createHash('sha256')
       .update(readFileSync(join(dir, f)))
       .digest('hex')
@@ -53,9 +59,10 @@ function snapshot(dir: string): Record<string, string> {
 }
 
 /** Overwrites 16 bytes in the middle of a body wherever its bytes sit in the store's files; returns the file. */
-function damageBody(dir: string, body: Buffer, suffix: string): string {
-  const needle = body.subarray(300_000, 300_032)
-  for (const f of readdirSync(dir).filter((x) => x.endsWith(suffix))) {
+function damageBody(dir: string, body: Buffer): string {
+  const needle = body.subarray(body.byteLength >> 1, (body.byteLength >> 1) + 32)
+  for (const f of readdirSync(dir, { recursive: true }).map(String)) {
+    if (!statSync(join(dir, f)).isFile()) continue
     const bytes = readFileSync(join(dir, f))
     const at = bytes.indexOf(needle)
     if (at === -1) continue
@@ -63,7 +70,7 @@ function damageBody(dir: string, body: Buffer, suffix: string): string {
     writeFileSync(join(dir, f), bytes)
     return f
   }
-  throw new Error(`body bytes not found in any ${suffix} file`)
+  throw new Error('body bytes not found in any store file')
 }
 
 const cli = async (...argv: string[]) => {
@@ -73,12 +80,11 @@ const cli = async (...argv: string[]) => {
   return { code, out: out.join('\n'), err: err.join('\n') }
 }
 
-test('a body damaged inside a LevelDB table is never served: replay fails with TR_STORE_CORRUPT naming trace, exchange and body', async () => {
+test('bodies damaged inside a LevelDB table and in a piece file are never served: replay fails with TR_STORE_CORRUPT naming trace, exchange and body', async () => {
   const dir = join(tempDir('tr-integrity-'), 'store')
-  // 12 x 600 KiB: more than LevelDB's 4 MiB write buffer, so bodies land in .ldb tables.
   await record(dir, 'tables', BODIES.length)
-  const damaged = damageBody(dir, BODIES[2] as Buffer, '.ldb')
-  assert.match(damaged, /\.ldb$/)
+  assert.match(damageBody(dir, BODIES[2] as Buffer), /^\d+\.ldb$/)
+  assert.match(damageBody(dir, BODIES[403] as Buffer), /^pieces\/[0-9a-f]{2}\/[0-9a-f]{64}$/)
 
   // From memory (the default for a trace this size): the trace does not even open.
   const store = await openStore(dir)
@@ -100,7 +106,10 @@ test('a body damaged inside a LevelDB table is never served: replay fails with T
       served.push(`failed #${i}: ${(err as { cause?: { code?: string } }).cause?.code}`)
     }
   }
-  assert.deepEqual(served, [0, 1, 'failed #2: TR_STORE_CORRUPT', 3, 4, 5, 6, 7, 8, 9, 10, 11])
+  const expected: Array<string | number> = BODIES.map((_, i) => i)
+  expected[2] = 'failed #2: TR_STORE_CORRUPT'
+  expected[403] = 'failed #403: TR_STORE_CORRUPT'
+  assert.deepEqual(served, expected)
   assert.throws(
     () => tr.assertDone(),
     (err: unknown) => isToolReplayError(err, ErrorCodes.REPLAY_INCOMPLETE) && /TR_STORE_CORRUPT/.test((err as Error).message),
@@ -160,11 +169,11 @@ test('tr-proxy fsck names every damaged exchange and rescues the intact ones; on
   const dir = join(tempDir('tr-fsck-'), 'store')
   await record(dir, 'tables', BODIES.length)
   await record(dir, 'clean', 2)
-  damageBody(dir, BODIES[5] as Buffer, '.ldb')
+  damageBody(dir, BODIES[5] as Buffer)
   const rescue = join(dir, '..', 'rescued')
   const r = await cli('fsck', '--store', dir, '--export-to', rescue)
   assert.equal(r.code, 67, r.err)
-  assert.match(r.err, /tables \(complete, 12 exchange\(s\)\): DAMAGED: 11 of 12 exchange\(s\) intact/)
+  assert.match(r.err, /tables \(complete, 412 exchange\(s\)\): DAMAGED: 411 of 412 exchange\(s\) intact/)
   assert.match(r.err, /exchange #5 response: body [0-9a-f]{64} is damaged/)
   assert.match(r.err, /clean \(complete, 2 exchange\(s\)\): intact/)
   // What fsck rescued imports and replays.
@@ -172,7 +181,7 @@ test('tr-proxy fsck names every damaged exchange and rescues the intact ones; on
   assert.equal((await cli('import', join(rescue, 'tables.trace.json'), '--store', other)).code, 0)
   const store = await openStore(other)
   const rescued = await store.readTrace('tables')
-  assert.equal(rescued.exchanges.length, 11)
+  assert.equal(rescued.exchanges.length, 411)
   assert.equal(rescued.meta.labels?.fsck, 'partial')
   await store.close()
 
@@ -185,7 +194,7 @@ test('tr-proxy fsck names every damaged exchange and rescues the intact ones; on
   assert.match(report.openProblem, /no CURRENT file/)
   assert.deepEqual(report.traces.map((t: { name: string; intact: number }) => [t.name, t.intact]).sort(), [
     ['clean', 2],
-    ['tables', 11],
+    ['tables', 411],
   ])
   assert.deepEqual(snapshot(dir), before)
 })

@@ -63,7 +63,7 @@ export async function checkStore(dir: string, options: FsckOptions = {}): Promis
     if (!isToolReplayError(err, ErrorCodes.STORE_CORRUPT)) throw err
     openProblem = err.message
     copy = await copyForRecovery(dir)
-    const backend = await LevelBackend.open(copy, { create: false, unchecked: true })
+    const backend = await LevelBackend.open(copy, { create: false, unchecked: true, piecesDir: join(dir, 'pieces') })
     ops = backend
     close = () => backend.close()
   }

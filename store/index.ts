@@ -10,8 +10,8 @@ export { defaultStoreDir, openStore, openStoreOps, storeSocketPath } from './lev
 /** An in-process store for tests and benchmarks. */
 export { createMemoryStore } from './memory-store.ts'
 export type { BodyManifest, RecordingOwner, StoredBody, StoreOps, TraceInfo } from './store-ops.ts'
-/** Bodies over this size are stored (and streamed) as pieces of it. */
-export { PIECE_SIZE } from './store-ops.ts'
+/** Bodies over INLINE_BODY_MAX are stored (and streamed) as pieces of up to PIECE_SIZE. */
+export { INLINE_BODY_MAX, PIECE_SIZE } from './store-ops.ts'
 export type { ExportedTrace, TraceFileOptions } from './trace-file.ts'
 /** Portable trace files and the format-independent trace digest. */
 export {

@@ -5,9 +5,10 @@
  * delete them in the rename batch) safe without LevelDB transactions.
  *
  * Key layout (utf8 keys, byte values):
- *   b!<sha256>                   a body up to PIECE_SIZE, content-addressed; written only when absent
- *   B!<sha256>                   JSON BodyManifest of a bigger body, whose pieces are under p!
- *   p!<sha256>                   one piece of a big body (<= PIECE_SIZE), content-addressed
+ *   b!<sha256>                   a body up to INLINE_BODY_MAX, content-addressed; written only when absent
+ *   B!<sha256>                   JSON BodyManifest of a bigger body, whose pieces are files:
+ *   pieces/<2 hex>/<sha256>      (a file beside the database) one piece (<= PIECE_SIZE), content-addressed,
+ *                                written to a temp name and renamed, so a reader never sees half a piece
  *   m!<id>                       JSON StoredMeta: name, TraceMeta, createdAt, status, count, owner
  *   x!<id>!<seq 10d>             JSON Exchange; zero-padded so key order is seq order
  *   k!<id>!<identity>!<seq 10d>  empty: the request-identity index replay looks requests up in
@@ -15,13 +16,25 @@
  * Every state change is one db.batch, so a killed process leaves either the old or the new state; the
  * batches that complete, replace or delete a trace are synced to disk.
  */
-import { readdir } from 'node:fs/promises'
+
+import { randomBytes } from 'node:crypto'
+import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Level } from 'level'
 import { computeIdentity, ErrorCodes, type Exchange, sha256, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { checkLogFile } from './leveldb-log.ts'
-import { type BodyManifest, ownerAlive, PIECE_SIZE, type RecordingOwner, refsOf, type StoredBody, type StoreOps, type TraceInfo } from './store-ops.ts'
+import {
+  type BodyManifest,
+  INLINE_BODY_MAX,
+  ownerAlive,
+  PIECE_SIZE,
+  type RecordingOwner,
+  refsOf,
+  type StoredBody,
+  type StoreOps,
+  type TraceInfo,
+} from './store-ops.ts'
 import type { TraceSummary } from './trace-store.ts'
 
 /** What `m!<id>` holds. Stores written before count/indexed existed lack them. */
@@ -57,7 +70,6 @@ const pad = (seq: number) => String(seq).padStart(10, '0')
 export const storeKeys = {
   body: (digest: string) => `b!${digest}`,
   manifest: (digest: string) => `B!${digest}`,
-  piece: (sha: string) => `p!${sha}`,
   meta: (id: string) => `m!${id}`,
   exchange: (id: string, seq: number) => `x!${id}!${pad(seq)}`,
   identity: (id: string, key: string, seq: number) => `k!${id}!${key}!${pad(seq)}`,
@@ -90,10 +102,14 @@ export class LevelBackend implements StoreOps {
   readonly #storedBodies = new Set<string>()
   /** Appends waiting for the write queue, committed together as one batch (see append). */
   #queuedAppends: QueuedAppend[] | undefined
+  readonly #piecesDir: string
+  /** Piece subdirectories known to exist. */
+  readonly #pieceDirs = new Set<string>()
 
-  private constructor(location: string, db: Level<string, Uint8Array>) {
+  private constructor(location: string, db: Level<string, Uint8Array>, piecesDir: string) {
     this.location = location
     this.#db = db
+    this.#piecesDir = piecesDir
   }
 
   /**
@@ -102,7 +118,7 @@ export class LevelBackend implements StoreOps {
    * never opened (LevelDB's recovery would drop what it cannot read, and a missing CURRENT would make it
    * create an empty store and delete the tables); `create: false` never creates one.
    */
-  static async open(dir: string, options: { create?: boolean; unchecked?: boolean } = {}): Promise<LevelBackend> {
+  static async open(dir: string, options: { create?: boolean; unchecked?: boolean; piecesDir?: string } = {}): Promise<LevelBackend> {
     // `unchecked`: fsck's private copy of a damaged store, where LevelDB may recover what it can.
     if (!options.unchecked) await assertOpenable(dir, options.create !== false)
     const db = new Level<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' })
@@ -118,7 +134,7 @@ export class LevelBackend implements StoreOps {
         { cause: err, details: { location: dir } },
       )
     }
-    return new LevelBackend(dir, db)
+    return new LevelBackend(dir, db, options.piecesDir ?? join(dir, 'pieces'))
   }
 
   async close(): Promise<void> {
@@ -221,16 +237,42 @@ export class LevelBackend implements StoreOps {
   }
 
   async piece(sha: string): Promise<Uint8Array | undefined> {
-    const v = await this.#io(() => this.#db.get(storeKeys.piece(sha)))
-    // Copy: level may hand out views into a shared buffer.
-    return v === undefined ? undefined : new Uint8Array(v)
+    try {
+      return new Uint8Array(await readFile(this.#piecePath(sha)))
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+      throw this.#ioError(err)
+    }
   }
 
   // --- writes ---
 
-  putPiece(sha: string, bytes: Uint8Array): Promise<void> {
-    // Content-addressed: not ordered with other writes, and a repeat rewrites the same bytes.
-    return this.#io(() => this.#db.put(storeKeys.piece(sha), bytes))
+  /** Content-addressed: not ordered with other writes, and a piece already there (same size) is not rewritten. */
+  async putPiece(sha: string, bytes: Uint8Array): Promise<void> {
+    const path = this.#piecePath(sha)
+    if ((await stat(path).catch(() => undefined))?.size === bytes.byteLength) return
+    const dir = join(this.#piecesDir, sha.slice(0, 2))
+    try {
+      if (!this.#pieceDirs.has(dir)) {
+        await mkdir(dir, { recursive: true, mode: 0o700 })
+        this.#pieceDirs.add(dir)
+      }
+      const tmp = join(dir, `.${sha}.${randomBytes(4).toString('hex')}.tmp`)
+      try {
+        await writeFile(tmp, bytes, { mode: 0o600 })
+        await rename(tmp, path)
+      } catch (err) {
+        await unlink(tmp).catch(() => {})
+        throw err
+      }
+    } catch (err) {
+      throw this.#ioError(err)
+    }
+  }
+
+  #piecePath(sha: string): string {
+    if (!/^[0-9a-f]{64}$/.test(sha)) throw new ToolReplayError(ErrorCodes.INTERNAL, `"${sha}" is not a piece digest.`)
+    return join(this.#piecesDir, sha.slice(0, 2), sha)
   }
 
   /** Starts a recording under a caller-chosen id, so a retried call after a lost connection is harmless. */
@@ -339,10 +381,11 @@ export class LevelBackend implements StoreOps {
       if (present.has(key) || added.includes(key)) continue
       const bytes = bodies.get(digest)
       const manifest = manifests.get(digest)
-      if (bytes !== undefined) ops.push(...this.#bodyOps(digest, bytes))
+      if (bytes !== undefined) ops.push(...(await this.#bodyOps(digest, bytes)))
       else if (manifest !== undefined) {
-        const missing = (await this.#db.hasMany(manifest.pieces.map((p) => storeKeys.piece(p.sha256)))).indexOf(false)
-        if (missing !== -1) throw bodyMissing(x, name, `piece ${manifest.pieces[missing]?.sha256} of body ${digest}`)
+        for (const p of manifest.pieces) {
+          if ((await stat(this.#piecePath(p.sha256)).catch(() => undefined))?.size !== p.size) throw bodyMissing(x, name, `piece ${p.sha256} of body ${digest}`)
+        }
         ops.push({ type: 'put', key: storeKeys.manifest(digest), value: json(manifest) })
       } else throw bodyMissing(x, name, `body ${digest}`)
       added.push(key)
@@ -355,19 +398,17 @@ export class LevelBackend implements StoreOps {
     return ops
   }
 
-  /** A body as ops: whole when small, else its pieces and manifest (imports and forks of big bodies). */
-  #bodyOps(digest: string, bytes: Uint8Array): BatchOp[] {
-    if (bytes.byteLength <= PIECE_SIZE) return [{ type: 'put', key: storeKeys.body(digest), value: bytes }]
-    const ops: BatchOp[] = []
+  /** A body as ops: whole when small, else its pieces (written as files now) and its manifest. */
+  async #bodyOps(digest: string, bytes: Uint8Array): Promise<BatchOp[]> {
+    if (bytes.byteLength <= INLINE_BODY_MAX) return [{ type: 'put', key: storeKeys.body(digest), value: bytes }]
     const manifest: BodyManifest = { size: bytes.byteLength, pieces: [] }
     for (let offset = 0; offset < bytes.byteLength; offset += PIECE_SIZE) {
       const piece = bytes.subarray(offset, offset + PIECE_SIZE)
       const sha = sha256(piece)
       manifest.pieces.push({ sha256: sha, size: piece.byteLength })
-      ops.push({ type: 'put', key: storeKeys.piece(sha), value: piece })
+      await this.putPiece(sha, piece)
     }
-    ops.push({ type: 'put', key: storeKeys.manifest(digest), value: json(manifest) })
-    return ops
+    return [{ type: 'put', key: storeKeys.manifest(digest), value: json(manifest) }]
   }
 
   /** A stored body's bytes, whole (request bodies, for their identity; bounded by the request body limit). */
@@ -522,6 +563,18 @@ export class LevelBackend implements StoreOps {
       ErrorCodes.STORE_CORRUPT,
       `The trace store at ${this.location} is damaged at key "${key}": ${why}. Run \`tr-proxy fsck --store ${this.location}\` to see what is intact, export it, then delete the affected trace (\`tr-proxy rm <name>\`) and re-record or re-import it.`,
       { cause, details: { location: this.location, key } },
+    )
+  }
+
+  /** A file-system failure on a piece as TR_STORE_IO. */
+  #ioError(err: unknown): ToolReplayError {
+    return new ToolReplayError(
+      ErrorCodes.STORE_IO,
+      `Failed to access a body piece in ${this.#piecesDir}: ${(err as Error).message}. Check disk space and permissions.`,
+      {
+        cause: err,
+        details: { location: this.location },
+      },
     )
   }
 

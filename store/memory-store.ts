@@ -3,7 +3,17 @@
  * StoreOps, so readers, recordings and verification are the very code the LevelDB store runs.
  */
 import { computeIdentity, ErrorCodes, type Exchange, sha256, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
-import { type BodyManifest, ownerAlive, PIECE_SIZE, type RecordingOwner, refsOf, type StoredBody, type StoreOps, type TraceInfo } from './store-ops.ts'
+import {
+  type BodyManifest,
+  INLINE_BODY_MAX,
+  ownerAlive,
+  PIECE_SIZE,
+  type RecordingOwner,
+  refsOf,
+  type StoredBody,
+  type StoreOps,
+  type TraceInfo,
+} from './store-ops.ts'
 import type { TraceStore, TraceSummary } from './trace-store.ts'
 import { createTraceStore } from './trace-store-impl.ts'
 
@@ -192,7 +202,7 @@ class MemoryOps implements StoreOps {
 
   /** Stores bytes as the LevelDB store does: whole when small, else as pieces. */
   #putBody(digest: string, bytes: Uint8Array): void {
-    if (bytes.byteLength <= PIECE_SIZE) {
+    if (bytes.byteLength <= INLINE_BODY_MAX) {
       this.#bodies.set(digest, new Uint8Array(bytes))
       return
     }

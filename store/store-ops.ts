@@ -11,10 +11,17 @@ import { hostname } from 'node:os'
 import type { Exchange, Outcome, Trace, TraceMeta } from '../trace/index.ts'
 import type { TraceSummary } from './trace-store.ts'
 
-/** Bodies up to this size are stored whole; bigger ones as pieces of PIECE_SIZE, each addressed by its SHA-256. */
+/** Bodies up to this size are stored whole, inside the database. */
+export const INLINE_BODY_MAX = 16 * 1024
+
+/**
+ * Bigger bodies are stored as pieces of up to this size, each addressed by its SHA-256 (in the LevelDB store,
+ * as files beside the database, read with plain reads: memory-mapped table files would count every byte a
+ * replay reads into the process's resident memory).
+ */
 export const PIECE_SIZE = 1024 * 1024
 
-/** How a body bigger than PIECE_SIZE is stored: its pieces in order. */
+/** How a body bigger than INLINE_BODY_MAX is stored: its pieces in order. */
 export interface BodyManifest {
   size: number
   pieces: Array<{ sha256: string; size: number }>
