@@ -129,9 +129,14 @@ describe('tr-proxy record/replay -- command', { timeout: 120_000 }, () => {
     const script = 'curl -sS https://api.test/hello && curl -sS https://api.test/hello'
     const r = await cli(['replay', ...proxyArgs(), '--trace', 'wrapped', '--record-as', 'observed', '--tail', 'live', '--', 'sh', '-c', script]).done
     assert.match(r.stderr, /WARNING: --tail live/)
-    // Second /hello was over the recorded count: it went live (upstream up) instead of being refused.
+    // Second /hello was over the recorded count: it went live (upstream up) instead of being refused, and
+    // the run says so at that moment and in its summary.
     assert.equal(r.stdout, HELLO + HELLO)
-    assert.equal(r.code, REPLAY_CONTRACT_EXIT)
+    assert.match(r.stderr, /WARNING: Tool Replay: replay of trace "wrapped" went LIVE at GET https:\/\/api\.test\/hello .*NOT offline/)
+    assert.match(r.stderr, /1 went LIVE \(not offline\)/)
+    assert.match(r.stderr, /LIVE GET https:\/\/api\.test\/hello: went live here: the trace has no recording #2 of it/)
+    // A completed run with a live tail is a first-class outcome: the command's own exit code (0), not 69.
+    assert.equal(r.code, 0, r.stderr)
   })
 })
 

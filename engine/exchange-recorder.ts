@@ -68,8 +68,8 @@ export interface OpenRecorder {
   cut(): Promise<void>
 }
 
-/** Starts recording the exchange for `request` (already redacted), numbered `seq`. */
-export function createExchangeRecorder(ctx: RecorderContext, request: CapturedRequest, seq: number, startMs: number): OpenRecorder {
+/** Starts recording the exchange for `request` (already redacted), numbered `seq`; `live` marks a live-tail exchange. */
+export function createExchangeRecorder(ctx: RecorderContext, request: CapturedRequest, seq: number, startMs: number, live = false): OpenRecorder {
   const t0 = performance.now()
   let head: ResponseHead | undefined
   let headersMs = 0
@@ -107,6 +107,7 @@ export function createExchangeRecorder(ctx: RecorderContext, request: CapturedRe
       outcome,
       timing: { startMs: Math.round(startMs), headersMs: Math.round(headersMs) },
     }
+    if (live) exchange.origin = 'live'
     return ctx.write(exchange, bodies, manifests)
   }
 

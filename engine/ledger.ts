@@ -27,18 +27,40 @@ export interface SessionSummary {
   misses: LedgerEntry[]
   exhausted: LedgerEntry[]
   unused: LedgerEntry[]
-  /** True when strict replay saw no miss, no overrun and no unused recording. */
+  /**
+   * Replay with a live tail: the requests that went to the real upstream (the first is the one nothing
+   * matched). Not failures, and not offline: the run completed, partly live.
+   */
+  live: LedgerEntry[]
+  /** Update mode: recordings the run did not request, left out of the new trace. */
+  dropped: LedgerEntry[]
+  /** Update mode with keepUnused: recordings the run did not request, kept in the new trace after the others. */
+  kept: LedgerEntry[]
+  /** True when strict replay saw no miss, no overrun and no unused recording (a live tail is not a failure). */
   ok: boolean
 }
 
 /** Formats a summary for humans: one line per problem, bounded. */
 export function formatSummary(s: SessionSummary, max = 20): string {
+  const extra = [
+    s.live.length > 0 ? `${s.live.length} went LIVE (not offline)` : '',
+    s.dropped.length > 0 ? `${s.dropped.length} dropped (not requested; keepUnused / --keep-unused keeps them)` : '',
+    s.kept.length > 0 ? `${s.kept.length} kept unrequested` : '',
+  ].filter(Boolean)
   const lines = [
-    `Tool Replay ${s.mode} of trace "${s.trace}": ${s.replayed} replayed, ${s.recorded} recorded, ${s.passedThrough} passed through; ${s.misses.length} unmatched, ${s.exhausted.length} over the recorded count, ${s.unused.length} unused.`,
+    `Tool Replay ${s.mode} of trace "${s.trace}": ${s.replayed} replayed, ${s.recorded} recorded, ${s.passedThrough} passed through; ${s.misses.length} unmatched, ${s.exhausted.length} over the recorded count, ${s.unused.length} unused${extra.length > 0 ? `; ${extra.join('; ')}` : ''}.`,
   ]
   const problems = [...s.misses, ...s.exhausted, ...s.unused]
   for (const p of problems.slice(0, max)) lines.push(`  ${p.code} ${p.request}${(p.attempts ?? 1) > 1 ? ` (${p.attempts} attempts)` : ''}: ${p.message}`)
   if (problems.length > max) lines.push(`  ... and ${problems.length - max} more`)
+  for (const [label, list] of [
+    ['LIVE', s.live],
+    ['DROPPED', s.dropped],
+    ['KEPT', s.kept],
+  ] as const) {
+    for (const p of list.slice(0, max)) lines.push(`  ${label} ${p.request}: ${p.message}`)
+    if (list.length > max) lines.push(`  ... and ${list.length - max} more ${label.toLowerCase()}`)
+  }
   return lines.join('\n')
 }
 

@@ -33,6 +33,7 @@ export interface UnusedRecording {
   label: string
   occurrence: number
   seq: number
+  exchange: Exchange
 }
 
 /** A near miss, for the explanation of a miss. */
@@ -46,8 +47,8 @@ export interface ReplayIndex {
   take(request: CapturedRequest): Take | Promise<Take>
   /** Up to three recorded identities closest to `parts`. */
   candidates(parts: IdentityParts): Candidate[] | Promise<Candidate[]>
-  /** Recordings never taken (so far). */
-  unused(): UnusedRecording[] | Promise<UnusedRecording[]>
+  /** Recordings never taken (so far), in seq order; a store-backed index lists at most `limit` (default 1000). */
+  unused(limit?: number): UnusedRecording[] | Promise<UnusedRecording[]>
   /** How many recordings were never taken, without listing them. */
   readonly unusedCount: number
 }
@@ -139,7 +140,10 @@ export class MemoryReplayIndex implements ReplayIndex {
   unused(): UnusedRecording[] {
     const out: UnusedRecording[] = []
     for (const q of this.#queues.values()) {
-      for (let i = q.next; i < q.exchanges.length; i++) out.push({ label: q.label, occurrence: i, seq: (q.exchanges[i] as Exchange).seq })
+      for (let i = q.next; i < q.exchanges.length; i++) {
+        const exchange = q.exchanges[i] as Exchange
+        out.push({ label: q.label, occurrence: i, seq: exchange.seq, exchange })
+      }
     }
     return out.sort((a, b) => a.seq - b.seq)
   }
@@ -197,16 +201,16 @@ export class StoreReplayIndex implements ReplayIndex {
     return rank(parts, known)
   }
 
-  /** The first UNUSED_LIST_LIMIT unused recordings (their total is `unusedCount`): a huge trace lists no more. */
-  async unused(): Promise<UnusedRecording[]> {
+  /** The first `limit` unused recordings (their total is `unusedCount`): a huge trace lists no more by default. */
+  async unused(limit = UNUSED_LIST_LIMIT): Promise<UnusedRecording[]> {
     const out: UnusedRecording[] = []
     for await (const [key, seqs] of this.#reader.identityKeys()) {
       const used = Math.min(this.#issued.get(key) ?? 0, seqs.length)
-      for (let i = used; i < seqs.length && out.length < UNUSED_LIST_LIMIT; i++) {
+      for (let i = used; i < seqs.length && out.length < limit; i++) {
         const x = await this.#reader.exchange(seqs[i] as number)
-        out.push({ label: `${x.request.method} ${x.request.url}`, occurrence: i, seq: x.seq })
+        out.push({ label: `${x.request.method} ${x.request.url}`, occurrence: i, seq: x.seq, exchange: x })
       }
-      if (out.length >= UNUSED_LIST_LIMIT) break
+      if (out.length >= limit) break
     }
     return out.sort((a, b) => a.seq - b.seq)
   }

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { describe, test } from 'node:test'
+import { after, describe, test } from 'node:test'
 import { gzipSync } from 'node:zlib'
 import { createMemoryStore } from '../store/index.ts'
 import { ErrorCodes, type HeaderPairs, isToolReplayError, ToolReplayError } from '../trace/index.ts'
+import { formatSummary } from './ledger.ts'
 import { type CapturedRequest, type Decision, openSession, type PlaybackChunk, type Session } from './session.ts'
 
 /** Replay from a trace in memory decides synchronously; this asserts it and narrows the type. */
@@ -289,6 +290,10 @@ describe('Session', () => {
   })
 
   test('tail live forwards after the first miss and records it', async () => {
+    const processWarnings: Error[] = []
+    const onWarning = (w: Error) => processWarnings.push(w)
+    process.on('warning', onWarning)
+    after(() => process.off('warning', onWarning))
     const store = createMemoryStore()
     const rec = await openSession({ mode: 'record', trace: 'base', store })
     await answer(rec, get('https://api.test/a'), 200, ['a'])
@@ -297,9 +302,82 @@ describe('Session', () => {
     replayedText(rep, get('https://api.test/a'))
     await answer(rep, get('https://api.test/next'), 200, ['live'])
     await answer(rep, get('https://api.test/a'), 200, ['live again'])
-    await rep.close()
+    const s = await rep.close()
     const obs = await store.readTrace('obs')
     assert.equal(obs.exchanges.length, 3)
+    // A live tail is an outcome, not a failure: the live exchanges are marked and reported as live.
+    assert.deepEqual(
+      obs.exchanges.map((x) => [x.request.url, x.origin ?? 'recorded']),
+      [
+        ['https://api.test/a', 'recorded'],
+        ['https://api.test/next', 'live'],
+        ['https://api.test/a', 'live'],
+      ],
+    )
+    assert.equal(s.ok, true)
+    assert.deepEqual([s.misses.length, s.unused.length, s.live.length], [0, 0, 2])
+    assert.match(s.live[0]?.message ?? '', /went live here: no recorded exchange matches it/)
+    // In-process, the warning is a process warning (printed on stderr by default).
+    await new Promise((r) => setImmediate(r))
+    assert.equal(
+      processWarnings.filter((w) => w.name === 'ToolReplayWarning' && /went LIVE at GET https:\/\/api\.test\/next/.test(w.message)).length,
+      1,
+      processWarnings.map((w) => `${w.name}: ${w.message}`).join('\n'),
+    )
+  })
+
+  test('tail live warns once, through onWarning, when the run stops being offline', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 'base', store })
+    await answer(rec, get('https://api.test/a'), 200, ['a'])
+    await answer(rec, get('https://api.test/b'), 200, ['b'])
+    await rec.close()
+    const warnings: string[] = []
+    const rep = await openSession({ mode: 'replay', trace: 'base', store, recordAs: 'obs', tail: 'live', onWarning: (m) => warnings.push(m) })
+    await answer(rep, get('https://api.test/other'), 200, ['live'])
+    await answer(rep, get('https://api.test/more'), 200, ['live'])
+    const s = await rep.close()
+    assert.equal(warnings.length, 1)
+    assert.match(warnings[0] as string, /went LIVE at GET https:\/\/api\.test\/other .* NOT offline/)
+    assert.equal(s.ok, true, 'the recordings it never reached (a, b) are not unused: the run went another way')
+  })
+
+  test('update mode reports what it dropped, and keepUnused keeps it', async () => {
+    const store = createMemoryStore()
+    const rec = await openSession({ mode: 'record', trace: 't', store })
+    await answer(rec, get('https://api.test/a'), 200, ['a'])
+    await answer(rec, get('https://api.test/gone'), 200, ['gone'])
+    await rec.close()
+    const drop = await openSession({ mode: 'update', trace: 't', store })
+    replayedText(drop, get('https://api.test/a'))
+    const dropped = await drop.close()
+    assert.deepEqual(
+      dropped.dropped.map((e) => e.request),
+      ['GET https://api.test/gone #0'],
+    )
+    assert.match(formatSummary(dropped), /1 dropped \(not requested; keepUnused/)
+    assert.deepEqual(
+      (await store.readTrace('t')).exchanges.map((x) => x.request.url),
+      ['https://api.test/a'],
+    )
+
+    const rec2 = await openSession({ mode: 'record', trace: 'u', store })
+    await answer(rec2, get('https://api.test/a'), 200, ['a'])
+    await answer(rec2, get('https://api.test/kept'), 200, ['kept'])
+    await rec2.close()
+    const keep = await openSession({ mode: 'update', trace: 'u', store, keepUnused: true })
+    await answer(keep, get('https://api.test/new'), 200, ['new'])
+    replayedText(keep, get('https://api.test/a'))
+    const kept = await keep.close()
+    assert.deepEqual([kept.dropped.length, kept.kept.length], [0, 1])
+    assert.deepEqual(
+      (await store.readTrace('u')).exchanges.map((x) => [x.seq, x.request.url]),
+      [
+        [0, 'https://api.test/new'],
+        [1, 'https://api.test/a'],
+        [2, 'https://api.test/kept'],
+      ],
+    )
   })
 
   test('passthrough stores nothing; replay of an unknown trace is TR_TRACE_NOT_FOUND; bad mode is TR_INVALID_OPTION', async () => {

@@ -48,6 +48,10 @@ export interface SessionOptions {
   recordAs?: string
   /** In replay with recordAs: after the first unmatched request, forward live and record ('live'). */
   tail?: 'strict' | 'live'
+  /** Update mode: keep the recordings the run did not request (after the others) instead of dropping them. */
+  keepUnused?: boolean
+  /** Where the engine's warnings go (a live tail starting). Default: process.emitWarning. */
+  onWarning?: (message: string) => void
   /** Labels stored with a recorded trace, e.g. { recordedWith: 'proxy' }. */
   labels?: Record<string, string>
   /** Largest response body kept whole for JSON body-path redaction (default 64 MiB). */
@@ -117,12 +121,16 @@ export class Session {
   readonly #source: ReplaySource | undefined
   readonly #recording: TraceRecording | undefined
   readonly #tail: 'strict' | 'live'
+  readonly #keepUnused: boolean
+  readonly #warn: (message: string) => void
   readonly #t0 = performance.now()
   readonly #pending = new Set<Promise<void>>()
   /** Recorders whose response has not finished yet, with a way to settle them when close() cannot wait longer. */
   readonly #open = new Set<OpenRecorder>()
   readonly #misses: LedgerEntry[] = []
   readonly #exhausted: LedgerEntry[] = []
+  readonly #live: LedgerEntry[] = []
+  #afterUpdate: { dropped: LedgerEntry[]; kept: LedgerEntry[] } | undefined
   /** Folds an SDK's retries of one refused request into one ledger entry. */
   readonly #retries = new RetryFolding()
   #seq = 0
@@ -145,6 +153,8 @@ export class Session {
     this.#source = init.source
     this.#recording = init.recording
     this.#tail = options.tail ?? 'strict'
+    this.#keepUnused = options.keepUnused === true
+    this.#warn = options.onWarning ?? ((message) => process.emitWarning(message, { type: 'ToolReplayWarning', code: 'TR_LIVE_TAIL' }))
   }
 
   /** The store this session writes to. */
@@ -225,8 +235,8 @@ export class Session {
     const request = this.#redactRequest(captured)
     const startMs = performance.now() - this.#t0
     const seq = this.#seq++
-    if (this.mode === 'record' || this.#tailLive || !this.#source)
-      return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, this.mode !== 'passthrough') }
+    if (this.#tailLive) return this.#goLive(request, seq, startMs, 'after the live tail started')
+    if (this.mode === 'record' || !this.#source) return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, this.mode !== 'passthrough') }
     const taken = this.#source.index.take(request)
     return taken instanceof Promise ? taken.then((t) => this.#decide(request, seq, startMs, t)) : this.#decide(request, seq, startMs, taken)
   }
@@ -246,10 +256,12 @@ export class Session {
         `Failed to replay "${label}": trace "${this.trace}" recorded this request ${taken.recorded} time(s) and this is request #${taken.occurrence + 1}. Tool Replay never repeats a recording. Re-record the trace, or find why the app sends it more often (a retry loop?).`,
         { details: { request: label, recorded: taken.recorded, occurrence: taken.occurrence + 1 } },
       )
+      if (this.#tailAllowed) return this.#goLive(request, seq, startMs, `the trace has no recording #${taken.occurrence + 1} of it`)
       const entry = entryFromError(error, `${label} #${taken.occurrence}`)
       if (!this.#retries.fold(entry, taken.identity, request.headers, seq)) this.#exhausted.push(entry)
       return this.#refused(request, seq, startMs, error)
     }
+    if (this.#tailAllowed) return this.#goLive(request, seq, startMs, 'no recorded exchange matches it')
     const explain = (candidates: Array<{ request: string; differences: string[] }>) => {
       const error = this.#missError(request, candidates, label)
       const entry = entryFromError(error, label)
@@ -260,14 +272,29 @@ export class Session {
     return candidates instanceof Promise ? candidates.then(explain) : explain(candidates)
   }
 
-  /** What follows a refusal: the live tail (opt-in), or a failure, kept in a record-as trace for diff. */
-  #refused(request: CapturedRequest, seq: number, startMs: number, error: ToolReplayError): Decision {
-    if (this.#tail === 'live' && this.#recording) {
-      // Opt-in: from the first unmatched request on, go live and record what happens next.
+  /** A live tail is allowed: replay with recordAs and tail 'live'. */
+  get #tailAllowed(): boolean {
+    return this.#tail === 'live' && this.#recording !== undefined && this.mode === 'replay'
+  }
+
+  /**
+   * The live tail (opt-in): this request and every later one go to the real upstream and are recorded,
+   * marked live. Not a failure: the run is reported as having gone live, loudly, on both paths.
+   */
+  #goLive(request: CapturedRequest, seq: number, startMs: number, why: string): Decision {
+    const label = `${request.method} ${request.url}`
+    if (!this.#tailLive) {
       this.#tailLive = true
-      return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, true) }
+      this.#warn(
+        `Tool Replay: replay of trace "${this.trace}" went LIVE at ${label} (${why}); from here on requests reach the real upstream and are recorded into "${this.#recording?.name}". This run is NOT offline.`,
+      )
     }
-    // Keep the attempt in the record-as trace so diff shows what the app asked for.
+    this.#live.push({ code: ErrorCodes.REPLAY_MISS, request: label, message: this.#live.length === 0 ? `went live here: ${why}` : 'forwarded live' })
+    return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, true, true) }
+  }
+
+  /** A refusal: kept in a record-as trace so diff shows what the app asked for. */
+  #refused(request: CapturedRequest, seq: number, startMs: number, error: ToolReplayError): Decision {
     if (this.#recording) void this.#recorder(request, seq, startMs, true).fail({ code: error.code, message: error.message }, 'connect')
     return { kind: 'fail', error }
   }
@@ -329,7 +356,7 @@ export class Session {
     return streamChunks(reader.bodyPieces(ref, use), ref, onDamage)
   }
 
-  #recorder(request: CapturedRequest, seq: number, startMs: number, recording: boolean): ExchangeRecorder {
+  #recorder(request: CapturedRequest, seq: number, startMs: number, recording: boolean, live = false): ExchangeRecorder {
     if (!recording || !this.#recording) {
       this.#passedThrough++
       return PASSTHROUGH_RECORDER
@@ -348,6 +375,7 @@ export class Session {
       request,
       seq,
       startMs,
+      live,
     )
     this.#open.add(open)
     void open.settled.then(() => this.#open.delete(open))
@@ -399,7 +427,9 @@ export class Session {
   /** The summary so far, without closing. */
   summary(): SessionSummary {
     if (this.#closed) return this.#closed
-    const unused = this.mode === 'replay' ? this.unused() : []
+    // Once a live tail started, recordings the run did not reach are where it went another way: not unused.
+    const unused = this.mode === 'replay' && !this.#tailLive ? this.unused() : []
+    const update = this.#afterUpdate ?? { dropped: this.mode === 'update' && !this.#keepUnused ? this.unused() : [], kept: [] }
     return {
       trace: this.trace,
       mode: this.mode,
@@ -409,6 +439,9 @@ export class Session {
       misses: [...this.#misses],
       exhausted: [...this.#exhausted],
       unused,
+      live: [...this.#live],
+      dropped: update.dropped,
+      kept: update.kept,
       ok: this.#misses.length === 0 && this.#exhausted.length === 0 && unused.length === 0,
     }
   }
@@ -424,9 +457,10 @@ export class Session {
       clearTimeout(timer)
       await Promise.all([...this.#open].map((o) => o.cut()))
     }
-    if (this.mode === 'replay' && this.#source) {
-      const listed = this.#source.index.unused()
-      if (listed instanceof Promise) this.#finalUnused = (await listed).map(unusedEntry)
+    if ((this.mode === 'replay' || this.mode === 'update') && this.#source) {
+      const listed = await this.#source.index.unused(this.mode === 'update' ? Number.POSITIVE_INFINITY : undefined)
+      this.#finalUnused = listed.map(unusedEntry)
+      if (this.mode === 'update') this.#afterUpdate = await this.#settleUpdate(listed)
     }
     const summary = this.summary()
     this.#closed = summary
@@ -441,6 +475,25 @@ export class Session {
     }
     if (this.#recording) await this.#recording.close()
     return summary
+  }
+
+  /**
+   * Update mode: the recordings the run did not request are dropped from the new trace, or, with keepUnused,
+   * appended after the others (renumbered, in their recorded order).
+   */
+  async #settleUpdate(unused: UnusedRecording[]): Promise<{ dropped: LedgerEntry[]; kept: LedgerEntry[] }> {
+    const entries = unused.map(unusedEntry)
+    if (!this.#keepUnused || !this.#recording) {
+      return {
+        dropped: entries.map((e) => ({ ...e, message: e.message.replace(/The app did less.*$/, 'Dropped from the new trace (keepUnused keeps it).') })),
+        kept: [],
+      }
+    }
+    for (const u of unused) this.#write({ ...u.exchange, seq: this.#seq++ }, this.#source?.bodies ?? new Map())
+    return {
+      dropped: [],
+      kept: entries.map((e) => ({ ...e, message: e.message.replace(/The app did less.*$/, 'Kept in the new trace, after the requested ones.') })),
+    }
   }
 
   /**

@@ -31,6 +31,8 @@ export interface InstallOptions {
   recordAs?: string
   /** In replay with recordAs: 'live' forwards and records after the first unmatched request. Default 'strict'. */
   tail?: 'strict' | 'live'
+  /** Update mode: keep recordings the run did not request instead of dropping them. */
+  keepUnused?: boolean
   /** How long to keep recording a response the app aborted (ms, default 1000); see RecordReplayDispatcherOptions. */
   drainAfterAbortMs?: number
   /** Largest request body buffered for matching, in bytes (default 64 MiB, the proxy's --max-body-bytes). */
@@ -99,6 +101,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
       store,
       ...(options.recordAs ? { recordAs: options.recordAs } : {}),
       ...(options.tail ? { tail: options.tail } : {}),
+      ...(options.keepUnused ? { keepUnused: true } : {}),
       labels: { recordedWith: 'interceptor', ...options.labels },
       ...(options.identity ? { identity: options.identity } : {}),
       redaction,

@@ -51,7 +51,12 @@ export interface ProxyRunResult {
 export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResult> {
   const ca = await loadCertificateAuthority(o.storeDir)
   const bundlePath = await writeCaBundle(o.storeDir, ca)
-  const session = await openSession({ ...o.session, store: o.store, labels: { recordedWith: 'proxy', ...o.session.labels } })
+  const session = await openSession({
+    onWarning: (m) => o.log(`WARNING: ${m}`),
+    ...o.session,
+    store: o.store,
+    labels: { recordedWith: 'proxy', ...o.session.labels },
+  })
   if (o.session.tail === 'live') {
     o.log(
       `WARNING: --tail live: after the first unmatched request, requests go to the real upstreams and are recorded into "${o.session.recordAs}". This run is NOT offline.`,

@@ -344,7 +344,7 @@ function blobDigests(text: string): Set<string> {
 
 const DIGEST = /^[0-9a-f]{64}$/
 const PHASES = new Set(['connect', 'request', 'response-headers', 'response-body'])
-const ORIGINS = new Set(['recorded', 'patched'])
+const ORIGINS = new Set(['recorded', 'patched', 'live'])
 
 /** Strict reader of a parsed trace file; every failure names the file and the field. */
 class Validator {
@@ -447,7 +447,7 @@ class Validator {
       })(),
     }
     if (o.origin !== undefined) {
-      if (!ORIGINS.has(o.origin as string)) this.fail(`${path}.origin`, 'must be "recorded" or "patched"')
+      if (!ORIGINS.has(o.origin as string)) this.fail(`${path}.origin`, 'must be "recorded", "patched" or "live"')
       x.origin = o.origin as Exchange['origin'] & string
     }
     if (o.patchId !== undefined) x.patchId = this.string(o.patchId, `${path}.patchId`)

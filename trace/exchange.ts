@@ -55,8 +55,8 @@ export interface RecordedError {
 
 export type Outcome = { kind: 'response'; response: RecordedResponse } | { kind: 'error'; error: RecordedError }
 
-/** Where an exchange came from: the wire, or a fork's patch. */
-export type ExchangeOrigin = 'recorded' | 'patched'
+/** Where an exchange came from: the wire, a fork's patch, or the live tail of a replay (it went to the real upstream). */
+export type ExchangeOrigin = 'recorded' | 'patched' | 'live'
 
 /** The faults Tool Replay can inject at the HTTP boundary. */
 export const FAULT_KINDS = [

@@ -46,7 +46,7 @@ const HTTP_SCHEME = /^\s*https?:/i
 const PHASES = new Set(['connect', 'request', 'response-headers', 'response-body'])
 /** The longest wait a Node timer can make (about 24.8 days): recorded offsets beyond it cannot be paced. */
 export const MAX_RECORDED_MS = 2 ** 31 - 1
-const ORIGINS = new Set(['recorded', 'patched'])
+const ORIGINS = new Set(['recorded', 'patched', 'live'])
 const TRAILER_FORBIDDEN = /^(content-length|transfer-encoding|connection|keep-alive|proxy-connection|upgrade|te|trailer)$/i
 
 /**
@@ -159,7 +159,7 @@ class Problems {
     if (req.body !== null) this.body(req.body, 'request.body')
     const timing = this.object(x.timing, 'timing')
     for (const k of ['startMs', 'headersMs']) if (!isTime(timing[k])) this.fail(`timing.${k}`, `must be a number of ms from 0 to ${MAX_RECORDED_MS}`)
-    if (x.origin !== undefined && !ORIGINS.has(x.origin as string)) this.fail('origin', 'must be "recorded" or "patched"')
+    if (x.origin !== undefined && !ORIGINS.has(x.origin as string)) this.fail('origin', 'must be "recorded", "patched" or "live"')
     if (x.patchId !== undefined && typeof x.patchId !== 'string') this.fail('patchId', 'must be a string')
     const outcome = this.object(x.outcome, 'outcome')
     const head = req.method.toUpperCase() === 'HEAD'

@@ -142,13 +142,27 @@ export const recordCommand: CommandModule = {
   command: 'record',
   describe: 'Run the proxy recording live exchanges into a trace; with `-- cmd ...` run that command through it, else serve until Ctrl-C',
   builder: (y) =>
-    proxyOptions(y).option('mode', {
-      choices: ['record', 'update', 'passthrough'],
-      default: 'record',
-      describe: 'record: forward and store everything; update: replay what matches, record the rest; passthrough: forward, store nothing',
-    }),
+    proxyOptions(y)
+      .option('mode', {
+        choices: ['record', 'update', 'passthrough'],
+        default: 'record',
+        describe: 'record: forward and store everything; update: replay what matches, record the rest; passthrough: forward, store nothing',
+      })
+      .option('keep-unused', {
+        type: 'boolean',
+        default: false,
+        describe: 'With --mode update: keep the recordings the run did not request (after the others) instead of dropping them',
+      }),
   run: async (args, io) => {
     const mode = String(args.mode ?? 'record') as Mode
-    return runProxyCommand(args, io, { mode, trace: String(args.trace) }, { strict: false, control: false })
+    if (args['keep-unused'] && mode !== 'update') {
+      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, '--keep-unused only applies to --mode update (it keeps recordings an update run did not request).')
+    }
+    return runProxyCommand(
+      args,
+      io,
+      { mode, trace: String(args.trace), ...(args['keep-unused'] ? { keepUnused: true } : {}) },
+      { strict: false, control: false },
+    )
   },
 }
