@@ -37,7 +37,7 @@ test('readmeCommands: commands, continuations, output lines and prose', () => {
 })
 
 test('readmeCommands: an output line must use the "#   " prefix', () => {
-  assert.throws(() => readmeCommands('```sh\nnode a.js\n#  two spaces\n```\n'), /must start with "#   "/)
+  assert.throws(() => readmeCommands('```sh\nnode a.js\n#  two spaces\n```\n'), /must start with "# {3}"/)
 })
 
 test('outputMatches: exact lines, … elides within a line, run-to-run ids normalised, counts must agree', () => {
