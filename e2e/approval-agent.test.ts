@@ -11,7 +11,7 @@
  * catches the reintroduced bug (exit 72).
  */
 import assert from 'node:assert/strict'
-import { spawn, spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
@@ -152,16 +152,8 @@ test('the approval agent README, command by command', async (t) => {
     assert.deepEqual({ model: fakes.model.connections, refunds: fakes.refunds.connections }, afterRecording)
   })
 
-  await t.test('the app is back as it was, and the emitted case is one the generated test passes', () => {
+  await t.test('the app is back as it was', () => {
     assert.equal(readFileSync(join(checkout, EXAMPLE, 'app.ts'), 'utf8'), readFileSync(join(ROOT, EXAMPLE, 'app.ts'), 'utf8'))
-    const file = join(checkout, CASE, 'refund-over-limit.test.mjs')
-    const r = spawnSync(process.execPath, ['--conditions=tool-replay-source', '--test', file], {
-      cwd: checkout,
-      env: env(),
-      encoding: 'utf8',
-      timeout: 120_000,
-    })
-    assert.equal(r.status, 0, r.stdout + r.stderr)
   })
 })
 
