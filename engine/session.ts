@@ -19,6 +19,7 @@ import {
   type Trace,
 } from '../trace/index.ts'
 import { redactRequestBody } from './body-redaction.ts'
+import { ArrivalOrder, type Ticket } from './arrival-order.ts'
 import { createExchangeRecorder, type ExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
 import { entryFromError, formatSummary, type LedgerEntry, RetryFolding, type SessionSummary } from './ledger.ts'
 import { assertPlayable } from './playable.ts'
@@ -124,6 +125,7 @@ export class Session {
   readonly #keepUnused: boolean
   readonly #warn: (message: string) => void
   readonly #t0 = performance.now()
+  readonly #arrivals = new ArrivalOrder()
   readonly #pending = new Set<Promise<void>>()
   /** Recorders whose response has not finished yet, with a way to settle them when close() cannot wait longer. */
   readonly #open = new Set<OpenRecorder>()
@@ -155,6 +157,14 @@ export class Session {
     this.#tail = options.tail ?? 'strict'
     this.#keepUnused = options.keepUnused === true
     this.#warn = options.onWarning ?? ((message) => process.emitWarning(message, { type: 'ToolReplayWarning', code: 'TR_LIVE_TAIL' }))
+  }
+
+  /**
+   * A place in the order requests reach the engine: take it when the request (or the connection that will
+   * carry it) first appears, and call `handle` inside `ticket.turn(...)`. See arrival-order.ts.
+   */
+  arrival(): Ticket {
+    return this.#arrivals.ticket()
   }
 
   /** The store this session writes to. */

@@ -21,6 +21,7 @@ import {
   parseMaxBodyBytes,
   parsePace,
   type Session,
+  type Ticket,
 } from '../engine/index.ts'
 import { ErrorCodes, type HeaderPairs, headerPairsFromRaw, headerValue, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { playBack } from './playback.ts'
@@ -153,22 +154,27 @@ export class RecordReplayDispatcher extends Dispatcher {
       })
       return true
     }
+    // Its place in the order the engine sees requests: taken now, in the order the app dispatched them,
+    // whatever order their bodies finish buffering in.
+    const ticket = this.#session.arrival()
     // Deferred so handlers are never called re-entrantly from inside dispatch().
     queueMicrotask(() => {
       try {
-        this.#start(opts, sink)
+        this.#start(opts, sink, ticket)
       } catch (err) {
+        ticket.release()
         sink.error(err as Error)
       }
     })
     return true
   }
 
-  #start(opts: Dispatcher.DispatchOptions, sink: ResponseSink): void {
+  #start(opts: Dispatcher.DispatchOptions, sink: ResponseSink, ticket: Ticket): void {
     const controller = sink.controller
     // Before the live request exists (or while replaying) nothing else will report the abort.
     controller.onAbort((reason) => queueMicrotask(() => sink.error(reason)))
     sink.start()
+    if (controller.aborted || this.#closed) ticket.release()
     if (controller.aborted) return
     if (this.#closed) {
       sendRefusal(
@@ -181,6 +187,7 @@ export class RecordReplayDispatcher extends Dispatcher {
     const url = requestUrl(opts)
     const tooLarge = () => bodyTooLarge(opts.method, url, this.#maxBodyBytes)
     const refuse = (err: Error) => {
+      ticket.release()
       // Both paths refuse an over-large body the same way, and strict replay counts it.
       if (isToolReplayError(err, ErrorCodes.REQUEST_TOO_LARGE)) this.#session.refuse({ method: opts.method, url }, err)
       sink.error(err)
@@ -195,20 +202,21 @@ export class RecordReplayDispatcher extends Dispatcher {
     if (body instanceof Promise) {
       body
         .then((b) => {
-          if (!controller.aborted) this.#decide(opts, headers, b, sink)
+          if (controller.aborted) ticket.release()
+          else this.#decide(opts, headers, b, sink, ticket)
         })
         .catch(refuse)
     } else {
-      this.#decide(opts, headers, body, sink)
+      this.#decide(opts, headers, body, sink, ticket)
     }
   }
 
-  #decide(opts: Dispatcher.DispatchOptions, headers: HeaderPairs, body: BufferedBody, sink: ResponseSink): void {
+  #decide(opts: Dispatcher.DispatchOptions, headers: HeaderPairs, body: BufferedBody, sink: ResponseSink, ticket: Ticket): void {
     if (body.contentType && !headers.some(([k]) => k.toLowerCase() === 'content-type')) headers.push(['content-type', body.contentType])
     const captured: CapturedRequest = { method: opts.method, url: requestUrl(opts), headers, body: body.bytes }
-    const decision = this.#session.handle(captured)
-    // A promise only for traces replayed through the store's index; the common case stays synchronous.
-    if (decision instanceof Promise) decision.then((d) => this.#carryOut(d, opts, body, headers, sink)).catch((err: Error) => sink.error(err))
+    const decision = ticket.turn(() => this.#session.handle(captured))
+    // A promise only when an earlier request holds its place, or when the store must be asked (big traces).
+    if (decision instanceof Promise) decision.then((d) => this.#carryOut(d as Decision, opts, body, headers, sink)).catch((err: Error) => sink.error(err))
     else this.#carryOut(decision, opts, body, headers, sink)
   }
 

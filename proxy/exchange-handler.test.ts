@@ -97,6 +97,7 @@ test('exchange handler: replays a recorded chunked response, refuses a miss with
     maxBodyBytes: 4,
     drainAfterAbortMs: 0,
     listening: () => '127.0.0.1:1',
+    arrival: () => session.arrival(),
   })
 
   const req = fakeRequest('GET', '/sse', [['Host', 'api.test']])

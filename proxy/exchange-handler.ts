@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Agent } from 'undici'
-import { bodyTooLarge, type Decision, type Pace, type Session } from '../engine/index.ts'
+import { bodyTooLarge, type Decision, type Pace, type Session, type Ticket } from '../engine/index.ts'
 import { ErrorCodes, type HeaderPairs, headerPairsFromRaw } from '../trace/index.ts'
 import { forwardRequest } from './forward.ts'
 import { stripHopByHop } from './headers.ts'
@@ -42,6 +42,8 @@ export interface ExchangeHandlerContext {
   drainAfterAbortMs: number
   /** `host:port` the proxy listens on, for the message to clients that use it as a server. */
   listening: () => string
+  /** The request's place in the order the engine sees requests (see engine/arrival-order.ts). */
+  arrival: (req: IncomingMessage) => Ticket
 }
 
 /**
@@ -52,14 +54,17 @@ export function createExchangeHandler(
   ctx: ExchangeHandlerContext,
 ): (req: IncomingMessage, res: ServerResponse, target: TunnelTarget | undefined) => Promise<void> | undefined {
   const hrefOf = createHrefResolver()
+  /** Each request's ticket, taken when it arrives (its connection's, for the first request on it). */
+  const tickets = new WeakMap<IncomingMessage, Ticket>()
+  const ticket = (req: IncomingMessage): Ticket => tickets.get(req) ?? ctx.arrival(req)
   const playbackOptions = { pace: ctx.pace, chunkGapMs: ctx.chunkGapMs }
 
   const decide = (req: IncomingMessage, res: ServerResponse, url: string, rawPairs: HeaderPairs, body: Buffer | null): Promise<void> | undefined => {
     // Hop-by-hop and Proxy-* fields describe the client's connection to us, not the exchange: never recorded.
     const headers = stripHopByHop(rawPairs)
-    const decision = ctx.session.handle({ method: req.method ?? 'GET', url, headers, body })
-    // A promise only for traces replayed through the store's index; the common case stays synchronous.
-    if (decision instanceof Promise) return decision.then((d) => carryOut(req, res, url, headers, body, d))
+    const decision = ticket(req).turn(() => ctx.session.handle({ method: req.method ?? 'GET', url, headers, body }))
+    // A promise only when an earlier connection holds its place, or when the store must be asked (big traces).
+    if (decision instanceof Promise) return decision.then((d) => carryOut(req, res, url, headers, body, d as Decision))
     return carryOut(req, res, url, headers, body, decision)
   }
 
@@ -88,6 +93,10 @@ export function createExchangeHandler(
 
   return (req, res, target) => {
     ctx.stats.requests++
+    // Taken before the body is read: a slow body must not let a later request overtake it.
+    const t = ctx.arrival(req)
+    tickets.set(req, t)
+    res.once('close', () => t.release())
     const url = hrefOf(req, target)
     if (url === undefined) {
       ctx.stats.badRequests++

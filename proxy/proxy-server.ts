@@ -7,7 +7,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { DEFAULT_DRAIN_AFTER_ABORT_MS, type PaceOption, parseMaxBodyBytes, parsePace, type Session, type SessionSummary } from '../engine/index.ts'
+import { DEFAULT_DRAIN_AFTER_ABORT_MS, type PaceOption, parseMaxBodyBytes, parsePace, type Session, type SessionSummary, type Ticket } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
 import { createExchangeHandler, createStats, type ProxyStats } from './exchange-handler.ts'
@@ -98,7 +98,16 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     sockets.add(socket)
     socket.once('close', () => sockets.delete(socket))
   }
+  // A connection's place in the order the engine sees requests is taken when it is accepted (before any
+  // CONNECT or TLS handshake): its first request uses it; later requests on it take theirs as they come.
+  const firstArrival = new WeakMap<Duplex, Ticket>()
+  const claimArrival = (socket: Duplex): Ticket => {
+    const ticket = firstArrival.get(socket)
+    firstArrival.delete(socket)
+    return ticket ?? session.arrival()
+  }
   const handle = createExchangeHandler({
+    arrival: (req) => claimArrival(req.socket),
     session,
     agent,
     stats,
@@ -146,6 +155,14 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
       stats,
       track,
       handshakeTimeoutMs: limits.headersTimeoutMs,
+      inherit: (from, to) => {
+        const ticket = firstArrival.get(from)
+        firstArrival.delete(from)
+        if (ticket) {
+          firstArrival.set(to, ticket)
+          to.once('close', () => ticket.release())
+        }
+      },
       serve: (socket, target) => {
         tunnelTargets.set(socket, target)
         inner.emit('connection', socket)
@@ -170,7 +187,12 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
       return
     }
     connections++
-    socket.once('close', () => connections--)
+    const ticket = session.arrival()
+    firstArrival.set(socket, ticket)
+    socket.once('close', () => {
+      connections--
+      ticket.release()
+    })
     track(socket)
   })
   for (const server of [outer, inner]) {

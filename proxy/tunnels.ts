@@ -22,6 +22,8 @@ export interface ConnectContext {
   stats: ProxyStats
   /** Hands a socket to the HTTP parser for requests inside the tunnel. */
   serve(socket: Duplex, target: TunnelTarget): void
+  /** Moves what is known of the client's connection (its place in the arrival order) to the socket wrapping it. */
+  inherit(from: Duplex, to: Duplex): void
   /** Remembers a socket so close() can destroy it. */
   track(socket: Duplex): void
   /** How long a tunnel may take to send its first byte and finish the TLS handshake. */
@@ -52,6 +54,7 @@ export function createConnectHandler(ctx: ConnectContext): (req: IncomingMessage
         )
       },
     })
+    ctx.inherit(socket, tlsSocket)
     tlsSocket.once('secure', () => clearTimeout(deadline))
     tlsSocket.on('error', () => tlsSocket.destroy())
     ctx.track(tlsSocket)

@@ -51,6 +51,9 @@ interface StoredMeta {
 }
 
 const STORED_BODIES_LIMIT = 100_000
+/** How long a store with a MANIFEST but no CURRENT may be "being created" before it counts as damaged. */
+const CURRENT_WAIT_STEPS = 20
+const CURRENT_WAIT_STEP_MS = 50
 const APPEND_LINGER_MS = 5
 
 interface QueuedAppend {
@@ -610,10 +613,16 @@ export class LevelBackend implements StoreOps {
  * empty store and delete them), or a write-ahead log with a damaged record (LevelDB would drop it silently).
  */
 async function assertOpenable(dir: string, create: boolean): Promise<void> {
-  const files = await readdir(dir).catch(() => [] as string[])
+  let files = await readdir(dir).catch(() => [] as string[])
+  const hasData = (list: string[]) => list.some((f) => /\.(ldb|sst|log)$/.test(f) || f.startsWith('MANIFEST-'))
+  // Another process creating this store writes its MANIFEST a moment before CURRENT: give it that moment
+  // (bounded) before calling the store damaged.
+  for (let i = 0; i < CURRENT_WAIT_STEPS && !files.includes('CURRENT') && hasData(files); i++) {
+    await sleep(CURRENT_WAIT_STEP_MS)
+    files = await readdir(dir).catch(() => [] as string[])
+  }
   const hasCurrent = files.includes('CURRENT')
-  const hasData = files.some((f) => /\.(ldb|sst|log)$/.test(f) || f.startsWith('MANIFEST-'))
-  if (!hasCurrent && hasData) {
+  if (!hasCurrent && hasData(files)) {
     throw corruptOnOpen(
       dir,
       'it holds LevelDB files but no CURRENT file, so it cannot be opened, and Tool Replay will not create a new store over it (that would delete them)',
