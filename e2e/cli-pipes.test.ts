@@ -1,7 +1,7 @@
 /**
  * The wrapper as a shell sees it: Node 22's "[UNDICI-EHPA] EnvHttpProxyAgent is experimental" warning stays
  * out of the wrapped command's stderr (and only that warning), and the exit code survives a reader that
- * closed the pipe (`2>&1 | head -1` must still give 6 for a failed strict replay, not 1).
+ * closed the pipe (`2>&1 | head -1` must still give 69 for a failed strict replay, not 1).
  */
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
@@ -12,7 +12,9 @@ import { after, before, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { openStore } from 'tool-replay/store'
 import { bodyFromBytes, type Trace } from 'tool-replay/trace'
+import { EXIT_CODES } from '../cli/index.ts'
 
+const REPLAY_EXIT = EXIT_CODES.TR_REPLAY_INCOMPLETE
 const BIN = fileURLToPath(new URL('../bin/tr-proxy.js', import.meta.url))
 // A name that resolves nowhere: replay must not need it.
 const URL_HELLO = 'http://hello.test/hello'
@@ -74,14 +76,14 @@ test('the wrapped command gets no UNDICI-EHPA warning, and keeps its own', async
   }
 })
 
-test('exit codes survive a closed stdout/stderr pipe: 6 through `| head -1` and `| true`', async () => {
+test('exit codes survive a closed stdout/stderr pipe: 69 through `| head -1` and `| true`', async () => {
   const direct = await sh(`${replay} -- "$NODE" -e 0`)
-  assert.equal(direct.code, 6, direct.stderr)
+  assert.equal(direct.code, REPLAY_EXIT, direct.stderr)
   assert.ok(direct.stderr.split('\n').length > 2, 'the summary takes several lines, so the reader closes before it ends')
   const head = await sh(`set -o pipefail; ${replay} -- "$NODE" -e 0 2>&1 | head -1`)
-  assert.equal(head.code, 6, head.stdout + head.stderr)
+  assert.equal(head.code, REPLAY_EXIT, head.stdout + head.stderr)
   const closed = await sh(`set -o pipefail; ${replay} -- "$NODE" -e 0 2>&1 | true`)
-  assert.equal(closed.code, 6, closed.stdout + closed.stderr)
+  assert.equal(closed.code, REPLAY_EXIT, closed.stdout + closed.stderr)
   const ls = await sh(`set -o pipefail; "$NODE" --conditions=tool-replay-source "$TR" ls --store store | true`)
   assert.equal(ls.code, 0, ls.stderr)
 })
