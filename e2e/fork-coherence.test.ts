@@ -158,6 +158,7 @@ test('through the interceptor: new bodies decode, partial bodies arrive before t
   const cause = (view.slow as Error & { cause?: Error & { code?: string } }).cause
   assert.equal(cause?.code, 'ETIMEDOUT')
   assert.equal(cause?.message, 'read ETIMEDOUT')
+  assert.equal((cause as { syscall?: string } | undefined)?.syscall, 'read')
   assert.equal(tr.summary().ok, true, 'every exchange replayed, none unused')
 })
 
