@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -261,6 +261,23 @@ describe('tr-proxy serve', { timeout: 60_000 }, () => {
       (await listServes(dir)).map((s) => s.proxy),
       [urlA],
     )
+
+    // A serve killed outright leaves its socket file: the list skips it, the next serve on that port takes it over.
+    const portB = new URL(urlB).port
+    const c = startServe(['--store', dir, '--mode', 'passthrough', '--port', portB, '--trace', 'third'])
+    await c.url
+    c.child.kill('SIGKILL')
+    await c.done
+    assert.ok(existsSync(socketB), 'the killed serve left its socket file')
+    assert.deepEqual(
+      (await listServes(dir)).map((s) => s.trace),
+      ['first'],
+    )
+    const d = startServe(['--store', dir, '--mode', 'passthrough', '--port', portB, '--trace', 'fourth'])
+    await d.url
+    assert.equal((await getStatus(socketB))?.trace, 'fourth')
+    d.child.kill('SIGTERM')
+    assert.equal((await d.done).code, 0)
     a.child.kill('SIGTERM')
     assert.equal((await a.done).code, 0)
     assert.deepEqual(await listServes(dir), [])

@@ -50,27 +50,25 @@ export interface ServeStatus {
  */
 export async function listServes(storeDir: string, timeoutMs = 2000): Promise<ServeStatus[]> {
   const abs = resolve(storeDir)
-  const candidates: Array<{ port: number; path: string }> = []
-  const scan = (dir: string, name: (n: string) => number | undefined) => {
-    let names: string[]
-    try {
-      names = readdirSync(dir)
-    } catch {
-      return
-    }
-    for (const n of names) {
-      const port = name(n)
-      if (port !== undefined) candidates.push({ port, path: join(dir, n) })
-    }
-  }
-  scan(abs, (n) => {
-    const m = SOCKET_NAME.exec(n)
-    return m ? Number(m[1]) : undefined
-  })
   const prefix = tempPrefix(abs)
-  scan(tmpdir(), (n) => (n.startsWith(prefix) && /^\d{1,5}\.sock$/.test(n.slice(prefix.length)) ? Number.parseInt(n.slice(prefix.length), 10) : undefined))
-  const answers = await Promise.all(candidates.map((c) => getStatus(c.path, timeoutMs)))
+  const sockets = [
+    ...namesIn(abs)
+      .filter((n) => SOCKET_NAME.test(n))
+      .map((n) => join(abs, n)),
+    ...namesIn(tmpdir())
+      .filter((n) => n.startsWith(prefix) && /^\d{1,5}\.sock$/.test(n.slice(prefix.length)))
+      .map((n) => join(tmpdir(), n)),
+  ]
+  const answers = await Promise.all(sockets.map((p) => getStatus(p, timeoutMs)))
   return answers.filter((a): a is ServeStatus => a !== undefined).sort((a, b) => Number(new URL(a.proxy).port) - Number(new URL(b.proxy).port))
+}
+
+function namesIn(dir: string): string[] {
+  try {
+    return readdirSync(dir)
+  } catch {
+    return []
+  }
 }
 
 /** GET /status on a control socket; undefined when nothing answers there (a stale file, no listener). */
