@@ -9,6 +9,13 @@ if (major < 22 || (major === 22 && minor < 19)) {
   process.stderr.write(`tr-proxy needs Node >= 22.19 (this is ${process.version}).\n`)
   process.exit(64)
 }
+// A reader that went away (`tr-proxy replay ... 2>&1 | head -1`) must not turn the exit code into 1: the
+// EPIPE error event would otherwise crash the process; later writes are skipped (cli/output.ts).
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err) => {
+    if (err.code !== 'EPIPE' && err.code !== 'ERR_STREAM_DESTROYED') throw err
+  })
+}
 const source = new URL('../cli/main.ts', import.meta.url)
 const compiled = new URL('../dist/cli/main.js', import.meta.url)
 const { runCli } = await import(existsSync(source) ? source.href : compiled.href)

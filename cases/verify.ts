@@ -5,18 +5,18 @@
  *     canonical and well-formed; the trace file's SHA-256 and size match and its own digest checks out;
  *     the test file's SHA-256 matches; every path is relative and stays inside the case.
  *  2. Strict replay of the trace from an in-memory store (nothing is written, least of all into the case):
- *     a miss, an overrun or an unused exchange is TR_REPLAY_INCOMPLETE.
+ *     a miss, an overrun or an unused exchange is TR_REPLAY_INCOMPLETE. A runner runs in this process, or
+ *     in a child Node process where this realm's fetch cannot be captured (jest's test environments).
  *  3. The app's own failure is TR_CASE_APP_ERROR; a different result is TR_CASE_REGRESSION with the
  *     JSON-path differences between expected and actual.
  */
-import { lstat, readdir, readFile, stat } from 'node:fs/promises'
+import { lstat, readdir, readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import { formatSummary, type SessionSummary } from '../engine/index.ts'
-import { install } from '../interceptor/index.ts'
-import { createMemoryStore, parseTraceFile } from '../store/index.ts'
-import { canonicalJson, diffJson, ErrorCodes, isToolReplayError, type JsonDifference, parseJson, sha256, ToolReplayError, type Trace } from '../trace/index.ts'
+import { parseTraceFile } from '../store/index.ts'
+import { canonicalJson, diffJson, ErrorCodes, isToolReplayError, type JsonDifference, sha256, ToolReplayError, type Trace } from '../trace/index.ts'
 import { type CaseExpectation, type CaseManifest, MANIFEST_FILE, parseManifest } from './manifest.ts'
+import { canRunInProcess, type RunOutcome, runRunner, runRunnerInChild } from './run-runner.ts'
 
 /** A case that passed. */
 export interface VerifyResult {
@@ -102,9 +102,11 @@ export function verifyCase(dir: string): Promise<VerifyResult> {
 async function verifyNow(dir: string): Promise<VerifyResult> {
   const c = await checkCaseIntegrity(dir)
   const { manifest } = c
-  let outcome: { actual: unknown; summary: SessionSummary; error?: unknown }
-  if (manifest.run.kind === 'runner') outcome = await runRunner(c, manifest.run)
-  else {
+  let outcome: RunOutcome
+  if (manifest.run.kind === 'runner') {
+    // In a realm whose fetch an installed dispatcher cannot see (jest), the app runs in a child Node process.
+    outcome = canRunInProcess() ? await runRunner(c, manifest.run) : await runRunnerInChild(c, manifest.run)
+  } else {
     // Loaded only for command cases: runner cases never load the proxy.
     const { runCommandCase } = await import('./command-case.ts')
     outcome = await runCommandCase(c, manifest.run)
@@ -135,51 +137,6 @@ async function verifyNow(dir: string): Promise<VerifyResult> {
     )
   }
   return { ok: true, name: manifest.name, kind: manifest.run.kind, actual: outcome.actual, summary }
-}
-
-async function runRunner(c: IntactCase, run: { module: string; export: string }): Promise<{ actual: unknown; summary: SessionSummary; error?: unknown }> {
-  const modulePath = resolve(c.dir, run.module)
-  const st = await stat(modulePath).catch(() => undefined)
-  if (!st?.isFile()) throw integrity(c.dir, `the runner module ${run.module} (${modulePath}) does not exist`)
-  const store = createMemoryStore()
-  await store.putTrace(c.trace)
-  // Self-contained: the settings file of whatever directory verify runs in must not change the verdict.
-  const tr = await install({ mode: 'replay', trace: c.manifest.name, store, config: false })
-  let actual: unknown
-  let error: unknown
-  try {
-    const mod = (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>
-    const fn = mod[run.export]
-    if (typeof fn !== 'function') throw new TypeError(`${run.module} has no exported function "${run.export}"`)
-    actual = toJson(await withTimeout((fn as () => unknown)(), RUNNER_TIMEOUT_MS, `${run.module}#${run.export}`))
-  } catch (err) {
-    error = err
-  }
-  const summary = await tr.close()
-  await store.close()
-  return error === undefined ? { actual, summary } : { actual, summary, error }
-}
-
-/** Longest a runner may take before verification gives up on it, in ms. */
-export const RUNNER_TIMEOUT_MS = 120_000
-
-async function withTimeout<T>(value: T | Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms / 1000} s`)), ms)
-    timer.unref()
-  })
-  try {
-    return await Promise.race([value, timeout])
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
-/** The return value as JSON sees it (undefined becomes null), so it compares like the stored expectation. */
-function toJson(v: unknown): unknown {
-  const s = JSON.stringify(v)
-  return s === undefined ? null : parseJson(s)
 }
 
 /**

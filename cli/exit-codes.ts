@@ -12,6 +12,7 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.USAGE]: 64,
   [ErrorCodes.INVALID_OPTION]: 64,
   [ErrorCodes.INVALID_PATCH]: 64,
+  [ErrorCodes.CAPTURE_UNAVAILABLE]: 64,
   [ErrorCodes.TRACE_INVALID]: 65,
   [ErrorCodes.TRACE_FILE_INVALID]: 65,
   [ErrorCodes.TRACE_DIGEST_MISMATCH]: 65,

@@ -7,9 +7,15 @@ export interface Io {
   err(text: string): void
 }
 
+/** Stdout and stderr of this process; a stream whose reader went away (`| head -1`) is skipped. */
 export const processIo: Io = {
-  out: (t) => process.stdout.write(t.endsWith('\n') ? t : `${t}\n`),
-  err: (t) => process.stderr.write(t.endsWith('\n') ? t : `${t}\n`),
+  out: (t) => writeIfOpen(process.stdout, t),
+  err: (t) => writeIfOpen(process.stderr, t),
+}
+
+function writeIfOpen(stream: NodeJS.WriteStream, t: string): void {
+  if (stream.destroyed || !stream.writable) return
+  stream.write(t.endsWith('\n') ? t : `${t}\n`)
 }
 
 /** Prints an error (JSON or text) and returns the exit code it maps to. */

@@ -7,6 +7,7 @@ import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFi
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
+import { runInNewContext } from 'node:vm'
 import { bodyFromBytes, ToolReplayError, type Trace } from 'tool-replay/trace'
 import { emitCase, verifyCase } from '../cases/index.ts'
 import { runCli } from '../cli/main.ts'
@@ -172,4 +173,25 @@ test('integrity is checked before anything runs (exit 71)', async () => {
     const p = join(c, 'manifest.json')
     writeFileSync(p, readFileSync(p, 'utf8').replace('"version": 1', '"version": 1,\n  "extra": true'))
   }, /extra is not a known field/)
+})
+
+test("where this realm's fetch cannot be captured (jest), verifyCase runs the runner in a child Node process", async (t) => {
+  const ok = await emit('ok', 'rejected')
+  const regression = await emit('object', { decision: 'approved', score: 1 })
+  const boom = await emit('boom', 'rejected')
+  const unused = await emit('none', 'rejected')
+  const realFetch = globalThis.fetch
+  // A fetch made in another realm, as jest's environments have: were the runner imported here, its requests
+  // would bypass the interceptor and this stand-in would be called.
+  let calledHere = 0
+  const foreign = runInNewContext('(function fetch() { count(); return Promise.reject(new Error("live")) })', { count: () => calledHere++ })
+  globalThis.fetch = foreign as typeof fetch
+  t.after(() => {
+    globalThis.fetch = realFetch
+  })
+  assert.equal((await verifyCase(ok)).actual, 'rejected')
+  await rejectsWith(verifyCase(regression), 'TR_CASE_REGRESSION', /\$\.decision: "approved" → "rejected"/)
+  await rejectsWith(verifyCase(boom), 'TR_CASE_APP_ERROR', /Error: boom: the app fell over/)
+  await rejectsWith(verifyCase(unused), 'TR_REPLAY_INCOMPLETE', /1 unused/)
+  assert.equal(calledHere, 0, 'no runner ran in this realm')
 })

@@ -170,7 +170,7 @@ describe('tr-proxy serve', { timeout: 60_000 }, () => {
       })
       child.once('exit', () => reject(new Error(`serve exited: ${text}`)))
     })
-    const socketPath = controlSocketPath(store)
+    const socketPath = controlSocketPath(store, Number(new URL(url).port))
     const status = await unixRequest(socketPath, 'GET', '/status')
     assert.equal(status.status, 200)
     assert.equal((status.body as { mode: string }).mode, 'replay')

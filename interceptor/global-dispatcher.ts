@@ -24,6 +24,17 @@ export function currentGlobalDispatchers(): { v1: Dispatcher | undefined; v2: Di
 }
 
 /**
+ * True when the global `fetch` here reads the dispatcher slots this module writes. False in a vm context
+ * whose fetch was copied in from the outer realm (jest's test environments, vitest's vm pools): that fetch
+ * reads the outer realm's slots, so installing here would capture nothing. A realm's functions are
+ * `instanceof` its own `Function`; one from another realm is not.
+ */
+export function globalFetchIsCapturable(): boolean {
+  const f = (globalThis as { fetch?: unknown }).fetch
+  return typeof f === 'function' && f instanceof Function
+}
+
+/**
  * Makes `dispatcher` the global dispatcher for Node's fetch and for the undici package, and returns a
  * function that puts back what was there before (idempotent).
  */

@@ -1,7 +1,7 @@
 /** The undici dispatcher that records and replays fetch, and the test-setup entry points. */
 
-/** Makes a dispatcher global for Node's built-in fetch and the undici package; returns the undo. */
-export { installGlobalDispatcher } from './global-dispatcher.ts'
+/** Makes a dispatcher global for Node's built-in fetch and the undici package (returns the undo); whether that captures this realm's fetch. */
+export { globalFetchIsCapturable, installGlobalDispatcher } from './global-dispatcher.ts'
 /** Options for `install()`; the session handle it returns. */
 export type { InstallOptions, InterceptorSession } from './install.ts'
 /** Opens a session and installs its dispatcher for every fetch in the process. */

@@ -16,8 +16,8 @@ import {
   type SessionSummary,
 } from '../engine/index.ts'
 import { openStore, type TraceStore } from '../store/index.ts'
-import type { IdentityOptions } from '../trace/index.ts'
-import { installGlobalDispatcher } from './global-dispatcher.ts'
+import { ErrorCodes, type IdentityOptions, ToolReplayError } from '../trace/index.ts'
+import { globalFetchIsCapturable, installGlobalDispatcher } from './global-dispatcher.ts'
 import { createRecordReplayDispatcher, type RecordReplayDispatcher } from './record-replay-dispatcher.ts'
 
 export interface InstallOptions {
@@ -86,6 +86,7 @@ export interface InterceptorSession {
  */
 export async function install(options: InstallOptions): Promise<InterceptorSession> {
   const mode = options.mode ?? 'replay'
+  if (options.global !== false && typeof globalThis.fetch === 'function' && !globalFetchIsCapturable()) throw captureUnavailable()
   // Checked before anything opens: a typo must not leave a store open or a trace half-recorded.
   parsePace(options.pace)
   parseMaxBodyBytes(options.maxBodyBytes)
@@ -141,4 +142,12 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
       return closing
     },
   }
+}
+
+/** Fail closed: a global install that the app's fetch would never see would let every request go live. */
+function captureUnavailable(): ToolReplayError {
+  return new ToolReplayError(
+    ErrorCodes.CAPTURE_UNAVAILABLE,
+    "Cannot install the Tool Replay interceptor globally here: this realm's fetch comes from another JavaScript realm (jest's test environments and vitest's vm pools copy Node's fetch into a vm context), so it reads that realm's dispatcher and every request would reach the network. Run these tests under node --test or vitest's threads/forks pool, pass `global: false` and route requests with `dispatcher: tr.dispatcher`, run the app under `tr-proxy replay`, or promote the run to a case (verifyCase runs the app in a child Node process there).",
+  )
 }

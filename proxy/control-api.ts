@@ -1,24 +1,100 @@
 /**
  * The control API of `tr-proxy serve`: a tiny HTTP server on a Unix socket in the store directory, a
- * listener of its own, so nothing sent to the proxy port can ever reach it.
- *   GET  /status       → { ok, mode, trace, proxy, stats, summary }
+ * listener of its own, so nothing sent to the proxy port can ever reach it. Each serve has its own socket,
+ * named by its proxy port (`<store>/proxy-control-<port>.sock`), so several serves can share a store.
+ *   GET  /status       → { ok, mode, trace, proxy, pid, socket, stats, summary }
  *   POST /session/end  → closes the session; { ok, summary, unused }
  */
 import { createHash } from 'node:crypto'
-import { rmSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
+import { readdirSync, rmSync } from 'node:fs'
+import { createServer, request, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type { SessionSummary } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import type { ProxyServer } from './proxy-server.ts'
 
-/** `<store>/proxy-control.sock`, or a name in the temp dir when that path is too long for a Unix socket. */
-export function controlSocketPath(storeDir: string): string {
+const SOCKET_NAME = /^proxy-control-(\d{1,5})\.sock$/
+
+/**
+ * The control socket of the serve whose proxy listens on `port`: `<store>/proxy-control-<port>.sock`, or a
+ * name in the temp dir (with a hash of the store path) when that path is too long for a Unix socket.
+ */
+export function controlSocketPath(storeDir: string, port: number): string {
   const abs = resolve(storeDir)
-  const inDir = join(abs, 'proxy-control.sock')
+  const inDir = join(abs, `proxy-control-${port}.sock`)
   if (Buffer.byteLength(inDir) <= 100) return inDir
-  return join(tmpdir(), `tool-replay-control-${createHash('sha256').update(abs).digest('hex').slice(0, 24)}.sock`)
+  return join(tmpdir(), `${tempPrefix(abs)}${port}.sock`)
+}
+
+function tempPrefix(absStore: string): string {
+  return `tool-replay-control-${createHash('sha256').update(absStore).digest('hex').slice(0, 24)}-`
+}
+
+/** What GET /status answers. */
+export interface ServeStatus {
+  ok: boolean
+  mode: string
+  trace: string
+  proxy: string
+  pid: number
+  socket: string
+  ended: boolean
+  stats: unknown
+  summary: SessionSummary
+}
+
+/**
+ * The serves running on a store: every control socket of the store that answers GET /status (within
+ * `timeoutMs`), sorted by port. Socket files left by a serve that died are skipped.
+ */
+export async function listServes(storeDir: string, timeoutMs = 2000): Promise<ServeStatus[]> {
+  const abs = resolve(storeDir)
+  const prefix = tempPrefix(abs)
+  const sockets = [
+    ...namesIn(abs)
+      .filter((n) => SOCKET_NAME.test(n))
+      .map((n) => join(abs, n)),
+    ...namesIn(tmpdir())
+      .filter((n) => n.startsWith(prefix) && /^\d{1,5}\.sock$/.test(n.slice(prefix.length)))
+      .map((n) => join(tmpdir(), n)),
+  ]
+  const answers = await Promise.all(sockets.map((p) => getStatus(p, timeoutMs)))
+  return answers.filter((a): a is ServeStatus => a !== undefined).sort((a, b) => Number(new URL(a.proxy).port) - Number(new URL(b.proxy).port))
+}
+
+function namesIn(dir: string): string[] {
+  try {
+    return readdirSync(dir)
+  } catch {
+    return []
+  }
+}
+
+/** GET /status on a control socket; undefined when nothing answers there (a stale file, no listener). */
+export function getStatus(socketPath: string, timeoutMs = 2000): Promise<ServeStatus | undefined> {
+  return new Promise((resolvePromise) => {
+    const req = request({ socketPath, method: 'GET', path: '/status', timeout: timeoutMs }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (c: string) => {
+        // A status is small; anything else on this socket is not ours.
+        if (text.length < 1_000_000) text += c
+      })
+      res.on('end', () => {
+        try {
+          const body = JSON.parse(text) as ServeStatus
+          resolvePromise(res.statusCode === 200 && typeof body.proxy === 'string' ? body : undefined)
+        } catch {
+          resolvePromise(undefined)
+        }
+      })
+      res.on('error', () => resolvePromise(undefined))
+    })
+    req.on('timeout', () => req.destroy())
+    req.on('error', () => resolvePromise(undefined))
+    req.end()
+  })
 }
 
 /** A running control API. */
@@ -47,6 +123,8 @@ export async function startControlApi(proxy: ProxyServer, socketPath: string, on
         mode: proxy.session.mode,
         trace: proxy.session.trace,
         proxy: proxy.url,
+        pid: process.pid,
+        socket: socketPath,
         ended: ended !== undefined,
         stats: proxy.stats,
         summary: proxy.session.summary(),
@@ -64,7 +142,16 @@ export async function startControlApi(proxy: ProxyServer, socketPath: string, on
       send(404, { ok: false, error: { code: ErrorCodes.PROXY_BAD_REQUEST, message: `No route ${route}. Use GET /status or POST /session/end.` } })
     }
   })
-  // A socket file left by a process that died would make listen fail with EADDRINUSE.
+  // Another serve answering here (same port on another loopback address) keeps its socket; a socket file
+  // left by a process that died would make listen fail with EADDRINUSE, so it goes.
+  const other = await getStatus(socketPath, 1000)
+  if (other) {
+    throw new ToolReplayError(
+      ErrorCodes.PROXY_START_FAILED,
+      `Failed to start the control API on ${socketPath}: another \`tr-proxy serve\` (pid ${other.pid}, proxy ${other.proxy}, ${other.mode} of trace "${other.trace}") answers there. Stop it, or give this serve another --port (each serve's control socket is named by its port).`,
+      { details: { socket: socketPath, other: { pid: other.pid, proxy: other.proxy } } },
+    )
+  }
   rmSync(socketPath, { force: true })
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { headerPairsFromRaw } from '../trace/index.ts'
 import { flatten, stripHopByHop } from './headers.ts'
-import { formatExports, proxyEnvironment } from './proxy-env.ts'
+import { formatExports, nodeOptionsWithoutProxyWarning, proxyEnvironment } from './proxy-env.ts'
 import { mapHost, parseResolve } from './upstream.ts'
 
 test('hop-by-hop fields and the ones Connection names are stripped; order and repeats kept', () => {
@@ -49,4 +49,12 @@ test('proxy environment: both cases, NO_PROXY cleared, CA files; exports are she
   assert.equal(env.NODE_USE_ENV_PROXY, '1')
   assert.equal(env.NODE_EXTRA_CA_CERTS, '/s/ca.pem')
   assert.match(formatExports(env), /^export CURL_CA_BUNDLE='\/s\/it'\\''s.pem'$/m)
+})
+
+test("NODE_OPTIONS keeps the user's flags and adds --disable-warning=UNDICI-EHPA once", () => {
+  assert.equal(nodeOptionsWithoutProxyWarning(undefined), '--disable-warning=UNDICI-EHPA')
+  assert.equal(nodeOptionsWithoutProxyWarning(' --max-old-space-size=512 '), '--max-old-space-size=512 --disable-warning=UNDICI-EHPA')
+  assert.equal(nodeOptionsWithoutProxyWarning('--disable-warning=UNDICI-EHPA --x'), '--disable-warning=UNDICI-EHPA --x')
+  const env = proxyEnvironment({ proxyUrl: 'http://127.0.0.1:1', caPath: 'a', bundlePath: 'b', nodeOptions: '--enable-source-maps' })
+  assert.equal(env.NODE_OPTIONS, '--enable-source-maps --disable-warning=UNDICI-EHPA')
 })

@@ -6,9 +6,9 @@ export { caCertPath, caDir, loadCertificateAuthority } from './certificate-autho
 export type { CommandExit } from './command-wrapper.ts'
 /** Runs a command with extra environment, SIGINT/SIGTERM forwarded; resolves with its exit. */
 export { runCommand } from './command-wrapper.ts'
-export type { ControlApi } from './control-api.ts'
-/** The control API of `serve` (GET /status, POST /session/end) on a Unix socket, and its path. */
-export { controlSocketPath, startControlApi } from './control-api.ts'
+export type { ControlApi, ServeStatus } from './control-api.ts'
+/** The control API of `serve` (GET /status, POST /session/end) on a Unix socket per serve, its path, and the serves running on a store. */
+export { controlSocketPath, getStatus, listServes, startControlApi } from './control-api.ts'
 export { DEFAULT_CHUNK_GAP_MS } from './playback.ts'
 /** Proxy environment for a child (proxy vars, NO_PROXY cleared, CA files), the CA bundle, and `export` lines. */
 export { formatExports, proxyEnvironment, writeCaBundle } from './proxy-env.ts'

@@ -26,8 +26,9 @@ export async function writeCaBundle(storeDir: string, ca: CertificateAuthority):
  * NO_PROXY/no_proxy are set empty: a typical value excludes localhost, and test upstreams often live
  * there, so they would bypass the proxy (and strict replay) without it.
  */
-export function proxyEnvironment(init: { proxyUrl: string; caPath: string; bundlePath: string }): Record<string, string> {
+export function proxyEnvironment(init: { proxyUrl: string; caPath: string; bundlePath: string; nodeOptions?: string }): Record<string, string> {
   return {
+    NODE_OPTIONS: nodeOptionsWithoutProxyWarning(init.nodeOptions ?? process.env.NODE_OPTIONS),
     HTTP_PROXY: init.proxyUrl,
     HTTPS_PROXY: init.proxyUrl,
     http_proxy: init.proxyUrl,
@@ -40,6 +41,20 @@ export function proxyEnvironment(init: { proxyUrl: string; caPath: string; bundl
     REQUESTS_CA_BUNDLE: init.bundlePath,
     CURL_CA_BUNDLE: init.bundlePath,
   }
+}
+
+/** The one warning the proxy environment silences: Node 22's "[UNDICI-EHPA] EnvHttpProxyAgent is experimental". */
+export const PROXY_WARNING_FLAG = '--disable-warning=UNDICI-EHPA'
+
+/**
+ * NODE_OPTIONS with PROXY_WARNING_FLAG added once. With NODE_USE_ENV_PROXY=1, Node 22 prints that warning
+ * on stderr in every wrapped Node process (Node 24 and 26 print none); `--disable-warning` (Node >= 20.11,
+ * allowed in NODE_OPTIONS) drops exactly that code, every other warning still prints.
+ */
+export function nodeOptionsWithoutProxyWarning(current: string | undefined): string {
+  const options = (current ?? '').trim()
+  if (options.split(/\s+/).includes(PROXY_WARNING_FLAG)) return options
+  return options === '' ? PROXY_WARNING_FLAG : `${options} ${PROXY_WARNING_FLAG}`
 }
 
 /** `export K='v'` lines for `eval "$(tr-proxy env)"`, single-quoted for POSIX shells. */

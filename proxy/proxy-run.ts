@@ -81,9 +81,19 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
     throw err
   }
   const env = proxyEnvironment({ proxyUrl: proxy.url, caPath: ca.certPath, bundlePath })
-  const control = o.control
-    ? await startControlApi(proxy, controlSocketPath(o.storeDir), (s) => o.log(`session ended via the control API: ${s.ok ? 'ok' : 'NOT ok'}`))
-    : undefined
+  let control: Awaited<ReturnType<typeof startControlApi>> | undefined
+  if (o.control) {
+    try {
+      control = await startControlApi(proxy, controlSocketPath(o.storeDir, proxy.port), (s) =>
+        o.log(`session ended via the control API: ${s.ok ? 'ok' : 'NOT ok'}`),
+      )
+    } catch (err) {
+      // Refused (another serve owns this socket): nothing ran, keep the previous trace.
+      await session.discard().catch(() => {})
+      await proxy.close().catch(() => {})
+      throw err
+    }
+  }
   try {
     if (o.command && o.command.length > 0) {
       const [cmd, ...args] = o.command as [string, ...string[]]

@@ -88,11 +88,12 @@ export {
   turnOf,
   validateLlmPatch,
 } from './llm/index.ts'
-export type { ForkOptions, PatchAction, PatchSelector, PatchSpec, ResolvedPatch } from './patch.ts'
+export type { ForkOptions, ForkResult, PatchAction, PatchNote, PatchSelector, PatchSpec, ResolvedPatch } from './patch.ts'
 export {
   canonicalPatchSpec,
   exchangeLabel,
   forkTrace,
+  forkTraceWithNotes,
   occurrenceOf,
   parsePatchSpec,
   patchId,

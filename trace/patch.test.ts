@@ -6,7 +6,7 @@ import { ErrorCodes, ToolReplayError } from './errors.ts'
 import type { Exchange, HeaderPairs, Trace } from './exchange.ts'
 import { headerValue } from './header-pairs.ts'
 import { canonicalJson } from './json-codec.ts'
-import { canonicalPatchSpec, exchangeLabel, forkTrace, parsePatchSpec, patchId, resolvePatches, resolvePatchFile } from './patch.ts'
+import { canonicalPatchSpec, exchangeLabel, forkTrace, forkTraceWithNotes, parsePatchSpec, patchId, resolvePatches, resolvePatchFile } from './patch.ts'
 
 const enc = new TextEncoder()
 
@@ -180,4 +180,68 @@ test('a JSON patch on a gzip body decodes it and drops Content-Encoding', () => 
   assert.equal(headerValue(headers, 'content-encoding'), undefined)
   const text = trace('t', [{ url: CRM, body: 'plain words', headers: [['content-type', 'text/plain']] }])
   rejects(() => forkTrace(text, { name: 'b', sourceDigest: 'x', patches: ['#0 $.a=1'] }), ErrorCodes.INVALID_PATCH, /not JSON.*body=@FILE/)
+})
+
+test('error patches: messages follow the phase, response-body delivers the chosen partial body', () => {
+  const message = (spec: string) => {
+    const o = forkTrace(crm(), { name: 'b', sourceDigest: 'x', patches: [spec] }).exchanges[0]?.outcome
+    return o?.kind === 'error' ? o.error.message : undefined
+  }
+  assert.equal(message('#0 error=ETIMEDOUT@connect'), 'connect ETIMEDOUT')
+  assert.equal(message('#0 error=ETIMEDOUT@request'), 'read ETIMEDOUT')
+  assert.equal(message('#0 error=ECONNREFUSED@connect'), 'connect ECONNREFUSED')
+  assert.equal(message('#0 error=EPIPE@request'), 'write EPIPE')
+  assert.equal(message('#0 error=ENOTFOUND@connect'), 'getaddrinfo ENOTFOUND crm.test')
+  assert.equal(message('#0 error=UND_ERR_HEADERS_TIMEOUT@response-headers'), 'Headers Timeout Error')
+  assert.equal(message('#0 error=UND_ERR_SOCKET@response-body'), 'other side closed')
+
+  assert.deepEqual(parsePatchSpec('#0 error=ECONNRESET@response-body:10').action, { kind: 'error', code: 'ECONNRESET', phase: 'response-body', bytes: 10 })
+  assert.equal(canonicalPatchSpec(parsePatchSpec('#0 error=ECONNRESET@response-body:10')), '#0 error=ECONNRESET@response-body:10')
+  assert.equal(canonicalPatchSpec(parsePatchSpec('#0 error=ECONNRESET@response-body')), '#0 error=ECONNRESET@response-body')
+  rejects(() => parsePatchSpec('#0 error=ECONNRESET@request:10'), ErrorCodes.INVALID_PATCH, /only goes with @response-body/)
+
+  const { trace: b, notes } = forkTraceWithNotes(crm(), { name: 'b', sourceDigest: 'x', patches: ['#0 error=ECONNRESET@response-body:10'] })
+  const o = b.exchanges[0]?.outcome
+  assert.equal(o?.kind, 'error')
+  const partial = (o as Extract<typeof o, { kind: 'error' }>).error.partial
+  assert.equal(new TextDecoder().decode(bodyBytes(b, partial!.body)), '{"active":')
+  assert.equal(headerValue(partial!.headers, 'content-length'), undefined)
+  assert.deepEqual(notes, [
+    {
+      id: patchId(parsePatchSpec('#0 error=ECONNRESET@response-body:10')),
+      seq: 0,
+      note: 'ECONNRESET after 10 of 28 body bytes (1 recorded chunk(s)); content-length removed',
+    },
+  ])
+  const half = forkTrace(crm(), { name: 'b', sourceDigest: 'x', patches: ['#0 error=ECONNRESET@response-body'] }).exchanges[0]?.outcome
+  assert.equal((half as Extract<typeof half, { kind: 'error' }>).error.partial?.body.size, 14)
+  rejects(
+    () => forkTrace(crm(), { name: 'b', sourceDigest: 'x', patches: ['#0 error=ECONNRESET@response-body:29'] }),
+    ErrorCodes.INVALID_PATCH,
+    /28 bytes, fewer than the 29/,
+  )
+})
+
+test('a whole-body patch on an encoded response drops the encoding, fixes the length and says so', () => {
+  const source = trace('gz', [
+    {
+      url: CRM,
+      body: new Uint8Array(gzipSync(Buffer.from('{"active":true}'))),
+      headers: [
+        ['content-type', 'application/json'],
+        ['content-encoding', 'gzip'],
+        ['content-length', '35'],
+      ],
+    },
+  ])
+  const spec = resolvePatchFile(parsePatchSpec('#0 body=@x.json'), enc.encode('{"active":"maybe"}'))
+  const { trace: b, notes } = forkTraceWithNotes(source, { name: 'b', sourceDigest: 'x', patches: [spec] })
+  assert.deepEqual(json(b), { active: 'maybe' })
+  const headers = (b.exchanges[0]!.outcome as { response: { headers: HeaderPairs } }).response.headers
+  assert.equal(headerValue(headers, 'content-encoding'), undefined)
+  assert.equal(headerValue(headers, 'content-length'), '18')
+  assert.deepEqual(
+    notes.map((n) => n.note),
+    ['content-encoding gzip dropped, body stored as given (18 bytes); content-length 18'],
+  )
 })

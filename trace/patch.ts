@@ -13,16 +13,20 @@
  *              | "header:" NAME "=" VALUE      set a response header (replacing every field of that name)
  *              | "header:" NAME                remove a response header
  *              | "error=" CODE ["@" PHASE]     turn the outcome into a recorded error (ECONNRESET, ETIMEDOUT, ...)
+ *              | "error=" CODE "@response-body:" BYTES
+ *                                              ... after BYTES of the recorded body (default: half of it)
  *              | "response=" CODE              turn a recorded error into a response with that status, empty body
  *              | "llm." LLM_TARGET "=" VALUE   change a model turn by meaning (trace/llm/llm-patch.ts):
  *                                              llm.output_text=JSON_STRING, llm.tool_call[N].name=NAME,
  *                                              llm.tool_call[N].arguments=JSON, llm.finish=VALUE
- * Patches are resolved against the source before any is applied, then applied in order.
+ * Patches are resolved against the source before any is applied, then applied in order. A patch keeps its
+ * exchange coherent: a new body on an encoded response drops Content-Encoding (the body is stored decoded)
+ * and fixes Content-Length; `forkTraceWithNotes` says what was adjusted.
  * @example
  * const branch = forkTrace(source, { name: 'crm-inactive', sourceDigest, patches: ['#0 $.active=false'] })
  */
 import { STATUS_CODES } from 'node:http'
-import { bodyBytes, bodyFromBytes, bodyFromChunks } from './body.ts'
+import { bodyBytes, bodyFromBytes, bodyFromChunks, splitChunks } from './body.ts'
 import { decodeContentEncoding } from './content-encoding.ts'
 import { sha256 } from './digest.ts'
 import { ErrorCodes, ToolReplayError } from './errors.ts'
@@ -44,7 +48,7 @@ export type PatchAction =
   | { kind: 'body-file'; file: string }
   | { kind: 'status'; status: number }
   | { kind: 'header'; name: string; value: string | null }
-  | { kind: 'error'; code: string; phase: ErrorPhase }
+  | { kind: 'error'; code: string; phase: ErrorPhase; bytes?: number }
   | { kind: 'response'; status: number }
   | LlmPatchAction
 
@@ -65,6 +69,19 @@ export interface ResolvedPatch {
   patch: PatchSpec
 }
 
+/** What a patch adjusted besides its own change, to keep the exchange coherent (for `tr-proxy fork`'s output). */
+export interface PatchNote {
+  id: string
+  seq: number
+  note: string
+}
+
+/** A branch and the notes its patches left. */
+export interface ForkResult {
+  trace: Trace
+  notes: PatchNote[]
+}
+
 /** Options for `forkTrace`. */
 export interface ForkOptions {
   /** Name of the branch trace. */
@@ -77,7 +94,7 @@ export interface ForkOptions {
 
 const PHASES: readonly ErrorPhase[] = ['connect', 'request', 'response-headers', 'response-body']
 const SPEC_HELP =
-  'Write a patch as "SELECTOR ACTION", e.g. "#0 $.active=false" or "GET https://crm.test/customers/42 #0 status=503"; actions: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME, error=CODE[@PHASE], response=CODE, llm.output_text="TEXT", llm.tool_call[N].name=NAME, llm.tool_call[N].arguments=JSON, llm.finish=VALUE.'
+  'Write a patch as "SELECTOR ACTION", e.g. "#0 $.active=false" or "GET https://crm.test/customers/42 #0 status=503"; actions: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME, error=CODE[@PHASE], error=CODE@response-body:BYTES, response=CODE, llm.output_text="TEXT", llm.tool_call[N].name=NAME, llm.tool_call[N].arguments=JSON, llm.finish=VALUE.'
 
 function invalid(text: string, why: string): never {
   throw new ToolReplayError(ErrorCodes.INVALID_PATCH, `Invalid patch "${text}": ${why}. ${SPEC_HELP}`, { details: { patch: text } })
@@ -135,10 +152,14 @@ function parseAction(text: string, a: string): PatchAction {
     if (value !== undefined && /[\r\n\0]/.test(value)) invalid(text, 'a header value cannot contain CR, LF or NUL')
     return { kind: 'header', name: (m[1] as string).toLowerCase(), value: value ?? null }
   }
-  if ((m = /^error=([A-Z][A-Z0-9_]*)(?:@([a-z-]+))?$/.exec(a))) {
+  if ((m = /^error=([A-Z][A-Z0-9_]*)(?:@([a-z-]+)(?::(\d+))?)?$/.exec(a))) {
     const phase = (m[2] ?? 'request') as ErrorPhase
     if (!PHASES.includes(phase)) invalid(text, `unknown error phase "${m[2]}" (use ${PHASES.join(', ')})`)
-    return { kind: 'error', code: m[1] as string, phase }
+    if (m[3] === undefined) return { kind: 'error', code: m[1] as string, phase }
+    if (phase !== 'response-body') invalid(text, `":${m[3]}" (bytes delivered before the failure) only goes with @response-body`)
+    const bytes = Number(m[3])
+    if (!Number.isSafeInteger(bytes)) invalid(text, `${m[3]} bytes is out of range`)
+    return { kind: 'error', code: m[1] as string, phase, bytes }
   }
   return invalid(text, `unknown action "${a}"`)
 }
@@ -207,7 +228,7 @@ export function canonicalPatchSpec(spec: PatchSpec): string {
       action = a.value === null ? `header:${a.name}` : `header:${a.name}=${a.value}`
       break
     case 'error':
-      action = `error=${a.code}@${a.phase}`
+      action = `error=${a.code}@${a.phase}${a.bytes === undefined ? '' : `:${a.bytes}`}`
       break
     case 'llm':
       action = canonicalLlmAction(a)
@@ -298,6 +319,11 @@ export function resolvePatches(source: Trace, patches: ReadonlyArray<string | Pa
  * exchanges they touched, and lineage (source digest, source name, patches). The source is not modified.
  */
 export function forkTrace(source: Trace, options: ForkOptions): Trace {
+  return forkTraceWithNotes(source, options).trace
+}
+
+/** `forkTrace`, plus a note for every adjustment a patch made to keep its exchange coherent. */
+export function forkTraceWithNotes(source: Trace, options: ForkOptions): ForkResult {
   if (options.patches.length === 0) {
     throw new ToolReplayError(ErrorCodes.INVALID_PATCH, `Forking trace "${source.meta.name}" needs at least one patch. ${SPEC_HELP}`)
   }
@@ -305,9 +331,10 @@ export function forkTrace(source: Trace, options: ForkOptions): Trace {
   const exchanges: Exchange[] = cloneJson(source.exchanges)
   const bodies = new Map<string, Uint8Array>(source.bodies)
   const touched = new Set<number>()
+  const notes: PatchNote[] = []
   for (const r of resolved) {
     const x = exchanges.find((e) => e.seq === r.seq) as Exchange
-    applyPatch({ meta: source.meta, bodies }, x, r)
+    applyPatch({ meta: source.meta, bodies }, x, r, (note) => notes.push({ id: r.id, seq: x.seq, note }))
     x.origin = 'patched'
     // Several patches on one exchange: all their ids, in order ("a1+b2"); a patch id from the source's own
     // lineage is replaced, since lineage only lists this fork's patches.
@@ -329,10 +356,10 @@ export function forkTrace(source: Trace, options: ForkOptions): Trace {
     }
   }
   assertValidBranch({ meta, exchanges, bodies: own }, resolved)
-  return { meta, exchanges, bodies: own }
+  return { trace: { meta, exchanges, bodies: own }, notes }
 }
 
-function applyPatch(trace: Pick<Trace, 'meta' | 'bodies'>, x: Exchange, r: ResolvedPatch): void {
+function applyPatch(trace: Pick<Trace, 'meta' | 'bodies'>, x: Exchange, r: ResolvedPatch, note: (text: string) => void): void {
   const a = r.patch.action
   const fail = (why: string): never => {
     throw new ToolReplayError(
@@ -344,11 +371,31 @@ function applyPatch(trace: Pick<Trace, 'meta' | 'bodies'>, x: Exchange, r: Resol
     )
   }
   if (a.kind === 'error') {
-    const error = { code: a.code, message: nodeLikeMessage(a.code, x.request.url), phase: a.phase } as Extract<Exchange['outcome'], { kind: 'error' }>['error']
-    if (a.phase === 'response-body' && x.outcome.kind === 'response') {
-      const empty = bodyFromBytes(new Uint8Array(0))
-      trace.bodies.set(empty.ref.digest, empty.bytes)
-      error.partial = { ...x.outcome.response, headers: x.outcome.response.headers.filter(([k]) => k.toLowerCase() !== 'content-length'), body: empty.ref }
+    const error = { code: a.code, message: nodeLikeMessage(a.code, a.phase, x.request.url), phase: a.phase } as Extract<
+      Exchange['outcome'],
+      { kind: 'error' }
+    >['error']
+    if (a.phase === 'response-body') {
+      if (x.outcome.kind !== 'response')
+        throw fail(`it has no response whose body could fail (it is a recorded ${x.outcome.error.code}); use error=${a.code} without @response-body`)
+      const res = x.outcome.response
+      const full = bodyBytes(trace, res.body)
+      const n = a.bytes ?? Math.floor(full.byteLength / 2)
+      if (n > full.byteLength) throw fail(`the recorded body has ${full.byteLength} bytes, fewer than the ${n} to deliver before the failure`)
+      // The recorded chunks up to n bytes (the last one cut), with their timing: the client reads them, then the reset.
+      const chunks: Array<{ bytes: Uint8Array; atMs: number }> = []
+      let taken = 0
+      for (const c of splitChunks(full, res.body)) {
+        if (taken >= n) break
+        const bytes = c.bytes.subarray(0, n - taken)
+        chunks.push({ bytes, atMs: c.atMs })
+        taken += bytes.byteLength
+      }
+      const partial = bodyFromChunks(chunks)
+      trace.bodies.set(partial.ref.digest, partial.bytes)
+      // A Content-Length would announce bytes that never come; without one, the cut shows only as the failure.
+      error.partial = { ...res, headers: res.headers.filter(([k]) => k.toLowerCase() !== 'content-length'), body: partial.ref }
+      note(`${a.code} after ${n} of ${full.byteLength} body bytes (${partial.ref.chunks.length} recorded chunk(s)); content-length removed`)
     }
     x.outcome = { kind: 'error', error }
     return
@@ -376,9 +423,14 @@ function applyPatch(trace: Pick<Trace, 'meta' | 'bodies'>, x: Exchange, r: Resol
       res.headers = res.headers.filter(([k]) => k.toLowerCase() !== a.name)
       if (a.value !== null) res.headers.push([a.name, a.value])
       return
-    case 'body':
-      setBody(trace, res, a.bytes, false)
+    case 'body': {
+      const encoding = contentEncoding(res.headers)
+      setBody(trace, res, a.bytes, encoding !== undefined)
+      // The file is the body as the app should read it: sending it under the recorded coding would make the
+      // client fail to decode it (Z_DATA_ERROR), so the coding goes.
+      if (encoding !== undefined || headerValue(res.headers, 'content-length') !== undefined) note(lengthNote(res, encoding, 'stored as given'))
       return
+    }
     case 'body-file':
       throw fail(`the file "${a.file}" was not read; call resolvePatchFile first`)
     case 'llm': {
@@ -406,7 +458,9 @@ function applyPatch(trace: Pick<Trace, 'meta' | 'bodies'>, x: Exchange, r: Resol
       // Only the patched value's bytes change. Patched JSON is stored decoded: the branch carries no
       // re-compression choices of its own.
       const patched = editJson(text, [{ path: parseJsonPath(a.path) as Array<string | number>, value: a.value }])
-      setBody(trace, res, new TextEncoder().encode(patched), encoding !== undefined)
+      const coding = contentEncoding(res.headers)
+      setBody(trace, res, new TextEncoder().encode(patched), coding !== undefined)
+      if (coding !== undefined) note(lengthNote(res, coding, 'stored decoded'))
       return
     }
   }
@@ -429,11 +483,44 @@ function setBodyChunks(trace: Pick<Trace, 'bodies'>, res: RecordedResponse, chun
   res.body = body.ref
 }
 
-function nodeLikeMessage(code: string, url: string): string {
-  if (code === 'ECONNRESET') return 'read ECONNRESET'
-  if (code === 'ECONNREFUSED' || code === 'ETIMEDOUT') return `connect ${code}`
-  if (code === 'ENOTFOUND') return `getaddrinfo ENOTFOUND ${safeHost(url)}`
-  return code
+/** A Content-Encoding other than identity, or undefined. */
+function contentEncoding(headers: HeaderPairs): string | undefined {
+  const v = headerValue(headers, 'content-encoding')?.trim()
+  return v && v.toLowerCase() !== 'identity' ? v : undefined
+}
+
+function lengthNote(res: RecordedResponse, encoding: string | undefined, how: string): string {
+  const length = headerValue(res.headers, 'content-length')
+  const parts = [encoding ? `content-encoding ${encoding} dropped, body ${how} (${res.body.size} bytes)` : `body ${how} (${res.body.size} bytes)`]
+  if (length !== undefined) parts.push(`content-length ${length}`)
+  return parts.join('; ')
+}
+
+// undici's own errors, with the messages undici gives them (lib/core/errors.js; "other side closed" is the
+// socket error of a connection the server closed).
+const UNDICI_MESSAGES: Record<string, string> = {
+  UND_ERR_SOCKET: 'other side closed',
+  UND_ERR_CONNECT_TIMEOUT: 'Connect Timeout Error',
+  UND_ERR_HEADERS_TIMEOUT: 'Headers Timeout Error',
+  UND_ERR_BODY_TIMEOUT: 'Body Timeout Error',
+  UND_ERR_ABORTED: 'Request aborted',
+  UND_ERR_CLOSED: 'The client is closed',
+  UND_ERR_DESTROYED: 'The client is destroyed',
+}
+
+/**
+ * The message Node or undici gives a failure of this code in this phase: a system error names the syscall
+ * that failed ("connect ECONNREFUSED" while connecting, "read ECONNRESET" / "read ETIMEDOUT" once
+ * connected, "write EPIPE" while sending), a DNS failure is "getaddrinfo ENOTFOUND host".
+ */
+function nodeLikeMessage(code: string, phase: ErrorPhase, url: string): string {
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `getaddrinfo ${code} ${safeHost(url)}`
+  const undici = UNDICI_MESSAGES[code]
+  if (undici !== undefined) return undici
+  if (!/^E[A-Z0-9]+$/.test(code)) return code
+  if (phase === 'connect') return `connect ${code}`
+  if (code === 'EPIPE') return 'write EPIPE'
+  return `read ${code}`
 }
 
 function safeHost(url: string): string {

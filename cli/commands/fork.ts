@@ -1,7 +1,16 @@
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { traceDigest } from '../../store/index.ts'
-import { assertTraceName, ErrorCodes, forkTrace, type PatchSpec, parsePatchSpec, resolvePatches, resolvePatchFile, ToolReplayError } from '../../trace/index.ts'
+import {
+  assertTraceName,
+  ErrorCodes,
+  forkTraceWithNotes,
+  type PatchSpec,
+  parsePatchSpec,
+  resolvePatches,
+  resolvePatchFile,
+  ToolReplayError,
+} from '../../trace/index.ts'
 import { withExistingStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
@@ -59,7 +68,7 @@ export const forkCommand: CommandModule = {
           `Cannot fork "${source.meta.name}" to "${to}": a trace with that name exists. Pick another name or pass --force.`,
         )
       }
-      const branch = forkTrace(source, { name: to, sourceDigest: traceDigest(source), patches: resolved })
+      const { trace: branch, notes } = forkTraceWithNotes(source, { name: to, sourceDigest: traceDigest(source), patches: resolved })
       await store.putTrace(branch, { overwrite: Boolean(args.force) })
       const applied = resolvePatches(source, resolved)
       if (args.json) {
@@ -69,14 +78,23 @@ export const forkCommand: CommandModule = {
             source: source.meta.name,
             branch: to,
             lineage: branch.meta.lineage,
-            patches: applied.map((p) => ({ id: p.id, spec: p.spec, seq: p.seq })),
+            patches: applied.map((p) => ({
+              id: p.id,
+              spec: p.spec,
+              seq: p.seq,
+              notes: notes.filter((n) => n.id === p.id && n.seq === p.seq).map((n) => n.note),
+            })),
           }),
         )
       } else {
         const lines = [
           `Forked "${source.meta.name}" to "${to}" (${branch.exchanges.length} exchange${branch.exchanges.length === 1 ? '' : 's'}, ${applied.length} patch${applied.length === 1 ? '' : 'es'}):`,
         ]
-        for (const p of applied) lines.push(`  ${p.id}  exchange #${p.seq}  ${p.spec}`)
+        for (const p of applied) {
+          lines.push(`  ${p.id}  exchange #${p.seq}  ${p.spec}`)
+          // What the patch adjusted to keep the exchange coherent (a dropped encoding, a fixed length, a cut body).
+          for (const n of notes) if (n.id === p.id && n.seq === p.seq) lines.push(`      ${n.note}`)
+        }
         io.out(lines.join('\n'))
       }
       return 0

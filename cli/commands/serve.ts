@@ -1,20 +1,26 @@
 import type { Mode } from '../../engine/index.ts'
 import { MODES } from '../../engine/index.ts'
+import { listServes } from '../../proxy/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
-import type { CommandModule } from './command.ts'
+import { table } from '../format.ts'
+import { storeDir } from '../open-store.ts'
+import type { Io } from '../output.ts'
+import type { Args, CommandModule } from './command.ts'
 import { proxyOptions, runProxyCommand } from './record.ts'
 
-/** `tr-proxy serve --mode MODE`: a long-running proxy with a control API on a Unix socket in the store. */
+/** `tr-proxy serve --mode MODE`: a long-running proxy with a control API on its own Unix socket in the store; `--list` shows the running ones. */
 export const serveCommand: CommandModule = {
   command: 'serve',
   describe:
-    'Run the proxy until SIGINT/SIGTERM, with a control API (GET /status, POST /session/end) on <store>/proxy-control.sock; in replay, exit 69 if strict replay saw any problem',
+    'Run the proxy until SIGINT/SIGTERM, with a control API (GET /status, POST /session/end) on <store>/proxy-control-<port>.sock; in replay, exit 69 if strict replay saw any problem. --list shows the serves running on the store',
   builder: (y) =>
     proxyOptions(y)
       .option('mode', { choices: [...MODES], default: 'replay', describe: 'Session mode' })
       .option('record-as', { type: 'string', describe: 'In replay: also record what the app did, as this trace' })
-      .option('tail', { choices: ['strict', 'live'], default: 'strict', describe: 'In replay with --record-as: live after the first unmatched request' }),
+      .option('tail', { choices: ['strict', 'live'], default: 'strict', describe: 'In replay with --record-as: live after the first unmatched request' })
+      .option('list', { type: 'boolean', default: false, describe: 'List the serves running on the store (port, pid, mode, trace, control socket) and exit' }),
   run: async (args, io) => {
+    if (args.list) return listRunning(args, io)
     const mode = String(args.mode) as Mode
     const recordAs = typeof args['record-as'] === 'string' ? args['record-as'] : undefined
     if (args.tail === 'live' && !(mode === 'replay' && recordAs)) {
@@ -28,4 +34,27 @@ export const serveCommand: CommandModule = {
       { strict: true, control: true },
     )
   },
+}
+
+async function listRunning(args: Args, io: Io): Promise<number> {
+  const dir = storeDir({ store: args.store })
+  const serves = await listServes(dir)
+  if (args.json) {
+    io.out(
+      JSON.stringify({
+        ok: true,
+        store: dir,
+        serves: serves.map((s) => ({ proxy: s.proxy, pid: s.pid, mode: s.mode, trace: s.trace, socket: s.socket, ended: s.ended })),
+      }),
+    )
+  } else if (serves.length === 0) io.out(`No \`tr-proxy serve\` is running on ${dir}.`)
+  else {
+    io.out(
+      table([
+        ['PROXY', 'PID', 'MODE', 'TRACE', 'CONTROL SOCKET'],
+        ...serves.map((s) => [s.proxy, String(s.pid), s.ended ? `${s.mode} (ended)` : s.mode, s.trace, s.socket]),
+      ]),
+    )
+  }
+  return 0
 }

@@ -1,0 +1,121 @@
+/**
+ * The package as users get it: `tsc -p tsconfig.build.json` (what `npm run build` runs) into a staging copy,
+ * `npm pack` of that copy, and a scratch project that `npm install`s the tarball. The build goes to a staging
+ * directory, never to this checkout's dist/: bin/tr-proxy.js prefers dist/, so building here would switch
+ * every other test that spawns the CLI to half-written compiled code.
+ * The tarball is cached in the temp dir under a hash of everything that goes into it, so CI's runs on three
+ * Node versions build it once.
+ */
+import { execFile } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const BUILD_DIRS = [
+  'index.ts',
+  'trace',
+  'store',
+  'engine',
+  'interceptor',
+  'proxy',
+  'cases',
+  'cli',
+  'bin',
+  'package.json',
+  'README.md',
+  'tsconfig.json',
+  'tsconfig.build.json',
+]
+
+/** Runs a program and resolves with its exit code and output (stdout then stderr); never rejects on a non-zero exit. */
+export function runProgram(
+  cmd: string,
+  args: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      cmd,
+      args,
+      { cwd: options.cwd, env: options.env ?? process.env, timeout: options.timeoutMs ?? 180_000, maxBuffer: 32 * 1024 * 1024, encoding: 'utf8' },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code as number) : 1) : 0
+        resolve({ code, out: `${stdout}${stderr}` })
+      },
+    )
+  })
+}
+
+async function exec(cmd: string, args: string[], options: { cwd: string }): Promise<string> {
+  const r = await runProgram(cmd, args, options)
+  if (r.code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.code}:\n${r.out}`)
+  return r.out
+}
+
+function sourceHash(): string {
+  const hash = createHash('sha256')
+  const walk = (p: string) => {
+    const st = statSync(p)
+    if (st.isDirectory()) {
+      for (const name of readdirSync(p).sort()) if (name !== 'node_modules' && !name.endsWith('.test.ts')) walk(join(p, name))
+    } else {
+      hash.update(relative(ROOT, p)).update('\0').update(readFileSync(p)).update('\0')
+    }
+  }
+  for (const d of BUILD_DIRS) walk(join(ROOT, d))
+  return hash.digest('hex').slice(0, 16)
+}
+
+/** Builds and packs this checkout (cached by content); returns the tarball's path. */
+export async function packedTarball(): Promise<string> {
+  const cacheDir = join(tmpdir(), `tool-replay-pack-${sourceHash()}`)
+  const tarball = join(cacheDir, 'tool-replay.tgz')
+  if (existsSync(tarball)) return tarball
+  const staging = mkdtempSync(join(tmpdir(), 'tr-pack-staging-'))
+  try {
+    for (const f of ['package.json', 'README.md']) cpSync(join(ROOT, f), join(staging, f))
+    cpSync(join(ROOT, 'bin'), join(staging, 'bin'), { recursive: true })
+    await exec(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(staging, 'dist')], {
+      cwd: ROOT,
+    })
+    const packed = (await exec('npm', ['pack', '--silent', '--pack-destination', staging], { cwd: staging })).trim().split('\n').at(-1) as string
+    // Published under the hash name by one rename: a concurrent run sees the whole tarball or none.
+    const ready = mkdtempSync(join(tmpdir(), 'tr-pack-ready-'))
+    renameSync(join(staging, packed), join(ready, 'tool-replay.tgz'))
+    try {
+      renameSync(ready, cacheDir)
+    } catch {
+      rmSync(ready, { recursive: true, force: true }) // another run published it first
+    }
+    return tarball
+  } finally {
+    rmSync(staging, { recursive: true, force: true })
+  }
+}
+
+/**
+ * A scratch ESM project in `dir` with the packed package installed from the tarball (dependencies from the
+ * npm cache that `npm ci` filled; no install scripts), plus the test frameworks linked from this checkout's
+ * devDependencies. Returns what is missing of `frameworks` (not installed here).
+ */
+export async function scratchProject(dir: string, tarball: string, frameworks: string[]): Promise<string[]> {
+  mkdirSync(join(dir, 'node_modules'), { recursive: true })
+  writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ name: 'scratch-app', private: true, type: 'module' }, null, 2)}\n`)
+  await exec('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', '--no-save', tarball], { cwd: dir })
+  const missing: string[] = []
+  for (const name of frameworks) {
+    const target = join(ROOT, 'node_modules', name)
+    if (existsSync(target)) cpLink(target, join(dir, 'node_modules', name))
+    else missing.push(name)
+  }
+  return missing
+}
+
+function cpLink(target: string, link: string): void {
+  // A directory symlink: the framework and its own dependencies resolve from this checkout.
+  rmSync(link, { recursive: true, force: true })
+  symlinkSync(target, link, 'dir')
+}
