@@ -1,5 +1,7 @@
 /** Record and replay sessions: matching, occurrence, strict accounting and redaction. */
 
+export type { Ticket } from './arrival-order.ts'
+export { ArrivalOrder, DEFAULT_ARRIVAL_WAIT_MS } from './arrival-order.ts'
 export type {
   AppliedFault,
   BufferedResponse,
@@ -49,8 +51,6 @@ export {
   StreamCutter,
   seedLine,
 } from './faults/index.ts'
-export type { Ticket } from './arrival-order.ts'
-export { ArrivalOrder, DEFAULT_ARRIVAL_WAIT_MS } from './arrival-order.ts'
 export type { LedgerEntry, SessionSummary } from './ledger.ts'
 export { formatSummary } from './ledger.ts'
 export { toNodeError } from './node-error.ts'

@@ -18,8 +18,8 @@ import {
   TRACE_FORMAT_VERSION,
   type Trace,
 } from '../trace/index.ts'
-import { redactRequestBody } from './body-redaction.ts'
 import { ArrivalOrder, type Ticket } from './arrival-order.ts'
+import { redactRequestBody } from './body-redaction.ts'
 import { createExchangeRecorder, type ExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
 import { entryFromError, formatSummary, type LedgerEntry, RetryFolding, type SessionSummary } from './ledger.ts'
 import { assertPlayable } from './playable.ts'

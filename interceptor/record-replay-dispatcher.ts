@@ -56,8 +56,15 @@ function drainingController(
   upstream: Dispatcher.DispatchController,
   drainMs: number,
   state: { headersSeen: () => boolean; finished: () => boolean; appAborted: (reason: Error, draining: boolean) => void },
-): Dispatcher.DispatchController {
+): Dispatcher.DispatchController & { holdFor(waiting: Promise<void>): void } {
   let draining = false
+  // Two reasons to hold the upstream: the app is not reading, or the store is behind with the recording.
+  // It resumes only when neither holds.
+  let appPaused = false
+  let recorderHolds = 0
+  const settle = () => {
+    if (recorderHolds === 0 && (!appPaused || draining) && upstream.paused) upstream.resume()
+  }
   return {
     get aborted() {
       return upstream.aborted
@@ -69,9 +76,21 @@ function drainingController(
       return upstream.reason
     },
     pause: () => {
+      appPaused = true
       if (!draining) upstream.pause()
     },
-    resume: () => upstream.resume(),
+    resume: () => {
+      appPaused = false
+      settle()
+    },
+    holdFor: (waiting: Promise<void>) => {
+      recorderHolds++
+      upstream.pause()
+      void waiting.finally(() => {
+        recorderHolds--
+        settle()
+      })
+    },
     abort: (reason: Error) => {
       if (draining) return
       if (drainMs <= 0 || !state.headersSeen() || state.finished()) {
@@ -81,7 +100,7 @@ function drainingController(
       }
       draining = true
       state.appAborted(reason, true)
-      if (upstream.paused) upstream.resume()
+      settle()
       // Bounded: an endless stream is cut after drainMs and recorded as the abort it was.
       setTimeout(() => {
         if (!state.finished()) upstream.abort(reason)
@@ -256,10 +275,12 @@ export class RecordReplayDispatcher extends Dispatcher {
         if (draining) sink.error(reason)
       },
     }
+    let gate: ReturnType<typeof drainingController> | undefined
     const tee: Dispatcher.DispatchHandler = {
       onRequestStart(upstream) {
         progress.started = true
-        controller.attachUpstream(recorder.recording ? drainingController(upstream, drainMs, drainState) : upstream)
+        if (recorder.recording) gate = drainingController(upstream, drainMs, drainState)
+        controller.attachUpstream(gate ?? upstream)
       },
       onRequestSent() {
         progress.sent = true
@@ -273,7 +294,11 @@ export class RecordReplayDispatcher extends Dispatcher {
         sink.responseStart(statusCode, raw, statusText ?? '', () => parsed as ParsedHeaders)
       },
       onResponseData(_upstream, chunk) {
-        if (recorder.recording) recorder.responseData(chunk)
+        if (recorder.recording) {
+          // The store is behind (a big body streaming to it): hold the upstream until it catches up.
+          const waiting = recorder.responseData(chunk)
+          if (waiting) gate?.holdFor(waiting)
+        }
         sink.data(chunk)
       },
       onResponseEnd(upstream, trailers) {

@@ -64,6 +64,14 @@ export function forwardRequest(agent: Agent, request: ForwardRequest, res: Serve
       drainTimer.unref()
     }
     res.on('close', onClientClose)
+    let holds = 0
+    const hold = (c: Dispatcher.DispatchController, until: Promise<void>) => {
+      holds++
+      c.pause()
+      void until.finally(() => {
+        if (--holds === 0 && !finished) c.resume()
+      })
+    }
 
     const headers = stripHopByHop(request.headers)
     agent.dispatch(
@@ -94,11 +102,20 @@ export function forwardRequest(agent: Agent, request: ForwardRequest, res: Serve
         },
         onResponseData(c, chunk) {
           if (finished) return
-          recorder.responseData(chunk)
+          // Two reasons to hold the upstream: the client is not reading, or the store is behind with the
+          // recording. It resumes when neither holds.
+          const waiting = recorder.responseData(chunk)
+          if (waiting) hold(c, waiting)
           if (clientGone) return
           if (!res.write(chunk)) {
-            c.pause()
-            res.once('drain', () => c.resume())
+            hold(
+              c,
+              new Promise<void>((resolve) => {
+                // A client that goes away stops holding the upstream too (the recording drains on).
+                res.once('drain', () => resolve())
+                res.once('close', () => resolve())
+              }),
+            )
           }
         },
         onResponseEnd(c) {

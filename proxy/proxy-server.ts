@@ -155,6 +155,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
       stats,
       track,
       handshakeTimeoutMs: limits.headersTimeoutMs,
+      progress: (socket) => firstArrival.get(socket)?.progress(),
       inherit: (from, to) => {
         const ticket = firstArrival.get(from)
         firstArrival.delete(from)

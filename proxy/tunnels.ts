@@ -24,6 +24,8 @@ export interface ConnectContext {
   serve(socket: Duplex, target: TunnelTarget): void
   /** Moves what is known of the client's connection (its place in the arrival order) to the socket wrapping it. */
   inherit(from: Duplex, to: Duplex): void
+  /** The connection is on its way to a request (CONNECT answered, TLS done): its place holds a while longer. */
+  progress(socket: Duplex): void
   /** Remembers a socket so close() can destroy it. */
   track(socket: Duplex): void
   /** How long a tunnel may take to send its first byte and finish the TLS handshake. */
@@ -55,7 +57,10 @@ export function createConnectHandler(ctx: ConnectContext): (req: IncomingMessage
       },
     })
     ctx.inherit(socket, tlsSocket)
-    tlsSocket.once('secure', () => clearTimeout(deadline))
+    tlsSocket.once('secure', () => {
+      clearTimeout(deadline)
+      ctx.progress(tlsSocket)
+    })
     tlsSocket.on('error', () => tlsSocket.destroy())
     ctx.track(tlsSocket)
     ctx.serve(tlsSocket, { scheme: 'https', authority })
@@ -71,6 +76,7 @@ export function createConnectHandler(ctx: ConnectContext): (req: IncomingMessage
       return
     }
     ctx.stats.tunnels++
+    ctx.progress(socket)
     ;(socket as Socket).setNoDelay?.(true)
     socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
     // A tunnel that never speaks (or never finishes its handshake) must not hold a socket forever.
