@@ -101,3 +101,34 @@ test('setupToolReplay() called from a test file, with an explicit trace name', a
   assert.equal(missing.code, 1, missing.out)
   assert.match(missing.out, /TR_REPLAY_MISS/)
 })
+
+test('several test files sharing TOOL_REPLAY_TRACE each keep their own segment: none replaces another', async (t) => {
+  let hits = 0
+  const server = http.createServer((req, res) => {
+    hits++
+    res.end(req.url === '/hello' ? 'hello from the api' : 'other')
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const appUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const dir = await mkdtemp(join(tmpdir(), 'tr-node-test-shared-'))
+  t.after(() => rm(dir, { recursive: true, force: true }))
+  const files = [join(dir, 'cart.test.mjs'), join(dir, 'payment.test.mjs')]
+  await writeFile(files[0] as string, APP_TEST)
+  await writeFile(files[1] as string, APP_TEST.replace("'/hello'", "'/other'").replace('hello from the api', 'other'))
+  const base = { APP_URL: appUrl, TOOL_REPLAY_STORE: join(dir, 'store'), TOOL_REPLAY_TRACE: 'checkout' }
+  const args = ['--test', '--import', 'tool-replay/node-test', ...files]
+
+  const recorded = await run(args, { ...base, TOOL_REPLAY_MODE: 'record' })
+  assert.equal(recorded.code, 0, recorded.out)
+  assert.equal(hits, 2)
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  const store = await openStore(join(dir, 'store'))
+  const names = (await store.listTraces()).map((s) => s.name).sort()
+  await store.close()
+  assert.deepEqual(names, ['checkout:cart', 'checkout:payment'])
+  // Both files replay strictly: before, the last file to finish replaced the shared trace and the other
+  // file's replay failed with TR_REPLAY_UNUSED / TR_REPLAY_MISS.
+  const replayed = await run(args, base)
+  assert.equal(replayed.code, 0, replayed.out)
+  assert.equal(hits, 2)
+})

@@ -15,7 +15,7 @@ test('options win over TOOL_REPLAY_* variables, which win over defaults', () => 
     resolveTestSetup({ env: { TOOL_REPLAY_MODE: 'record', TOOL_REPLAY_TRACE: 'env-trace', TOOL_REPLAY_STORE: '/s' }, testFile: '/t/a.test.ts' }),
     {
       mode: 'record',
-      trace: 'env-trace',
+      trace: 'env-trace:a',
       storeDir: '/s',
     },
   )

@@ -38,7 +38,10 @@ export function resolveTestSetup(options: TestSetupOptions = {}): { mode: Mode; 
     throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `TOOL_REPLAY_MODE="${rawMode}" is not a mode. Use one of: ${MODES.join(', ')}.`)
   }
   const file = options.testFile ?? process.argv[1]
-  const trace = options.trace ?? env.TOOL_REPLAY_TRACE ?? (file ? traceNameForTestFile(file) : 'tests')
+  const own = file ? traceNameForTestFile(file) : 'tests'
+  // TOOL_REPLAY_TRACE names a group: every test file records and replays its own segment of it
+  // ("group:file"), so files sharing the variable never replace each other's recordings.
+  const trace = options.trace ?? (env.TOOL_REPLAY_TRACE ? `${env.TOOL_REPLAY_TRACE}:${own}` : own)
   return { mode: rawMode as Mode, trace, storeDir: options.storeDir ?? env.TOOL_REPLAY_STORE }
 }
 

@@ -14,10 +14,13 @@ export const OPENAI_KEY = 'sk-proj-dummy-tool-replay-e2e-7f3a9c'
 export const ANTHROPIC_KEY = 'sk-ant-api03-dummy-tool-replay-e2e-4d1b'
 
 /**
- * The miss contract: request to the app's error. A refusal takes a few ms (see the report); the bound
- * leaves room for CI noise while staying far below any SDK's first retry delay (>= 375 ms).
+ * The miss contract: request to the app's error. A refusal takes a few ms on an idle machine (2-40 ms
+ * measured, README "LLM apps"); that no SDK retried is proven by the ledger (one entry, one attempt per call).
+ * This bound only catches a gross regression: it stays below any SDK's first retry delay (>= 375 ms for
+ * openai and anthropic, 2 s for the AI SDK) while leaving room for a loaded CI machine, where a single call has
+ * taken up to ~340 ms.
  */
-export const MISS_BOUND_MS = 100
+export const MISS_BOUND_MS = 300
 
 /** The running fakes, the CA that signed them, and how to reach them from each capture path. */
 export interface LlmProviders {
