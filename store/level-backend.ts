@@ -22,17 +22,17 @@ import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Level } from 'level'
-import { computeIdentity, ErrorCodes, type Exchange, sha256, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
+import { computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { checkLogFile } from './leveldb-log.ts'
 import {
   type BodyManifest,
   INLINE_BODY_MAX,
   ownerAlive,
-  PIECE_SIZE,
   type RecordingOwner,
   refsOf,
   type StoredBody,
   type StoreOps,
+  splitIntoPieces,
   type TraceInfo,
 } from './store-ops.ts'
 import type { TraceSummary } from './trace-store.ts'
@@ -404,13 +404,8 @@ export class LevelBackend implements StoreOps {
   /** A body as ops: whole when small, else its pieces (written as files now) and its manifest. */
   async #bodyOps(digest: string, bytes: Uint8Array): Promise<BatchOp[]> {
     if (bytes.byteLength <= INLINE_BODY_MAX) return [{ type: 'put', key: storeKeys.body(digest), value: bytes }]
-    const manifest: BodyManifest = { size: bytes.byteLength, pieces: [] }
-    for (let offset = 0; offset < bytes.byteLength; offset += PIECE_SIZE) {
-      const piece = bytes.subarray(offset, offset + PIECE_SIZE)
-      const sha = sha256(piece)
-      manifest.pieces.push({ sha256: sha, size: piece.byteLength })
-      await this.putPiece(sha, piece)
-    }
+    const { manifest, pieces } = splitIntoPieces(bytes)
+    for (const [sha, piece] of pieces) await this.putPiece(sha, piece)
     return [{ type: 'put', key: storeKeys.manifest(digest), value: json(manifest) }]
   }
 

@@ -2,16 +2,16 @@
  * An in-process store with the same contract as the LevelDB one; nothing persists. It implements the same
  * StoreOps, so readers, recordings and verification are the very code the LevelDB store runs.
  */
-import { computeIdentity, ErrorCodes, type Exchange, sha256, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
+import { computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import {
   type BodyManifest,
   INLINE_BODY_MAX,
   ownerAlive,
-  PIECE_SIZE,
   type RecordingOwner,
   refsOf,
   type StoredBody,
   type StoreOps,
+  splitIntoPieces,
   type TraceInfo,
 } from './store-ops.ts'
 import type { TraceStore, TraceSummary } from './trace-store.ts'
@@ -206,13 +206,8 @@ class MemoryOps implements StoreOps {
       this.#bodies.set(digest, new Uint8Array(bytes))
       return
     }
-    const manifest: BodyManifest = { size: bytes.byteLength, pieces: [] }
-    for (let offset = 0; offset < bytes.byteLength; offset += PIECE_SIZE) {
-      const piece = new Uint8Array(bytes.subarray(offset, offset + PIECE_SIZE))
-      const sha = sha256(piece)
-      manifest.pieces.push({ sha256: sha, size: piece.byteLength })
-      this.#pieces.set(sha, piece)
-    }
+    const { manifest, pieces } = splitIntoPieces(bytes)
+    for (const [sha, piece] of pieces) this.#pieces.set(sha, new Uint8Array(piece))
     this.#manifests.set(digest, manifest)
   }
 

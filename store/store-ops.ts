@@ -8,7 +8,7 @@
  * and pieces): that is what lets a client resend a request whose answer was lost with a store owner.
  */
 import { hostname } from 'node:os'
-import type { Exchange, Outcome, Trace, TraceMeta } from '../trace/index.ts'
+import { type Exchange, type Outcome, sha256, type Trace, type TraceMeta } from '../trace/index.ts'
 import type { TraceSummary } from './trace-store.ts'
 
 /** Bodies up to this size are stored whole, inside the database. */
@@ -105,4 +105,17 @@ export function refsOf(x: Exchange): string[] {
 function outcomeRefs(o: Outcome, out: string[]): void {
   if (o.kind === 'response') out.push(o.response.body.digest)
   else if (o.error.partial) out.push(o.error.partial.body.digest)
+}
+
+/** A body too big to store inline, cut into pieces: its manifest and each piece with its digest. */
+export function splitIntoPieces(bytes: Uint8Array): { manifest: BodyManifest; pieces: Array<[sha256: string, bytes: Uint8Array]> } {
+  const manifest: BodyManifest = { size: bytes.byteLength, pieces: [] }
+  const pieces: Array<[string, Uint8Array]> = []
+  for (let offset = 0; offset < bytes.byteLength; offset += PIECE_SIZE) {
+    const piece = bytes.subarray(offset, offset + PIECE_SIZE)
+    const sha = sha256(piece)
+    manifest.pieces.push({ sha256: sha, size: piece.byteLength })
+    pieces.push([sha, piece])
+  }
+  return { manifest, pieces }
 }
