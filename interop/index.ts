@@ -6,3 +6,5 @@ export type { Har, HarContent, HarEntry, HarLimits, HarLog, HarNameValue, HarPos
 export { DEFAULT_HAR_LIMITS } from './har-format.ts'
 export type { HarImport, HarImportOptions, SkippedHarEntry } from './har-import.ts'
 export { traceFromHar } from './har-import.ts'
+export type { MswExportOptions } from './msw-handlers.ts'
+export { mswHandlersFromTrace } from './msw-handlers.ts'

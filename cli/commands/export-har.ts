@@ -1,9 +1,9 @@
-import { mkdir, rename, writeFile } from 'node:fs/promises'
-import { dirname, resolve } from 'node:path'
+import { resolve } from 'node:path'
 import { formatHar, harFromTrace } from '../../interop/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { withStore } from '../open-store.ts'
 import { packageVersion } from '../package-version.ts'
+import { writeAtomic } from '../write-file.ts'
 import type { CommandModule } from './command.ts'
 
 /** `tr-proxy export-har TRACE [--out FILE]`: a trace as HAR 1.2 for DevTools, Playwright and HAR viewers. */
@@ -37,16 +37,4 @@ export const exportHarCommand: CommandModule = {
       return 0
     })
   },
-}
-
-/** Writes through a temp file and a rename, so a reader never sees half a file. */
-export async function writeAtomic(file: string, text: string): Promise<void> {
-  const tmp = `${file}.${process.pid}.tmp`
-  try {
-    await mkdir(dirname(file), { recursive: true })
-    await writeFile(tmp, text)
-    await rename(tmp, file)
-  } catch (err) {
-    throw new ToolReplayError(ErrorCodes.STORE_IO, `Failed to write ${file}: ${(err as Error).message}. Check the directory is writable.`, { cause: err })
-  }
 }

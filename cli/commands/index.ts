@@ -7,6 +7,7 @@ import { emitTestCommand } from './emit-test.ts'
 import { envCommand } from './env.ts'
 import { exportCommand } from './export.ts'
 import { exportHarCommand } from './export-har.ts'
+import { exportMswCommand } from './export-msw.ts'
 import { forkCommand } from './fork.ts'
 import { fsckCommand } from './fsck.ts'
 import { importCommand } from './import.ts'
@@ -28,6 +29,7 @@ export const COMMANDS: CommandModule[] = [
   importCommand,
   importHarCommand,
   exportHarCommand,
+  exportMswCommand,
   rmCommand,
   fsckCommand,
   forkCommand,
