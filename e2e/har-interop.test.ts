@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { runCli } from 'tool-replay/cli'
+import { EXIT_CODES, runCli } from 'tool-replay/cli'
 import { install } from 'tool-replay/interceptor'
 import type { Har } from 'tool-replay/interop'
 import { traceFromHar } from 'tool-replay/interop'
@@ -167,13 +167,14 @@ describe('a Playwright/Chromium HAR: import, strict offline replay through the i
     assert.equal((parseJson(stdout.out) as Har).log.entries.length, 11)
   })
 
-  test('a bad HAR is refused with TR_HAR_INVALID (exit 4) naming entry and field, and nothing is stored', async () => {
+  test('a bad HAR is refused with TR_HAR_INVALID (exit 65, bad data) naming entry and field, and nothing is stored', async () => {
     const broken = join(dir, 'broken.har')
     const h = parseJson(harText) as Har
     ;(h.log.entries[2] as { request: { headers: Array<{ name: string; value: string }> } }).request.headers.push({ name: 'x', value: 'a\nb' })
     await (await import('node:fs/promises')).writeFile(broken, JSON.stringify(h))
     const r = await cli(['import-har', broken, '--as', 'broken', '--store', store, '--json'])
-    assert.equal(r.code, 4)
+    assert.equal(r.code, EXIT_CODES.TR_HAR_INVALID)
+    assert.equal(r.code, 65)
     const res = JSON.parse(r.out) as { error: { code: string; details: { entry: number; field: string } } }
     assert.equal(res.error.code, 'TR_HAR_INVALID')
     assert.equal(res.error.details.entry, 2)
@@ -184,7 +185,7 @@ describe('a Playwright/Chromium HAR: import, strict offline replay through the i
       false,
     )
     const missing = await cli(['import-har', join(dir, 'nope.har'), '--as', 'n', '--store', store])
-    assert.equal(missing.code, 4)
+    assert.equal(missing.code, EXIT_CODES.TR_HAR_INVALID)
     assert.match(missing.err, /TR_HAR_INVALID: Failed to read HAR/)
   })
 })
