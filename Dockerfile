@@ -2,7 +2,8 @@
 # Stage "build" compiles the TypeScript and packs the package (`npm pack`: package.json, dist/, bin/);
 # the final stage holds that package and its production dependencies, nothing else.
 # e2e/docker-image.test.ts replays this file without Docker (COPY, WORKDIR, ENV, RUN), then runs
-# `serve` and `replay` from the result: keep every path in RUN lines relative to WORKDIR.
+# `serve` and `replay` from the result (a source folder missing here fails its build step): keep every
+# path in RUN lines relative to WORKDIR.
 FROM node:22-bookworm-slim AS build
 WORKDIR /build
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json index.ts README.md ./
@@ -10,6 +11,7 @@ COPY bin ./bin
 COPY trace ./trace
 COPY store ./store
 COPY engine ./engine
+COPY lab ./lab
 COPY interceptor ./interceptor
 COPY proxy ./proxy
 COPY cases ./cases
