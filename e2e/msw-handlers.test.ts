@@ -194,9 +194,17 @@ describe('export-msw: generated handlers reproduce the trace under msw setupServ
         for (const [i, obs] of replayed.entries()) assert.deepEqual(obs, asRecorded(live[i] as Observation), `request #${i} under msw ${version}`)
         // The sequence is strict: a third counter call is not the second answer again.
         const third = await fetch(`${site.url}/counter`)
-        assert.equal(third.status, 599)
+        // ... it gets the refusal the capture paths give (engine/refusal.ts), which SDKs do not retry.
+        assert.equal(third.status, 403)
+        assert.equal(third.statusText, 'Tool Replay Refused')
         assert.equal(third.headers.get('x-tool-replay-error'), 'TR_REPLAY_EXHAUSTED')
-        assert.match(await third.text(), /recorded this request 2 time\(s\) and this is request #3/)
+        assert.equal(third.headers.get('x-should-retry'), 'false')
+        const refusal = (await third.json()) as { error: { code: string; message: string } }
+        assert.equal(refusal.error.code, 'TR_REPLAY_EXHAUSTED')
+        assert.match(
+          refusal.error.message,
+          /^TR_REPLAY_EXHAUSTED: Failed to replay "GET http:\/\/127\.0\.0\.1:\d+\/counter": trace "msw" recorded this request 2 time\(s\) and this is request #3/,
+        )
         // A body the trace never saw falls through to onUnhandledRequest ('error' fails the request).
         const other = await observe(`${site.url}/v1/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"prompt":"three"}' })
         assert.deepEqual(other, { failed: true })
