@@ -25,6 +25,7 @@ import {
   ErrorCodes,
   type ErrorPhase,
   type Exchange,
+  exchangeProblem,
   type HeaderPairs,
   headerValue,
   isExactNumber,
@@ -115,7 +116,12 @@ class HarReader {
     const bodies = new Map<string, Uint8Array>()
     const exchanges: Exchange[] = kept.map((k, seq) => {
       for (const [d, b] of k.bodies) bodies.set(d, b)
-      return { seq, ...k.exchange, timing: { ...k.exchange.timing, startMs: k.startedAt - t0 } }
+      const x: Exchange = { seq, ...k.exchange, timing: { ...k.exchange.timing, startMs: k.startedAt - t0 } }
+      // The rules every stored exchange meets (trace/validate.ts), checked here to name the HAR entry.
+      const problem = exchangeProblem(x, k.bodies)
+      if (problem)
+        this.fail(`log.entries[${k.entry}]`, `cannot be a trace exchange: ${problem.path} ${problem.problem}`, 'Fix that entry, or leave it out of the HAR')
+      return x
     })
     const creator = this.creator(log.creator)
     const trace: Trace = {
@@ -162,14 +168,16 @@ class HarReader {
     const headers = this.headers(req.headers, `${at}.request.headers`)
     const body = this.requestBody(req, `${at}.request`)
     const request = { method, url: url.split('#')[0] as string, headers, body: body === null ? null : keep(bodyFromChunks([{ bytes: body, atMs: 0 }])) }
-    const outcome = this.outcome(res, ours, status, timing, `${at}`, keep)
+    // HAR writers put the cached representation in a 304's (or HEAD's) content; on the wire it had no body.
+    const bodiless = method === 'HEAD' || status === 204 || status === 304
+    const outcome = this.outcome(res, ours, { status, bodiless }, timing, `${at}`, keep)
     return { kind: 'exchange', entry: i, startedAt, exchange: { request, outcome, timing: { startMs: 0, headersMs: timing.headersMs } }, bodies }
   }
 
   outcome(
     res: Record<string, unknown>,
     ours: Record<string, unknown> | undefined,
-    status: number,
+    { status, bodiless }: { status: number; bodiless: boolean },
     timing: { headersMs: number; endMs: number },
     at: string,
     keep: (b: { ref: BodyRef; bytes: Uint8Array }) => BodyRef,
@@ -186,7 +194,7 @@ class HarReader {
       return { kind: 'error', error: failure }
     }
     if (!Number.isInteger(status) || status < 100 || status > 999) this.fail(`${at}.response.status`, `is ${status}, not an HTTP status (100-999)`)
-    const response = this.response(res, ours, status, timing, at, keep)
+    const response = this.response(res, ours, { status, bodiless }, timing, at, keep)
     if (failure) return { kind: 'error', error: { ...failure, partial: response } }
     return { kind: 'response', response }
   }
@@ -216,7 +224,7 @@ class HarReader {
   response(
     res: Record<string, unknown>,
     ours: Record<string, unknown> | undefined,
-    status: number,
+    { status, bodiless }: { status: number; bodiless: boolean },
     timing: { headersMs: number; endMs: number },
     at: string,
     keep: (b: { ref: BodyRef; bytes: Uint8Array }) => BodyRef,
@@ -230,7 +238,9 @@ class HarReader {
     const encoding = headerValue(headers, 'content-encoding')
     const encoded = encoding !== undefined && encoding.trim().toLowerCase() !== 'identity' && encoding.trim() !== ''
     let bytes: Uint8Array
-    if (ours?.wireBody !== undefined) {
+    if (bodiless) {
+      bytes = new Uint8Array(0)
+    } else if (ours?.wireBody !== undefined) {
       bytes = this.wireBody(ours.wireBody, decoded, encoded ? encoding : undefined, `${at}._toolReplay.wireBody`)
     } else if (encoded && decoded !== undefined) {
       // The HAR holds the decoded body; label it as such so the client gets bytes it can read.

@@ -26,12 +26,25 @@ const BROWSER_ERRORS: Readonly<Record<string, { code: string; phase: ErrorPhase 
 const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'])
 
 /**
+ * A code-like token for an unknown error text, as trace/validate.ts requires (Firefox and WebKit write
+ * sentences such as "Could not connect to the server."): other characters become `_`; the text itself is
+ * kept in the recorded message.
+ */
+function asCode(text: string): string {
+  const token = text
+    .replace(/[^A-Za-z0-9_.:-]/g, '_')
+    .replace(/^[^A-Za-z0-9]+/, '')
+    .slice(0, 128)
+  return token === '' ? 'ERR_HAR_FAILURE' : token
+}
+
+/**
  * The recorded failure for a HAR error text. `afterHead`: the response head had arrived (the entry has a
  * status), so the failure cut the body short. Unknown texts are kept verbatim as the code.
  */
 export function errorFromBrowserText(text: string, afterHead: boolean): { code: string; phase: ErrorPhase } {
   const known = BROWSER_ERRORS[text]
-  const code = known?.code ?? text
+  const code = known?.code ?? asCode(text)
   if (afterHead) return { code, phase: 'response-body' }
   if (known) return known
   return { code, phase: CONNECT_CODES.has(code) ? 'connect' : 'response-headers' }

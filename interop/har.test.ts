@@ -322,6 +322,29 @@ describe('HAR import from browser writers', () => {
     assert.equal(dec.decode(cut.bodies.get(x.outcome.error.partial?.body.digest ?? '')), 'hi')
   })
 
+  test('a 304 (or HEAD) keeps no body, whatever cached content the HAR shows; a sentence as failure text becomes a code', () => {
+    const cached = traceFromHar(
+      oneEntryHar((e) => {
+        e.response.status = 304
+        e.response.statusText = 'Not Modified'
+      }),
+      { name: 'c' },
+    ).trace
+    const r = responseOf(cached.exchanges[0] as Exchange) as RecordedResponse
+    assert.equal(r.status, 304)
+    assert.equal(r.body.size, 0)
+    const webkit = traceFromHar(
+      oneEntryHar((e) => {
+        e.response = { status: 0, statusText: '', headers: [], content: { size: 0, mimeType: 'x-unknown' }, _error: 'Could not connect to the server.' }
+      }),
+      { name: 'w' },
+    ).trace.exchanges[0] as Exchange
+    assert.deepEqual(webkit.outcome.kind === 'error' && [webkit.outcome.error.code, webkit.outcome.error.message], [
+      'Could_not_connect_to_the_server.',
+      'Could not connect to the server. (imported from HAR log.entries[0])',
+    ])
+  })
+
   test('urlencoded request bodies are rebuilt from params when text is empty; base64 request bodies decode', () => {
     const form = traceFromHar(
       oneEntryHar((e) => {
@@ -435,6 +458,21 @@ describe('HAR import refuses malformed and hostile input, naming the entry and f
       e._toolReplay = { wireBody: zlib.gzipSync(enc.encode('hi')).toString('base64') }
     })
     assertHarInvalid(() => traceFromHar(edited, { name: 't' }), 'log.entries[0]._toolReplay.wireBody', /edited after export/)
+  })
+
+  test('an entry that breaks the rules every stored exchange meets (trace/validate.ts) is refused, naming the entry', () => {
+    const lying = oneEntryHar((e) => {
+      e.response.headers.push({ name: 'Content-Length', value: '12' })
+    })
+    assertHarInvalid(() => traceFromHar(lying, { name: 't' }), 'log.entries[0]', /cannot be a trace exchange: outcome\.response\.headers say Content-Length 12/)
+    const control = oneEntryHar((e) => {
+      e.request.headers = [{ name: 'x-bell', value: 'a\u0007b' }]
+    })
+    assertHarInvalid(() => traceFromHar(control, { name: 't' }), 'log.entries[0]', /request\.headers\[0\]\[1\]/)
+    const interim = oneEntryHar((e) => {
+      e.response.status = 103
+    })
+    assertHarInvalid(() => traceFromHar(interim, { name: 't' }), 'log.entries[0]', /1xx heads are interim/)
   })
 
   test('a status 0 that names no failure is refused rather than guessed', () => {
