@@ -23,7 +23,7 @@ export async function withStore<T>(args: StoreArgs, fn: (store: TraceStore) => P
   }
 }
 
-/** withStore for commands that must not create a store (ls, show, export, rm, fork, diff, emit-test). */
+/** withStore for commands that must not create a store (ls, show, export, export-har, export-msw, rm, fork, diff, emit-test). */
 export function withExistingStore<T>(args: StoreArgs, fn: (store: TraceStore) => Promise<T>): Promise<T> {
   return withStore(args, fn, { create: false })
 }

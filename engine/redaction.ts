@@ -1,4 +1,14 @@
-import { editJson, type HeaderPairs, headerValue, type JsonEdit, selectJsonPath, tryParseJson, tryUtf8 } from '../trace/index.ts'
+import {
+  type Exchange,
+  editJson,
+  type HeaderPairs,
+  headerValue,
+  type JsonEdit,
+  type RecordedResponse,
+  selectJsonPath,
+  tryParseJson,
+  tryUtf8,
+} from '../trace/index.ts'
 
 /** What is scrubbed before anything reaches the store. Secrets never persist. */
 export interface RedactionOptions {
@@ -80,6 +90,24 @@ export class Redactor {
       }
     }
     return changed ? u.toString() : url
+  }
+
+  /**
+   * An exchange from outside a capture path (a HAR import) with URL, headers and trailers redacted, as a
+   * recording would have stored them. Bodies are left as they are: JSON-path redaction of stored bodies
+   * happens while recording, where the decoded body is at hand.
+   */
+  exchange(x: Exchange): Exchange {
+    const response = (r: RecordedResponse): RecordedResponse => ({ ...r, headers: this.headers(r.headers), trailers: this.headers(r.trailers) })
+    const o = x.outcome
+    return {
+      ...x,
+      request: { ...x.request, url: this.url(x.request.url), headers: this.headers(x.request.headers) },
+      outcome:
+        o.kind === 'response'
+          ? { kind: 'response', response: response(o.response) }
+          : { kind: 'error', error: o.error.partial ? { ...o.error, partial: response(o.error.partial) } : o.error },
+    }
   }
 
   /** True when bodies need a look (some JSON paths are configured). */

@@ -22,7 +22,9 @@ export function decodeContentEncoding(bytes: Uint8Array, encoding: string | unde
       // Servers disagree on whether "deflate" means zlib-wrapped or raw; accept both.
       try {
         out = zlib.inflateSync(out, limit)
-      } catch {
+      } catch (err) {
+        // A bomb stays a bomb: only a header mismatch is worth a second try as raw deflate.
+        if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw err
         out = zlib.inflateRawSync(out, limit)
       }
     } else if (coding === 'zstd') {

@@ -6,9 +6,12 @@ import { diffCommand } from './diff.ts'
 import { emitTestCommand } from './emit-test.ts'
 import { envCommand } from './env.ts'
 import { exportCommand } from './export.ts'
+import { exportHarCommand } from './export-har.ts'
+import { exportMswCommand } from './export-msw.ts'
 import { forkCommand } from './fork.ts'
 import { fsckCommand } from './fsck.ts'
 import { importCommand } from './import.ts'
+import { importHarCommand } from './import-har.ts'
 import { lsCommand } from './ls.ts'
 import { recordCommand } from './record.ts'
 import { replayCommand } from './replay.ts'
@@ -24,6 +27,9 @@ export const COMMANDS: CommandModule[] = [
   showCommand,
   exportCommand,
   importCommand,
+  importHarCommand,
+  exportHarCommand,
+  exportMswCommand,
   rmCommand,
   fsckCommand,
   forkCommand,
