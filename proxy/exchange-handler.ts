@@ -15,6 +15,15 @@ import { readBody } from './request-body.ts'
 import { createHrefResolver, type TunnelTarget } from './request-target.ts'
 import { sendProxyError } from './responses.ts'
 
+/** A signal that aborts when the client closes the connection before its response was written. */
+function clientGoneSignal(res: ServerResponse): AbortSignal {
+  const controller = new AbortController()
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort()
+  })
+  return controller.signal
+}
+
 /** Counters, for tests and `GET /status`. */
 export interface ProxyStats {
   requests: number
@@ -62,8 +71,11 @@ export function createExchangeHandler(
   const decide = (req: IncomingMessage, res: ServerResponse, url: string, rawPairs: HeaderPairs, body: Buffer | null): Promise<void> | undefined => {
     // Hop-by-hop and Proxy-* fields describe the client's connection to us, not the exchange: never recorded.
     const headers = stripHopByHop(rawPairs)
-    const decision = ticket(req).turn(() => ctx.session.handle({ method: req.method ?? 'GET', url, headers, body }))
-    // A promise only when an earlier connection holds its place, or when the store must be asked (big traces).
+    // With faults, a fault's wait (a timeout, a latency) ends when the client goes away.
+    const signal = ctx.session.faults ? clientGoneSignal(res) : undefined
+    const decision = ticket(req).turn(() => ctx.session.handle({ method: req.method ?? 'GET', url, headers, body, ...(signal ? { signal } : {}) }))
+    // A promise when an earlier connection holds its place, when the store must be asked (big traces), or
+    // while a fault makes the client wait.
     if (decision instanceof Promise) return decision.then((d) => carryOut(req, res, url, headers, body, d as Decision))
     return carryOut(req, res, url, headers, body, decision)
   }
@@ -86,9 +98,13 @@ export function createExchangeHandler(
       return undefined
     }
     ctx.stats.forwarded++
-    return forwardRequest(ctx.agent, { url: new URL(url), method: req.method ?? 'GET', headers, body }, res, decision.recorder, {
-      drainAfterAbortMs: ctx.drainAfterAbortMs,
-    })
+    const request = { url: new URL(url), method: req.method ?? 'GET', headers, body }
+    const options = { drainAfterAbortMs: ctx.drainAfterAbortMs }
+    if (!decision.client) return forwardRequest(ctx.agent, request, res, decision.recorder, options)
+    // A fault acts on the answer: the upstream's response goes to the recorder, the client gets the engine's playback.
+    const forwarding = forwardRequest(ctx.agent, request, null, decision.recorder, options)
+    const playing = decision.client.then((playback) => writePlayback(res, playback, playbackOptions))
+    return Promise.all([forwarding, playing]).then(() => undefined)
   }
 
   return (req, res, target) => {
