@@ -91,7 +91,8 @@ describe('each fault kind through the proxy (curl over HTTPS)', { timeout: 120_0
     ;({ proxy, env } = await faultedProxy(store, 'curl-faults', api, RULES))
   })
   after(async () => {
-    await proxy?.close()
+    // A failed close (reported by its test) must not keep the API open and hang the file.
+    await proxy?.close().catch(() => {})
     await api?.close()
   })
 

@@ -88,8 +88,8 @@ export function validateFaultPatch(x: Exchange, text: string, a: FaultPatchActio
   if (x.fault) fail(`it already has a fault (${x.fault.kind}, rule ${x.fault.rule}); remove it first with fault=none in a fork of its own`)
   if (BEFORE_FORWARD.has(a.fault)) return
   const outcome = x.outcome
-  if (outcome.kind !== 'response') return fail(`${a.fault} acts on a response, and this exchange recorded ${outcome.error.code}`)
-  const type = headerValue(outcome.response.headers, 'content-type')
+  if (outcome.kind !== 'response') fail(`${a.fault} acts on a response, and this exchange recorded ${outcome.error.code}`)
+  const type = outcome.kind === 'response' ? headerValue(outcome.response.headers, 'content-type') : undefined
   if ((a.fault === 'stream_cut' || a.fault === 'stream_error') && !isEventStream(type)) {
     fail(`${a.fault} cuts an event stream after whole events, and this response is ${type ?? 'untyped'}`)
   }

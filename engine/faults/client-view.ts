@@ -68,8 +68,8 @@ function drift(changes: Extract<FaultAction, { do: 'forward-then-drift' }>['chan
   const result = driftJson(text, changes)
   if (result.changed.length === 0) return undefined
   const bytes = new TextEncoder().encode(result.text)
-  // The body is now decoded and a different length: drop the coding and say the new length.
-  const headers = withoutHeaders(upstream.headers, ['content-encoding', 'content-length'])
+  // The body is now decoded and a different length: drop the coding and the upstream's framing, say the new length.
+  const headers = withoutHeaders(upstream.headers, ['content-encoding', 'content-length', 'transfer-encoding'])
   headers.push(['content-length', String(bytes.byteLength)])
   return { view: { kind: 'response', response: { ...upstream, headers, body: bytes }, delayMs: 0 }, applied: true, note: result.changed.join(', ') }
 }
