@@ -167,6 +167,7 @@ describe('each fault kind through the proxy (curl over HTTPS)', { timeout: 120_0
   })
 
   test('the trace holds one faulted exchange per rule, each with what the upstream really did', async () => {
+    assert.equal(proxy.stats.faulted, RULES.length, 'GET /status counts the requests a fault acted on')
     await proxy.close()
     const trace = await store.readTrace('curl-faults')
     const byRule = new Map(trace.exchanges.map((x) => [x.fault?.rule, x]))

@@ -189,12 +189,17 @@ export class SessionFaults {
         this.#wait(action.delayMs, host.signal).then((aborted): Decision => {
           if (!aborted) {
             forwarded = true
-            return { kind: 'forward', recorder }
+            return { kind: 'forward', recorder, fault: decision }
           }
           const error = { ...clientAbortError(), phase: 'response-headers' as const }
           // The recorder writes it (with its fault record): the app gave up while the latency held it back.
           void recorder.fail(error, error.phase).catch(() => {})
-          return { kind: 'replay', exchange: this.#exchange(decision, host, { kind: 'error', error }, new Map(), false), playback: abortPlayback(error) }
+          return {
+            kind: 'replay',
+            exchange: this.#exchange(decision, host, { kind: 'error', error }, new Map(), false),
+            playback: abortPlayback(error),
+            fault: decision,
+          }
         }),
       )
     }
@@ -208,7 +213,7 @@ export class SessionFaults {
       redact: (headers, body) => redactView(host.redactor, headers, body, host.maxBodyBytes),
     })
     const recorder = host.recorder((x, bodies) => relay.finalize(x, bodies))
-    return { kind: 'forward', recorder: relay.recorder(recorder), client: relay.client }
+    return { kind: 'forward', recorder: relay.recorder(recorder), client: relay.client, fault: decision }
   }
 
   /** A before-forward fault's response or failure: recorded (upstream: null) and played to the app. */
@@ -218,12 +223,12 @@ export class SessionFaults {
     if (aborted) {
       // The app gave up while the fault made it wait: that is what it got.
       const error = { ...clientAbortError(), phase: 'response-headers' as const }
-      return { kind: 'replay', exchange: this.#exchange(decision, host, { kind: 'error', error }, bodies), playback: abortPlayback(error) }
+      return { kind: 'replay', exchange: this.#exchange(decision, host, { kind: 'error', error }, bodies), playback: abortPlayback(error), fault: decision }
     }
     if (action.do === 'fail') {
       const error: RecordedError = { code: action.error.code, message: action.error.message, phase: action.error.phase }
       const exchange = this.#exchange(decision, host, { kind: 'error', error }, bodies)
-      return { kind: 'replay', exchange, playback: { kind: 'error', error, headersMs: 0, chunks: [], injected: true } }
+      return { kind: 'replay', exchange, playback: { kind: 'error', error, headersMs: 0, chunks: [], injected: true }, fault: decision }
     }
     const r = action.response
     const body = bodyFromBytes(r.body)
@@ -231,7 +236,7 @@ export class SessionFaults {
     const outcome: Outcome = { kind: 'response', response: { status: r.status, statusText: r.statusText, headers: r.headers, body: body.ref, trailers: [] } }
     const exchange = this.#exchange(decision, host, outcome, bodies)
     const head = { status: r.status, statusText: r.statusText, headers: r.headers }
-    return { kind: 'replay', exchange, playback: { kind: 'response', head, headersMs: 0, chunks: [{ bytes: r.body, atMs: 0 }], trailers: [] } }
+    return { kind: 'replay', exchange, playback: { kind: 'response', head, headersMs: 0, chunks: [{ bytes: r.body, atMs: 0 }], trailers: [] }, fault: decision }
   }
 
   /** The exchange of a fault no upstream took part in, written when the session records. */

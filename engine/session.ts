@@ -21,6 +21,7 @@ import {
 import { ArrivalOrder, type Ticket } from './arrival-order.ts'
 import { redactRequestBody } from './body-redaction.ts'
 import { createExchangeRecorder, type ExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
+import type { FaultDecision } from './faults/index.ts'
 import { entryFromError, formatSummary, type LedgerEntry, RetryFolding, type SessionSummary } from './ledger.ts'
 import { assertPlayable } from './playable.ts'
 import { type RedactionOptions, Redactor } from './redaction.ts'
@@ -99,9 +100,10 @@ export type Playback =
 
 /** What a capture path must do with one request. */
 export type Decision =
-  | { kind: 'replay'; exchange: Exchange; playback: Playback }
+  /** `fault`: a fault made this answer (before forwarding); the exchange carries its record. */
+  | { kind: 'replay'; exchange: Exchange; playback: Playback; fault?: FaultDecision }
   /** `client`, when set (a fault after the upstream answered): forward and feed `recorder`, but play `client` to the app. */
-  | { kind: 'forward'; recorder: ExchangeRecorder; client?: Promise<Playback> }
+  | { kind: 'forward'; recorder: ExchangeRecorder; client?: Promise<Playback>; fault?: FaultDecision }
   | { kind: 'fail'; error: ToolReplayError }
 
 /** A trace up to this many exchanges is replayed from memory; a bigger one through the store's index. */

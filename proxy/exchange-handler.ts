@@ -33,11 +33,13 @@ export interface ProxyStats {
   tunnels: number
   badRequests: number
   upgrades: number
+  /** Requests a fault acted on (also counted as replayed when the fault made the answer, or forwarded). */
+  faulted: number
 }
 
 /** Creates zeroed counters. */
 export function createStats(): ProxyStats {
-  return { requests: 0, replayed: 0, forwarded: 0, refused: 0, tunnels: 0, badRequests: 0, upgrades: 0 }
+  return { requests: 0, replayed: 0, forwarded: 0, refused: 0, tunnels: 0, badRequests: 0, upgrades: 0, faulted: 0 }
 }
 
 /** What handling a request needs. */
@@ -88,6 +90,7 @@ export function createExchangeHandler(
     body: Buffer | null,
     decision: Decision,
   ): Promise<void> | undefined => {
+    if (decision.kind !== 'fail' && decision.fault) ctx.stats.faulted++
     if (decision.kind === 'replay') {
       ctx.stats.replayed++
       return writePlayback(res, decision.playback, playbackOptions)
