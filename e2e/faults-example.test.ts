@@ -1,8 +1,9 @@
 /**
  * The README's faulted run through the proxy (examples/faults), command by command, as a user runs it:
  * the shipping API as its own process, `tr-proxy record --faults` around the unchecked client (exit 75,
- * two shipments committed for one order) and the idempotent one (exit 0, one shipment), then strict replay
- * with the API stopped (the same reset and answer, exit 0), and the fork that adds a 429.
+ * two shipments committed for one order: commit evidence names the duplicate) and the idempotent one
+ * (exit 0, one shipment), strict replay with the API stopped (the same reset and answer, exit 0),
+ * `tr-proxy check` on both traces (75, 0), and the fork that adds a 429.
  */
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
@@ -74,6 +75,10 @@ test('the examples/faults walkthrough: unchecked retries commit twice (exit 75),
   assert.match(replay.err, /curl: \(56\) Recv failure: Connection reset by peer/)
   assert.match(replay.out, /"id":"s-3"/)
   assert.match(replay.err, /faults seed 42 \(recorded in the replayed trace\)/)
+  const checkUnchecked = await tr('check', 'ship-unchecked', '--contracts', FAULTS)
+  assert.equal(checkUnchecked.code, 75, checkUnchecked.out)
+  assert.match(checkUnchecked.out, /the app never got the answer of #0 \(fault rule lost-ack\)/)
+  assert.equal((await tr('check', 'ship-idempotent', '--contracts', FAULTS)).code, 0)
   const show = await tr('show', 'ship-unchecked')
   assert.match(
     show.out,

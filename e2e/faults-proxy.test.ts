@@ -1,10 +1,9 @@
 /**
  * Faults through the proxy for clients in other languages: curl (one test per fault kind) and Python
  * requests, over HTTPS through the proxy's TLS interception, against a real local API that keeps its own
- * ledger. Then the lost-acknowledgement story with the CLI as a user runs it: `tr-proxy record --faults`
- * around an app with unchecked retries (the API committed twice, `tr-proxy check` names the duplicate)
- * and around one with an idempotency key (one shipment, passes), a rule that never fires (exit 76 with
- * the seed and the rerun command), and strict replay of the faulted run with zero upstream connections.
+ * ledger. Then the CLI: a rule that never fires (exit 76 with the seed and the rerun command) and a faults
+ * file that does not validate (exit 65 before anything opens). The lost-acknowledgement story through
+ * `tr-proxy record|check|replay` is e2e/faults-example.test.ts (the README's walkthrough).
  */
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
@@ -235,64 +234,17 @@ function cli(args: string[]): Promise<{ code: number | null; stdout: string; std
   return once(child, 'exit').then(([code]) => ({ code: code as number | null, stdout, stderr }))
 }
 
-describe('the lost acknowledgement through tr-proxy (commit evidence)', { timeout: 120_000 }, () => {
-  const dir = join(work, 'lost-ack')
+describe('tr-proxy record --faults: failing fast and failing loudly', { timeout: 120_000 }, () => {
+  const dir = join(work, 'cli')
   const storeDir = join(dir, 'store')
-  const faultsFile = join(dir, 'lost-ack.faults.yaml')
   let api: FaultUpstream
   before(async () => {
     mkdirSync(dir, { recursive: true })
-    writeFileSync(
-      faultsFile,
-      [
-        'seed: 42',
-        'rules:',
-        '  - { id: lost-ack, target: { method: POST, url: /shipments }, fault: response_lost, calls: [1] }',
-        'effects:',
-        '  - { target: { method: POST, url: /shipments }, id: $.shipment.id, group: $.orderId, name: shipment }',
-        'contracts: [no-duplicate-effects, all-rules-fired]',
-        '',
-      ].join('\n'),
-    )
     api = await startFaultUpstream(pki.certs['api.test'])
   })
   after(() => api?.close())
 
   const proxyArgs = () => ['--store', storeDir, '--resolve', `api.test=127.0.0.1:${api.port}`, '--upstream-ca', pki.caPath]
-  // Two apps: each sends the order, and if that fails, sends it once more.
-  const unchecked = `curl -sS -X POST -d '{"orderId":"o-1"}' https://api.test/shipments || curl -sS -X POST -d '{"orderId":"o-1"}' https://api.test/shipments`
-  const idempotent = `curl -sS -H 'idempotency-key: o-1' -X POST -d '{"orderId":"o-1"}' https://api.test/shipments || curl -sS -H 'idempotency-key: o-1' -X POST -d '{"orderId":"o-1"}' https://api.test/shipments`
-
-  test('unchecked retries: the API commits twice; record and check both fail with TR_CONTRACT_VIOLATED naming the duplicate', async () => {
-    const rec = await cli(['record', ...proxyArgs(), '--trace', 'unchecked', '--faults', faultsFile, '--', 'sh', '-c', unchecked])
-    assert.equal(rec.code, 75, rec.stderr)
-    assert.match(rec.stderr, /^faults seed 42 \(from the faults file\); rerun: tr-proxy record .* --seed 42 -- sh -c/m)
-    assert.match(rec.stderr, /curl: \(56\)/, 'the app saw its connection reset')
-    assert.match(rec.stdout, /"shipment":\{"id":"s-2"\}/, 'and the retry got a perfectly valid confirmation')
-    assert.deepEqual(api.shipments, ['s-1', 's-2'], 'two shipments for one order')
-    const check = await cli(['check', '--store', storeDir, 'unchecked', '--contracts', faultsFile])
-    assert.equal(check.code, 75, check.stdout)
-    assert.match(check.stdout, /FAIL {2}no-duplicate-effects {2}#0 POST \/shipments and #1 POST \/shipments committed shipment s-1 and s-2 for one call/)
-    assert.match(check.stdout, /the app never got the answer of #0 \(fault rule lost-ack\)/)
-  })
-
-  test('idempotent retries: one shipment; record exits 0, check passes, strict replay opens no connection', async () => {
-    const before = api.shipments.length
-    const rec = await cli(['record', ...proxyArgs(), '--trace', 'idempotent', '--faults', faultsFile, '--', 'sh', '-c', idempotent])
-    assert.equal(rec.code, 0, rec.stderr)
-    assert.match(rec.stderr, /curl: \(56\)/)
-    assert.equal(api.shipments.length, before + 1, 'one shipment')
-    const check = await cli(['check', '--store', storeDir, 'idempotent', '--contracts', faultsFile])
-    assert.equal(check.code, 0, check.stdout)
-    const connections = api.connections
-    const rep = await cli(['replay', ...proxyArgs(), '--trace', 'idempotent', '--faults', faultsFile, '--', 'sh', '-c', idempotent])
-    assert.equal(rep.code, 0, rep.stderr)
-    assert.match(rep.stderr, /curl: \(56\)/, 'replay gave the app the same reset')
-    assert.match(rep.stderr, /faults seed 42 \(recorded in the replayed trace/)
-    assert.equal(rep.stdout, rec.stdout)
-    assert.equal(api.connections, connections, 'strict replay opened no upstream connection')
-  })
-
   test('a rule that never fires fails the run with exit 76, naming it, the seed and the rerun command', async () => {
     const file = join(dir, 'typo.faults.yaml')
     writeFileSync(file, 'rules:\n  - { id: typo, target: { method: POST, url: /shipment }, fault: response_lost }\n')
