@@ -127,7 +127,7 @@ describe('lab scenarios under three recovery policies', () => {
       r.runs.map((p) =>
         exportTrace(p.trace)
           .text.replace(/127\.0\.0\.1:\d+/g, 'api')
-          .replace(/\["date", "[^"]*"\]/g, '["date", "-"]')
+          .replace(/\["date", "[^"]*"\]/gi, '["date", "-"]')
           .replace(/^ {2}"digest": "[0-9a-f]+",$/m, ''),
       )
     const a = await runLab({ scenario: 'latency' })
