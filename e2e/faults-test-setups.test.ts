@@ -70,7 +70,7 @@ test('node --test --import tool-replay/node-test with TOOL_REPLAY_FAULTS: seed p
   const broken = await node(args, { ...base, TOOL_REPLAY_MODE: 'record', TOOL_REPLAY_TRACE: 'unchecked' })
   assert.equal(broken.code, 1, broken.out)
   assert.match(broken.out, /tool-replay: faults seed 42 \(from the faults file\); rerun: TOOL_REPLAY_FAULTS_SEED=42 \S*node /)
-  assert.match(broken.out, /TR_CONTRACT_VIOLATED: Trace "unchecked" breaks 1 behaviour contract/)
+  assert.match(broken.out, /TR_CONTRACT_VIOLATED: Trace "unchecked:shipping" breaks 1 behaviour contract/)
   assert.match(broken.out, /#0 POST \/shipments and #1 POST \/shipments committed shipment s-1 and s-2 for one call/)
   assert.match(broken.out, /Faults seed 42; rerun: TOOL_REPLAY_FAULTS_SEED=42 /)
   assert.deepEqual(api.shipments, ['s-1', 's-2'])
