@@ -1,4 +1,4 @@
-import { type Exchange, headerValue, textTable } from '../trace/index.ts'
+import { type Exchange, faultTag, headerValue, textTable } from '../trace/index.ts'
 
 /** "1.2 KB" style sizes for tables. */
 export function formatBytes(n: number): string {
@@ -10,7 +10,8 @@ export function formatBytes(n: number): string {
 /** One line per exchange: "#3 POST https://api.test/v1/x → 200 OK (1.2 KB, 4 chunks)". */
 export function exchangeLine(x: Exchange): string {
   const req = `#${x.seq} ${x.request.method} ${x.request.url}`
-  const tag = (x.origin === 'patched' ? ` [patched${x.patchId ? ` ${x.patchId}` : ''}]` : '') + faultTag(x)
+  // " [fault response_lost, rule lost-ack; upstream 201]": what was injected and what the upstream really did.
+  const tag = (x.origin === 'patched' ? ` [patched${x.patchId ? ` ${x.patchId}` : ''}]` : '') + (x.fault ? ` [${faultTag(x.fault)}]` : '')
   if (x.outcome.kind === 'response') {
     const r = x.outcome.response
     const enc = headerValue(r.headers, 'content-encoding')
@@ -18,15 +19,6 @@ export function exchangeLine(x: Exchange): string {
   }
   const e = x.outcome.error
   return `${req} → ${e.code} during ${e.phase}${e.partial ? ` after ${e.partial.status} and ${formatBytes(e.partial.body.size)}` : ''}${tag}`
-}
-
-/** " [fault response_lost, rule lost-ack; upstream 201]": what was injected and what the upstream really did. */
-function faultTag(x: Exchange): string {
-  const f = x.fault
-  if (!f) return ''
-  const u = f.upstream
-  const upstream = u === null ? 'not forwarded' : u.kind === 'response' ? `upstream ${u.response.status}` : `upstream ${u.error.code}`
-  return ` [fault ${f.kind}, rule ${f.rule}; ${upstream}]`
 }
 
 /** Pads columns of a small table. */

@@ -34,7 +34,8 @@ export async function runCli(argv: string[], io: Io = processIo): Promise<number
       describe: command.describe,
       builder: command.builder,
       handler: async (args) => {
-        exitCode = await command.run(args, io)
+        // The command line as typed, for the rerun line a faulted run prints.
+        exitCode = await command.run({ ...args, rawArgv: argv }, io)
       },
     })
   }

@@ -1,6 +1,7 @@
 /**
  * The fault lab end to end: a real shipping API on loopback, the bundled agent on undici's real fetch, the
- * engine's seeded decisions carried out by the lab's executor, the trace checked by the contracts. The
+ * engine's seeded decisions carried out by the interceptor (install() with faults, on the lab's clock),
+ * the trace checked by the contracts. The
  * trace's commit evidence is compared with the API's own ledger, so "2 shipments" is what the API committed.
  */
 import assert from 'node:assert/strict'
@@ -9,9 +10,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { runCli } from 'tool-replay/cli'
-import { FaultPlanner, parseFaults } from 'tool-replay/engine'
-import { LabFaultDispatcher, type LabRun, runLab, SCENARIO_NAMES, shipOrder, startShippingApi, VirtualClock } from 'tool-replay/lab'
-import { exportTrace } from 'tool-replay/store'
+import { parseFaults } from 'tool-replay/engine'
+import { install } from 'tool-replay/interceptor'
+import { type LabRun, runLab, SCENARIO_NAMES, shipOrder, startShippingApi, VirtualClock } from 'tool-replay/lab'
+import { createMemoryStore, exportTrace } from 'tool-replay/store'
 import { fetch } from 'undici'
 
 /** Each scenario's verdicts for no retries, unchecked retries, idempotent retries. */
@@ -125,7 +127,7 @@ describe('lab scenarios under three recovery policies', () => {
       r.runs.map((p) =>
         exportTrace(p.trace)
           .text.replace(/127\.0\.0\.1:\d+/g, 'api')
-          .replace(/\["date", "[^"]*"\]/g, '["date", "-"]')
+          .replace(/\["date", "[^"]*"\]/gi, '["date", "-"]')
           .replace(/^ {2}"digest": "[0-9a-f]+",$/m, ''),
       )
     const a = await runLab({ scenario: 'latency' })
@@ -144,17 +146,19 @@ describe('lab scenarios under three recovery policies', () => {
     const faultedCalls = async (extraRates: number) => {
       const api = await startShippingApi()
       const clock = new VirtualClock()
-      const dispatcher = new LabFaultDispatcher({ planner: new FaultPlanner(config, { seed: '11' }), clock, trace: 't' })
+      const store = createMemoryStore()
+      const tr = await install({ mode: 'record', trace: 't', store, global: false, faults: config, faultsSeed: '11', faultsClock: clock })
+      const dispatcher = tr.dispatcher
       try {
         for (let i = 0; i < 6; i++) {
-          for (let j = 0; j < extraRates; j++) await (await fetchWith(dispatcher, `${api.url}/rates`)).text()
+          for (let j = 0; j < extraRates; j++) await (await fetch(`${api.url}/rates`, { dispatcher })).text()
           await shipOrder({ baseUrl: api.url, orderId: `o-${i}`, policy: 'none', dispatcher, clock })
         }
       } finally {
-        await dispatcher.close()
+        await tr.close()
         await api.close()
       }
-      return dispatcher.trace.exchanges.filter((x) => x.fault).map((x) => x.fault?.call)
+      return (await store.readTrace('t')).exchanges.filter((x) => x.fault).map((x) => x.fault?.call)
     }
     const alone = await faultedCalls(0)
     assert.ok(alone.length > 0 && alone.length < 6, `${alone}`)
@@ -203,7 +207,3 @@ describe('lab scenarios under three recovery policies', () => {
     }
   })
 })
-
-function fetchWith(dispatcher: LabFaultDispatcher, url: string) {
-  return fetch(url, { dispatcher })
-}

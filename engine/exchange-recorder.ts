@@ -58,6 +58,8 @@ export interface RecorderContext {
   write(exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest>): Promise<void>
   /** A failure that loses this exchange: close() reports it and the recording stays partial. */
   lost(err: unknown): void
+  /** The clock response timings are measured on (ms); default the wall clock. The lab passes its virtual one. */
+  now?: () => number
 }
 
 /** A recorder, and what the session needs to close it when the response never ends. */
@@ -70,7 +72,8 @@ export interface OpenRecorder {
 
 /** Starts recording the exchange for `request` (already redacted), numbered `seq`; `live` marks a live-tail exchange. */
 export function createExchangeRecorder(ctx: RecorderContext, request: CapturedRequest, seq: number, startMs: number, live = false): OpenRecorder {
-  const t0 = performance.now()
+  const now = ctx.now ?? (() => performance.now())
+  const t0 = now()
   let head: ResponseHead | undefined
   let headersMs = 0
   let body: ResponseBody | undefined
@@ -115,13 +118,13 @@ export function createExchangeRecorder(ctx: RecorderContext, request: CapturedRe
     recording: true,
     responseStart(h) {
       head = h
-      headersMs = performance.now() - t0
+      headersMs = now() - t0
       body = new ResponseBody(ctx, h.headers)
     },
     responseData(chunk) {
       if (finished) return undefined
       body ??= new ResponseBody(ctx, [])
-      return body.append(chunk, performance.now() - t0)
+      return body.append(chunk, now() - t0)
     },
     responseEnd: (trailers = []) =>
       finish((partial) => {

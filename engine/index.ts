@@ -2,6 +2,8 @@
 
 export type { Ticket } from './arrival-order.ts'
 export { ArrivalOrder, DEFAULT_ARRIVAL_WAIT_MS } from './arrival-order.ts'
+export type { FaultVerdict } from './fault-verdict.ts'
+export { faultVerdict, faultVerdictError, formatFaultVerdict } from './fault-verdict.ts'
 export type {
   AppliedFault,
   BufferedResponse,
@@ -47,6 +49,7 @@ export {
   providerErrorResponse,
   readFaultsFile,
   rerunCommand,
+  rerunWithSeedEnv,
   resolveSeed,
   StreamCutter,
   seedLine,
@@ -68,6 +71,8 @@ export type { ScanOptions, SecretFinding, SecretKind } from './secret-scan.ts'
 export { maskSecret, scanDocument, scanTrace } from './secret-scan.ts'
 export type { CapturedRequest, Decision, ExchangeRecorder, Mode, Playback, PlaybackChunk, PlaybackChunks, SessionOptions } from './session.ts'
 export { MODES, openSession, Session } from './session.ts'
+export type { FaultClock, FaultsInput, SessionFaultsOptions } from './session-faults.ts'
+export { loadSessionFaults, SessionFaults } from './session-faults.ts'
 export type { ExchangeProgress } from './transport-rules.ts'
 export {
   bodyTooLarge,

@@ -18,8 +18,11 @@ export interface PlaybackTarget {
   /** Keeps the chunk just handed over apart from the next, so the client reads it on its own. */
   separate(): Promise<void>
   end(trailers: HeaderPairs): void
-  /** A recorded failure: before any head (`afterHead` false), or after the head and partial body. */
-  fail(error: RecordedError, afterHead: boolean): void
+  /**
+   * A recorded failure: before any head (`afterHead` false), or after the head and partial body. `injected`:
+   * a fault made it, so the client's own connection fails (not the upstream's, which a proxy reports as 502).
+   */
+  fail(error: RecordedError, afterHead: boolean, injected: boolean): void
 }
 
 /**
@@ -55,7 +58,8 @@ async function drive(playback: Playback, pace: Pace, target: PlaybackTarget): Pr
   if (toHead) await toHead
   if (target.gone) return
   if (!head) {
-    target.fail((playback as Extract<Playback, { kind: 'error' }>).error, false)
+    const failed = playback as Extract<Playback, { kind: 'error' }>
+    target.fail(failed.error, false, failed.injected === true)
     return
   }
   target.head(head)
@@ -94,11 +98,16 @@ async function drive(playback: Playback, pace: Pace, target: PlaybackTarget): Pr
       }
     } catch (err) {
       // A body that could not be read (a damaged store): the client gets what was verified, then a failure.
-      const e = err as { code?: unknown; message?: string }
-      target.fail({ code: typeof e.code === 'string' ? e.code : 'TR_INTERNAL', message: e.message ?? String(err), phase: 'response-body' }, true)
+      // A body still arriving (a faulted forward) fails the same way when its source breaks off.
+      const e = err as { code?: unknown; message?: string; injected?: unknown }
+      target.fail(
+        { code: typeof e.code === 'string' ? e.code : 'TR_INTERNAL', message: e.message ?? String(err), phase: 'response-body' },
+        true,
+        e.injected === true,
+      )
       return
     }
   }
   if (playback.kind === 'response') target.end(playback.trailers)
-  else target.fail(playback.error, true)
+  else target.fail(playback.error, true, playback.injected === true)
 }

@@ -21,10 +21,12 @@ import {
 import { ArrivalOrder, type Ticket } from './arrival-order.ts'
 import { redactRequestBody } from './body-redaction.ts'
 import { createExchangeRecorder, type ExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
+import type { FaultDecision } from './faults/index.ts'
 import { entryFromError, formatSummary, type LedgerEntry, RetryFolding, type SessionSummary } from './ledger.ts'
 import { assertPlayable } from './playable.ts'
 import { type RedactionOptions, Redactor } from './redaction.ts'
 import { MemoryReplayIndex, type ReplayIndex, StoreReplayIndex, type Take, type UnusedRecording } from './replay-index.ts'
+import { type FaultHost, SessionFaults, type SessionFaultsOptions } from './session-faults.ts'
 import { DEFAULT_MAX_BODY_BYTES } from './transport-rules.ts'
 
 export type { ExchangeRecorder } from './exchange-recorder.ts'
@@ -63,6 +65,8 @@ export interface SessionOptions {
    * flat; each request costs a store read).
    */
   preload?: 'auto' | 'none'
+  /** Fault rules and their seed: requests that go live may be faulted (see session-faults.ts). */
+  faults?: SessionFaultsOptions
 }
 
 /** A request as a capture path saw it, before redaction. Body fully buffered (or null). */
@@ -71,6 +75,8 @@ export interface CapturedRequest {
   url: string
   headers: HeaderPairs
   body: Uint8Array | null
+  /** Aborts when the app gives up on the request; lets a fault's wait end early. */
+  signal?: AbortSignal
 }
 
 /** Chunks to play back, with their recorded time offsets (ms since the exchange started). */
@@ -82,12 +88,22 @@ export type PlaybackChunks = PlaybackChunk[] | AsyncIterable<PlaybackChunk>
 /** A recorded response or failure, ready for a capture path to play back. */
 export type Playback =
   | { kind: 'response'; head: ResponseHead; headersMs: number; chunks: PlaybackChunks; trailers: HeaderPairs }
-  | { kind: 'error'; error: RecordedError; headersMs: number; head?: ResponseHead; chunks: PlaybackChunks }
+  | {
+      kind: 'error'
+      error: RecordedError
+      headersMs: number
+      head?: ResponseHead
+      chunks: PlaybackChunks
+      /** A fault made this failure: the app's own connection fails (the proxy resets it instead of answering 502). */
+      injected?: boolean
+    }
 
 /** What a capture path must do with one request. */
 export type Decision =
-  | { kind: 'replay'; exchange: Exchange; playback: Playback }
-  | { kind: 'forward'; recorder: ExchangeRecorder }
+  /** `fault`: a fault made this answer (before forwarding); the exchange carries its record. */
+  | { kind: 'replay'; exchange: Exchange; playback: Playback; fault?: FaultDecision }
+  /** `client`, when set (a fault after the upstream answered): forward and feed `recorder`, but play `client` to the app. */
+  | { kind: 'forward'; recorder: ExchangeRecorder; client?: Promise<Playback>; fault?: FaultDecision }
   | { kind: 'fail'; error: ToolReplayError }
 
 /** A trace up to this many exchanges is replayed from memory; a bigger one through the store's index. */
@@ -104,6 +120,8 @@ interface ReplaySource {
   bodies: Map<string, Uint8Array>
   /** The store, for bodies not in memory. */
   reader?: TraceReader
+  /** The trace's labels (a faulted recording names its seed there). */
+  labels?: Record<string, string>
 }
 
 /**
@@ -143,6 +161,9 @@ export class Session {
   #closed: SessionSummary | undefined
   #finalUnused: LedgerEntry[] | undefined
   #writeError: unknown
+  readonly #faults: SessionFaults | undefined
+  /** ms since the session started, on the faults' clock when one is given. */
+  readonly #now: () => number
 
   /** Use `openSession`. */
   constructor(init: { options: SessionOptions; source: ReplaySource | undefined; recording: TraceRecording | undefined }) {
@@ -157,6 +178,20 @@ export class Session {
     this.#tail = options.tail ?? 'strict'
     this.#keepUnused = options.keepUnused === true
     this.#warn = options.onWarning ?? ((message) => process.emitWarning(message, { type: 'ToolReplayWarning', code: 'TR_LIVE_TAIL' }))
+    const clock = options.faults?.clock
+    this.#now = clock ? () => clock.now() : () => performance.now() - this.#t0
+    const traceSeed = options.mode === 'replay' ? init.source?.labels?.faultsSeed : undefined
+    this.#faults = options.faults && new SessionFaults(options.faults, { now: this.#now, ...(traceSeed !== undefined ? { traceSeed } : {}) })
+  }
+
+  /** The session's faults (rules, seed, coverage), when it has any. */
+  get faults(): SessionFaults | undefined {
+    return this.#faults
+  }
+
+  /** The trace that holds what the app got in this run: the recording, or the replayed trace; none for passthrough. */
+  get observedTrace(): string | undefined {
+    return this.#recording?.name ?? (this.mode === 'passthrough' ? undefined : this.trace)
   }
 
   /**
@@ -243,35 +278,62 @@ export class Session {
       }
     }
     const request = this.#redactRequest(captured)
-    const startMs = performance.now() - this.#t0
+    const startMs = this.#now()
     const seq = this.#seq++
-    if (this.#tailLive) return this.#goLive(request, seq, startMs, 'after the live tail started')
-    if (this.mode === 'record' || !this.#source) return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, this.mode !== 'passthrough') }
+    const signal = captured.signal
+    if (this.#tailLive) return this.#goLive(request, seq, startMs, 'after the live tail started', signal)
+    if (this.mode === 'record' || !this.#source) return this.#forward(request, seq, startMs, this.mode !== 'passthrough', signal)
     const taken = this.#source.index.take(request)
-    return taken instanceof Promise ? taken.then((t) => this.#decide(request, seq, startMs, t)) : this.#decide(request, seq, startMs, taken)
+    return taken instanceof Promise ? taken.then((t) => this.#decide(request, seq, startMs, t, signal)) : this.#decide(request, seq, startMs, taken, signal)
   }
 
-  #decide(request: CapturedRequest, seq: number, startMs: number, taken: Take): Decision | Promise<Decision> {
+  /** A request that goes live: forwarded as it is, or faulted when a fault rule selects it. */
+  #forward(request: CapturedRequest, seq: number, startMs: number, recording: boolean, signal?: AbortSignal, live = false): Decision | Promise<Decision> {
+    const fault = this.#faults?.decide(request, startMs)
+    if (!fault) return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, recording, live) }
+    const host: FaultHost = {
+      request,
+      seq,
+      startMs,
+      signal,
+      recorder: (finalize) => this.#recorder(request, seq, startMs, recording, live, finalize),
+      write: (exchange, bodies) => {
+        if (!recording || !this.#recording) return
+        this.#recorded++
+        void this.#write(live ? { ...exchange, origin: 'live' } : exchange, bodies)
+      },
+      redactor: this.#redactor,
+      maxBodyBytes: this.#maxBodyBytes,
+    }
+    if (!recording || !this.#recording) {
+      const action = fault.action.do
+      if (action === 'respond' || action === 'fail') this.#passedThrough++
+    }
+    return this.#faults?.carryOut(fault, host) as Decision | Promise<Decision>
+  }
+
+  #decide(request: CapturedRequest, seq: number, startMs: number, taken: Take, signal?: AbortSignal): Decision | Promise<Decision> {
     const label = `${request.method} ${request.url}`
     if (taken.kind === 'match') {
+      this.#faults?.replayed(request, taken.exchange)
       this.#replayed++
       if (this.#recording)
         this.#write({ ...taken.exchange, seq, timing: { ...taken.exchange.timing, startMs: Math.round(startMs) } }, this.#source?.bodies ?? new Map())
       return { kind: 'replay', exchange: taken.exchange, playback: this.#playback(taken.exchange) }
     }
-    if (this.mode === 'update') return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, true) }
+    if (this.mode === 'update') return this.#forward(request, seq, startMs, true, signal)
     if (taken.kind === 'exhausted') {
       const error = new ToolReplayError(
         ErrorCodes.REPLAY_EXHAUSTED,
         `Failed to replay "${label}": trace "${this.trace}" recorded this request ${taken.recorded} time(s) and this is request #${taken.occurrence + 1}. Tool Replay never repeats a recording. Re-record the trace, or find why the app sends it more often (a retry loop?).`,
         { details: { request: label, recorded: taken.recorded, occurrence: taken.occurrence + 1 } },
       )
-      if (this.#tailAllowed) return this.#goLive(request, seq, startMs, `the trace has no recording #${taken.occurrence + 1} of it`)
+      if (this.#tailAllowed) return this.#goLive(request, seq, startMs, `the trace has no recording #${taken.occurrence + 1} of it`, signal)
       const entry = entryFromError(error, `${label} #${taken.occurrence}`)
       if (!this.#retries.fold(entry, taken.identity, request.headers, seq)) this.#exhausted.push(entry)
       return this.#refused(request, seq, startMs, error)
     }
-    if (this.#tailAllowed) return this.#goLive(request, seq, startMs, 'no recorded exchange matches it')
+    if (this.#tailAllowed) return this.#goLive(request, seq, startMs, 'no recorded exchange matches it', signal)
     const explain = (candidates: Array<{ request: string; differences: string[] }>) => {
       const error = this.#missError(request, candidates, label)
       const entry = entryFromError(error, label)
@@ -291,7 +353,7 @@ export class Session {
    * The live tail (opt-in): this request and every later one go to the real upstream and are recorded,
    * marked live. Not a failure: the run is reported as having gone live, loudly, on both paths.
    */
-  #goLive(request: CapturedRequest, seq: number, startMs: number, why: string): Decision {
+  #goLive(request: CapturedRequest, seq: number, startMs: number, why: string, signal?: AbortSignal): Decision | Promise<Decision> {
     const label = `${request.method} ${request.url}`
     if (!this.#tailLive) {
       this.#tailLive = true
@@ -300,7 +362,7 @@ export class Session {
       )
     }
     this.#live.push({ code: ErrorCodes.REPLAY_MISS, request: label, message: this.#live.length === 0 ? `went live here: ${why}` : 'forwarded live' })
-    return { kind: 'forward', recorder: this.#recorder(request, seq, startMs, true, true) }
+    return this.#forward(request, seq, startMs, true, signal, true)
   }
 
   /** A refusal: kept in a record-as trace so diff shows what the app asked for. */
@@ -343,13 +405,16 @@ export class Session {
       }
     }
     const p = outcome.error.partial
-    if (!p) return { kind: 'error', error: outcome.error, headersMs: exchange.timing.headersMs, chunks: [] }
+    // A failure a fault made was the app's own connection failing: replayed as such on both paths.
+    const injected = exchange.fault ? { injected: true } : {}
+    if (!p) return { kind: 'error', error: outcome.error, headersMs: exchange.timing.headersMs, chunks: [], ...injected }
     return {
       kind: 'error',
       error: outcome.error,
       headersMs: exchange.timing.headersMs,
       head: { status: p.status, statusText: p.statusText, headers: p.headers },
       chunks: this.#chunks(p.body, `exchange #${exchange.seq} partial response`),
+      ...injected,
     }
   }
 
@@ -366,7 +431,14 @@ export class Session {
     return streamChunks(reader.bodyPieces(ref, use), ref, onDamage)
   }
 
-  #recorder(request: CapturedRequest, seq: number, startMs: number, recording: boolean, live = false): ExchangeRecorder {
+  #recorder(
+    request: CapturedRequest,
+    seq: number,
+    startMs: number,
+    recording: boolean,
+    live = false,
+    finalize?: (exchange: Exchange, bodies: Map<string, Uint8Array>) => Exchange,
+  ): ExchangeRecorder {
     if (!recording || !this.#recording) {
       this.#passedThrough++
       return PASSTHROUGH_RECORDER
@@ -377,10 +449,16 @@ export class Session {
         recording: this.#recording,
         redactor: this.#redactor,
         maxBodyBytes: this.#maxBodyBytes,
-        write: (exchange, bodies, manifests) => this.#write(exchange, bodies, manifests),
+        write: (exchange, bodies, manifests) => {
+          if (!finalize) return this.#write(exchange, bodies, manifests)
+          // A faulted exchange: the app's view and its bodies join what the upstream sent.
+          const all = new Map(bodies)
+          return this.#write(finalize(exchange, all), all, manifests)
+        },
         lost: (err) => {
           this.#writeError ??= err
         },
+        now: this.#now,
       },
       request,
       seq,
@@ -395,7 +473,12 @@ export class Session {
   #write(exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest> = new Map()): Promise<void> {
     const rec = this.#recording as TraceRecording
     const own = new Map<string, Uint8Array>()
-    for (const ref of [exchange.request.body, exchange.outcome.kind === 'response' ? exchange.outcome.response.body : exchange.outcome.error.partial?.body]) {
+    const upstream = exchange.fault?.upstream
+    for (const ref of [
+      exchange.request.body,
+      exchange.outcome.kind === 'response' ? exchange.outcome.response.body : exchange.outcome.error.partial?.body,
+      upstream?.kind === 'response' ? upstream.response.body : upstream?.error.partial?.body,
+    ]) {
       if (ref) {
         const b = bodies.get(ref.digest)
         if (b) own.set(ref.digest, b)
@@ -459,6 +542,8 @@ export class Session {
   /** Waits for pending writes, closes the recording (making it complete) and returns the summary. Idempotent. */
   async close(): Promise<SessionSummary> {
     if (this.#closed) return this.#closed
+    // Fault waits end now; what they made is recorded before the recording closes.
+    await this.#faults?.close()
     // Responses still streaming get a bounded grace period to finish, then are kept as what arrived.
     if (this.#open.size > 0) {
       let timer: NodeJS.Timeout | undefined
@@ -513,6 +598,7 @@ export class Session {
    */
   async discard(): Promise<SessionSummary> {
     if (this.#closed) return this.#closed
+    await this.#faults?.close()
     const summary = this.summary()
     this.#closed = summary
     await Promise.all([...this.#open].map((o) => o.cut()))
@@ -520,10 +606,16 @@ export class Session {
     return summary
   }
 
-  /** Throws TR_REPLAY_INCOMPLETE listing every miss, overrun and unused recording (strict replay). */
+  /**
+   * Throws TR_REPLAY_INCOMPLETE listing every miss, overrun and unused recording (strict replay), then
+   * TR_FAULT_NOT_FIRED when a fault rule that is not optional never triggered.
+   */
   assertDone(): void {
     const s = this.summary()
-    if (s.ok) return
+    if (s.ok) {
+      this.#faults?.assertAllFired()
+      return
+    }
     throw new ToolReplayError(ErrorCodes.REPLAY_INCOMPLETE, `${formatSummary(s)}\nFix the app or re-record the trace (mode "record").`, {
       details: { summary: s },
     })
@@ -582,9 +674,9 @@ async function openReplaySource(store: TraceStore, name: string, identity: Ident
   const { count, bodyBytes: total, indexed } = reader.info
   if (preload === 'auto' && count <= MEMORY_MAX_EXCHANGES && total <= MEMORY_MAX_BODY_BYTES) {
     const trace = await reader.readAll()
-    return { index: new MemoryReplayIndex(trace, identity), bodies: trace.bodies }
+    return { index: new MemoryReplayIndex(trace, identity), bodies: trace.bodies, ...labelsOf(trace.meta) }
   }
-  if (indexed && isDefaultIdentity(identity)) return { index: new StoreReplayIndex(reader), bodies: new Map(), reader }
+  if (indexed && isDefaultIdentity(identity)) return { index: new StoreReplayIndex(reader), bodies: new Map(), reader, ...labelsOf(reader.info.meta) }
   // Custom identity rules (or a trace from before the index): identities are computed here, from the
   // exchanges and request bodies; response bodies still stay in the store until played.
   const exchanges: Exchange[] = []
@@ -595,7 +687,11 @@ async function openReplaySource(store: TraceStore, name: string, identity: Ident
       bodies.set(x.request.body.digest, await reader.bodyBytes(x.request.body, `exchange #${x.seq} request`))
   }
   const trace: Trace = { meta: reader.info.meta, exchanges, bodies }
-  return { index: new MemoryReplayIndex(trace, identity), bodies, reader }
+  return { index: new MemoryReplayIndex(trace, identity), bodies, reader, ...labelsOf(reader.info.meta) }
+}
+
+function labelsOf(meta: Trace['meta']): { labels?: Record<string, string> } {
+  return meta.labels ? { labels: meta.labels } : {}
 }
 
 /** Opens a session: loads the trace for replay/update, starts a recording for record/update/recordAs. */
@@ -621,6 +717,8 @@ export async function openSession(options: SessionOptions): Promise<Session> {
   if (options.mode === 'replay' && options.recordAs) recordName = options.recordAs
   const labels: Record<string, string> = { ...options.labels }
   if (options.mode === 'replay' && recordName) labels.observedAgainst = options.trace
+  // A recording made with faults names its seed, so a replay of it can say which seed it reproduces.
+  if (options.faults && (options.mode === 'record' || options.mode === 'update')) labels.faultsSeed = options.faults.seed
   const recording = recordName
     ? await options.store.beginTrace({ name: recordName, format: TRACE_FORMAT_VERSION, ...(Object.keys(labels).length > 0 ? { labels } : {}) })
     : undefined

@@ -4,7 +4,10 @@
  */
 import type { Dispatcher } from 'undici'
 import {
+  type FaultClock,
+  type FaultsInput,
   loadConfig,
+  loadSessionFaults,
   type Mode,
   mergeRedaction,
   openSession,
@@ -13,6 +16,7 @@ import {
   parsePace,
   type RedactionOptions,
   type Session,
+  type SessionFaults,
   type SessionSummary,
 } from '../engine/index.ts'
 import { openStore, type TraceStore } from '../store/index.ts'
@@ -58,6 +62,12 @@ export interface InstallOptions {
   labels?: Record<string, string>
   /** 'none' replays through the store even for small traces (see SessionOptions.preload). */
   preload?: 'auto' | 'none'
+  /** Fault rules for requests that go live: a faults file (JSON or YAML), or the rules as an object. See README "Faults". */
+  faults?: FaultsInput
+  /** The faults seed; default TOOL_REPLAY_FAULTS_SEED, then the file's seed, then a random one. */
+  faultsSeed?: string | number
+  /** The clock fault schedules and waits follow (the lab's virtual clock); default the wall clock. */
+  faultsClock?: FaultClock
 }
 
 /** A running interceptor: the dispatcher, its session, and the end-of-test operations. */
@@ -66,6 +76,8 @@ export interface InterceptorSession {
   readonly trace: string
   /** Pass as `dispatcher:` to route single requests here without installing globally. */
   readonly dispatcher: RecordReplayDispatcher
+  /** The faults of this session (seed, coverage), when `faults` was given. */
+  readonly faults: SessionFaults | undefined
   /** The summary so far (replayed, recorded, misses, overruns, unused). */
   summary(): SessionSummary
   /** Throws TR_REPLAY_INCOMPLETE when strict replay saw a miss, an overrun or an unused recording. */
@@ -92,6 +104,14 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
   parseMaxBodyBytes(options.maxBodyBytes)
   const fromFile = options.config === false ? undefined : (await loadConfig(options.config === undefined ? {} : { file: options.config })).config.redaction
   const redaction = mergeRedaction(fromFile, options.redaction)
+  const faults =
+    options.faults === undefined
+      ? undefined
+      : await loadSessionFaults(options.faults, {
+          env: process.env,
+          ...(options.faultsSeed !== undefined ? { seed: options.faultsSeed } : {}),
+          ...(options.faultsClock ? { clock: options.faultsClock } : {}),
+        })
   const ownStore = options.store === undefined
   const store = options.store ?? (await openStore(process.env.TOOL_REPLAY_STORE || undefined))
   let session: Session
@@ -108,6 +128,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
       redaction,
       ...(options.preload ? { preload: options.preload } : {}),
       ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+      ...(faults ? { faults } : {}),
     })
   } catch (err) {
     if (ownStore) await store.close()
@@ -126,6 +147,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
     mode,
     trace: options.trace,
     dispatcher,
+    faults: session.faults,
     summary: () => session.summary(),
     assertDone: () => session.assertDone(),
     uninstall,

@@ -66,6 +66,7 @@ function sinkTarget(sink: ResponseSink): PlaybackTarget {
       }
       sink.end(trailers.length === 0 ? [] : rawHeaderBuffers(trailers))
     },
+    // In-process an injected failure and a recorded one look the same to fetch: a failed request with the code.
     fail(recorded, afterHead) {
       const error = toNodeError(recorded)
       // fetch hangs its body promise when start, data and error come in one tick; let it settle first.

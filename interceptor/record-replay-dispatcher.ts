@@ -190,8 +190,13 @@ export class RecordReplayDispatcher extends Dispatcher {
 
   #start(opts: Dispatcher.DispatchOptions, sink: ResponseSink, ticket: Ticket): void {
     const controller = sink.controller
+    // With faults, a fault's wait (a timeout, a latency) ends when the app aborts.
+    const gaveUp = this.#session.faults ? new AbortController() : undefined
     // Before the live request exists (or while replaying) nothing else will report the abort.
-    controller.onAbort((reason) => queueMicrotask(() => sink.error(reason)))
+    controller.onAbort((reason) => {
+      gaveUp?.abort()
+      queueMicrotask(() => sink.error(reason))
+    })
     sink.start()
     if (controller.aborted || this.#closed) ticket.release()
     if (controller.aborted) return
@@ -222,19 +227,27 @@ export class RecordReplayDispatcher extends Dispatcher {
       body
         .then((b) => {
           if (controller.aborted) ticket.release()
-          else this.#decide(opts, headers, b, sink, ticket)
+          else this.#decide(opts, headers, b, sink, ticket, gaveUp?.signal)
         })
         .catch(refuse)
     } else {
-      this.#decide(opts, headers, body, sink, ticket)
+      this.#decide(opts, headers, body, sink, ticket, gaveUp?.signal)
     }
   }
 
-  #decide(opts: Dispatcher.DispatchOptions, headers: HeaderPairs, body: BufferedBody, sink: ResponseSink, ticket: Ticket): void {
+  #decide(
+    opts: Dispatcher.DispatchOptions,
+    headers: HeaderPairs,
+    body: BufferedBody,
+    sink: ResponseSink,
+    ticket: Ticket,
+    signal: AbortSignal | undefined,
+  ): void {
     if (body.contentType && !headers.some(([k]) => k.toLowerCase() === 'content-type')) headers.push(['content-type', body.contentType])
-    const captured: CapturedRequest = { method: opts.method, url: requestUrl(opts), headers, body: body.bytes }
+    const captured: CapturedRequest = { method: opts.method, url: requestUrl(opts), headers, body: body.bytes, ...(signal ? { signal } : {}) }
     const decision = ticket.turn(() => this.#session.handle(captured))
-    // A promise only when an earlier request holds its place, or when the store must be asked (big traces).
+    // A promise when an earlier request holds its place, when the store must be asked (big traces), or while a
+    // fault makes the app wait.
     if (decision instanceof Promise) decision.then((d) => this.#carryOut(d as Decision, opts, body, headers, sink)).catch((err: Error) => sink.error(err))
     else this.#carryOut(decision, opts, body, headers, sink)
   }
@@ -249,10 +262,24 @@ export class RecordReplayDispatcher extends Dispatcher {
       sendRefusal(sink, decision.error)
       return
     }
-    this.#forward(opts, body, headers, sink, decision.recorder)
+    const client = decision.client
+    this.#forward(opts, body, headers, sink, decision.recorder, client !== undefined)
+    // A fault acts on the answer: the upstream's response feeds the recorder, the app gets the engine's playback.
+    client?.then((playback) => sink.controller.aborted || playBack(playback, sink, this.#pace)).catch((err: Error) => sink.error(err))
   }
 
-  #forward(opts: Dispatcher.DispatchOptions, body: BufferedBody, headers: HeaderPairs, sink: ResponseSink, recorder: ExchangeRecorder): void {
+  /**
+   * Forwards the request, recording the response and passing it to the app; `detached`: the response only
+   * feeds the recorder (a fault decides what the app gets), read to its end whatever the app does.
+   */
+  #forward(
+    opts: Dispatcher.DispatchOptions,
+    body: BufferedBody,
+    headers: HeaderPairs,
+    sink: ResponseSink,
+    recorder: ExchangeRecorder,
+    detached: boolean,
+  ): void {
     const controller = sink.controller
     const progress: ExchangeProgress = { started: false, sent: false, headers: false }
     let aborted = false
@@ -262,7 +289,7 @@ export class RecordReplayDispatcher extends Dispatcher {
       const recorded = aborted ? clientAbortError() : { code: typeof code === 'string' ? code : 'UND_ERR', message: err.message }
       // Engine write failures surface at session close; here they must not break the app's request.
       recorder.fail(recorded, errorPhase(progress, recorded.code)).catch(() => {})
-      sink.error(err)
+      if (!detached) sink.error(err)
     }
     const drainMs = this.#drainAfterAbortMs
     let finished = false
@@ -280,7 +307,8 @@ export class RecordReplayDispatcher extends Dispatcher {
       onRequestStart(upstream) {
         progress.started = true
         if (recorder.recording) gate = drainingController(upstream, drainMs, drainState)
-        controller.attachUpstream(gate ?? upstream)
+        // Detached (a fault decides what the app gets): the app's pauses and aborts do not reach this request.
+        if (!detached) controller.attachUpstream(gate ?? upstream)
       },
       onRequestSent() {
         progress.sent = true
@@ -291,15 +319,15 @@ export class RecordReplayDispatcher extends Dispatcher {
         if (statusCode < 200) return
         progress.headers = true
         if (recorder.recording) recorder.responseStart({ status: statusCode, statusText: statusText ?? '', headers: headerPairsFromRaw(raw) })
-        sink.responseStart(statusCode, raw, statusText ?? '', () => parsed as ParsedHeaders)
+        if (!detached) sink.responseStart(statusCode, raw, statusText ?? '', () => parsed as ParsedHeaders)
       },
       onResponseData(_upstream, chunk) {
         if (recorder.recording) {
-          // The store is behind (a big body streaming to it): hold the upstream until it catches up.
+          // The store is behind (a big body streaming to it), or a fault's client side is: hold the upstream.
           const waiting = recorder.responseData(chunk)
           if (waiting) gate?.holdFor(waiting)
         }
-        sink.data(chunk)
+        if (!detached) sink.data(chunk)
       },
       onResponseEnd(upstream, trailers) {
         finished = true
@@ -311,7 +339,7 @@ export class RecordReplayDispatcher extends Dispatcher {
             // A recorder that cannot finish loses this exchange, and close() reports it; the app still gets its response.
           }
         }
-        sink.end(raw)
+        if (!detached) sink.end(raw)
       },
       onResponseError(_upstream, err) {
         finished = true

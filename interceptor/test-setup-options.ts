@@ -3,7 +3,19 @@
  * trace after the test file, opening the store, and judging the session at the end.
  */
 import { basename } from 'node:path'
-import { formatSummary, MODES, type Mode, type SessionSummary } from '../engine/index.ts'
+import {
+  FAULTS_FILE_ENV,
+  FAULTS_SEED_ENV,
+  type FaultVerdict,
+  faultVerdict,
+  faultVerdictError,
+  formatFaultVerdict,
+  formatSummary,
+  MODES,
+  type Mode,
+  rerunWithSeedEnv,
+  type SessionSummary,
+} from '../engine/index.ts'
 import { openStore, type TraceStore } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { type InstallOptions, type InterceptorSession, install } from './install.ts'
@@ -48,7 +60,10 @@ export function resolveTestSetup(options: TestSetupOptions = {}): { mode: Mode; 
 /** An installed setup: the interceptor plus what `finish` must close. */
 export interface TestSetup {
   interceptor: InterceptorSession
-  finish(): Promise<SessionSummary>
+  /** The command that reruns this test process with the same faults seed. */
+  rerun?: string
+  /** Closes the session; with faults, judges coverage and contracts before the store closes. */
+  finish(): Promise<{ summary: SessionSummary; faults?: FaultVerdict }>
 }
 
 /** Opens the store and installs the interceptor as the options and environment say. */
@@ -61,16 +76,36 @@ export async function startTestSetup(options: TestSetupOptions = {}): Promise<Te
     const { storeDir: _dir, store: _store, testFile: _file, env: _env, ...rest } = options
     // The same redaction settings file as `tr-proxy` and install(): TOOL_REPLAY_CONFIG or .tool-replay/config.json.
     const config = options.config ?? ((options.env ?? process.env).TOOL_REPLAY_CONFIG || undefined)
-    interceptor = await install({ ...rest, mode, trace, store, ...(config !== undefined ? { config } : {}) })
+    const env = options.env ?? process.env
+    // TOOL_REPLAY_FAULTS names a faults file for every test file; its seed can be overridden per run.
+    const faults = options.faults ?? (env[FAULTS_FILE_ENV] || undefined)
+    // install() reads TOOL_REPLAY_FAULTS_SEED from the process itself (so the seed line says where it came from).
+    const faultsSeed = options.faultsSeed ?? (options.env ? options.env[FAULTS_SEED_ENV] || undefined : undefined)
+    interceptor = await install({
+      ...rest,
+      mode,
+      trace,
+      store,
+      ...(config !== undefined ? { config } : {}),
+      ...(faults !== undefined ? { faults } : {}),
+      ...(faultsSeed !== undefined ? { faultsSeed } : {}),
+    })
   } catch (err) {
     if (ownsStore) await store.close()
     throw err
   }
+  const faults = interceptor.faults
+  const rerun = faults && rerunWithSeedEnv([process.argv0, ...process.execArgv, ...process.argv.slice(1)], faults.seed)
+  // Printed on every run, so a failing chaos run can be rerun with its seed (strict replay: the trace's seed).
+  if (faults && mode !== 'replay') process.stderr.write(`tool-replay: ${faults.seedLine(rerun)}\n`)
   return {
     interceptor,
+    ...(rerun !== undefined ? { rerun } : {}),
     async finish() {
       try {
-        return await interceptor.close()
+        const summary = await interceptor.close()
+        const verdict = await faultVerdict(interceptor.dispatcher.session)
+        return verdict ? { summary, faults: verdict } : { summary }
       } finally {
         if (ownsStore) await store.close()
       }
@@ -80,15 +115,26 @@ export async function startTestSetup(options: TestSetupOptions = {}): Promise<Te
 
 /**
  * Ends a setup: closes everything, and for strict replay that saw a miss, an overrun or an unused
- * recording, prints the summary, sets process.exitCode = 1 and throws TR_REPLAY_INCOMPLETE.
+ * recording, prints the summary, sets process.exitCode = 1 and throws TR_REPLAY_INCOMPLETE. With faults,
+ * a rule that never fired (TR_FAULT_NOT_FIRED) or a broken contract (TR_CONTRACT_VIOLATED) fails the same
+ * way, with the seed and the command that reruns it.
  */
 export async function finishTestSetup(setup: TestSetup): Promise<SessionSummary> {
-  const summary = await setup.finish()
+  const { summary, faults } = await setup.finish()
+  const seed = faults ? `\n${faults.seedLine}${setup.rerun ? `; rerun: ${setup.rerun}` : ''}` : ''
   if (setup.interceptor.mode === 'replay' && !summary.ok) {
     const text = formatSummary(summary)
-    process.stderr.write(`${text}\n`)
+    process.stderr.write(`${text}${seed}\n`)
     process.exitCode = 1
-    throw new ToolReplayError(ErrorCodes.REPLAY_INCOMPLETE, `${text}\nFix the app or re-record the trace (TOOL_REPLAY_MODE=record).`, { details: { summary } })
+    throw new ToolReplayError(ErrorCodes.REPLAY_INCOMPLETE, `${text}\nFix the app or re-record the trace (TOOL_REPLAY_MODE=record).${seed}`, {
+      details: { summary },
+    })
+  }
+  const failed = faults && faultVerdictError(faults, setup.rerun)
+  if (faults && failed) {
+    process.stderr.write(`${formatFaultVerdict(faults)}\n${failed.code}: ${failed.message}\n`)
+    process.exitCode = 1
+    throw failed
   }
   return summary
 }

@@ -2,8 +2,6 @@
 
 export type { AgentResult, PolicySpec, RecoveryPolicy } from './agent.ts'
 export { POLICIES, RECOVERY_POLICIES, shipOrder } from './agent.ts'
-export type { LabFaultDispatcherOptions } from './lab-fault-dispatcher.ts'
-export { LabFaultDispatcher } from './lab-fault-dispatcher.ts'
 export type { LabOptions, LabRun, PolicyRun } from './run-lab.ts'
 export { findScenario, formatLabRun, LAB_DEADLINE_MS, labRunJson, runLab } from './run-lab.ts'
 export type { Scenario } from './scenarios.ts'

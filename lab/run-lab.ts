@@ -3,10 +3,11 @@
  * the scenario's faults file; the agent ships one order; the recorded trace is checked against the contracts
  * and the agent's answer against what the API committed. One line per policy.
  */
-import { type ContractReport, checkContracts, FaultPlanner, parseFaults, rerunCommand, resolveSeed, type SeedSource, seedLine } from '../engine/index.ts'
+import { type ContractReport, checkContracts, parseFaults, rerunCommand, resolveSeed, type SeedSource, seedLine } from '../engine/index.ts'
+import { install } from '../interceptor/index.ts'
+import { createMemoryStore } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError, type Trace } from '../trace/index.ts'
 import { type AgentResult, POLICIES, RECOVERY_POLICIES, type RecoveryPolicy, shipOrder } from './agent.ts'
-import { LabFaultDispatcher } from './lab-fault-dispatcher.ts'
 import { SCENARIO_NAMES, SCENARIOS, type Scenario } from './scenarios.ts'
 import { RATES, startShippingApi } from './shipping-api.ts'
 import { VirtualClock } from './virtual-clock.ts'
@@ -101,16 +102,28 @@ export async function runLab(options: LabOptions): Promise<LabRun> {
 async function runPolicy(scenario: Scenario, config: ReturnType<typeof parseFaults>, seed: string, policy: RecoveryPolicy): Promise<PolicyRun> {
   const api = await startShippingApi()
   const clock = new VirtualClock()
-  const dispatcher = new LabFaultDispatcher({ planner: new FaultPlanner(config, { seed }), clock, trace: `lab-${scenario.name}-${policy}` })
+  const name = `lab-${scenario.name}-${policy}`
+  const store = createMemoryStore()
+  // The real interceptor carries the faults out (the same wiring as install() in an app's tests), on the lab's clock.
+  const tr = await install({
+    mode: 'record',
+    trace: name,
+    store,
+    global: false,
+    faults: config,
+    faultsSeed: seed,
+    faultsClock: clock,
+    labels: { recordedWith: 'lab' },
+  })
   let agent: AgentResult
   try {
-    agent = await shipOrder({ baseUrl: api.url, orderId: ORDER, policy, dispatcher, clock })
+    agent = await shipOrder({ baseUrl: api.url, orderId: ORDER, policy, dispatcher: tr.dispatcher, clock })
   } finally {
-    await dispatcher.close()
+    await tr.close()
     await api.close()
   }
   const virtualMs = clock.now()
-  const trace = dispatcher.trace
+  const trace = await store.readTrace(name)
   const report = checkContracts(trace, config)
   const shipments = new Set(report.effects.map((e) => e.id)).size
   const committed = api.shipments.map((s) => s.id)

@@ -43,8 +43,8 @@ export interface ShippingApi {
 
 const MAX_BODY = 64 * 1024
 
-/** Starts the API on 127.0.0.1, port 0. */
-export async function startShippingApi(): Promise<ShippingApi> {
+/** Starts the API on 127.0.0.1, on `port` (default 0: any free port). */
+export async function startShippingApi(options: { port?: number } = {}): Promise<ShippingApi> {
   const shipments: Shipment[] = []
   const byKey = new Map<string, { body: string; shipment: Shipment }>()
   let requests = 0
@@ -93,7 +93,7 @@ export async function startShippingApi(): Promise<ShippingApi> {
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => resolve())
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve())
   })
   const { port } = server.address() as AddressInfo
   return {

@@ -15,6 +15,15 @@ import { readBody } from './request-body.ts'
 import { createHrefResolver, type TunnelTarget } from './request-target.ts'
 import { sendProxyError } from './responses.ts'
 
+/** A signal that aborts when the client closes the connection before its response was written. */
+function clientGoneSignal(res: ServerResponse): AbortSignal {
+  const controller = new AbortController()
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort()
+  })
+  return controller.signal
+}
+
 /** Counters, for tests and `GET /status`. */
 export interface ProxyStats {
   requests: number
@@ -24,11 +33,13 @@ export interface ProxyStats {
   tunnels: number
   badRequests: number
   upgrades: number
+  /** Requests a fault acted on (also counted as replayed when the fault made the answer, or forwarded). */
+  faulted: number
 }
 
 /** Creates zeroed counters. */
 export function createStats(): ProxyStats {
-  return { requests: 0, replayed: 0, forwarded: 0, refused: 0, tunnels: 0, badRequests: 0, upgrades: 0 }
+  return { requests: 0, replayed: 0, forwarded: 0, refused: 0, tunnels: 0, badRequests: 0, upgrades: 0, faulted: 0 }
 }
 
 /** What handling a request needs. */
@@ -62,8 +73,11 @@ export function createExchangeHandler(
   const decide = (req: IncomingMessage, res: ServerResponse, url: string, rawPairs: HeaderPairs, body: Buffer | null): Promise<void> | undefined => {
     // Hop-by-hop and Proxy-* fields describe the client's connection to us, not the exchange: never recorded.
     const headers = stripHopByHop(rawPairs)
-    const decision = ticket(req).turn(() => ctx.session.handle({ method: req.method ?? 'GET', url, headers, body }))
-    // A promise only when an earlier connection holds its place, or when the store must be asked (big traces).
+    // With faults, a fault's wait (a timeout, a latency) ends when the client goes away.
+    const signal = ctx.session.faults ? clientGoneSignal(res) : undefined
+    const decision = ticket(req).turn(() => ctx.session.handle({ method: req.method ?? 'GET', url, headers, body, ...(signal ? { signal } : {}) }))
+    // A promise when an earlier connection holds its place, when the store must be asked (big traces), or
+    // while a fault makes the client wait.
     if (decision instanceof Promise) return decision.then((d) => carryOut(req, res, url, headers, body, d as Decision))
     return carryOut(req, res, url, headers, body, decision)
   }
@@ -76,6 +90,7 @@ export function createExchangeHandler(
     body: Buffer | null,
     decision: Decision,
   ): Promise<void> | undefined => {
+    if (decision.kind !== 'fail' && decision.fault) ctx.stats.faulted++
     if (decision.kind === 'replay') {
       ctx.stats.replayed++
       return writePlayback(res, decision.playback, playbackOptions)
@@ -86,9 +101,13 @@ export function createExchangeHandler(
       return undefined
     }
     ctx.stats.forwarded++
-    return forwardRequest(ctx.agent, { url: new URL(url), method: req.method ?? 'GET', headers, body }, res, decision.recorder, {
-      drainAfterAbortMs: ctx.drainAfterAbortMs,
-    })
+    const request = { url: new URL(url), method: req.method ?? 'GET', headers, body }
+    const options = { drainAfterAbortMs: ctx.drainAfterAbortMs }
+    if (!decision.client) return forwardRequest(ctx.agent, request, res, decision.recorder, options)
+    // A fault acts on the answer: the upstream's response goes to the recorder, the client gets the engine's playback.
+    const forwarding = forwardRequest(ctx.agent, request, null, decision.recorder, options)
+    const playing = decision.client.then((playback) => writePlayback(res, playback, playbackOptions))
+    return Promise.all([forwarding, playing]).then(() => undefined)
   }
 
   return (req, res, target) => {

@@ -24,21 +24,28 @@ export interface ForwardOptions {
  * Forwards one request with undici's dispatch API and streams the response to the client with
  * back-pressure (the upstream read pauses while the client socket is full), feeding the recorder.
  * Bodies pass as on the wire: nothing is decompressed. Failure phases and client aborts are classified by
- * the engine's transport rules, exactly as the interceptor does.
+ * the engine's transport rules, exactly as the interceptor does. With `res` null (a fault decides what the
+ * client gets) the response only feeds the recorder, read to its end, paced by the recorder.
  */
-export function forwardRequest(agent: Agent, request: ForwardRequest, res: ServerResponse, recorder: ExchangeRecorder, options: ForwardOptions): Promise<void> {
+export function forwardRequest(
+  agent: Agent,
+  request: ForwardRequest,
+  res: ServerResponse | null,
+  recorder: ExchangeRecorder,
+  options: ForwardOptions,
+): Promise<void> {
   return new Promise<void>((resolve) => {
     let controller: Dispatcher.DispatchController | undefined
     const progress: ExchangeProgress = { started: false, sent: false, headers: false }
-    /** The client is gone: keep recording (draining) but write nothing more to it. */
-    let clientGone = false
+    /** The client is gone (or not ours to write to): keep recording but write nothing to it. */
+    let clientGone = res === null
     let finished = false
     let drainTimer: NodeJS.Timeout | undefined
     const settle = (p?: Promise<void>) => {
       if (finished) return
       finished = true
       clearTimeout(drainTimer)
-      res.off('close', onClientClose)
+      res?.off('close', onClientClose)
       // Recorder writes are tracked by the session (close() awaits them); their failure surfaces there.
       void p?.catch(() => {})
       resolve()
@@ -51,7 +58,7 @@ export function forwardRequest(agent: Agent, request: ForwardRequest, res: Serve
       settle(p)
     }
     const onClientClose = () => {
-      if (finished || res.writableFinished) return
+      if (finished || res?.writableFinished) return
       clientGone = true
       // As in-process: a response abandoned after its head keeps being recorded for a bounded time, so the
       // trace holds the whole response rather than a cut that depends on timing.
@@ -63,7 +70,7 @@ export function forwardRequest(agent: Agent, request: ForwardRequest, res: Serve
       drainTimer = setTimeout(abortRecording, options.drainAfterAbortMs)
       drainTimer.unref()
     }
-    res.on('close', onClientClose)
+    res?.on('close', onClientClose)
     let holds = 0
     const hold = (c: Dispatcher.DispatchController, until: Promise<void>) => {
       holds++
@@ -98,15 +105,15 @@ export function forwardRequest(agent: Agent, request: ForwardRequest, res: Serve
           const raw = headerPairsFromRaw(c.rawHeaders as Buffer[] | null)
           recorder.responseStart({ status, statusText: statusText ?? '', headers: raw })
           progress.headers = true
-          if (!clientGone) res.writeHead(status, statusText || undefined, flatten(stripHopByHop(raw)))
+          if (!clientGone) res?.writeHead(status, statusText || undefined, flatten(stripHopByHop(raw)))
         },
         onResponseData(c, chunk) {
           if (finished) return
-          // Two reasons to hold the upstream: the client is not reading, or the store is behind with the
-          // recording. It resumes when neither holds.
+          // Two reasons to hold the upstream: the client is not reading, or the store (or, detached, a
+          // fault's client side) is behind with the recording. It resumes when neither holds.
           const waiting = recorder.responseData(chunk)
           if (waiting) hold(c, waiting)
-          if (clientGone) return
+          if (clientGone || !res) return
           if (!res.write(chunk)) {
             hold(
               c,
@@ -121,7 +128,7 @@ export function forwardRequest(agent: Agent, request: ForwardRequest, res: Serve
         onResponseEnd(c) {
           if (finished) return
           const trailers = headerPairsFromRaw(c.rawTrailers as Buffer[] | null)
-          if (!clientGone) {
+          if (!clientGone && res) {
             if (trailers.length > 0 && !res.hasHeader('content-length')) res.addTrailers(trailersObject(trailers))
             res.end()
           }
@@ -135,7 +142,7 @@ export function forwardRequest(agent: Agent, request: ForwardRequest, res: Serve
           const p = recorder.fail({ code, message: e.message }, phase)
           // Mid-body failure: the client sees the partial body and then the connection dies, as on replay.
           // A client that is gone has nobody to tell.
-          if (clientGone) {
+          if (clientGone || !res) {
             /* nothing to write */
           } else if (progress.headers) res.write('', () => res.socket?.destroy())
           else sendUpstreamError(res, code, phase, e.message)

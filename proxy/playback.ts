@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import { drivePlayback, type Pace, type Playback, type PlaybackTarget } from '../engine/index.ts'
 import type { HeaderPairs } from '../trace/index.ts'
+import { resetConnection } from './connection-reset.ts'
 import { hasHeader, stripHopByHop } from './headers.ts'
 import { sendUpstreamError } from './responses.ts'
 
@@ -61,7 +62,13 @@ export function responseTarget(res: ServerResponse, gapMs: number): PlaybackTarg
       if (trailers.length > 0 && head && !hasHeader(head.headers, 'content-length')) res.addTrailers(trailersObject(trailers))
       res.end()
     },
-    fail(error, afterHead) {
+    fail(error, afterHead, injected) {
+      if (injected) {
+        // A fault: the client's own connection fails (after what was written so far reached the kernel).
+        if (afterHead) res.write('', () => resetConnection(res.socket))
+        else resetConnection(res.socket)
+        return
+      }
       if (!afterHead) {
         // Failed before any response head: the client gets what the proxy sent while recording.
         sendUpstreamError(res, error.code, error.phase, error.message)

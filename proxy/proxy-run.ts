@@ -2,7 +2,7 @@
  * One proxy run as the CLI does it: open the session, start the proxy (and the control API for serve),
  * then either run a command through it or serve until SIGINT/SIGTERM, and close the trace cleanly.
  */
-import { openSession, type PaceOption, type SessionOptions, type SessionSummary } from '../engine/index.ts'
+import { type FaultVerdict, faultVerdict, openSession, type PaceOption, type SessionOptions, type SessionSummary } from '../engine/index.ts'
 import type { TraceStore } from '../store/index.ts'
 import { loadCertificateAuthority } from './certificate-authority.ts'
 import { type CommandExit, runCommand } from './command-wrapper.ts'
@@ -41,6 +41,8 @@ export interface ProxyRunResult {
   summary: SessionSummary
   /** The wrapped command's exit, when there was one. */
   command?: CommandExit
+  /** With faults: coverage per rule and the contracts checked on the run's trace. */
+  faults?: FaultVerdict
 }
 
 /**
@@ -106,17 +108,24 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
         await proxy.close().catch(() => {})
         throw err
       }
-      return { summary: await proxy.close(), command: exit }
+      const summary = await proxy.close()
+      return { summary, command: exit, ...(await verdictOf(session)) }
     }
     o.log(`tr-proxy ${session.mode} of trace "${session.trace}" listening on ${proxy.url}`)
     o.log(`CA: ${ca.certPath}; CA bundle: ${bundlePath}`)
     if (control) o.log(`control API: unix socket ${control.socketPath} (GET /status, POST /session/end)`)
     o.log(`Route a shell through it: eval "$(tr-proxy env --port ${proxy.port}${o.host ? ` --host ${o.host}` : ''})". Stop with Ctrl-C.`)
     await waitForStop(o.stop)
-    return { summary: await proxy.close() }
+    const summary = await proxy.close()
+    return { summary, ...(await verdictOf(session)) }
   } finally {
     await control?.close()
   }
+}
+
+async function verdictOf(session: Awaited<ReturnType<typeof openSession>>): Promise<{ faults?: FaultVerdict }> {
+  const faults = await faultVerdict(session)
+  return faults ? { faults } : {}
 }
 
 function waitForStop(stop: Promise<void> | undefined): Promise<void> {

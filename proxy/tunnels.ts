@@ -9,6 +9,7 @@ import { TLSSocket } from 'node:tls'
 import type { Session } from '../engine/index.ts'
 import { ErrorCodes, headerPairsFromRaw } from '../trace/index.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
+import { registerTunnelSocket } from './connection-reset.ts'
 import type { ProxyStats } from './exchange-handler.ts'
 import { refusalBytes } from './refusal.ts'
 import { parseAuthority, requestUrl, type TunnelTarget } from './request-target.ts'
@@ -62,6 +63,8 @@ export function createConnectHandler(ctx: ConnectContext): (req: IncomingMessage
       ctx.progress(tlsSocket)
     })
     tlsSocket.on('error', () => tlsSocket.destroy())
+    // An injected fault resets the client's connection: the reset must reach the tunnel's TCP socket.
+    registerTunnelSocket(tlsSocket, socket)
     ctx.track(tlsSocket)
     ctx.serve(tlsSocket, { scheme: 'https', authority })
   }

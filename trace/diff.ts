@@ -14,7 +14,8 @@
  */
 import { bodyBytes, tryUtf8 } from './body.ts'
 import { decodeContentEncoding } from './content-encoding.ts'
-import type { BodyRef, Exchange, HeaderPairs, Trace } from './exchange.ts'
+import type { BodyRef, Exchange, FaultKind, FaultPhase, HeaderPairs, Trace } from './exchange.ts'
+import { upstreamPhrase } from './fault-label.ts'
 import { headerValue } from './header-pairs.ts'
 import { canonicalJson, parseJson } from './json-codec.ts'
 import { diffJson, parseJsonPath, replaceAtJsonPath } from './json-path.ts'
@@ -62,6 +63,17 @@ export interface Attribution {
   spec?: string
 }
 
+/** An injected fault on an exchange a difference touches: what the app was given is not what the upstream did. */
+export interface FaultNote {
+  trace: 'a' | 'b'
+  seq: number
+  rule: string
+  fault: FaultKind
+  phase: FaultPhase
+  /** "upstream 201", "not forwarded". */
+  upstream: string
+}
+
 export interface TraceDifference {
   kind: DifferenceKind
   /** "GET https://crm.test/customers/42 #0": method, URL and occurrence (in A; in B for added exchanges). */
@@ -71,6 +83,8 @@ export interface TraceDifference {
   b?: number
   details: DiffDetail[]
   attribution?: Attribution[]
+  /** Faults injected into the exchanges involved (a faulted run against a clean one, say). */
+  faults?: FaultNote[]
   /** One line: the exchange and its first detail. */
   summary: string
 }
@@ -253,11 +267,11 @@ export function diffTraces(a: Trace, b: Trace, options: DiffOptions = {}): Trace
     const ax = row.a === undefined ? undefined : (a.exchanges[row.a] as Exchange)
     const bx = row.b === undefined ? undefined : (b.exchanges[row.b] as Exchange)
     if (ax && !bx) {
-      differences.push(make('exchange_missing', A.labels[row.a as number] as string, ax.seq, undefined, [], undefined))
+      differences.push(withFaults(make('exchange_missing', A.labels[row.a as number] as string, ax.seq, undefined, [], undefined), ax, undefined))
       continue
     }
     if (bx && !ax) {
-      differences.push(make('exchange_added', B.labels[row.b as number] as string, undefined, bx.seq, [], undefined))
+      differences.push(withFaults(make('exchange_added', B.labels[row.b as number] as string, undefined, bx.seq, [], undefined), undefined, bx))
       continue
     }
     if (!ax || !bx) continue
@@ -268,7 +282,7 @@ export function diffTraces(a: Trace, b: Trace, options: DiffOptions = {}): Trace
     const req = compareRequests(a, ax, b, bx, cmp)
     if (req.length > 0) differences.push(make('request_changed', label, ax.seq, bx.seq, req.slice(0, cmp.max), undefined))
     const out = compareOutcomes(a, ax, b, bx, cmp)
-    if (out) differences.push(make(out.kind, label, ax.seq, bx.seq, out.details.slice(0, cmp.max), attribution(a, ax, b, bx)))
+    if (out) differences.push(withFaults(make(out.kind, label, ax.seq, bx.seq, out.details.slice(0, cmp.max), attribution(a, ax, b, bx)), ax, bx))
   }
 
   const counts = Object.fromEntries(DIFFERENCE_KINDS.map((k) => [k, 0])) as Record<DifferenceKind, number>
@@ -591,6 +605,26 @@ function attribution(a: Trace, ax: Exchange, b: Trace, bx: Exchange): Attributio
   return out.length > 0 ? out : undefined
 }
 
+/** Notes the faults injected into the exchanges of a difference (none when both sides had the same one). */
+function withFaults(d: TraceDifference, ax: Exchange | undefined, bx: Exchange | undefined): TraceDifference {
+  if (ax?.fault && bx?.fault && ax.fault.rule === bx.fault.rule && ax.fault.call === bx.fault.call) return d
+  const notes: FaultNote[] = []
+  for (const [t, x] of [
+    ['a', ax],
+    ['b', bx],
+  ] as const) {
+    const f = x?.fault
+    if (x && f) notes.push({ trace: t, seq: x.seq, rule: f.rule, fault: f.kind, phase: f.phase, upstream: upstreamPhrase(f) })
+  }
+  if (notes.length > 0) d.faults = notes
+  return d
+}
+
+/** "fault response_lost (rule lost-ack, after-response) on b #0; upstream 201". */
+export function formatFaultNote(n: FaultNote): string {
+  return `fault ${n.fault} (rule ${n.rule}, ${n.phase}) on ${n.trace} #${n.seq}; ${n.upstream}`
+}
+
 function make(
   kind: DifferenceKind,
   exchange: string,
@@ -653,6 +687,14 @@ function formatAttribution(at: Attribution): string {
   return `from patch ${at.patchId}${at.spec ? ` (${at.spec})` : ''} on ${at.trace} #${at.seq}`
 }
 
+/** " [from patch ...]" or " [fault ...]" after the first divergence: what a reader must see first. */
+export function firstNote(d: Pick<TraceDifference, 'attribution' | 'faults'>): string {
+  const attr = d.attribution?.[0]
+  if (attr) return ` [${formatAttribution(attr)}]`
+  const fault = d.faults?.[0]
+  return fault ? ` [${formatFaultNote(fault)}]` : ''
+}
+
 /** Deterministic text of a diff (snapshot-testable): header, first divergence, then every difference. */
 export function formatDiffText(diff: TraceDiff): string {
   const lines: string[] = []
@@ -666,13 +708,13 @@ export function formatDiffText(diff: TraceDiff): string {
   }
   lines.push(`${n} difference${n === 1 ? '' : 's'}: ${kinds.join(', ')}`)
   const first = diff.first as TraceDifference
-  const attr = first.attribution?.[0]
-  lines.push(`first divergence: ${first.summary}${attr ? ` [${formatAttribution(attr)}]` : ''}`)
+  lines.push(`first divergence: ${first.summary}${firstNote(first)}`)
   for (const d of diff.differences) {
     const where = [d.a !== undefined ? `a #${d.a}` : undefined, d.b !== undefined ? `b #${d.b}` : undefined].filter(Boolean).join(', ')
     lines.push('', `${d.kind} ${d.exchange} (${where})`)
     for (const x of d.details) lines.push(`  ${formatDetail(x)}`)
     for (const at of d.attribution ?? []) lines.push(`  ${formatAttribution(at)}`)
+    for (const f of d.faults ?? []) lines.push(`  ${formatFaultNote(f)}`)
   }
   return lines.join('\n')
 }

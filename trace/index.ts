@@ -1,7 +1,7 @@
 /** The trace model and pure operations on it. No I/O. */
 
 export { BodyAccumulator, bodyBytes, bodyFromBytes, bodyFromChunks, concatBytes, splitChunks, tryUtf8 } from './body.ts'
-export type { AlignedPair, Attribution, DiffDetail, DifferenceKind, DiffOptions, TraceDiff, TraceDifference } from './diff.ts'
+export type { AlignedPair, Attribution, DiffDetail, DifferenceKind, DiffOptions, FaultNote, TraceDiff, TraceDifference } from './diff.ts'
 export {
   DEFAULT_VOLATILE_HEADERS,
   DEFAULT_VOLATILE_KEYS,
@@ -15,6 +15,8 @@ export {
 export { sha256 } from './digest.ts'
 export type { ErrorCode } from './errors.ts'
 export { ErrorCodes, isToolReplayError, ToolReplayError } from './errors.ts'
+export type { StreamPoint } from './event-stream-cut.ts'
+export { cutBody, StreamCutter } from './event-stream-cut.ts'
 export type {
   BodyChunk,
   BodyRef,
@@ -36,6 +38,7 @@ export type {
   TraceMeta,
 } from './exchange.ts'
 export { FAULT_KINDS, FAULT_PHASES, TRACE_FORMAT_VERSION } from './exchange.ts'
+export { faultTag, upstreamPhrase } from './fault-label.ts'
 export { headerPairsFromRaw, headerValue } from './header-pairs.ts'
 export type { JsonEdit } from './json-codec.ts'
 export {
@@ -100,6 +103,8 @@ export {
   resolvePatches,
   resolvePatchFile,
 } from './patch.ts'
+export type { ProviderShape, SyntheticResponse } from './provider-errors.ts'
+export { PROVIDER_SHAPES, providerErrorResponse, providerFor } from './provider-errors.ts'
 export type { BodyFingerprint, IdentityOptions, IdentityParts, IdentityRequest, RequestIdentity } from './request-identity.ts'
 export {
   ALWAYS_IGNORED_HEADERS,

@@ -19,6 +19,8 @@
  *              | "llm." LLM_TARGET "=" VALUE   change a model turn by meaning (trace/llm/llm-patch.ts):
  *                                              llm.output_text=JSON_STRING, llm.tool_call[N].name=NAME,
  *                                              llm.tool_call[N].arguments=JSON, llm.finish=VALUE
+ *              | "fault=" KIND ["@" N]         inject a fault into one exchange, or "fault=none" to remove
+ *                                              one (trace/fault-patch.ts)
  * Patches are resolved against the source before any is applied, then applied in order. A patch keeps its
  * exchange coherent: a new body on an encoded response drops Content-Encoding (the body is stored decoded)
  * and fixes Content-Length; `forkTraceWithNotes` says what was adjusted.
@@ -31,6 +33,15 @@ import { decodeContentEncoding } from './content-encoding.ts'
 import { sha256 } from './digest.ts'
 import { ErrorCodes, ToolReplayError } from './errors.ts'
 import type { ErrorPhase, Exchange, HeaderPairs, PatchRecord, RecordedResponse, Trace } from './exchange.ts'
+import {
+  applyFaultPatch,
+  arrangeExchanges,
+  canonicalFaultAction,
+  type FaultPatchAction,
+  type FaultPatchEffect,
+  parseFaultPatchAction,
+  validateFaultPatch,
+} from './fault-patch.ts'
 import { headerValue } from './header-pairs.ts'
 import { canonicalJson, cloneJson, editJson, parseJson } from './json-codec.ts'
 import { formatJsonPath, parseJsonPath, setAtJsonPath } from './json-path.ts'
@@ -51,6 +62,7 @@ export type PatchAction =
   | { kind: 'error'; code: string; phase: ErrorPhase; bytes?: number }
   | { kind: 'response'; status: number }
   | LlmPatchAction
+  | FaultPatchAction
 
 /** A parsed patch. `text` is what the user wrote (kept for messages only; lineage stores the canonical form). */
 export interface PatchSpec {
@@ -94,7 +106,7 @@ export interface ForkOptions {
 
 const PHASES: readonly ErrorPhase[] = ['connect', 'request', 'response-headers', 'response-body']
 const SPEC_HELP =
-  'Write a patch as "SELECTOR ACTION", e.g. "#0 $.active=false" or "GET https://crm.test/customers/42 #0 status=503"; actions: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME, error=CODE[@PHASE], error=CODE@response-body:BYTES, response=CODE, llm.output_text="TEXT", llm.tool_call[N].name=NAME, llm.tool_call[N].arguments=JSON, llm.finish=VALUE.'
+  'Write a patch as "SELECTOR ACTION", e.g. "#0 $.active=false" or "GET https://crm.test/customers/42 #0 status=503"; actions: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME, error=CODE[@PHASE], error=CODE@response-body:BYTES, response=CODE, llm.output_text="TEXT", llm.tool_call[N].name=NAME, llm.tool_call[N].arguments=JSON, llm.finish=VALUE, fault=KIND[@N], fault=none.'
 
 function invalid(text: string, why: string): never {
   throw new ToolReplayError(ErrorCodes.INVALID_PATCH, `Invalid patch "${text}": ${why}. ${SPEC_HELP}`, { details: { patch: text } })
@@ -145,6 +157,7 @@ function parseAction(text: string, a: string): PatchAction {
   if (a.startsWith('llm.')) return parseLlmPatchAction(text, a)
   let m: RegExpExecArray | null
   if ((m = /^body=@(.+)$/s.exec(a))) return { kind: 'body-file', file: m[1] as string }
+  if ((m = /^fault=(.*)$/.exec(a))) return parseFaultPatchAction(text, m[1] as string)
   if ((m = /^status=(\d{3})$/.exec(a))) return { kind: 'status', status: statusCode(text, m[1] as string) }
   if ((m = /^response=(\d{3})$/.exec(a))) return { kind: 'response', status: statusCode(text, m[1] as string) }
   if ((m = /^header:([!#$%&'*+.^_`|~0-9A-Za-z-]+)(?:=(.*))?$/s.exec(a))) {
@@ -233,6 +246,9 @@ export function canonicalPatchSpec(spec: PatchSpec): string {
     case 'llm':
       action = canonicalLlmAction(a)
       break
+    case 'fault':
+      action = canonicalFaultAction(a)
+      break
   }
   return `${selector} ${action}`
 }
@@ -309,6 +325,7 @@ export function resolvePatches(source: Trace, patches: ReadonlyArray<string | Pa
     }
     // An llm.* patch also needs the right kind of exchange (a model turn, an existing tool call): checked now.
     if (patch.action.kind === 'llm') validateLlmPatch(source, matches[0] as Exchange, patch.text, patch.action)
+    if (patch.action.kind === 'fault') validateFaultPatch(matches[0] as Exchange, patch.text, patch.action)
     const spec = canonicalPatchSpec(patch)
     return { id: sha256(spec).slice(0, 12), spec, seq: (matches[0] as Exchange).seq, patch }
   })
@@ -332,15 +349,26 @@ export function forkTraceWithNotes(source: Trace, options: ForkOptions): ForkRes
   const bodies = new Map<string, Uint8Array>(source.bodies)
   const touched = new Set<number>()
   const notes: PatchNote[] = []
+  // Fault patches may add an attempt before an exchange or remove one: applied to the list at the end.
+  const effects = new Map<number, FaultPatchEffect[]>()
   for (const r of resolved) {
     const x = exchanges.find((e) => e.seq === r.seq) as Exchange
-    applyPatch({ meta: source.meta, bodies }, x, r, (note) => notes.push({ id: r.id, seq: x.seq, note }))
+    if (r.patch.action.kind === 'fault') {
+      const effect = applyFaultPatch({ meta: source.meta, bodies }, x, { id: r.id, text: r.patch.text }, r.patch.action)
+      effects.set(r.seq, [...(effects.get(r.seq) ?? []), effect])
+      if (effect.kind === 'insert-before') {
+        effect.exchange.patchId = r.id
+        continue
+      }
+      if (effect.kind === 'remove') continue
+    } else applyPatch({ meta: source.meta, bodies }, x, r, (note) => notes.push({ id: r.id, seq: x.seq, note }))
     x.origin = 'patched'
     // Several patches on one exchange: all their ids, in order ("a1+b2"); a patch id from the source's own
     // lineage is replaced, since lineage only lists this fork's patches.
     x.patchId = touched.has(x.seq) ? `${x.patchId}+${r.id}` : r.id
     touched.add(x.seq)
   }
+  const arranged = arrangeExchanges(exchanges, effects)
   const patches: PatchRecord[] = resolved.map((r) => ({ id: r.id, spec: r.spec }))
   const meta: Trace['meta'] = {
     name: options.name,
@@ -350,13 +378,18 @@ export function forkTraceWithNotes(source: Trace, options: ForkOptions): ForkRes
   if (source.meta.labels) meta.labels = { ...source.meta.labels }
   // Keep only the bodies the branch references: it must replay on its own, and carry nothing else.
   const own = new Map<string, Uint8Array>()
-  for (const x of exchanges) {
-    for (const ref of [x.request.body, x.outcome.kind === 'response' ? x.outcome.response.body : x.outcome.error.partial?.body]) {
+  for (const x of arranged) {
+    const u = x.fault?.upstream
+    for (const ref of [
+      x.request.body,
+      x.outcome.kind === 'response' ? x.outcome.response.body : x.outcome.error.partial?.body,
+      u?.kind === 'response' ? u.response.body : u?.error.partial?.body,
+    ]) {
       if (ref) own.set(ref.digest, bodies.get(ref.digest) as Uint8Array)
     }
   }
-  assertValidBranch({ meta, exchanges, bodies: own }, resolved)
-  return { trace: { meta, exchanges, bodies: own }, notes }
+  assertValidBranch({ meta, exchanges: arranged, bodies: own }, resolved)
+  return { trace: { meta, exchanges: arranged, bodies: own }, notes }
 }
 
 function applyPatch(trace: Pick<Trace, 'meta' | 'bodies'>, x: Exchange, r: ResolvedPatch, note: (text: string) => void): void {

@@ -1,7 +1,18 @@
 import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
 import type { Argv } from 'yargs'
-import type { Mode, SessionOptions } from '../../engine/index.ts'
-import { formatSummary, parseMaxBodyBytes, parsePace } from '../../engine/index.ts'
+import type { Mode, SessionFaultsOptions, SessionOptions } from '../../engine/index.ts'
+import {
+  FAULTS_SEED_ENV,
+  faultVerdictError,
+  formatFaultVerdict,
+  formatSummary,
+  loadSessionFaults,
+  parseMaxBodyBytes,
+  parsePace,
+  rerunCommand,
+  seedLine,
+} from '../../engine/index.ts'
 import { DEFAULT_PROXY_LIMITS, type ProxyLimits, parseResolve, runProxySession, type UpstreamOptions } from '../../proxy/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { EXIT_CODES, TOOL_EXIT_MIN } from '../exit-codes.ts'
@@ -43,6 +54,25 @@ export function proxyOptions(y: Argv): Argv {
       describe:
         'Replay timing: chunks = each recorded chunk its own read, no waiting; recorded = recorded timing; FACTOR (e.g. 0.1 = 10x faster than recorded); none = as fast as possible',
     })
+    .option('faults', {
+      type: 'string',
+      describe:
+        'Faults file (YAML or JSON): inject its faults into requests that go live, then fail the run when a rule never fired or a contract broke (strict replay injects none: it replays the faults a trace holds)',
+    })
+    .option('seed', {
+      type: 'string',
+      describe: `Faults seed (default $${FAULTS_SEED_ENV}, then the file's seed, then random); printed with the command that reruns the run`,
+    })
+}
+
+/** Reads --faults and --seed before anything opens: a bad file must not start a run. */
+async function faultsFromArgs(args: Args): Promise<SessionFaultsOptions | undefined> {
+  const seed = typeof args.seed === 'string' || typeof args.seed === 'number' ? args.seed : undefined
+  if (typeof args.faults !== 'string' || args.faults === '') {
+    if (seed !== undefined) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, '--seed is the seed of a faults file: add --faults FILE, or drop --seed.')
+    return undefined
+  }
+  return loadSessionFaults(resolve(args.faults), { env: process.env, ...(seed !== undefined ? { seed } : {}) })
 }
 
 /** The command after `--` (yargs leaves it in `_` after the command name). */
@@ -109,11 +139,17 @@ export async function runProxyCommand(
   const maxBodyBytes = args['max-body-bytes'] === undefined ? undefined : parseMaxBodyBytes(args['max-body-bytes'])
   const chunkGapMs = args['chunk-gap-ms'] === undefined ? undefined : nonNegative(args['chunk-gap-ms'], 'chunk-gap-ms')
   session = { ...session, redaction: await redactionFromArgs(args) }
+  const faults = await faultsFromArgs(args)
+  // Printed at the start and again on any failure, so a failing chaos run can always be rerun exactly.
+  const rerun = faults && rerunCommand(['tr-proxy', ...(args.rawArgv ?? [])], faults.seed)
+  const seedText = faults && seedLine(faults.seed, faults.seedSource, rerun)
+  // Strict replay injects nothing: its seed is the replayed trace's, printed with the verdict at the end.
+  if (seedText && !args.json && session.mode !== 'replay') io.err(seedText)
   return withStore({ store: args.store }, async (store) => {
     const result = await runProxySession({
       store,
       storeDir: dir,
-      session,
+      session: faults ? { ...session, faults } : session,
       host: String(args.host ?? '127.0.0.1'),
       port: typeof args.port === 'number' ? args.port : command.length > 0 ? 0 : DEFAULT_PROXY_PORT,
       upstream: upstreamFromArgs(args),
@@ -126,11 +162,26 @@ export async function runProxyCommand(
       log: (line) => io.err(line),
     })
     const s = result.summary
-    if (args.json) io.out(JSON.stringify({ ok: s.ok, summary: s, exitCode: result.command?.code ?? null }))
-    else io.err(formatSummary(s))
-    // The replay contract outranks the command's own code: a miss usually explains a failing command.
-    if (opts.strict && session.mode === 'replay' && !s.ok) return EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
-    const code = result.command?.code ?? 0
+    const verdict = result.faults
+    const faultError = verdict && faultVerdictError(verdict, rerun)
+    let exit = result.command?.code ?? 0
+    // The replay contract outranks a fault rule that never fired, which outranks a broken contract, which
+    // outranks the command's own code: each usually explains the next.
+    if (opts.strict && session.mode === 'replay' && !s.ok) exit = EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
+    else if (faultError) exit = EXIT_CODES[faultError.code]
+    if (args.json) {
+      const faultsJson = verdict && { seed: verdict.seed, rerun, ok: verdict.ok, coverage: verdict.coverage, contracts: verdict.contracts ?? null }
+      io.out(JSON.stringify({ ok: s.ok && !faultError, summary: s, ...(faultsJson ? { faults: faultsJson } : {}), exitCode: result.command?.code ?? null }))
+      return exit
+    }
+    io.err(formatSummary(s))
+    if (verdict) io.err(formatFaultVerdict(verdict))
+    if (faultError && exit === EXIT_CODES[faultError.code]) io.err(`error ${faultError.code}: ${faultError.message}`)
+    // The seed again at the end of a failed run (the fault error already names it), and for replay the trace's.
+    if (session.mode === 'replay' && verdict) io.err(verdict.seedLine)
+    else if (seedText && exit !== 0 && !faultError) io.err(seedText)
+    if (exit !== (result.command?.code ?? 0)) return exit
+    const code = exit
     // Tool Replay's own codes start at 64; say whose code it is when a command's could be mistaken for one.
     if (code >= TOOL_EXIT_MIN && !args.json) io.err(`exit ${code} is the wrapped command's own (Tool Replay saw no problem).`)
     return code

@@ -82,9 +82,12 @@ function bodyText(trace: Trace, ref: BodyRef | null | undefined): string | undef
 }
 
 function bodiesOf(trace: Trace, x: Trace['exchanges'][number]) {
+  const u = x.fault?.upstream
   return {
     request: bodyText(trace, x.request.body),
     response: bodyText(trace, x.outcome.kind === 'response' ? x.outcome.response.body : x.outcome.error.partial?.body),
+    // A faulted exchange: what the upstream really sent, next to what the app got.
+    ...(u ? { upstream: bodyText(trace, u.kind === 'response' ? u.response.body : u.error.partial?.body) } : {}),
   }
 }
 
@@ -101,5 +104,22 @@ function fullExchange(trace: Trace, x: Trace['exchanges'][number]): string {
   }
   if (x.outcome.kind === 'error') lines.push(`! ${x.outcome.error.code} (${x.outcome.error.phase}): ${x.outcome.error.message}`)
   if (b.response !== undefined) lines.push('<', b.response)
+  const f = x.fault
+  if (!f) return lines.join('\n')
+  const key = f.key !== undefined ? ` of key ${JSON.stringify(f.key)}` : ''
+  lines.push('', `fault ${f.kind} (rule ${f.rule}, ${f.phase}, call ${f.call}${key}, seed ${f.seed}): the app got the above`)
+  const u = f.upstream
+  if (u === null) {
+    lines.push('upstream: not forwarded (the request never left)')
+    return lines.join('\n')
+  }
+  lines.push('upstream really answered:')
+  const uh = u.kind === 'response' ? u.response : u.error.partial
+  if (uh) {
+    lines.push(`u< ${uh.status} ${uh.statusText}`)
+    for (const [k, v] of uh.headers) lines.push(`u< ${k}: ${v}`)
+  }
+  if (u.kind === 'error') lines.push(`u! ${u.error.code} (${u.error.phase}): ${u.error.message}`)
+  if (b.upstream !== undefined) lines.push('u<', b.upstream)
   return lines.join('\n')
 }

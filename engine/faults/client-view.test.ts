@@ -44,6 +44,19 @@ test('schema_drift decodes a gzip body, drifts it, and says the new length witho
   assert.equal(headerValue(r.view.response.headers, 'content-length'), String(r.view.response.body.byteLength))
   const notJson = applyAfterResponse({ do: 'forward-then-drift', changes: [{ op: 'remove', path: '$.a' }] }, json('<html>'))
   assert.equal(notJson.applied, false)
+  // A chunked upstream answer: the drifted body is whole, with one framing (a store refuses both).
+  const chunked = applyAfterResponse(
+    { do: 'forward-then-drift', changes: [{ op: 'remove', path: '$.a' }] },
+    {
+      ...json('{"a":1,"b":2}', []),
+      headers: [
+        ['content-type', 'application/json'],
+        ['transfer-encoding', 'chunked'],
+      ],
+    },
+  )
+  assert.equal(chunked.view.kind === 'response' && headerValue(chunked.view.response.headers, 'transfer-encoding'), undefined)
+  assert.equal(chunked.view.kind === 'response' && headerValue(chunked.view.response.headers, 'content-length'), '7')
 })
 
 test('stream_cut ends an event stream cleanly without a content-length; stream_error resets after N events; neither applies past the end', () => {

@@ -3,8 +3,7 @@
  * whole response. Pure: a capture path that buffers the response hands it over and delivers the result;
  * one that streams can use StreamCutter for the mid-body faults instead.
  */
-import { decodeContentEncoding, type HeaderPairs, headerValue, isEventStream, tryUtf8 } from '../../trace/index.ts'
-import { cutBody } from './event-stream-cut.ts'
+import { cutBody, decodeContentEncoding, type HeaderPairs, headerValue, isEventStream, tryUtf8 } from '../../trace/index.ts'
 import type { FaultAction, FaultFailure } from './fault-decision.ts'
 import { driftJson } from './schema-drift.ts'
 
@@ -69,8 +68,8 @@ function drift(changes: Extract<FaultAction, { do: 'forward-then-drift' }>['chan
   const result = driftJson(text, changes)
   if (result.changed.length === 0) return undefined
   const bytes = new TextEncoder().encode(result.text)
-  // The body is now decoded and a different length: drop the coding and say the new length.
-  const headers = withoutHeaders(upstream.headers, ['content-encoding', 'content-length'])
+  // The body is now decoded and a different length: drop the coding and the upstream's framing, say the new length.
+  const headers = withoutHeaders(upstream.headers, ['content-encoding', 'content-length', 'transfer-encoding'])
   headers.push(['content-length', String(bytes.byteLength)])
   return { view: { kind: 'response', response: { ...upstream, headers, body: bytes }, delayMs: 0 }, applied: true, note: result.changed.join(', ') }
 }

@@ -83,6 +83,8 @@ export function unfiredRules(coverage: ReadonlyArray<RuleCoverage>): RuleCoverag
 /** Why a rule never fired, and what to check. */
 export function unfiredReason(c: RuleCoverage): string {
   if (c.eligible === 0) return `its target ${c.target} matched no request: check the method and URL pattern`
+  // Coverage read back from a replayed trace: nobody selected anything, the notes say why nothing fired.
+  if (c.selected === null && c.notes.length > 0) return c.notes.join('; ')
   if (c.selected === 0) return `its schedule chose none of the ${c.eligible} matching request(s): check calls, first, probability, window or quota`
   const missed = Object.entries(c.missed)
     .filter(([, n]) => n > 0)

@@ -3,9 +3,18 @@
  * The phase is explicit: before forwarding (nothing reaches the upstream), after the upstream answered (the
  * upstream committed; the app gets something else), or mid-body (the response breaks off or ends early).
  */
-import type { ErrorPhase, ExchangeFault, FaultKind, FaultPhase, Outcome } from '../../trace/index.ts'
-import type { DriftChange, FaultErrorCode, FaultRule, LatencyDistribution, StreamPoint } from './fault-rules.ts'
-import { providerErrorResponse, providerFor, type SyntheticResponse } from './provider-errors.ts'
+import {
+  type ErrorPhase,
+  type ExchangeFault,
+  type FaultKind,
+  type FaultPhase,
+  type Outcome,
+  providerErrorResponse,
+  providerFor,
+  type StreamPoint,
+  type SyntheticResponse,
+} from '../../trace/index.ts'
+import type { DriftChange, FaultErrorCode, FaultRule, LatencyDistribution } from './fault-rules.ts'
 import { seededUnit } from './seeded-random.ts'
 
 /** A connection failure the app must see: its code as Node/undici name it, and when in the exchange it happens. */

@@ -2,12 +2,11 @@
  * The model of a faults file: fault rules and their seed, effect rules (commit evidence) and behaviour
  * contracts. Reading and validating the file lives in faults-file.ts; this file only holds the types.
  */
-import type { FaultKind, FaultPhase } from '../../trace/index.ts'
+import type { FaultKind, FaultPhase, ProviderShape, StreamPoint } from '../../trace/index.ts'
 import type { Target } from './fault-target.ts'
 
-/** Which error body a synthetic 429/5xx carries: the provider's own shape, or a plain one. */
-export type ProviderShape = 'openai' | 'anthropic' | 'generic'
-export const PROVIDER_SHAPES: readonly ProviderShape[] = ['openai', 'anthropic', 'generic']
+export type { ProviderShape, StreamPoint } from '../../trace/index.ts'
+export { PROVIDER_SHAPES } from '../../trace/index.ts'
 
 /** Network error codes a fault may fail a request with (as Node and undici name them). */
 export const FAULT_ERROR_CODES = [
@@ -29,9 +28,6 @@ export type LatencyDistribution =
   | { kind: 'fixed'; ms: number }
   | { kind: 'uniform'; minMs: number; maxMs: number }
   | { kind: 'exponential'; meanMs: number; maxMs: number }
-
-/** Where a stream fault acts: after N whole events (text/event-stream), or after N bytes of any body. */
-export type StreamPoint = { events: number } | { bytes: number }
 
 /** One change `schema_drift` makes to a JSON body; paths may use wildcards (`$.items[*].id`). */
 export type DriftChange =

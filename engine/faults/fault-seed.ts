@@ -44,6 +44,16 @@ export function rerunCommand(argv: ReadonlyArray<string>, seed: string): string 
   return out.map(shellQuote).join(' ')
 }
 
+/**
+ * The command line that reruns a run whose seed comes from the environment (the test setups): the
+ * process's own command, prefixed with TOOL_REPLAY_FAULTS_SEED.
+ * @example
+ * rerunWithSeedEnv(['node', '--test', 'a.test.ts'], '42') // "TOOL_REPLAY_FAULTS_SEED=42 node --test a.test.ts"
+ */
+export function rerunWithSeedEnv(argv: ReadonlyArray<string>, seed: string): string {
+  return [`${FAULTS_SEED_ENV}=${shellQuote(seed)}`, ...argv.map(shellQuote)].join(' ')
+}
+
 /** "faults seed 42 (random; rerun: ...)": the line printed at the start of every faulted run and on every failure. */
 export function seedLine(seed: string, source: SeedSource, rerun?: string): string {
   const from = { option: 'from --seed', env: `from ${FAULTS_SEED_ENV}`, file: 'from the faults file', random: 'random' }[source]

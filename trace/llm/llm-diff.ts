@@ -9,7 +9,7 @@
  * console.log(formatLlmDiffText(d)) // first divergence: #5 model output text: "approve" → "manual_review"
  */
 import type { Attribution, DiffDetail, DiffOptions, TraceDiff, TraceDifference } from '../diff.ts'
-import { diffTraces, formatDetail } from '../diff.ts'
+import { diffTraces, firstNote, formatDetail, formatFaultNote } from '../diff.ts'
 import type { Trace } from '../exchange.ts'
 import { canonicalJson } from '../json-codec.ts'
 import { diffJson } from '../json-path.ts'
@@ -257,14 +257,14 @@ export function formatLlmDiffText(diff: LlmTraceDiff): string {
       .map(([k, c]) => `${c} ${k}`)
     lines.push(`${n} difference${n === 1 ? '' : 's'}: ${kinds.join(', ')}`)
     const first = diff.first as LlmTraceDifference
-    const attr = first.attribution?.[0]
-    lines.push(`first divergence: ${first.summary}${attr ? ` [${formatAttribution(attr)}]` : ''}`)
+    lines.push(`first divergence: ${first.summary}${firstNote(first)}`)
     for (const d of diff.differences) {
       const where = [d.a !== undefined ? `a #${d.a}` : undefined, d.b !== undefined ? `b #${d.b}` : undefined].filter(Boolean).join(', ')
       lines.push('', `${d.kind} ${d.turn === 'model' ? `${turnLabel(d)} model (${d.exchange})` : d.exchange} (${where})`)
       if (d.llm) for (const x of d.llm) lines.push(`  ${formatLlmDetail(x)}`)
       else for (const x of d.details) lines.push(`  ${formatDetail(x)}`)
       for (const at of d.attribution ?? []) lines.push(`  ${formatAttribution(at)}`)
+      for (const f of d.faults ?? []) lines.push(`  ${formatFaultNote(f)}`)
     }
   }
   if (diff.hidden.length > 0) {

@@ -4,6 +4,7 @@
  * `#5 model ← tool_result get_weather "rain" → "Take an umbrella"`.
  */
 import type { Exchange, ExchangeOrigin, Trace } from '../exchange.ts'
+import { faultTag } from '../fault-label.ts'
 import { stringifyJson } from '../json-codec.ts'
 import type { LlmToolCall, LlmView } from './llm-types.ts'
 import { llmView } from './llm-view.ts'
@@ -19,6 +20,8 @@ export interface TimelineTurn {
   error?: string
   origin?: ExchangeOrigin
   patchId?: string
+  /** An injected fault: "fault rate_limit, rule rl; not forwarded". */
+  fault?: string
   /** The LLM view, for model turns. */
   llm?: LlmView
 }
@@ -45,6 +48,7 @@ export function turnOf(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): Time
   else turn.error = `${x.outcome.error.code} during ${x.outcome.error.phase}`
   if (x.origin) turn.origin = x.origin
   if (x.patchId) turn.patchId = x.patchId
+  if (x.fault) turn.fault = faultTag(x.fault)
   const v = llmView(trace, x)
   if (v) {
     turn.kind = 'model'
@@ -87,13 +91,14 @@ export function outcomePhrase(v: LlmView): string {
 
 const NATURAL_FINISH = new Set(['stop', 'tool_calls', 'function_call', 'completed', 'end_turn', 'tool_use', 'stop_sequence'])
 
-/** `[finish length]`, `[stream cut]`, `[patched ID]`: what a reader must not miss about a turn. */
+/** `[finish length]`, `[stream cut]`, `[patched ID]`, `[fault ...]`: what a reader must not miss about a turn. */
 function flags(turn: TimelineTurn): string {
   const out: string[] = []
   const v = turn.llm
   if (v?.finish !== undefined && !NATURAL_FINISH.has(v.finish)) out.push(`finish ${v.finish}${v.finishDetail ? ` (${v.finishDetail})` : ''}`)
   if (v?.incomplete) out.push(turn.error ? `stream cut: ${turn.error}` : 'stream cut')
   if (turn.origin === 'patched') out.push(`patched${turn.patchId ? ` ${turn.patchId}` : ''}`)
+  if (turn.fault) out.push(turn.fault)
   return out.length > 0 ? ` [${out.join('; ')}]` : ''
 }
 

@@ -6,7 +6,9 @@
  * LF or CR; a blank line dispatches an event when the block had a `data` field; comment-only blocks
  * (keep-alives) are not events.
  */
-import type { StreamPoint } from './fault-rules.ts'
+
+/** Where a stream fault acts: after N whole events (text/event-stream), or after N bytes of any body. */
+export type StreamPoint = { events: number } | { bytes: number }
 
 const CR = 0x0d
 const LF = 0x0a

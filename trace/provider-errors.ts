@@ -4,8 +4,11 @@
  * the Anthropic SDK `{type: "error", error: {type, message}, request_id}` (`err.type` = "rate_limit_error").
  * Both SDKs' retry logic reads `retry-after-ms` first, then `retry-after` (seconds or an HTTP date).
  */
-import type { HeaderPairs } from '../../trace/index.ts'
-import type { ProviderShape } from './fault-rules.ts'
+import type { HeaderPairs } from './exchange.ts'
+
+/** Which error body a synthetic 429/5xx carries: the provider's own shape, or a plain one. */
+export type ProviderShape = 'openai' | 'anthropic' | 'generic'
+export const PROVIDER_SHAPES: readonly ProviderShape[] = ['openai', 'anthropic', 'generic']
 
 /** A response a fault makes up: head and whole body. */
 export interface SyntheticResponse {

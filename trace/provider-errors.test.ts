@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { headerValue, parseJson } from '../../trace/index.ts'
+import { headerValue } from './header-pairs.ts'
+import { parseJson } from './json-codec.ts'
 import { providerErrorResponse, providerFor } from './provider-errors.ts'
 
 test('OpenAI and Anthropic error bodies have the shapes their SDKs read; retry-after is whole seconds rounded up', () => {

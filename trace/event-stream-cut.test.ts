@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { parseSse } from '../../trace/index.ts'
 import { cutBody, StreamCutter } from './event-stream-cut.ts'
+import { parseSse } from './sse.ts'
 
 const enc = new TextEncoder()
 const dec = new TextDecoder()
