@@ -137,7 +137,8 @@ export function reverseEnvironment(routes: ReverseRoutes, localOrigin: string): 
     else env[`TOOL_REPLAY_REVERSE_URL_${m.name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`] = `${localOrigin}/${m.name}`
   }
   for (const known of KNOWN_BASE_URLS) {
-    const local = routes.localize(known.upstream, localOrigin)
+    // Without the slash `new URL()` adds to a bare origin: SDKs join paths onto a base URL themselves.
+    const local = routes.localize(known.upstream, localOrigin)?.replace(/\/+$/, '')
     if (local !== undefined) env[known.variable] = local
   }
   return env
