@@ -31,6 +31,12 @@ export { assertSessionName, SESSION_HEADER, sessionNameFrom } from './session-ch
 export type { SessionSpec } from './session-spec.ts'
 /** Checks a named session request (`POST /sessions` body). */
 export { parseSessionSpec } from './session-spec.ts'
+export type { SharedProxyAddress, SharedProxySession } from './shared-session.ts'
+/** A named session on a running serve (opened through its control API), and raw control API calls. */
+export { controlCall, openSharedSession, sharedControlSocket } from './shared-session.ts'
+export type { SharedSessionSetup, SharedSessionSetupOptions } from './shared-session-setup.ts'
+/** The shared-proxy test setups' core: open the test file's session, route fetch and children through it, judge it at the end. */
+export { finishSharedSessionSetup, startSharedSessionSetup } from './shared-session-setup.ts'
 export type { UpstreamOptions } from './upstream.ts'
 /** Parses `--resolve host=ip:port` values into a host map. */
 export { parseResolve } from './upstream.ts'
