@@ -127,7 +127,7 @@ export class ProxySessions {
     const why = this.#opening.has(name) ? 'is still being opened' : 'is not open on this proxy'
     const message = request
       ? `The request names session "${name}", which ${why} (open: ${this.#openNames()}). Open it first (POST /sessions on the control socket, or \`tr-proxy session open\`), or fix the name in the ${SESSION_HEADER} header or the proxy URL.`
-      : `Failed to close session "${name}": it ${why} (open: ${this.#openNames()}).`
+      : `Failed to close session "${name}": it ${why} (open: ${this.#openNames()}). Check the name with \`tr-proxy session ls\` (GET /sessions).`
     return new ToolReplayError(ErrorCodes.SESSION_UNKNOWN, message, { details: { session: name } })
   }
 }
