@@ -151,13 +151,18 @@ describe('named sessions on one serve', { timeout: 120_000 }, () => {
     assertNoSessionHeaders([...alpha, ...beta])
 
     // Strict replay of one session: a request it never recorded is refused and lands in its ledger, the one
-    // it skipped is unused, and closing it says so (exit 69), with the upstream never contacted.
-    const connections = upstream.connections
+    // it skipped is unused, and closing it says so (exit 69), with the upstream never contacted; meanwhile a
+    // passthrough session beside it goes live, and its request is the only one the upstream sees.
+    const seen = upstream.seen.length
     await controlCall(socket, 'POST', '/sessions', { name: 'alpha', trace: 'alpha', mode: 'replay' })
+    await controlCall(socket, 'POST', '/sessions', { name: 'gamma', mode: 'passthrough' })
     const replayed = [
       await curl(['-x', `http://alpha@127.0.0.1:${port}`, `https://${HOST}/a1`]),
       await curl(['-H', 'x-tool-replay-session: alpha', `${proxy}/a2`]),
     ]
+    const live = await curl(['-x', `http://gamma@127.0.0.1:${port}`, `https://${HOST}/a1`])
+    assert.equal(JSON.parse(live.body).served, 6, 'the passthrough session reached the upstream')
+    assert.equal(((await controlCall(socket, 'DELETE', '/sessions/gamma')).summary as { passedThrough: number }).passedThrough, 1)
     assert.deepEqual(replayed, answers.slice(0, 1).concat(answers[3] as (typeof answers)[0]))
     const missed = await curl(['-x', `http://alpha@127.0.0.1:${port}`, `${http}/a9`])
     assert.equal(missed.status, 403)
@@ -174,7 +179,11 @@ describe('named sessions on one serve', { timeout: 120_000 }, () => {
       answer.unused.map((u) => u.request),
       [`GET ${http}/a3 #0`],
     )
-    assert.equal(upstream.connections, connections, 'replay contacted the upstream')
+    assert.deepEqual(
+      upstream.seen.slice(seen).map((r) => r.path),
+      ['/a1'],
+      'only the passthrough session reached the upstream',
+    )
     await assert.rejects(controlCall(socket, 'DELETE', '/sessions/alpha'), { code: 'TR_SESSION_UNKNOWN' })
   })
 })
