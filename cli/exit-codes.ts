@@ -24,6 +24,8 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.TRACE_EXISTS]: 66,
   [ErrorCodes.CASE_EXISTS]: 66,
   [ErrorCodes.STORE_NOT_FOUND]: 66,
+  [ErrorCodes.SESSION_UNKNOWN]: 66,
+  [ErrorCodes.SESSION_EXISTS]: 66,
   [ErrorCodes.STORE_CORRUPT]: 67,
   [ErrorCodes.STORE_LOCKED]: 68,
   [ErrorCodes.STORE_CLOSED]: 68,

@@ -8,6 +8,7 @@
  * After the file's tests, a strict replay that saw any miss, overrun or unused recording fails the run.
  */
 import { after } from 'node:test'
+import { loadedAsTestPreload } from '../engine/index.ts'
 import type { InterceptorSession } from './install.ts'
 import { finishTestSetup, startTestSetup, type TestSetup, type TestSetupOptions } from './test-setup-options.ts'
 
@@ -31,17 +32,4 @@ export async function setupToolReplay(options: TestSetupOptions = {}): Promise<I
   return (await current).interceptor
 }
 
-/** True when this module was loaded by `--import` into a process that runs test files itself. */
-function loadedAsPreload(): boolean {
-  const args = process.execArgv
-  const preloaded = args.some((a, i) => {
-    const value = a.startsWith('--import=') ? a.slice('--import='.length) : a === '--import' ? args[i + 1] : undefined
-    return value !== undefined && /(tool-replay\/node-test|node-test-setup\.[cm]?[jt]s)$/.test(value)
-  })
-  if (!preloaded) return false
-  // The `node --test` parent only spawns one child per file (which preloads again); it runs no test itself.
-  const isRunnerParent = args.includes('--test') && !process.env.NODE_TEST_CONTEXT && !args.some((a) => a.startsWith('--test-isolation=none'))
-  return !isRunnerParent
-}
-
-if (loadedAsPreload()) await setupToolReplay()
+if (loadedAsTestPreload(/(tool-replay\/node-test|node-test-setup\.[cm]?[jt]s)$/)) await setupToolReplay()

@@ -2,7 +2,6 @@
  * What the ready-made test setups (node:test, vitest) share: reading TOOL_REPLAY_* variables, naming the
  * trace after the test file, opening the store, and judging the session at the end.
  */
-import { basename } from 'node:path'
 import {
   FAULTS_FILE_ENV,
   FAULTS_SEED_ENV,
@@ -11,14 +10,16 @@ import {
   faultVerdictError,
   formatFaultVerdict,
   formatSummary,
-  MODES,
   type Mode,
   rerunWithSeedEnv,
+  resolveTestTrace,
   type SessionSummary,
 } from '../engine/index.ts'
 import { openStore, type TraceStore } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { type InstallOptions, type InterceptorSession, install } from './install.ts'
+
+export { traceNameForTestFile } from '../engine/index.ts'
 
 /** Options for the ready-made setups; anything unset comes from TOOL_REPLAY_* variables or defaults. */
 export interface TestSetupOptions extends Partial<Omit<InstallOptions, 'store'>> {
@@ -32,29 +33,17 @@ export interface TestSetupOptions extends Partial<Omit<InstallOptions, 'store'>>
   env?: Record<string, string | undefined>
 }
 
-/** Trace name for a test file: `e2e/checkout.test.ts` → `checkout`. */
-export function traceNameForTestFile(file: string): string {
-  const name = basename(file)
-    .replace(/\.(test|spec)\.[cm]?[jt]sx?$/, '')
-    .replace(/\.[cm]?[jt]sx?$/, '')
-    .replace(/[^A-Za-z0-9_.:-]/g, '-')
-    .replace(/^\.+/, '')
-  return name || 'tests'
-}
-
 /** Resolves mode, trace and store directory from options, then TOOL_REPLAY_* variables, then defaults. */
 export function resolveTestSetup(options: TestSetupOptions = {}): { mode: Mode; trace: string; storeDir: string | undefined } {
   const env = options.env ?? process.env
-  const rawMode = options.mode ?? env.TOOL_REPLAY_MODE ?? 'replay'
-  if (!MODES.includes(rawMode as Mode)) {
-    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `TOOL_REPLAY_MODE="${rawMode}" is not a mode. Use one of: ${MODES.join(', ')}.`)
-  }
   const file = options.testFile ?? process.argv[1]
-  const own = file ? traceNameForTestFile(file) : 'tests'
-  // TOOL_REPLAY_TRACE names a group: every test file records and replays its own segment of it
-  // ("group:file"), so files sharing the variable never replace each other's recordings.
-  const trace = options.trace ?? (env.TOOL_REPLAY_TRACE ? `${env.TOOL_REPLAY_TRACE}:${own}` : own)
-  return { mode: rawMode as Mode, trace, storeDir: options.storeDir ?? env.TOOL_REPLAY_STORE }
+  const { mode, trace } = resolveTestTrace({
+    env,
+    ...(options.mode !== undefined ? { mode: options.mode } : {}),
+    ...(options.trace !== undefined ? { trace: options.trace } : {}),
+    ...(file ? { testFile: file } : {}),
+  })
+  return { mode, trace, storeDir: options.storeDir ?? env.TOOL_REPLAY_STORE }
 }
 
 /** An installed setup: the interceptor plus what `finish` must close. */

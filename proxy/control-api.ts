@@ -2,16 +2,16 @@
  * The control API of `tr-proxy serve`: a tiny HTTP server on a Unix socket in the store directory, a
  * listener of its own, so nothing sent to the proxy port can ever reach it. Each serve has its own socket,
  * named by its proxy port (`<store>/proxy-control-<port>.sock`), so several serves can share a store.
- *   GET  /status       → { ok, mode, trace, proxy, pid, socket, stats, summary }
- *   POST /session/end  → closes the session; { ok, summary, unused }
+ * Its routes (status, the default session's end, named sessions opened and closed) are in control-routes.ts.
  */
 import { createHash } from 'node:crypto'
 import { readdirSync, rmSync } from 'node:fs'
 import { createServer, request, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import type { SessionSummary } from '../engine/index.ts'
+import type { Session, SessionSummary } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { type ControlContext, createControlRoutes } from './control-routes.ts'
 import type { ProxyServer } from './proxy-server.ts'
 
 const SOCKET_NAME = /^proxy-control-(\d{1,5})\.sock$/
@@ -31,17 +31,34 @@ function tempPrefix(absStore: string): string {
   return `tool-replay-control-${createHash('sha256').update(absStore).digest('hex').slice(0, 24)}-`
 }
 
+/** A named session as GET /status and GET /sessions show it. */
+export interface NamedSessionStatus {
+  name: string
+  mode: string
+  trace: string
+  /** The proxy URL that selects it: `http://NAME@127.0.0.1:PORT`. */
+  proxy: string
+  header: { name: string; value: string }
+  summary: SessionSummary
+}
+
 /** What GET /status answers. */
 export interface ServeStatus {
   ok: boolean
-  mode: string
-  trace: string
+  /** The default session's mode and trace; null on a sessions-only serve. */
+  mode: string | null
+  trace: string | null
   proxy: string
   pid: number
   socket: string
+  /** The proxy CA certificate's path. */
+  ca: string
   ended: boolean
   stats: unknown
-  summary: SessionSummary
+  summary: SessionSummary | null
+  /** Reverse-mode mounts: local base URL → upstream. */
+  reverse: Array<{ name: string | null; url: string; upstream: string }>
+  sessions: NamedSessionStatus[]
 }
 
 /**
@@ -103,52 +120,23 @@ export interface ControlApi {
   close(): Promise<void>
 }
 
+/** Options for `startControlApi` (see ControlContext). */
+export type ControlApiOptions = Omit<ControlContext, 'proxy' | 'socketPath'>
+
 /**
- * Serves the control API for `proxy` on `socketPath`. `onEnd` runs after POST /session/end closed the
- * session (serve uses it to report; the proxy keeps answering, with the 403 refusal TR_STORE_CLOSED for every request).
+ * Serves the control API for `proxy` on `socketPath`. After POST /session/end closed the default session the
+ * proxy keeps answering, with the 403 refusal TR_STORE_CLOSED for every request that falls to it.
  */
-export async function startControlApi(proxy: ProxyServer, socketPath: string, onEnd?: (summary: SessionSummary) => void): Promise<ControlApi> {
-  let ended: Promise<SessionSummary> | undefined
-  const server: Server = createServer((req, res) => {
-    const send = (status: number, body: unknown) => {
-      const text = `${JSON.stringify(body)}\n`
-      res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
-      res.end(text)
-    }
-    req.resume()
-    const route = `${req.method} ${req.url}`
-    if (route === 'GET /status') {
-      send(200, {
-        ok: true,
-        mode: proxy.session.mode,
-        trace: proxy.session.trace,
-        proxy: proxy.url,
-        pid: process.pid,
-        socket: socketPath,
-        ended: ended !== undefined,
-        stats: proxy.stats,
-        summary: proxy.session.summary(),
-      })
-    } else if (route === 'POST /session/end') {
-      ended ??= proxy.session.close().then((s) => {
-        onEnd?.(s)
-        return s
-      })
-      ended.then(
-        (summary) => send(200, { ok: summary.ok, summary, unused: summary.unused }),
-        (err: Error & { code?: string }) => send(500, { ok: false, error: { code: err.code ?? ErrorCodes.INTERNAL, message: err.message } }),
-      )
-    } else {
-      send(404, { ok: false, error: { code: ErrorCodes.PROXY_BAD_REQUEST, message: `No route ${route}. Use GET /status or POST /session/end.` } })
-    }
-  })
+export async function startControlApi(proxy: ProxyServer<Session | undefined>, socketPath: string, options: ControlApiOptions = {}): Promise<ControlApi> {
+  const routes = createControlRoutes({ ...options, proxy, socketPath })
+  const server: Server = createServer(routes.handle)
   // Another serve answering here (same port on another loopback address) keeps its socket; a socket file
   // left by a process that died would make listen fail with EADDRINUSE, so it goes.
   const other = await getStatus(socketPath, 1000)
   if (other) {
     throw new ToolReplayError(
       ErrorCodes.PROXY_START_FAILED,
-      `Failed to start the control API on ${socketPath}: another \`tr-proxy serve\` (pid ${other.pid}, proxy ${other.proxy}, ${other.mode} of trace "${other.trace}") answers there. Stop it, or give this serve another --port (each serve's control socket is named by its port).`,
+      `Failed to start the control API on ${socketPath}: another \`tr-proxy serve\` (pid ${other.pid}, proxy ${other.proxy}, ${other.mode === null ? 'sessions only' : `${other.mode} of trace "${other.trace}"`}) answers there. Stop it, or give this serve another --port (each serve's control socket is named by its port).`,
       { details: { socket: socketPath, other: { pid: other.pid, proxy: other.proxy } } },
     )
   }

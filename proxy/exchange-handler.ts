@@ -124,7 +124,7 @@ export function createExchangeHandler(
         res,
         400,
         ErrorCodes.PROXY_BAD_REQUEST,
-        `Tool Replay proxy got "${req.method} ${req.url}" in origin form. It is a forward proxy: point the client at it with HTTP_PROXY/HTTPS_PROXY=http://${ctx.listening()} (or run it through \`tr-proxy record -- <command>\`).`,
+        `Tool Replay proxy got "${req.method} ${req.url}" in origin form. It is a forward proxy: point the client at it with HTTP_PROXY/HTTPS_PROXY=http://${ctx.listening()} (or run it through \`tr-proxy record -- <command>\`), or start it with --reverse URL to serve as that upstream for clients that take a base URL.`,
       )
       return undefined
     }

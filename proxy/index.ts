@@ -6,8 +6,8 @@ export { caCertPath, caDir, loadCertificateAuthority } from './certificate-autho
 export type { CommandExit } from './command-wrapper.ts'
 /** Runs a command with extra environment, SIGINT/SIGTERM forwarded; resolves with its exit. */
 export { runCommand } from './command-wrapper.ts'
-export type { ControlApi, ServeStatus } from './control-api.ts'
-/** The control API of `serve` (GET /status, POST /session/end) on a Unix socket per serve, its path, and the serves running on a store. */
+export type { ControlApi, ControlApiOptions, NamedSessionStatus, ServeStatus } from './control-api.ts'
+/** The control API of `serve` (status, named sessions) on a Unix socket per serve, its path, and the serves running on a store. */
 export { controlSocketPath, getStatus, listServes, startControlApi } from './control-api.ts'
 export { DEFAULT_CHUNK_GAP_MS } from './playback.ts'
 /** Proxy environment for a child (proxy vars, NO_PROXY cleared, CA files), the CA bundle, and `export` lines. */
@@ -16,10 +16,27 @@ export type { ProxyRunOptions, ProxyRunResult } from './proxy-run.ts'
 /** One CLI-style run: session + proxy, then a command through it or serve until a signal. */
 export { runProxySession } from './proxy-run.ts'
 export type { ProxyLimits, ProxyServer, ProxyServerOptions, ProxyStats } from './proxy-server.ts'
-/** Starts the forward proxy around an engine session; its default connection limits. */
+/** Starts the proxy around a default engine session (or none); its default connection limits. */
 export { DEFAULT_PROXY_LIMITS, startProxy } from './proxy-server.ts'
+export type { ClosedSession, NamedSession } from './proxy-sessions.ts'
+/** The sessions one proxy serves at once (default + named) and the rule that picks a request's session. */
+export { ProxySessions } from './proxy-sessions.ts'
 /** Status and header of the proxy's own error responses (403 refusal, see engine/refusal.ts; 502 upstream failure). */
 export { ERROR_HEADER, REFUSED_STATUS, UPSTREAM_FAILED_STATUS } from './responses.ts'
+export type { ReverseMount, ReverseTarget } from './reverse-routes.ts'
+/** Reverse mode: `--reverse` values, the local ↔ upstream URL mapping, and the base URL variables a wrapped command gets. */
+export { KNOWN_BASE_URLS, parseReverse, ReverseRoutes, reverseEnvironment } from './reverse-routes.ts'
+/** How a request names its session: the header, proxy credentials (`http://NAME@host:port`), name rules. */
+export { assertSessionName, SESSION_HEADER, sessionNameFrom } from './session-choice.ts'
+export type { SessionSpec } from './session-spec.ts'
+/** Checks a named session request (`POST /sessions` body). */
+export { parseSessionSpec } from './session-spec.ts'
+export type { SharedProxyAddress, SharedProxySession } from './shared-session.ts'
+/** A named session on a running serve (opened through its control API), and raw control API calls. */
+export { controlCall, openSharedSession, sharedControlSocket } from './shared-session.ts'
+export type { SharedSessionSetup, SharedSessionSetupOptions } from './shared-session-setup.ts'
+/** The shared-proxy test setups' core: open the test file's session, route fetch and children through it, judge it at the end. */
+export { finishSharedSessionSetup, startSharedSessionSetup } from './shared-session-setup.ts'
 export type { UpstreamOptions } from './upstream.ts'
 /** Parses `--resolve host=ip:port` values into a host map. */
 export { parseResolve } from './upstream.ts'

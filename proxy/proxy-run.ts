@@ -2,13 +2,25 @@
  * One proxy run as the CLI does it: open the session, start the proxy (and the control API for serve),
  * then either run a command through it or serve until SIGINT/SIGTERM, and close the trace cleanly.
  */
-import { type FaultVerdict, faultVerdict, openSession, type PaceOption, type SessionOptions, type SessionSummary } from '../engine/index.ts'
+import {
+  type FaultVerdict,
+  faultVerdict,
+  formatSummary,
+  openSession,
+  type PaceOption,
+  type Session,
+  type SessionOptions,
+  type SessionSummary,
+} from '../engine/index.ts'
 import type { TraceStore } from '../store/index.ts'
 import { loadCertificateAuthority } from './certificate-authority.ts'
 import { type CommandExit, runCommand } from './command-wrapper.ts'
 import { controlSocketPath, startControlApi } from './control-api.ts'
 import { proxyEnvironment, writeCaBundle } from './proxy-env.ts'
-import { type ProxyLimits, startProxy } from './proxy-server.ts'
+import { type ProxyLimits, type ProxyServer, startProxy } from './proxy-server.ts'
+import type { ClosedSession } from './proxy-sessions.ts'
+import { type ReverseMount, reverseEnvironment } from './reverse-routes.ts'
+import { sessionOptionsOf } from './session-spec.ts'
 import type { UpstreamOptions } from './upstream.ts'
 
 /** Options for `runProxySession`. */
@@ -16,7 +28,12 @@ export interface ProxyRunOptions {
   store: TraceStore
   /** Store directory: the CA and the control socket live there. */
   storeDir: string
+  /** The default session; with `sessionsOnly`, only the shared options (redaction, identity) of named sessions. */
   session: Omit<SessionOptions, 'store'>
+  /** No default session: every request must name a session opened through the control API. */
+  sessionsOnly?: boolean
+  /** Reverse mode: upstreams served on the proxy port; a command gets their base URLs instead of proxy variables. */
+  reverse?: readonly ReverseMount[]
   host?: string
   /** Port; with a command the default is a free loopback port. */
   port?: number
@@ -38,10 +55,13 @@ export interface ProxyRunOptions {
 
 /** How a run ended. */
 export interface ProxyRunResult {
-  summary: SessionSummary
+  /** The default session's summary (none on a sessions-only serve). */
+  summary: SessionSummary | undefined
+  /** Named sessions still open when the proxy stopped, closed then. */
+  sessions: readonly ClosedSession[]
   /** The wrapped command's exit, when there was one. */
   command?: CommandExit
-  /** With faults: coverage per rule and the contracts checked on the run's trace. */
+  /** With faults (default session): coverage per rule and the contracts checked on the run's trace. */
   faults?: FaultVerdict
 }
 
@@ -53,22 +73,20 @@ export interface ProxyRunResult {
 export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResult> {
   const ca = await loadCertificateAuthority(o.storeDir)
   const bundlePath = await writeCaBundle(o.storeDir, ca)
-  const session = await openSession({
-    onWarning: (m) => o.log(`WARNING: ${m}`),
-    ...o.session,
-    store: o.store,
-    labels: { recordedWith: 'proxy', ...o.session.labels },
-  })
-  if (o.session.tail === 'live') {
+  const open = (options: Omit<SessionOptions, 'store'>) =>
+    openSession({ onWarning: (m) => o.log(`WARNING: ${m}`), ...options, store: o.store, labels: { recordedWith: 'proxy', ...options.labels } })
+  const session = o.sessionsOnly ? undefined : await open(o.session)
+  if (o.session.tail === 'live' && session) {
     o.log(
       `WARNING: --tail live: after the first unmatched request, requests go to the real upstreams and are recorded into "${o.session.recordAs}". This run is NOT offline.`,
     )
   }
-  let proxy: Awaited<ReturnType<typeof startProxy>>
+  let proxy: ProxyServer<Session | undefined>
   try {
     proxy = await startProxy({
-      session,
+      ...(session ? { session } : {}),
       ca,
+      ...(o.reverse ? { reverse: o.reverse } : {}),
       ...(o.host ? { host: o.host } : {}),
       port: o.port ?? 0,
       ...(o.upstream ? { upstream: o.upstream } : {}),
@@ -79,22 +97,31 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
     })
   } catch (err) {
     // Nothing ran: keep the previous trace rather than replace it with an empty recording.
-    await session.discard().catch(() => {})
+    await session?.discard().catch(() => {})
     throw err
   }
-  const env = proxyEnvironment({ proxyUrl: proxy.url, caPath: ca.certPath, bundlePath })
+  const env = proxy.reverse ? reverseEnvironment(proxy.reverse, proxy.url) : proxyEnvironment({ proxyUrl: proxy.url, caPath: ca.certPath, bundlePath })
   let control: Awaited<ReturnType<typeof startControlApi>> | undefined
   if (o.control) {
     try {
-      control = await startControlApi(proxy, controlSocketPath(o.storeDir, proxy.port), (s) =>
-        o.log(`session ended via the control API: ${s.ok ? 'ok' : 'NOT ok'}`),
-      )
+      control = await startControlApi(proxy, controlSocketPath(o.storeDir, proxy.port), {
+        onEnd: (s) => o.log(`session ended via the control API: ${s.ok ? 'ok' : 'NOT ok'}`),
+        openSession: (spec) => open(sessionOptionsOf(spec, o.session)),
+        onSession: (e) => o.log(e.opened ? `session "${e.name}" opened` : `session "${e.name}" closed: ${e.summary ? formatSummary(e.summary) : ''}`),
+      })
     } catch (err) {
       // Refused (another serve owns this socket): nothing ran, keep the previous trace.
-      await session.discard().catch(() => {})
+      await session?.discard().catch(() => {})
       await proxy.close().catch(() => {})
       throw err
     }
+  }
+  const finish = async (command?: CommandExit): Promise<ProxyRunResult> => {
+    const summary = await proxy.close()
+    const sessions = proxy.sessions.leftOpen()
+    for (const s of sessions) o.log(`session "${s.name}" was still open when the proxy stopped: ${formatSummary(s.summary)}`)
+    const faults = session && (await faultVerdict(session))
+    return { summary, sessions, ...(command ? { command } : {}), ...(faults ? { faults } : {}) }
   }
   try {
     if (o.command && o.command.length > 0) {
@@ -104,28 +131,35 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
         exit = await runCommand(cmd, args, env)
       } catch (err) {
         // The command never started: discard the recording so the previous trace stays in place.
-        await session.discard().catch(() => {})
+        await session?.discard().catch(() => {})
         await proxy.close().catch(() => {})
         throw err
       }
-      const summary = await proxy.close()
-      return { summary, command: exit, ...(await verdictOf(session)) }
+      return await finish(exit)
     }
-    o.log(`tr-proxy ${session.mode} of trace "${session.trace}" listening on ${proxy.url}`)
-    o.log(`CA: ${ca.certPath}; CA bundle: ${bundlePath}`)
-    if (control) o.log(`control API: unix socket ${control.socketPath} (GET /status, POST /session/end)`)
-    o.log(`Route a shell through it: eval "$(tr-proxy env --port ${proxy.port}${o.host ? ` --host ${o.host}` : ''})". Stop with Ctrl-C.`)
+    logListening(o, proxy, bundlePath, control?.socketPath)
     await waitForStop(o.stop)
-    const summary = await proxy.close()
-    return { summary, ...(await verdictOf(session)) }
+    return await finish()
   } finally {
     await control?.close()
   }
 }
 
-async function verdictOf(session: Awaited<ReturnType<typeof openSession>>): Promise<{ faults?: FaultVerdict }> {
-  const faults = await faultVerdict(session)
-  return faults ? { faults } : {}
+function logListening(o: ProxyRunOptions, proxy: ProxyServer<Session | undefined>, bundlePath: string, controlSocket: string | undefined): void {
+  const what = proxy.session ? `${proxy.session.mode} of trace "${proxy.session.trace}"` : 'serve (sessions only)'
+  o.log(`tr-proxy ${what} listening on ${proxy.url}`)
+  if (proxy.reverse) {
+    for (const m of proxy.reverse.describe(proxy.url)) o.log(`reverse: ${m.url} → ${m.upstream}`)
+    const env = reverseEnvironment(proxy.reverse, proxy.url)
+    o.log(
+      `Point clients at it: ${Object.entries(env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    )
+  }
+  o.log(`CA: ${proxy.ca.certPath}; CA bundle: ${bundlePath}`)
+  if (controlSocket) o.log(`control API: unix socket ${controlSocket} (GET /status, POST /session/end, POST /sessions, DELETE /sessions/NAME)`)
+  o.log(`Route a shell through it: eval "$(tr-proxy env --port ${proxy.port}${o.host ? ` --host ${o.host}` : ''})". Stop with Ctrl-C.`)
 }
 
 function waitForStop(stop: Promise<void> | undefined): Promise<void> {

@@ -1,19 +1,23 @@
 /**
- * The forward proxy: absolute-form HTTP requests and CONNECT tunnels with TLS interception. Every request
- * goes to the engine's `session.handle()`; the proxy only translates between the wire and its decision.
- * This file wires the parts (exchange-handler.ts, tunnels.ts) to two node:http listeners and enforces the
- * connection limits; the parts are built and tested on their own.
+ * The proxy: absolute-form HTTP requests and CONNECT tunnels with TLS interception (forward mode), and
+ * requests sent to it as to a server (reverse mode, see reverse-routes.ts). Every request goes to an engine
+ * session's `handle()`; the proxy only translates between the wire and its decision. This file wires the
+ * parts (request-router.ts picks each request's session and upstream; exchange-handler.ts, tunnels.ts) to two
+ * node:http listeners and enforces the connection limits; the parts are built and tested on their own.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { DEFAULT_DRAIN_AFTER_ABORT_MS, type PaceOption, parseMaxBodyBytes, parsePace, type Session, type SessionSummary, type Ticket } from '../engine/index.ts'
+import { DEFAULT_DRAIN_AFTER_ABORT_MS, type PaceOption, parseMaxBodyBytes, parsePace, type Session, type SessionSummary } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
 import { createExchangeHandler, createStats, type ProxyStats } from './exchange-handler.ts'
 import { DEFAULT_CHUNK_GAP_MS } from './playback.ts'
+import { ProxySessions } from './proxy-sessions.ts'
+import { RequestRouter } from './request-router.ts'
 import type { TunnelTarget } from './request-target.ts'
 import { rawErrorResponse, sendProxyError } from './responses.ts'
+import { type ReverseMount, ReverseRoutes } from './reverse-routes.ts'
 import { createConnectHandler, createUpgradeHandler } from './tunnels.ts'
 import { createUpstreamAgent, type UpstreamOptions } from './upstream.ts'
 
@@ -41,8 +45,13 @@ export const DEFAULT_PROXY_LIMITS: Readonly<Required<ProxyLimits>> = Object.free
 
 /** Options for `startProxy`. */
 export interface ProxyServerOptions {
-  /** The engine session every request is handed to (from `openSession`). */
-  session: Session
+  /**
+   * The default session: requests that name none are handed to it (from `openSession`). Without one, every
+   * request must name a session opened with `proxy.sessions.open()` (the control API's POST /sessions).
+   */
+  session?: Session
+  /** Reverse mode: upstreams served on the proxy port (see parseReverse); forward mode keeps working. */
+  reverse?: readonly ReverseMount[]
   /** The CA leaf certificates for intercepted hosts are signed with. */
   ca: CertificateAuthority
   /** Interface to bind. Default 127.0.0.1: the proxy is not reachable from other machines unless asked. */
@@ -61,17 +70,25 @@ export interface ProxyServerOptions {
   limits?: ProxyLimits
 }
 
-/** A running proxy. */
-export interface ProxyServer {
-  /** `http://127.0.0.1:PORT`: the value for HTTP_PROXY / HTTPS_PROXY. */
+/** A running proxy; `D` is the type of its default session (undefined on a sessions-only proxy). */
+export interface ProxyServer<D extends Session | undefined = Session> {
+  /** `http://127.0.0.1:PORT`: the value for HTTP_PROXY / HTTPS_PROXY, and the local origin in reverse mode. */
   readonly url: string
   readonly host: string
   readonly port: number
-  readonly session: Session
+  /** The default session. */
+  readonly session: D
+  /** The default session and the named ones opened while it runs. */
+  readonly sessions: ProxySessions
+  /** The reverse-mode mounts, when there are any. */
+  readonly reverse: ReverseRoutes | undefined
   readonly ca: CertificateAuthority
   readonly stats: Readonly<ProxyStats>
-  /** Stops accepting, lets in-flight exchanges finish (up to `graceMs`, default 5000), closes the session. */
-  close(options?: { graceMs?: number }): Promise<SessionSummary>
+  /**
+   * Stops accepting, lets in-flight exchanges finish (up to `graceMs`, default 5000), closes every session and
+   * resolves with the default session's summary (named sessions still open: `sessions.leftOpen()`).
+   */
+  close(options?: { graceMs?: number }): Promise<D extends Session ? SessionSummary : undefined>
 }
 
 /**
@@ -82,8 +99,12 @@ export interface ProxyServer {
  * // HTTPS_PROXY=proxy.url ... then:
  * const summary = await proxy.close()
  */
-export async function startProxy(options: ProxyServerOptions): Promise<ProxyServer> {
+export async function startProxy(options: ProxyServerOptions & { session: Session }): Promise<ProxyServer>
+export async function startProxy(options: ProxyServerOptions): Promise<ProxyServer<Session | undefined>>
+export async function startProxy(options: ProxyServerOptions): Promise<ProxyServer<Session | undefined>> {
   const { session, ca } = options
+  const sessions = new ProxySessions(session)
+  const reverse = options.reverse && options.reverse.length > 0 ? new ReverseRoutes(options.reverse) : undefined
   const limits = { ...DEFAULT_PROXY_LIMITS, ...options.limits }
   const stats = createStats()
   const agent = createUpstreamAgent(options.upstream ?? {})
@@ -98,17 +119,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     sockets.add(socket)
     socket.once('close', () => sockets.delete(socket))
   }
-  // A connection's place in the order the engine sees requests is taken when it is accepted (before any
-  // CONNECT or TLS handshake): its first request uses it; later requests on it take theirs as they come.
-  const firstArrival = new WeakMap<Duplex, Ticket>()
-  const claimArrival = (socket: Duplex): Ticket => {
-    const ticket = firstArrival.get(socket)
-    firstArrival.delete(socket)
-    return ticket ?? session.arrival()
-  }
-  const handle = createExchangeHandler({
-    arrival: (req) => claimArrival(req.socket),
-    session,
+  const handlerContext = {
     agent,
     stats,
     pace: parsePace(options.pace),
@@ -116,6 +127,14 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     maxBodyBytes: parseMaxBodyBytes(options.maxBodyBytes),
     drainAfterAbortMs: options.drainAfterAbortMs ?? DEFAULT_DRAIN_AFTER_ABORT_MS,
     listening,
+  }
+  const router = new RequestRouter({
+    sessions,
+    reverse,
+    stats,
+    exchangeHandler: (s, arrival) => createExchangeHandler({ ...handlerContext, session: s, arrival }),
+    upgradeHandler: (s) => createUpgradeHandler({ session: s, stats, upstream: options.upstream ?? {} }),
+    self: () => ({ host, port, url: `http://${listening()}` }),
   })
   const onRequest = (req: IncomingMessage, res: ServerResponse, target: TunnelTarget | undefined) => {
     const fail = (err: unknown) =>
@@ -127,7 +146,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
       )
     let p: Promise<void> | undefined
     try {
-      p = handle(req, res, target)
+      p = router.request(req, res, target)
     } catch (err) {
       fail(err)
     }
@@ -147,31 +166,24 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   }
   const outer: Server = createServer(serverOptions, (req, res) => onRequest(req, res, undefined))
   const inner: Server = createServer(serverOptions, (req, res) => onRequest(req, res, tunnelTargets.get(req.socket)))
-  const upgrade = createUpgradeHandler({ session, stats, upstream: options.upstream ?? {} })
-  outer.on(
-    'connect',
-    createConnectHandler({
-      ca,
-      stats,
-      track,
-      handshakeTimeoutMs: limits.headersTimeoutMs,
-      progress: (socket) => firstArrival.get(socket)?.progress(),
-      inherit: (from, to) => {
-        const ticket = firstArrival.get(from)
-        firstArrival.delete(from)
-        if (ticket) {
-          firstArrival.set(to, ticket)
-          to.once('close', () => ticket.release())
-        }
-      },
-      serve: (socket, target) => {
-        tunnelTargets.set(socket, target)
-        inner.emit('connection', socket)
-      },
-    }),
-  )
-  outer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => upgrade(req, socket, head, undefined))
-  inner.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => upgrade(req, socket, head, tunnelTargets.get(req.socket)))
+  const connect = createConnectHandler({
+    ca,
+    stats,
+    track,
+    handshakeTimeoutMs: limits.headersTimeoutMs,
+    progress: (socket) => router.progress(socket),
+    inherit: (from, to) => router.inherit(from, to),
+    serve: (socket, target) => {
+      tunnelTargets.set(socket, target)
+      inner.emit('connection', socket)
+    },
+  })
+  outer.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    router.connect(req, socket)
+    connect(req, socket, head)
+  })
+  outer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => router.upgrade(req, socket, head, undefined))
+  inner.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => router.upgrade(req, socket, head, tunnelTargets.get(req.socket)))
   let connections = 0
   outer.on('connection', (socket: Socket) => {
     if (connections >= limits.maxConnections) {
@@ -188,12 +200,8 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
       return
     }
     connections++
-    const ticket = session.arrival()
-    firstArrival.set(socket, ticket)
-    socket.once('close', () => {
-      connections--
-      ticket.release()
-    })
+    router.accepted(socket)
+    socket.once('close', () => connections--)
     track(socket)
   })
   for (const server of [outer, inner]) {
@@ -210,12 +218,14 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   await listen(outer, host, options.port ?? 0)
   port = (outer.address() as AddressInfo).port
 
-  let closed: Promise<SessionSummary> | undefined
+  let closed: Promise<SessionSummary | undefined> | undefined
   return {
     url: `http://${listening()}`,
     host,
     port,
     session,
+    sessions,
+    reverse,
     ca,
     stats,
     close(closeOptions = {}) {
@@ -228,9 +238,10 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
         clearTimeout(timer)
         for (const s of sockets) s.destroy()
         await agent.close().catch(() => {})
-        return session.close()
+        const [summary] = await Promise.all([session?.close(), sessions.closeAll()])
+        return summary
       })()
-      return closed
+      return closed as Promise<SessionSummary>
     },
   }
 }

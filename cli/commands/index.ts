@@ -18,6 +18,7 @@ import { replayCommand } from './replay.ts'
 import { rmCommand } from './rm.ts'
 import { scanCommand } from './scan.ts'
 import { serveCommand } from './serve.ts'
+import { sessionCommand } from './session.ts'
 import { showCommand } from './show.ts'
 import { verifyCommand } from './verify.ts'
 
@@ -41,6 +42,7 @@ export const COMMANDS: CommandModule[] = [
   recordCommand,
   replayCommand,
   serveCommand,
+  sessionCommand,
   envCommand,
   caCommand,
   demoCommand,

@@ -13,7 +13,7 @@ import {
   rerunCommand,
   seedLine,
 } from '../../engine/index.ts'
-import { DEFAULT_PROXY_LIMITS, type ProxyLimits, parseResolve, runProxySession, type UpstreamOptions } from '../../proxy/index.ts'
+import { DEFAULT_PROXY_LIMITS, type ProxyLimits, parseResolve, parseReverse, runProxySession, type UpstreamOptions } from '../../proxy/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { EXIT_CODES, TOOL_EXIT_MIN } from '../exit-codes.ts'
 import { storeDir, withStore } from '../open-store.ts'
@@ -30,6 +30,12 @@ export function proxyOptions(y: Argv): Argv {
     .option('trace', { alias: 't', type: 'string', default: 'default', describe: 'Trace name' })
     .option('port', { alias: 'p', type: 'number', describe: `Proxy port (default: a free port with a command, else ${DEFAULT_PROXY_PORT})` })
     .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to bind; anything but loopback exposes the proxy to the network' })
+    .option('reverse', {
+      type: 'string',
+      array: true,
+      describe:
+        'Reverse mode: serve this upstream on the proxy port (URL at /, or NAME=URL under /NAME/; repeatable), for clients that take a base URL (no proxy variables, no CA)',
+    })
     .option('resolve', { type: 'string', array: true, describe: 'Map an upstream host: HOST=ADDRESS:PORT (repeatable); TLS still verifies HOST' })
     .option('upstream-ca', { type: 'string', describe: 'PEM file of extra CAs trusted for upstream TLS' })
     .option('insecure-upstream', { type: 'boolean', default: false, describe: 'Do not verify upstream TLS certificates' })
@@ -126,7 +132,7 @@ export async function runProxyCommand(
   args: Args,
   io: Io,
   session: Omit<SessionOptions, 'store'>,
-  opts: { strict: boolean; control: boolean },
+  opts: { strict: boolean; control: boolean; sessionsOnly?: boolean },
 ): Promise<number> {
   const command = commandArgv(args)
   const dir = storeDir({ store: args.store })
@@ -138,6 +144,7 @@ export async function runProxyCommand(
   const limits = limitsFromArgs(args)
   const maxBodyBytes = args['max-body-bytes'] === undefined ? undefined : parseMaxBodyBytes(args['max-body-bytes'])
   const chunkGapMs = args['chunk-gap-ms'] === undefined ? undefined : nonNegative(args['chunk-gap-ms'], 'chunk-gap-ms')
+  const reverse = parseReverse(((args.reverse as unknown[] | undefined) ?? []).map(String))
   session = { ...session, redaction: await redactionFromArgs(args) }
   const faults = await faultsFromArgs(args)
   // Printed at the start and again on any failure, so a failing chaos run can always be rerun exactly.
@@ -150,6 +157,8 @@ export async function runProxyCommand(
       store,
       storeDir: dir,
       session: faults ? { ...session, faults } : session,
+      ...(opts.sessionsOnly ? { sessionsOnly: true } : {}),
+      ...(reverse.length > 0 ? { reverse } : {}),
       host: String(args.host ?? '127.0.0.1'),
       port: typeof args.port === 'number' ? args.port : command.length > 0 ? 0 : DEFAULT_PROXY_PORT,
       upstream: upstreamFromArgs(args),
@@ -162,19 +171,35 @@ export async function runProxyCommand(
       log: (line) => io.err(line),
     })
     const s = result.summary
+    // Named sessions left open when the proxy stopped count too (their summaries were logged as they closed).
+    const replays = [...(s ? [s] : []), ...result.sessions.map((n) => n.summary)].filter((x) => x.mode === 'replay')
+    const ok = (s?.ok ?? true) && result.sessions.every((n) => n.summary.ok && n.error === undefined)
     const verdict = result.faults
     const faultError = verdict && faultVerdictError(verdict, rerun)
     let exit = result.command?.code ?? 0
     // The replay contract outranks a fault rule that never fired, which outranks a broken contract, which
     // outranks the command's own code: each usually explains the next.
-    if (opts.strict && session.mode === 'replay' && !s.ok) exit = EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
+    if (opts.strict && replays.some((r) => !r.ok)) exit = EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
     else if (faultError) exit = EXIT_CODES[faultError.code]
     if (args.json) {
       const faultsJson = verdict && { seed: verdict.seed, rerun, ok: verdict.ok, coverage: verdict.coverage, contracts: verdict.contracts ?? null }
-      io.out(JSON.stringify({ ok: s.ok && !faultError, summary: s, ...(faultsJson ? { faults: faultsJson } : {}), exitCode: result.command?.code ?? null }))
+      const sessions = result.sessions.map((n) => ({
+        name: n.name,
+        summary: n.summary,
+        ...(n.error ? { error: String((n.error as Error)?.message ?? n.error) } : {}),
+      }))
+      io.out(
+        JSON.stringify({
+          ok: ok && !faultError,
+          summary: s ?? null,
+          ...(sessions.length > 0 ? { sessions } : {}),
+          ...(faultsJson ? { faults: faultsJson } : {}),
+          exitCode: result.command?.code ?? null,
+        }),
+      )
       return exit
     }
-    io.err(formatSummary(s))
+    if (s) io.err(formatSummary(s))
     if (verdict) io.err(formatFaultVerdict(verdict))
     if (faultError && exit === EXIT_CODES[faultError.code]) io.err(`error ${faultError.code}: ${faultError.message}`)
     // The seed again at the end of a failed run (the fault error already names it), and for replay the trace's.

@@ -12,17 +12,28 @@ import { proxyOptions, runProxyCommand } from './record.ts'
 export const serveCommand: CommandModule = {
   command: 'serve',
   describe:
-    'Run the proxy until SIGINT/SIGTERM, with a control API (GET /status, POST /session/end) on <store>/proxy-control-<port>.sock; in replay, exit 69 if strict replay saw any problem. --list shows the serves running on the store',
+    'Run the proxy until SIGINT/SIGTERM, with a control API (GET /status, POST /session/end, POST /sessions, DELETE /sessions/NAME) on <store>/proxy-control-<port>.sock; named sessions are picked per request (x-tool-replay-session header or http://NAME@host:port); in replay, exit 69 if strict replay saw any problem. --list shows the serves running on the store',
   builder: (y) =>
     proxyOptions(y)
       .option('mode', { choices: [...MODES], default: 'replay', describe: 'Session mode' })
       .option('record-as', { type: 'string', describe: 'In replay: also record what the app did, as this trace' })
       .option('tail', { choices: ['strict', 'live'], default: 'strict', describe: 'In replay with --record-as: live after the first unmatched request' })
+      .option('sessions-only', {
+        type: 'boolean',
+        default: false,
+        describe: 'No default session: every request names one opened through the control API (x-tool-replay-session header or http://NAME@host:port)',
+      })
       .option('list', { type: 'boolean', default: false, describe: 'List the serves running on the store (port, pid, mode, trace, control socket) and exit' }),
   run: async (args, io) => {
     if (args.list) return listRunning(args, io)
     const mode = String(args.mode) as Mode
     const recordAs = typeof args['record-as'] === 'string' ? args['record-as'] : undefined
+    if (args['sessions-only'] && (recordAs || args.tail === 'live')) {
+      throw new ToolReplayError(
+        ErrorCodes.INVALID_OPTION,
+        '--sessions-only opens no default session: give recordAs and tail per session (POST /sessions), not as flags.',
+      )
+    }
     if (args.tail === 'live' && !(mode === 'replay' && recordAs)) {
       throw new ToolReplayError(ErrorCodes.INVALID_OPTION, '--tail live needs --mode replay and --record-as NAME. Add them, or drop --tail.')
     }
@@ -31,7 +42,7 @@ export const serveCommand: CommandModule = {
       io,
       { mode, trace: String(args.trace), ...(recordAs ? { recordAs } : {}), ...(args.tail === 'live' ? { tail: 'live' as const } : {}) },
       // A replay that saw misses, overruns or unused recordings exits 69 when it stops, like `replay`.
-      { strict: true, control: true },
+      { strict: true, control: true, sessionsOnly: Boolean(args['sessions-only']) },
     )
   },
 }
@@ -44,7 +55,15 @@ async function listRunning(args: Args, io: Io): Promise<number> {
       JSON.stringify({
         ok: true,
         store: dir,
-        serves: serves.map((s) => ({ proxy: s.proxy, pid: s.pid, mode: s.mode, trace: s.trace, socket: s.socket, ended: s.ended })),
+        serves: serves.map((s) => ({
+          proxy: s.proxy,
+          pid: s.pid,
+          mode: s.mode,
+          trace: s.trace,
+          socket: s.socket,
+          ended: s.ended,
+          sessions: s.sessions.map((n) => n.name),
+        })),
       }),
     )
   } else if (serves.length === 0) io.out(`No \`tr-proxy serve\` is running on ${dir}.`)
@@ -52,7 +71,13 @@ async function listRunning(args: Args, io: Io): Promise<number> {
     io.out(
       table([
         ['PROXY', 'PID', 'MODE', 'TRACE', 'CONTROL SOCKET'],
-        ...serves.map((s) => [s.proxy, String(s.pid), s.ended ? `${s.mode} (ended)` : s.mode, s.trace, s.socket]),
+        ...serves.map((s) => [
+          s.proxy,
+          String(s.pid),
+          s.mode === null ? `sessions (${s.sessions.length})` : s.ended ? `${s.mode} (ended)` : s.mode,
+          s.trace ?? '-',
+          s.socket,
+        ]),
       ]),
     )
   }

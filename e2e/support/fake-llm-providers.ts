@@ -26,6 +26,11 @@ import { parseJson, stringifyJson } from '../../trace/index.ts'
 /** The host names the fake answers for (TLS certificates are issued for these). */
 export const OPENAI_HOST = 'api.openai.test'
 export const ANTHROPIC_HOST = 'api.anthropic.test'
+/** The providers' real host names, answered the same way (for tests that map them here with --resolve). */
+export const OPENAI_REAL_HOST = 'api.openai.com'
+export const ANTHROPIC_REAL_HOST = 'api.anthropic.com'
+const OPENAI_HOSTS = new Set([OPENAI_HOST, OPENAI_REAL_HOST])
+const ANTHROPIC_HOSTS = new Set([ANTHROPIC_HOST, ANTHROPIC_REAL_HOST])
 
 /** One request the fake received. */
 export interface ProviderRequest {
@@ -228,7 +233,7 @@ async function messages(res: ServerResponse, body: Json): Promise<void> {
  */
 export async function startFakeProviders(certs: Record<string, { cert: string; key: string }>): Promise<FakeProviders> {
   const contexts = new Map<string, SecureContext>(Object.entries(certs).map(([host, c]) => [host, createSecureContext(c)]))
-  const fallback = certs[OPENAI_HOST] as { cert: string; key: string }
+  const fallback = (certs[OPENAI_HOST] ?? Object.values(certs)[0]) as { cert: string; key: string }
   const requests: ProviderRequest[] = []
   const attempts = new Map<string, number>()
   let connections = 0
@@ -243,9 +248,9 @@ export async function startFakeProviders(certs: Record<string, { cert: string; k
       requests.push({ host, method: req.method ?? 'GET', path, headers: req.headers, body: raw })
       const body = (raw ? parseJson(raw) : {}) as Json
       let answer: Promise<void>
-      if (host === OPENAI_HOST && path === '/v1/chat/completions') answer = chatCompletions(req, res, body, attempts, raw)
-      else if (host === OPENAI_HOST && path === '/v1/responses') answer = responses(req, res, body)
-      else if (host === ANTHROPIC_HOST && path === '/v1/messages') answer = messages(res, body)
+      if (OPENAI_HOSTS.has(host) && path === '/v1/chat/completions') answer = chatCompletions(req, res, body, attempts, raw)
+      else if (OPENAI_HOSTS.has(host) && path === '/v1/responses') answer = responses(req, res, body)
+      else if (ANTHROPIC_HOSTS.has(host) && path === '/v1/messages') answer = messages(res, body)
       else answer = sendJson(req, res, 404, 'Not Found', {}, errorBody(`fake provider: nothing at ${req.method} ${host}${path}`, 'invalid_request_error', null))
       answer.catch(() => res.destroy())
     })

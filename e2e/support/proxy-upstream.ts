@@ -88,6 +88,18 @@ function route(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
       res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' })
       res.end(gzipSync(GZIP_TEXT))
       return
+    case '/whoami':
+      // What reached the upstream: the Host it was addressed as and every header name.
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ host: req.headers.host, headers: Object.keys(req.headers).sort() }))
+      return
+    case '/redirect': {
+      // ?to=LOCATION: a redirect, absolute or not, as the upstream's own API would send it.
+      const to = new URL(req.url ?? '/', 'http://x').searchParams.get('to') ?? '/hello'
+      res.writeHead(302, { location: to.replace('{self}', `${(req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'}://${req.headers.host}`) })
+      res.end()
+      return
+    }
     case '/echo':
       res.writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/octet-stream' })
       res.end(body)

@@ -1,0 +1,133 @@
+/**
+ * The sessions one proxy serves at once: an optional default session (the one `tr-proxy record|replay|serve
+ * --trace` opens) and named sessions opened and closed while it runs (the control API's POST /sessions and
+ * DELETE /sessions/NAME). Each is a full engine session: its own trace, mode, strict ledger and arrival order.
+ */
+import type { Session, SessionSummary } from '../engine/index.ts'
+import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { assertSessionName, SESSION_HEADER } from './session-choice.ts'
+
+/** A named session and its name. */
+export interface NamedSession {
+  name: string
+  session: Session
+}
+
+/** A named session closed because the proxy stopped: its summary, and the error if closing it failed. */
+export interface ClosedSession extends NamedSession {
+  summary: SessionSummary
+  error?: unknown
+}
+
+/** The default session plus named ones, and the rule that picks a request's session. */
+export class ProxySessions {
+  /** The session of requests that name none; undefined on a sessions-only proxy. */
+  readonly default: Session | undefined
+  readonly #named = new Map<string, Session>()
+  /** Names being opened (their trace is loading): taken, but not yet serving. */
+  readonly #opening = new Set<string>()
+  /** Named sessions still open when the proxy closed, with their summaries (see closeAll). */
+  readonly #leftOpen: ClosedSession[] = []
+
+  constructor(defaultSession: Session | undefined) {
+    this.default = defaultSession
+  }
+
+  /**
+   * Opens a named session with `open` (called once the name is reserved, so two callers racing for one name
+   * cannot both open a session). Throws TR_SESSION_EXISTS when the name is taken.
+   */
+  async open(name: string, open: () => Promise<Session>): Promise<Session> {
+    assertSessionName(name)
+    if (this.#named.has(name) || this.#opening.has(name)) {
+      throw new ToolReplayError(
+        ErrorCodes.SESSION_EXISTS,
+        `Failed to open session "${name}": a session of that name is already open on this proxy. Close it first (DELETE /sessions/${name}), or pick another name.`,
+        { details: { session: name } },
+      )
+    }
+    this.#opening.add(name)
+    try {
+      const session = await open()
+      this.#named.set(name, session)
+      return session
+    } finally {
+      this.#opening.delete(name)
+    }
+  }
+
+  /** The open session of that name. */
+  get(name: string): Session | undefined {
+    return this.#named.get(name)
+  }
+
+  /** Named sessions, by name. */
+  list(): NamedSession[] {
+    return [...this.#named].map(([name, session]) => ({ name, session })).sort((a, b) => a.name.localeCompare(b.name))
+  }
+
+  /**
+   * Takes a named session out (requests naming it are refused from now on) and closes it: waits for its
+   * in-flight recordings and returns its summary. Throws TR_SESSION_UNKNOWN when no session has that name.
+   */
+  async close(name: string): Promise<SessionSummary> {
+    const session = this.#named.get(name)
+    if (!session) throw this.#unknown(name, false)
+    this.#named.delete(name)
+    return session.close()
+  }
+
+  /**
+   * The session a request belongs to: the one it names, else the default. A name that is not open, or no
+   * name on a proxy without a default session, is a TR_SESSION_UNKNOWN error for the caller to refuse with.
+   */
+  select(choice: string | undefined): Session | ToolReplayError {
+    if (choice === undefined) {
+      if (this.default) return this.default
+      const open = this.#openNames()
+      return new ToolReplayError(
+        ErrorCodes.SESSION_UNKNOWN,
+        `This Tool Replay proxy has no default session, and the request names none. Name an open session with the ${SESSION_HEADER} header or with proxy credentials (HTTPS_PROXY=http://NAME@host:port); open: ${open}.`,
+        { details: { session: null } },
+      )
+    }
+    return this.#named.get(choice) ?? this.#unknown(choice, true)
+  }
+
+  /**
+   * Closes every named session still open (the proxy is stopping) and keeps their summaries for leftOpen();
+   * a session whose close fails is reported with the error's summary so the others still close.
+   */
+  async closeAll(): Promise<ClosedSession[]> {
+    const open = [...this.#named]
+    this.#named.clear()
+    const closed = await Promise.all(
+      open.map(([name, session]) =>
+        session.close().then(
+          (summary): ClosedSession => ({ name, session, summary }),
+          (error: unknown): ClosedSession => ({ name, session, summary: session.summary(), error }),
+        ),
+      ),
+    )
+    this.#leftOpen.push(...closed)
+    return closed
+  }
+
+  /** Named sessions that were still open when closeAll() ran, with their summaries. */
+  leftOpen(): readonly ClosedSession[] {
+    return this.#leftOpen
+  }
+
+  #openNames(): string {
+    const names = [...this.#named.keys()].sort()
+    return names.length === 0 ? 'none (open one with POST /sessions on the control socket)' : names.map((n) => `"${n}"`).join(', ')
+  }
+
+  #unknown(name: string, request: boolean): ToolReplayError {
+    const why = this.#opening.has(name) ? 'is still being opened' : 'is not open on this proxy'
+    const message = request
+      ? `The request names session "${name}", which ${why} (open: ${this.#openNames()}). Open it first (POST /sessions on the control socket, or \`tr-proxy session open\`), or fix the name in the ${SESSION_HEADER} header or the proxy URL.`
+      : `Failed to close session "${name}": it ${why} (open: ${this.#openNames()}). Check the name with \`tr-proxy session ls\` (GET /sessions).`
+    return new ToolReplayError(ErrorCodes.SESSION_UNKNOWN, message, { details: { session: name } })
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * What the shared-proxy test setups (node:test, vitest) share: every test file gets its own named session on
+ * one running `tr-proxy serve` (TOOL_REPLAY_PROXY, TOOL_REPLAY_STORE), named after the file, with the trace
+ * and mode the interceptor's setups would use (TOOL_REPLAY_TRACE as a group, TOOL_REPLAY_MODE). While the file
+ * runs, this process's fetch goes through that session and child processes inherit proxy variables carrying
+ * its name (`http://NAME@127.0.0.1:PORT`); at the end the session closes and strict replay judges it.
+ */
+import { type Dispatcher, getGlobalDispatcher, setGlobalDispatcher } from 'undici'
+import { formatSummary, type Mode, resolveTestTrace, type SessionSummary } from '../engine/index.ts'
+import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { sessionNameFrom } from './session-choice.ts'
+import { openSharedSession, type SharedProxyAddress, type SharedProxySession } from './shared-session.ts'
+
+/** Options for the shared-proxy setups; anything unset comes from TOOL_REPLAY_* variables or defaults. */
+export interface SharedSessionSetupOptions extends SharedProxyAddress {
+  mode?: Mode
+  trace?: string
+  /** The session's name on the proxy; default: made from the trace name. */
+  name?: string
+  /** The test file, for the default trace name. */
+  testFile?: string
+  /** Route this process's fetch (undici's global dispatcher) through the session; default true. */
+  global?: boolean
+}
+
+/** An opened setup and what `finish` undoes. */
+export interface SharedSessionSetup {
+  session: SharedProxySession
+  /** Restores the dispatcher and variables, closes the session, resolves with its summary. */
+  finish(): Promise<SessionSummary>
+}
+
+/** Opens the file's session on the shared proxy, routes this process and its children through it. */
+export async function startSharedSessionSetup(options: SharedSessionSetupOptions = {}): Promise<SharedSessionSetup> {
+  const env = options.env ?? process.env
+  const file = options.testFile ?? process.argv[1]
+  const { mode, trace } = resolveTestTrace({
+    env,
+    ...(options.mode !== undefined ? { mode: options.mode } : {}),
+    ...(options.trace !== undefined ? { trace: options.trace } : {}),
+    ...(file ? { testFile: file } : {}),
+  })
+  const session = await openSharedSession({ name: options.name ?? sessionNameFrom(trace), trace, mode }, options)
+  let previousDispatcher: Dispatcher | undefined
+  if (options.global !== false) {
+    previousDispatcher = getGlobalDispatcher()
+    setGlobalDispatcher(session.dispatcher)
+  }
+  // Children spawned by the tests inherit these: their proxy URL names this session.
+  const previousEnv = new Map(Object.keys(session.env).map((k) => [k, process.env[k]]))
+  Object.assign(process.env, session.env)
+  return {
+    session,
+    async finish() {
+      for (const [k, v] of previousEnv) {
+        if (v === undefined) delete process.env[k]
+        else process.env[k] = v
+      }
+      if (previousDispatcher) setGlobalDispatcher(previousDispatcher)
+      return session.close()
+    },
+  }
+}
+
+/**
+ * Ends a setup: closes the session, and for strict replay that saw a miss, an overrun or an unused recording,
+ * prints the summary, sets process.exitCode = 1 and throws TR_REPLAY_INCOMPLETE.
+ */
+export async function finishSharedSessionSetup(setup: SharedSessionSetup): Promise<SessionSummary> {
+  const summary = await setup.finish()
+  if (setup.session.mode === 'replay' && !summary.ok) {
+    const text = formatSummary(summary)
+    process.stderr.write(`${text}\n`)
+    process.exitCode = 1
+    throw new ToolReplayError(
+      ErrorCodes.REPLAY_INCOMPLETE,
+      `${text}\nSession "${setup.session.name}" on the shared proxy: fix the app or re-record the trace (TOOL_REPLAY_MODE=record).`,
+      { details: { summary } },
+    )
+  }
+  return summary
+}
