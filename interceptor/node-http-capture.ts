@@ -10,7 +10,6 @@
  * itself is made outside msw's interception (internal-connection.ts), and a forwarded request is also
  * recognised by identity, so nothing is captured twice.
  */
-import { ClientRequest } from 'node:http'
 import type { HttpRequestEvent } from '@mswjs/interceptors'
 import { ClientRequestInterceptor } from '@mswjs/interceptors/ClientRequest'
 import {
@@ -74,7 +73,7 @@ class NodeHttpHandler {
   /** Answers one request msw parsed off an app's socket. */
   async handle(event: HttpRequestEvent): Promise<void> {
     const { request, controller, initiator } = event
-    const target = controllerTarget(controller, request, initiator instanceof ClientRequest ? initiator.socket : undefined)
+    const target = controllerTarget(controller, request, initiator)
     try {
       await this.#handle(event, target)
     } catch (err) {

@@ -4,7 +4,7 @@
  * options and Unix socket of its `http.ClientRequest`), so a forwarded request goes where the app's would.
  */
 import { ClientRequest } from 'node:http'
-import type { ConnectionOptions } from 'node:tls'
+import { type ConnectionOptions, TLSSocket } from 'node:tls'
 import { type HeaderPairs, headerValue, stripHopByHop } from '../trace/index.ts'
 import { type BufferedBody, bufferBody } from './request-capture.ts'
 
@@ -73,13 +73,17 @@ export function upstreamRoute(initiator: unknown): UpstreamRoute {
   if (!(initiator instanceof ClientRequest)) return { tls: {} }
   const socketPath = (initiator as ClientRequest & { socketPath?: unknown }).socketPath
   const route: UpstreamRoute = { tls: {}, ...(typeof socketPath === 'string' ? { socketPath } : {}) }
-  const socket = initiator.socket
-  if (!socket) return route
-  const key = Object.getOwnPropertySymbols(socket).find((s) => s.description === 'connect-options')
-  const options = key ? (Reflect.get(socket, key) as Record<string, unknown> | undefined) : undefined
+  const options = connectOptionsOf(initiator.socket)
   if (!options) return route
   const tls: Record<string, unknown> = {}
   for (const name of CARRIED_OPTIONS) if (options[name] !== undefined) tls[name] = options[name]
   route.tls = tls as Partial<ConnectionOptions>
   return route
+}
+
+/** The options a TLS socket was made with (Node keeps them under its `connect-options` symbol); undefined for others. */
+export function connectOptionsOf(socket: unknown): Record<string, unknown> | undefined {
+  if (!(socket instanceof TLSSocket)) return undefined
+  const key = Object.getOwnPropertySymbols(socket).find((s) => s.description === 'connect-options')
+  return key ? (Reflect.get(socket, key) as Record<string, unknown> | undefined) : undefined
 }

@@ -9,10 +9,12 @@
  * ...). After the head, the body stream errors and msw drops the connection, so Node's own client reports
  * what it always reports for a connection lost mid-body: `'aborted'` and an `ECONNRESET` "aborted" error.
  */
+import { ClientRequest } from 'node:http'
 import type { Socket } from 'node:net'
 import { FetchResponse, RequestController } from '@mswjs/interceptors'
 import { type PlaybackTarget, toNodeError } from '../engine/index.ts'
-import type { HeaderPairs } from '../trace/index.ts'
+import { type HeaderPairs, stripHopByHop } from '../trace/index.ts'
+import { connectOptionsOf } from './node-http-request.ts'
 
 /** A PlaybackTarget over msw's controller, plus a way to fail with a given error object (a live failure, as it came). */
 export interface ControllerTarget extends PlaybackTarget {
@@ -29,10 +31,12 @@ function clientPaused(socket: Socket | null | undefined): boolean {
 }
 
 /**
- * Writes a response through `controller` for `request`. `socket` is the app's socket (the ClientRequest's),
- * watched for back-pressure: msw pushes into it without looking, so the next chunk waits while it is paused.
+ * Writes a response through `controller` for `request`, made by `initiator` (the app's ClientRequest, as
+ * msw reports it). Its socket is watched for back-pressure: msw pushes into it without looking, so the next
+ * chunk waits while the app's socket is paused.
  */
-export function controllerTarget(controller: RequestController, request: Request, socket: Socket | null | undefined): ControllerTarget {
+export function controllerTarget(controller: RequestController, request: Request, initiator: unknown): ControllerTarget {
+  const socket = initiator instanceof ClientRequest ? initiator.socket : undefined
   let body: ReadableStreamDefaultController<Uint8Array> | undefined
   let cancelled = false
   let wake: (() => void) | undefined
@@ -70,6 +74,7 @@ export function controllerTarget(controller: RequestController, request: Request
         cancelled = true
         return
       }
+      forgetMockedTlsSession(initiator)
       const stream = FetchResponse.isResponseWithBody(head.status)
         ? new ReadableStream<Uint8Array>(
             {
@@ -86,7 +91,9 @@ export function controllerTarget(controller: RequestController, request: Request
             { highWaterMark: 0 },
           )
         : null
-      controller.respondWith(new FetchResponse(stream, { status: head.status, statusText: head.statusText, headers: responseHeaders(head.headers) }))
+      controller.respondWith(
+        new FetchResponse(stream, { status: head.status, statusText: head.statusText, headers: responseHeaders(head.headers, closeRequested(request)) }),
+      )
     },
     chunk(bytes) {
       if (!body || gone()) return undefined
@@ -105,6 +112,7 @@ export function controllerTarget(controller: RequestController, request: Request
     },
     failWith(error) {
       if (pending()) {
+        forgetMockedTlsSession(initiator)
         controller.errorWith(error)
         return
       }
@@ -117,7 +125,42 @@ export function controllerTarget(controller: RequestController, request: Request
   return target
 }
 
-/** Header pairs as Fetch `Headers` input, repeats (Set-Cookie) kept as separate fields. */
-function responseHeaders(pairs: HeaderPairs): Array<[string, string]> {
-  return pairs.map(([k, v]) => [k, v])
+/**
+ * The response's header fields for the app's connection: repeats (Set-Cookie) kept as separate fields, the
+ * fields that described the recorded connection (Connection, Keep-Alive, ...) dropped, Transfer-Encoding
+ * kept since msw frames the body by it. An app whose request asked to close gets `Connection: close`, as a
+ * server would answer.
+ * @note Without that, a recorded `Connection: keep-alive` makes Node's client reuse a socket whose request
+ * said close; msw stops parsing such a connection and would send the next request on it live.
+ */
+function responseHeaders(pairs: HeaderPairs, closeRequested: boolean): Array<[string, string]> {
+  const kept = new Set(stripHopByHop(pairs))
+  const out: Array<[string, string]> = []
+  for (const pair of pairs) if (kept.has(pair) || pair[0].toLowerCase() === 'transfer-encoding') out.push([pair[0], pair[1]])
+  if (closeRequested) out.push(['connection', 'close'])
+  return out
+}
+
+/** True when the app's request asked for its connection to close after this exchange. */
+function closeRequested(request: Request): boolean {
+  return /(?:^|,)\s*close\s*(?:,|$)/i.test(request.headers.get('connection') ?? '')
+}
+
+/** Sockets whose mocked TLS session is already being forgotten. */
+const watchedSockets = new WeakSet<Socket>()
+
+/**
+ * msw completes an answered TLS connection with an emulated handshake that reports a made-up TLS session
+ * (the bytes "mocked session"). Node's https.Agent caches it and offers it on its next new connection to
+ * that origin, where OpenSSL cannot parse it and the app's request fails ("socket hang up"). The session is
+ * dropped from the agent's cache as soon as it is reported.
+ */
+function forgetMockedTlsSession(initiator: unknown): void {
+  if (!(initiator instanceof ClientRequest)) return
+  const socket = initiator.socket
+  const agent = (initiator as unknown as { agent?: { _evictSession?: (key: string) => void } }).agent
+  const key = connectOptionsOf(socket)?._agentKey
+  if (!socket || watchedSockets.has(socket) || typeof agent?._evictSession !== 'function' || typeof key !== 'string') return
+  watchedSockets.add(socket)
+  socket.on('session', () => agent._evictSession?.(key))
 }
