@@ -14,11 +14,12 @@ import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { gunzipSync } from 'node:zlib'
 import { type InstallOptions, install } from 'tool-replay/interceptor'
-import { createMemoryStore, openStore, type TraceStore } from 'tool-replay/store'
+import { openStore, type TraceStore } from 'tool-replay/store'
 import type { Exchange } from 'tool-replay/trace'
+import { Agent } from 'undici'
 import { filesUnder } from './support/files-under.ts'
 import { type NodeHttpResult, nodeHttpCall } from './support/node-http-client.ts'
-import { BIG_BODY, createTestPki, GZIP_TEXT, HELLO, JSON_BODY, RESET_PARTIAL, startUpstream, type TestUpstream } from './support/proxy-upstream.ts'
+import { BIG_BODY, createTestPki, GZIP_TEXT, HELLO, JSON_BODY, RESET_PARTIAL, startUpstream } from './support/proxy-upstream.ts'
 
 let pki: Awaited<ReturnType<typeof createTestPki>>
 let dir: string
@@ -113,7 +114,8 @@ test('Connection: close requests on a keep-alive https agent: each opens a new T
   const agent = new https.Agent({ keepAlive: true, ca: pki.caPem })
   const scenario = async () => {
     const out: NodeHttpResult[] = []
-    for (const path of ['/hello', '/json', '/hello']) out.push(await nodeHttpCall(`https://localhost:${up.port}${path}`, { agent, headers: { connection: 'close' } }))
+    for (const path of ['/hello', '/json', '/hello'])
+      out.push(await nodeHttpCall(`https://localhost:${up.port}${path}`, { agent, headers: { connection: 'close' } }))
     return out
   }
   const trace = traceName('tls-sessions')
@@ -127,4 +129,295 @@ test('Connection: close requests on a keep-alive https agent: each opens a new T
   replayed.assertDone()
   assert.deepEqual(replayed.result.map(view), recorded.result.map(view))
   agent.destroy()
+})
+
+test('a streamed response replays as the app read it: one read per recorded chunk, with data events and with for await', async () => {
+  const up = await startUpstream()
+  const url = `http://127.0.0.1:${up.port}/sse?n=20&gap=5`
+  const trace = traceName('stream')
+  const recorded = await inSession('record', trace, () => nodeHttpCall(url))
+  const [exchange] = await exchangesOf(trace)
+  assert.equal(exchange?.outcome.kind, 'response')
+  const chunks = exchange?.outcome.kind === 'response' ? exchange.outcome.response.body.chunks.length : 0
+  assert.ok(chunks >= 15, `the upstream's 20 events arrived as separate chunks (${chunks})`)
+  assert.equal(recorded.result.reads, chunks, 'live, the app read each chunk on its own')
+  await up.close()
+
+  for (const read of ['data', 'iterate'] as const) {
+    const replayed = await inSession('replay', trace, () => nodeHttpCall(url, { read }))
+    replayed.assertDone()
+    assert.equal(replayed.result.body, recorded.result.body)
+    assert.equal(replayed.result.reads, chunks, `${read}: one read per recorded chunk`)
+  }
+  // The measure can fail: with pace 'none' chunks reach the socket back to back and for await merges them.
+  const merged = await inSession('replay', trace, () => nodeHttpCall(url, { read: 'iterate' }), { pace: 'none' })
+  assert.equal(merged.result.body, recorded.result.body)
+  assert.ok(merged.result.reads < chunks, `pace none merged reads (${merged.result.reads} < ${chunks})`)
+})
+
+test('a connection reset mid-body replays as the same error after the same partial body; a refused connection as ECONNREFUSED', async () => {
+  const up = await startUpstream()
+  const closed = http.createServer()
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+  const closedPort = (closed.address() as AddressInfo).port
+  await new Promise<void>((resolve) => closed.close(() => resolve()))
+  const scenario = async () => [await nodeHttpCall(`http://127.0.0.1:${up.port}/reset`), await nodeHttpCall(`http://127.0.0.1:${closedPort}/nobody`)]
+  const trace = traceName('errors')
+  const recorded = await inSession('record', trace, scenario)
+  const [reset, refused] = recorded.result
+  assert.equal(reset?.status, 200)
+  assert.equal(reset?.body, RESET_PARTIAL)
+  assert.deepEqual(reset?.error, { on: 'response', code: 'ECONNRESET', message: 'aborted' }, "Node's own report of a connection lost mid-body")
+  assert.equal(refused?.error?.on, 'request')
+  assert.equal(refused?.error?.code, 'ECONNREFUSED')
+  assert.match(refused?.error?.message ?? '', /^connect ECONNREFUSED 127\.0\.0\.1:\d+$/)
+  const [resetX, refusedX] = await exchangesOf(trace)
+  assert.equal(resetX?.outcome.kind === 'error' && resetX.outcome.error.phase, 'response-body')
+  assert.equal(resetX?.outcome.kind === 'error' && resetX.outcome.error.partial?.status, 200)
+  assert.deepEqual(refusedX?.outcome.kind === 'error' && [refusedX.outcome.error.code, refusedX.outcome.error.phase], ['ECONNREFUSED', 'connect'])
+  await up.close()
+
+  const replayed = await inSession('replay', trace, scenario)
+  replayed.assertDone()
+  assert.deepEqual(replayed.result.map(view), recorded.result.map(view))
+  assert.equal(replayed.result[1]?.error?.syscall, 'connect')
+})
+
+test('replay honours back-pressure: while the app does not read, chunks stop at its socket instead of piling up', async () => {
+  const up = await startUpstream()
+  const url = `http://127.0.0.1:${up.port}/big`
+  const trace = traceName('big')
+  const recorded = await inSession('record', trace, () => nodeHttpCall(url))
+  assert.equal(recorded.result.body.length, BIG_BODY.byteLength)
+  await up.close()
+
+  const paused = await inSession(
+    'replay',
+    trace,
+    () =>
+      new Promise<{ buffered: number; total: number }>((resolve, reject) => {
+        http
+          .get(url, (res) => {
+            let total = 0
+            res.once('data', (first: Buffer) => {
+              total += first.byteLength
+              res.pause()
+              // Long enough for playback to push the whole 10 MB if nothing held it back.
+              setTimeout(() => {
+                const buffered = res.readableLength + (res.socket?.readableLength ?? 0)
+                res.on('data', (c: Buffer) => {
+                  total += c.byteLength
+                })
+                res.on('end', () => resolve({ buffered, total }))
+                res.resume()
+              }, 300)
+            })
+          })
+          .on('error', reject)
+      }),
+  )
+  paused.assertDone()
+  assert.equal(paused.result.total, BIG_BODY.byteLength, 'the whole body arrives once the app reads again')
+  assert.ok(paused.result.buffered < 2 * 1024 * 1024, `at most a few chunks wait in the app's buffers while it is paused (${paused.result.buffered} bytes)`)
+})
+
+test('occurrences replay in order; one request too many and an unrecorded one get the refusal response and fail assertDone', async () => {
+  let n = 0
+  const server = http.createServer((_req, res) => res.end(`answer #${++n}`))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/counter`
+  const trace = traceName('occurrence')
+  const recorded = await inSession('record', trace, async () => [await nodeHttpCall(url), await nodeHttpCall(url), await nodeHttpCall(url)])
+  assert.deepEqual(
+    recorded.result.map((r) => r.body),
+    ['answer #1', 'answer #2', 'answer #3'],
+  )
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+
+  const replayed = await inSession('replay', trace, async () => [
+    await nodeHttpCall(url),
+    await nodeHttpCall(url),
+    await nodeHttpCall(url),
+    await nodeHttpCall(url),
+    await nodeHttpCall(`${url}?page=2`),
+  ])
+  assert.deepEqual(
+    replayed.result.slice(0, 3).map((r) => r.body),
+    ['answer #1', 'answer #2', 'answer #3'],
+  )
+  const [exhausted, miss] = replayed.result.slice(3)
+  for (const [r, code] of [
+    [exhausted, 'TR_REPLAY_EXHAUSTED'],
+    [miss, 'TR_REPLAY_MISS'],
+  ] as const) {
+    assert.equal(r?.status, 403)
+    assert.equal(r?.statusText, 'Tool Replay Refused')
+    const headers = Object.fromEntries(
+      (r?.rawHeaders ?? []).flatMap((v, i, all) => (i % 2 === 0 ? [[v.toLowerCase(), all[i + 1]]] : [])) as Array<[string, string]>,
+    )
+    assert.equal(headers['x-tool-replay-error'], code)
+    assert.equal(headers['x-should-retry'], 'false')
+    assert.match(r?.body ?? '', new RegExp(`"code":"${code}"`))
+  }
+  assert.match(miss?.body ?? '', /closest recorded: \\"GET http:\/\/127\.0\.0\.1:\d+\/counter\\" \(differs: query key \\"page\\"/)
+  assert.equal(replayed.summary.exhausted.length, 1)
+  assert.equal(replayed.summary.misses.length, 1)
+  assert.throws(replayed.assertDone, (err: Error & { code?: string }) => err.code === 'TR_REPLAY_INCOMPLETE')
+})
+
+test('fetch and node:http in one run: each request is captured once, even a fetch made inside an http.get callback', async () => {
+  const up = await startUpstream()
+  const base = `http://127.0.0.1:${up.port}`
+  // msw attributes work done in an http.ClientRequest's callbacks to that request: the fetch below goes out
+  // (while recording) inside it, and must not be seen as a second node:http request.
+  const scenario = () =>
+    new Promise<string[]>((resolve, reject) => {
+      http
+        .get(`${base}/hello`, (res) => {
+          let first = ''
+          res.setEncoding('utf8')
+          res.on('data', (c: string) => {
+            first += c
+          })
+          res.on('end', () => {
+            fetch(`${base}/json`)
+              .then((r) => r.text())
+              .then((second) => resolve([first, second]), reject)
+          })
+        })
+        .on('error', reject)
+    })
+  for (const upstream of [undefined, new Agent()]) {
+    const before = up.requests.length
+    const trace = traceName('once')
+    const recorded = await inSession('record', trace, scenario, upstream ? { upstream } : {})
+    assert.deepEqual(recorded.result, [HELLO, JSON_BODY])
+    assert.deepEqual(up.requests.slice(before), ['GET /hello', 'GET /json'], 'the upstream saw each request once')
+    assert.deepEqual(
+      (await exchangesOf(trace)).map((x) => new URL(x.request.url).pathname),
+      ['/hello', '/json'],
+      `the trace holds each request once (${upstream ? 'own upstream Agent' : 'default upstream'})`,
+    )
+    await upstream?.close()
+  }
+  await up.close()
+})
+
+test('a request body over maxBodyBytes fails with TR_REQUEST_TOO_LARGE, and strict replay counts it', async () => {
+  const up = await startUpstream()
+  const url = `http://127.0.0.1:${up.port}/echo`
+  const big = Buffer.alloc(4096, 'x')
+  const trace = traceName('limits')
+  const recorded = await inSession('record', trace, () => nodeHttpCall(url, { method: 'POST', body: big }), { maxBodyBytes: 1024 })
+  assert.equal(recorded.result.error?.code, 'TR_REQUEST_TOO_LARGE')
+  assert.match(recorded.result.error?.message ?? '', /Request body of POST http:\/\/127\.0\.0\.1:\d+\/echo is over 1024 bytes.*maxBodyBytes/)
+  assert.deepEqual(up.requests, [], 'nothing went live')
+  await up.close()
+  const replayed = await inSession('replay', trace, () => nodeHttpCall(url, { method: 'POST', body: big }), { maxBodyBytes: 1024 })
+  assert.equal(replayed.result.error?.code, 'TR_REQUEST_TOO_LARGE')
+  assert.deepEqual(
+    replayed.summary.misses.map((m) => m.code),
+    ['TR_REQUEST_TOO_LARGE'],
+  )
+})
+
+test('secrets in node:http requests and responses never reach the store', async (t) => {
+  const SECRET = 'sk-planted-node-4e1d2c3b'
+  const CONTROL = 'control-marker-node-77aa'
+  const server = https.createServer({ cert: pki.certs.localhost?.cert, key: pki.certs.localhost?.key }, (req, res) => {
+    const gotSecret = [req.headers.authorization, req.headers['x-api-key'], req.url].every((v) => String(v).includes(SECRET))
+    res.setHeader('set-cookie', [`session=${SECRET}; Path=/`])
+    res.setHeader('content-type', 'application/json')
+    res.end(JSON.stringify({ gotSecret, token: SECRET }))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.after(() => server.close())
+  const storeDir = join(dir, 'secrets-store')
+  const own = await openStore(storeDir)
+  const url = `https://localhost:${(server.address() as AddressInfo).port}/v1/things?api_key=${SECRET}`
+  const call = () =>
+    nodeHttpCall(url, {
+      ca: pki.caPem,
+      method: 'POST',
+      headers: { authorization: `Bearer ${SECRET}`, 'x-api-key': SECRET, 'content-type': 'text/plain' },
+      body: CONTROL,
+    })
+  const rec = await install({ mode: 'record', trace: 'secrets', store: own, redaction: { bodyPaths: ['$.token'] } })
+  const live = await call()
+  await rec.close()
+  assert.deepEqual(JSON.parse(live.body), { gotSecret: true, token: SECRET }, 'the app got the real response')
+  await own.close()
+  let controlHits = 0
+  for await (const file of filesUnder(storeDir)) {
+    const bytes = await readFile(file)
+    assert.equal(bytes.includes(SECRET), false, file)
+    if (bytes.includes(CONTROL)) controlHits++
+  }
+  assert.ok(controlHits > 0, 'the search sees stored request bodies, so it would see the secret')
+  const reopened = await openStore(storeDir)
+  const stored = await reopened.readTrace('secrets')
+  const decoded = JSON.stringify(stored.exchanges) + [...stored.bodies.values()].map((b) => Buffer.from(b).toString('latin1')).join('')
+  assert.ok(decoded.includes(CONTROL))
+  assert.equal(decoded.includes(SECRET), false, 'the decoded trace holds no secret')
+  await reopened.close()
+})
+
+test('update and passthrough: update replays what matches and records what is missing; passthrough stores nothing', async () => {
+  const up = await startUpstream()
+  const base = `http://127.0.0.1:${up.port}`
+  const trace = traceName('modes')
+  await inSession('record', trace, () => nodeHttpCall(`${base}/hello`))
+  const requestsBefore = up.requests.length
+  const updated = await inSession('update', trace, async () => [await nodeHttpCall(`${base}/hello`), await nodeHttpCall(`${base}/json`)])
+  assert.deepEqual(
+    updated.result.map((r) => r.body),
+    [HELLO, JSON_BODY],
+  )
+  assert.deepEqual(up.requests.slice(requestsBefore), ['GET /json'], 'update went live only for the missing request')
+  assert.deepEqual(
+    (await exchangesOf(trace)).map((x) => new URL(x.request.url).pathname),
+    ['/hello', '/json'],
+  )
+  const passed = await inSession('passthrough', traceName('passthrough'), () => nodeHttpCall(`${base}/json`))
+  assert.equal(passed.result.body, JSON_BODY)
+  assert.equal(passed.summary.passedThrough, 1)
+  assert.equal(passed.summary.recorded, 0)
+  await up.close()
+  const offline = await inSession('replay', trace, async () => [await nodeHttpCall(`${base}/hello`), await nodeHttpCall(`${base}/json`)])
+  offline.assertDone()
+  assert.deepEqual(
+    offline.result.map((r) => r.body),
+    [HELLO, JSON_BODY],
+  )
+})
+
+test('an app that abandons a stream while recording: the trace still holds the whole response (bounded drain)', async () => {
+  const up = await startUpstream()
+  const url = `http://127.0.0.1:${up.port}/sse?n=10&gap=20`
+  const abandon = () =>
+    new Promise<string>((resolve, reject) => {
+      const req = http.get(url, (res) => {
+        res.once('data', (first: Buffer) => {
+          req.destroy()
+          resolve(first.toString())
+        })
+      })
+      req.on('error', (err: Error & { code?: string }) => {
+        if (err.code !== 'ECONNRESET') reject(err)
+      })
+    })
+  // Without the drain the recording is the abort itself: what the default avoids.
+  const cut = traceName('abandon-cut')
+  await inSession('record', cut, abandon, { drainAfterAbortMs: 0 })
+  const [cutX] = await exchangesOf(cut)
+  assert.deepEqual(cutX?.outcome.kind === 'error' && [cutX.outcome.error.code, cutX.outcome.error.phase], ['UND_ERR_ABORTED', 'response-body'])
+
+  const trace = traceName('abandon')
+  const recorded = await inSession('record', trace, abandon)
+  assert.match(recorded.result, /^data: \{"n":0/)
+  const [x] = await exchangesOf(trace)
+  assert.equal(x?.outcome.kind, 'response', 'recorded as the complete response the upstream sent')
+  const body = x?.outcome.kind === 'response' ? Buffer.from((await store.readTrace(trace)).bodies.get(x.outcome.response.body.digest) ?? []).toString() : ''
+  assert.equal(body.match(/^data: /gm)?.length, 10)
+  await up.close()
 })
