@@ -162,12 +162,17 @@ test('a connection reset mid-body replays as the same error after the same parti
   const closedPort = (closed.address() as AddressInfo).port
   await new Promise<void>((resolve) => closed.close(() => resolve()))
   const scenario = async () => [await nodeHttpCall(`http://127.0.0.1:${up.port}/reset`), await nodeHttpCall(`http://127.0.0.1:${closedPort}/nobody`)]
+  // What the app sees with no Tool Replay at all: recording must not change it.
+  const live = await scenario()
   const trace = traceName('errors')
   const recorded = await inSession('record', trace, scenario)
+  const outcome = (r: NodeHttpResult) => ({ status: r.status, body: r.body, error: r.error })
+  assert.deepEqual(recorded.result.map(outcome), live.map(outcome))
   const [reset, refused] = recorded.result
   assert.equal(reset?.status, 200)
   assert.equal(reset?.body, RESET_PARTIAL)
-  assert.deepEqual(reset?.error, { on: 'response', code: 'ECONNRESET', message: 'aborted' }, "Node's own report of a connection lost mid-body")
+  // A TCP reset: the request gets the socket's error first (then Node aborts the response).
+  assert.deepEqual(reset?.error, { on: 'request', code: 'ECONNRESET', message: 'read ECONNRESET', syscall: 'read' })
   assert.equal(refused?.error?.on, 'request')
   assert.equal(refused?.error?.code, 'ECONNREFUSED')
   assert.match(refused?.error?.message ?? '', /^connect ECONNREFUSED 127\.0\.0\.1:\d+$/)

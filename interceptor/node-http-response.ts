@@ -6,13 +6,16 @@
  *
  * @note Failures, as a node:http client would see them live: before any head, `controller.errorWith(err)`
  * destroys the client's socket with that error, so `req.on('error')` gets the recorded code (ECONNREFUSED,
- * ...). After the head, the body stream errors and msw drops the connection, so Node's own client reports
- * what it always reports for a connection lost mid-body: `'aborted'` and an `ECONNRESET` "aborted" error.
+ * ...). After the head it depends on how the connection ended. Closed by the server (Node records its own
+ * "aborted", undici "other side closed"): the body stream errors and msw ends the connection, so Node's
+ * client reports what it always reports then, `'aborted'` and an `ECONNRESET` "aborted" error on the
+ * response. Reset (`read ECONNRESET`, ...): the app's socket is destroyed with that error, so the request
+ * gets it first and the response is aborted after, as with a real reset.
  */
 import { ClientRequest } from 'node:http'
 import type { Socket } from 'node:net'
 import { FetchResponse, RequestController } from '@mswjs/interceptors'
-import { type PlaybackTarget, toNodeError } from '../engine/index.ts'
+import { CLIENT_ABORT_CODE, type PlaybackTarget, toNodeError } from '../engine/index.ts'
 import { type HeaderPairs, stripHopByHop } from '../trace/index.ts'
 import { connectOptionsOf } from './node-http-request.ts'
 
@@ -116,14 +119,32 @@ export function controllerTarget(controller: RequestController, request: Request
         controller.errorWith(error)
         return
       }
-      // After the partial body: let the client's parser hand it to the app first, then drop the connection.
+      // After the partial body: let the client's parser hand it to the app first, then end the connection.
       setImmediate(() => {
-        if (body && !gone()) body.error(error)
+        if (!body || gone()) return
+        if (closedNotReset(error) || !socket || socket.listenerCount('error') === 0) {
+          body.error(error)
+          return
+        }
+        // The socket reports the error and Node's client destroys it, as on a real reset.
+        deferNextClose(socket)
+        socket.emit('error', error)
       })
     },
   }
   return target
 }
+
+/**
+ * True for a failure that is the connection ending rather than a socket error: a server that closed it
+ * mid-body (Node's "aborted", undici's UND_ERR_SOCKET), the app's own abort, a session that closed first.
+ */
+function closedNotReset(error: Error & { code?: unknown }): boolean {
+  if (error.code === 'ECONNRESET') return error.message === 'aborted'
+  return typeof error.code !== 'string' || CLOSED_CODES.has(error.code)
+}
+
+const CLOSED_CODES = new Set(['UND_ERR_SOCKET', CLIENT_ABORT_CODE, 'TR_SESSION_CLOSED'])
 
 /**
  * The response's header fields for the app's connection: repeats (Set-Cookie) kept as separate fields, the
@@ -144,6 +165,22 @@ function responseHeaders(pairs: HeaderPairs, closeRequested: boolean): Array<[st
 /** True when the app's request asked for its connection to close after this exchange. */
 function closeRequested(request: Request): boolean {
   return /(?:^|,)\s*close\s*(?:,|$)/i.test(request.headers.get('connection') ?? '')
+}
+
+/**
+ * Makes the socket's next 'close' come a turn of the event loop later, as a real socket's does (once its
+ * handle has closed). msw's mocked socket emits it within the same tick as the error, ahead of whatever the
+ * app's error handlers scheduled: axios, whose socket error handler destroys its request first, would then
+ * report "stream has been aborted" where a real reset gives it ECONNRESET.
+ */
+function deferNextClose(socket: Socket): void {
+  const emit = socket.emit
+  socket.emit = function deferredClose(this: Socket, event: string | symbol, ...args: unknown[]): boolean {
+    if (event !== 'close') return Reflect.apply(emit, this, [event, ...args]) as boolean
+    socket.emit = emit
+    setImmediate(() => Reflect.apply(emit, this, [event, ...args]))
+    return true
+  } as Socket['emit']
 }
 
 /** Sockets whose mocked TLS session is already being forgotten. */
