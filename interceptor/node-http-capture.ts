@@ -27,6 +27,7 @@ import {
 } from '../engine/index.ts'
 import { ErrorCodes, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { createForwardAgents, type ForwardAgents } from './internal-connection.ts'
+import { ignoreMockedTlsSessions } from './mocked-tls-session.ts'
 import { forwardLive } from './node-http-forward.ts'
 import { allHeaderPairs, bufferRequestBody, requestHeaderPairs, upstreamRoute } from './node-http-request.ts'
 import { type ControllerTarget, controllerTarget } from './node-http-response.ts'
@@ -132,7 +133,7 @@ class NodeHttpHandler {
       return
     }
     forwardLive(
-      { method, url: new URL(url), headers, body: bytes, route: upstreamRoute(initiator) },
+      { method, url: new URL(url), headers, body: bytes, route: upstreamRoute(initiator, new URL(url)) },
       {
         agents: this.#agents,
         recorder: decision.recorder,
@@ -179,6 +180,7 @@ export function installNodeHttpCapture(options: NodeHttpCaptureOptions): NodeHtt
   const handler = new NodeHttpHandler(options)
   handlers.push(handler)
   if (!interceptor) {
+    ignoreMockedTlsSessions()
     interceptor = new ClientRequestInterceptor()
     interceptor.on('request', onRequest)
     interceptor.apply()

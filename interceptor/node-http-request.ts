@@ -64,17 +64,21 @@ export interface UpstreamRoute {
 }
 
 /**
- * Reads the route of the app's `http.ClientRequest` (msw's request initiator). Its TLS socket keeps the
+ * Reads the route of the app's `http.ClientRequest` (msw's request initiator) to `url`. Its TLS socket keeps the
  * options it was made with (the agent's and the request's: `ca`, `rejectUnauthorized`, client
  * certificates, a custom `lookup`) under Node's `connect-options` symbol, which msw reads the same way
  * for its own passthrough. The session and `checkServerIdentity` are left out: both may be msw's mocks.
+ * Other clients' options (a custom `lookup` for plain HTTP, `createConnection`) are not visible here.
  */
-export function upstreamRoute(initiator: unknown): UpstreamRoute {
-  if (!(initiator instanceof ClientRequest)) return { tls: {} }
+export function upstreamRoute(initiator: unknown, url: URL): UpstreamRoute {
+  // msw's initiator may be an earlier request (see node-http-response.ts, socketOf): its route is taken only
+  // when it went to this request's origin.
+  if (!(initiator instanceof ClientRequest) || initiator.host !== url.hostname.replace(/^\[|\]$/g, '')) return { tls: {} }
   const socketPath = (initiator as ClientRequest & { socketPath?: unknown }).socketPath
   const route: UpstreamRoute = { tls: {}, ...(typeof socketPath === 'string' ? { socketPath } : {}) }
   const options = connectOptionsOf(initiator.socket)
-  if (!options) return route
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80')
+  if (!options || String(options.port) !== port) return route
   const tls: Record<string, unknown> = {}
   for (const name of CARRIED_OPTIONS) if (options[name] !== undefined) tls[name] = options[name]
   route.tls = tls as Partial<ConnectionOptions>

@@ -17,7 +17,6 @@ import type { Socket } from 'node:net'
 import { FetchResponse, RequestController } from '@mswjs/interceptors'
 import { CLIENT_ABORT_CODE, type PlaybackTarget, toNodeError } from '../engine/index.ts'
 import { type HeaderPairs, stripHopByHop } from '../trace/index.ts'
-import { connectOptionsOf } from './node-http-request.ts'
 
 /** A PlaybackTarget over msw's controller, plus a way to fail with a given error object (a live failure, as it came). */
 export interface ControllerTarget extends PlaybackTarget {
@@ -27,6 +26,22 @@ export interface ControllerTarget extends PlaybackTarget {
 
 /** A macrotask: by then the client's parser has handed the previous chunk to the app as its own read. */
 const nextMacrotask = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * The app's socket that carries `request`. msw names as initiator the ClientRequest in whose async context
+ * the request was written, which for a request made from another request's callbacks (a retry, the next
+ * call in a sequence) is that earlier request. Its socket is taken only while it is busy with a request of
+ * this method and path that has no response yet, i.e. this one (a kept-alive socket the earlier request
+ * handed on); otherwise there is none, and back-pressure and the reset's own error are given up.
+ */
+function socketOf(initiator: unknown, request: Request): Socket | undefined {
+  if (!(initiator instanceof ClientRequest)) return undefined
+  const socket = initiator.socket
+  const owner = (socket as { _httpMessage?: unknown } | null)?._httpMessage
+  if (!socket || socket.destroyed || !(owner instanceof ClientRequest) || (owner as ClientRequest & { res?: unknown }).res) return undefined
+  const url = new URL(request.url)
+  return owner.method === request.method && owner.path === `${url.pathname}${url.search}` ? socket : undefined
+}
 
 /** True when the client's socket was paused because the app is not reading (Node's http client back-pressure). */
 function clientPaused(socket: Socket | null | undefined): boolean {
@@ -39,7 +54,12 @@ function clientPaused(socket: Socket | null | undefined): boolean {
  * chunk waits while the app's socket is paused.
  */
 export function controllerTarget(controller: RequestController, request: Request, initiator: unknown): ControllerTarget {
-  const socket = initiator instanceof ClientRequest ? initiator.socket : undefined
+  let socket: Socket | undefined | null = null
+  /** The app's socket for this request, looked up once the app has written it (see `socketOf`). */
+  const appSocket = () => {
+    if (socket === null) socket = socketOf(initiator, request)
+    return socket
+  }
   let body: ReadableStreamDefaultController<Uint8Array> | undefined
   let cancelled = false
   let wake: (() => void) | undefined
@@ -51,12 +71,13 @@ export function controllerTarget(controller: RequestController, request: Request
   // An app that goes away (msw aborts the parsed request when its socket is destroyed) ends every wait.
   request.signal.addEventListener('abort', wakeUp, { once: true })
   const pending = () => controller.readyState === RequestController.PENDING
-  const gone = () => cancelled || request.signal.aborted || (socket?.destroyed ?? false)
+  // msw aborts the parsed request when the app destroys its socket, and cancels the body it no longer reads.
+  const gone = () => cancelled || request.signal.aborted
   /** Waits until msw asks for the next chunk, i.e. it wrote the previous one to the client. */
   const readerWants = () => new Promise<void>((resolve) => (wake = resolve))
   const clientReads = () =>
     new Promise<void>((resolve) => {
-      const s = socket as Socket
+      const s = appSocket() as Socket
       const done = () => {
         s.off('resume', done)
         s.off('close', done)
@@ -77,7 +98,8 @@ export function controllerTarget(controller: RequestController, request: Request
         cancelled = true
         return
       }
-      forgetMockedTlsSession(initiator)
+      // Before msw answers: the request must not have its response yet to be recognised (see socketOf).
+      appSocket()
       const stream = FetchResponse.isResponseWithBody(head.status)
         ? new ReadableStream<Uint8Array>(
             {
@@ -102,8 +124,8 @@ export function controllerTarget(controller: RequestController, request: Request
       if (!body || gone()) return undefined
       body.enqueue(bytes)
       const queued = (body.desiredSize ?? 0) < 0
-      if (!queued && !clientPaused(socket)) return undefined
-      return (queued ? readerWants() : Promise.resolve()).then(() => (clientPaused(socket) && !gone() ? clientReads() : undefined))
+      if (!queued && !clientPaused(appSocket())) return undefined
+      return (queued ? readerWants() : Promise.resolve()).then(() => (clientPaused(appSocket()) && !gone() ? clientReads() : undefined))
     },
     separate: nextMacrotask,
     end() {
@@ -115,20 +137,26 @@ export function controllerTarget(controller: RequestController, request: Request
     },
     failWith(error) {
       if (pending()) {
-        forgetMockedTlsSession(initiator)
-        controller.errorWith(error)
+        // From a microtask: on a kept-alive socket msw reports the error in a microtask and the close on the
+        // next tick, and called from a tick (where live failures arrive) the close would come first; Node's
+        // client would then fail the request with its own "socket hang up" and the real error after it, with
+        // nobody listening any more (an uncaught 'error').
+        queueMicrotask(() => {
+          if (pending()) controller.errorWith(error)
+        })
         return
       }
       // After the partial body: let the client's parser hand it to the app first, then end the connection.
       setImmediate(() => {
         if (!body || gone()) return
-        if (closedNotReset(error) || !socket || socket.listenerCount('error') === 0) {
+        const s = appSocket()
+        if (closedNotReset(error) || !s || s.listenerCount('error') === 0) {
           body.error(error)
           return
         }
         // The socket reports the error and Node's client destroys it, as on a real reset.
-        deferNextClose(socket)
-        socket.emit('error', error)
+        deferNextClose(s)
+        s.emit('error', error)
       })
     },
   }
@@ -181,23 +209,4 @@ function deferNextClose(socket: Socket): void {
     setImmediate(() => Reflect.apply(emit, this, [event, ...args]))
     return true
   } as Socket['emit']
-}
-
-/** Sockets whose mocked TLS session is already being forgotten. */
-const watchedSockets = new WeakSet<Socket>()
-
-/**
- * msw completes an answered TLS connection with an emulated handshake that reports a made-up TLS session
- * (the bytes "mocked session"). Node's https.Agent caches it and offers it on its next new connection to
- * that origin, where OpenSSL cannot parse it and the app's request fails ("socket hang up"). The session is
- * dropped from the agent's cache as soon as it is reported.
- */
-function forgetMockedTlsSession(initiator: unknown): void {
-  if (!(initiator instanceof ClientRequest)) return
-  const socket = initiator.socket
-  const agent = (initiator as unknown as { agent?: { _evictSession?: (key: string) => void } }).agent
-  const key = connectOptionsOf(socket)?._agentKey
-  if (!socket || watchedSockets.has(socket) || typeof agent?._evictSession !== 'function' || typeof key !== 'string') return
-  watchedSockets.add(socket)
-  socket.on('session', () => agent._evictSession?.(key))
 }
