@@ -426,3 +426,38 @@ test('an app that abandons a stream while recording: the trace still holds the w
   assert.equal(body.match(/^data: /gm)?.length, 10)
   await up.close()
 })
+
+test('a CONNECT tunnel passes through live unrecorded, and strict replay refuses it and counts it', async (t) => {
+  const proxy = http.createServer()
+  const seen: string[] = []
+  proxy.on('connect', (req, socket) => {
+    seen.push(req.url ?? '')
+    socket.end('HTTP/1.1 200 Connection Established\r\n\r\n')
+  })
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+  t.after(() => proxy.close())
+  const port = (proxy.address() as AddressInfo).port
+  const tunnel = () =>
+    new Promise<{ status?: number; code?: string | string[] }>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, method: 'CONNECT', path: 'api.test:443' })
+      req.on('connect', (res, socket) => {
+        socket.destroy()
+        resolve({ status: res.statusCode, code: res.headers['x-tool-replay-error'] })
+      })
+      req.on('error', reject)
+      req.end()
+    })
+  const trace = traceName('connect')
+  const live = await inSession('record', trace, tunnel)
+  assert.deepEqual(live.result, { status: 200, code: undefined })
+  assert.deepEqual(seen, ['api.test:443'])
+  assert.equal(live.summary.passedThrough, 1)
+  assert.deepEqual(await exchangesOf(trace), [], 'tunnels are not recorded')
+  const replayed = await inSession('replay', trace, tunnel)
+  assert.deepEqual(replayed.result, { status: 403, code: 'TR_REPLAY_MISS' })
+  assert.deepEqual(seen, ['api.test:443'], 'strict replay opened no tunnel')
+  assert.deepEqual(
+    replayed.summary.misses.map((m) => m.code),
+    ['TR_REPLAY_MISS'],
+  )
+})
