@@ -37,7 +37,7 @@ export interface ForwardContext {
 }
 
 /** The request's fields as Node's client sends them, with a Content-Length that matches the body sent. */
-function outgoingHeaders(headers: HeaderPairs, body: Uint8Array | null): string[] {
+export function outgoingHeaders(headers: HeaderPairs, body: Uint8Array | null): string[] {
   const out: string[] = []
   for (const [k, v] of headers) if (k.toLowerCase() !== 'content-length') out.push(k, v)
   if (body !== null) out.push('content-length', String(body.byteLength))
@@ -46,107 +46,140 @@ function outgoingHeaders(headers: HeaderPairs, body: Uint8Array | null): string[
 
 /** Sends `live` and streams the answer into `ctx.target`. Settles nothing: the target and the recorder carry the outcome. */
 export function forwardLive(live: LiveRequest, ctx: ForwardContext): void {
-  const { recorder, target } = ctx
-  const progress: ExchangeProgress = { started: false, sent: false, headers: false }
-  let finished = false
-  let appGone = false
-  let drainTimer: NodeJS.Timeout | undefined
-  let response: IncomingMessage | undefined
+  new LiveExchange(live, ctx).start()
+}
 
-  const secure = live.url.protocol === 'https:'
-  const request = (secure ? https : http).request({
-    method: live.method,
-    protocol: live.url.protocol,
-    hostname: live.url.hostname.replace(/^\[|\]$/g, ''),
-    ...(live.url.port ? { port: Number(live.url.port) } : {}),
-    path: `${live.url.pathname}${live.url.search}`,
-    // An array keeps repeated fields and their order, and Node adds no Host of its own (the app's is in it).
-    headers: outgoingHeaders(live.headers, live.body),
-    agent: secure ? ctx.agents.https : ctx.agents.http,
-    ...(live.route.socketPath ? { socketPath: live.route.socketPath } : {}),
-    ...(secure ? live.route.tls : {}),
-  })
-  ctx.created(request)
+/** One live request: the upstream's answer teed into the recorder and the app, each with its back-pressure. */
+class LiveExchange {
+  readonly #live: LiveRequest
+  readonly #ctx: ForwardContext
+  readonly #secure: boolean
+  readonly #progress: ExchangeProgress = { started: false, sent: false, headers: false }
+  #request: http.ClientRequest | undefined
+  #response: IncomingMessage | undefined
+  #finished = false
+  #appGone = false
+  #drainTimer: NodeJS.Timeout | undefined
 
-  const finish = () => {
-    finished = true
-    clearTimeout(drainTimer)
-    ctx.signal.removeEventListener('abort', onAppAbort)
+  constructor(live: LiveRequest, ctx: ForwardContext) {
+    this.#live = live
+    this.#ctx = ctx
+    this.#secure = live.url.protocol === 'https:'
   }
-  const fail = (err: Error & { code?: unknown }) => {
-    if (finished) return
-    finish()
-    const code = appGone ? clientAbortError().code : typeof err.code === 'string' ? err.code : 'ECONNRESET'
-    const recorded = appGone ? clientAbortError() : { code, message: err.message }
-    // Engine write failures surface when the session closes; here they must not break the app's request.
-    recorder.fail(recorded, errorPhase(progress, code)).catch(() => {})
-    if (!appGone) target.failWith(err)
-  }
-  const abortLive = () => {
-    if (finished) return
-    fail(new Error(clientAbortError().message))
-    request.destroy()
-  }
-  // As on the other paths: a response the app abandoned after its head keeps being recorded for a bounded
-  // time, so the trace holds the whole response (SDKs abort on purpose once they have what they need).
-  function onAppAbort(): void {
-    if (finished) return
-    appGone = true
-    if (!recorder.recording || !progress.headers || ctx.drainAfterAbortMs <= 0) {
-      abortLive()
+
+  start(): void {
+    const { url, route } = this.#live
+    const request = (this.#secure ? https : http).request({
+      method: this.#live.method,
+      protocol: url.protocol,
+      hostname: url.hostname.replace(/^\[|\]$/g, ''),
+      ...(url.port ? { port: Number(url.port) } : {}),
+      path: `${url.pathname}${url.search}`,
+      // An array keeps repeated fields and their order, and Node adds no Host of its own (the app's is in it).
+      headers: outgoingHeaders(this.#live.headers, this.#live.body),
+      agent: this.#secure ? this.#ctx.agents.https : this.#ctx.agents.http,
+      ...(route.socketPath ? { socketPath: route.socketPath } : {}),
+      ...(this.#secure ? route.tls : {}),
+    })
+    this.#request = request
+    this.#ctx.created(request)
+    if (this.#ctx.signal.aborted) {
+      this.#appGone = true
+      this.#abortLive()
       return
     }
-    response?.resume()
-    drainTimer = setTimeout(abortLive, ctx.drainAfterAbortMs)
-    drainTimer.unref()
+    this.#ctx.signal.addEventListener('abort', this.#onAppAbort, { once: true })
+    this.#trackProgress(request)
+    request.on('error', this.#fail)
+    request.on('response', (res) => this.#relay(res))
+    const body = this.#live.body
+    request.end(body === null ? undefined : Buffer.from(body.buffer, body.byteOffset, body.byteLength))
   }
-  if (ctx.signal.aborted) {
-    appGone = true
-    abortLive()
-    return
-  }
-  ctx.signal.addEventListener('abort', onAppAbort, { once: true })
 
-  // "Started" means connected (a reused socket already is): a refused connection is a connect failure even
-  // though Node accepted the whole request into the socket's buffer before it failed.
-  request.on('socket', (socket) => {
-    const connected = () => {
-      progress.started = true
-      if (request.writableFinished) progress.sent = true
-    }
-    if (!socket.connecting) connected()
-    else socket.once(secure ? 'secureConnect' : 'connect', connected)
-  })
-  request.on('finish', () => {
-    if (progress.started) progress.sent = true
-  })
-  request.on('error', fail)
-  request.on('response', (res) => {
-    response = res
-    progress.headers = true
+  /**
+   * "Started" means connected (a reused socket already is): a refused connection is a connect failure even
+   * though Node accepted the whole request into the socket's buffer before it failed.
+   */
+  #trackProgress(request: http.ClientRequest): void {
+    const progress = this.#progress
+    request.on('socket', (socket) => {
+      const connected = () => {
+        progress.started = true
+        if (request.writableFinished) progress.sent = true
+      }
+      if (!socket.connecting) connected()
+      else socket.once(this.#secure ? 'secureConnect' : 'connect', connected)
+    })
+    request.on('finish', () => {
+      if (progress.started) progress.sent = true
+    })
+  }
+
+  #relay(res: IncomingMessage): void {
+    const { recorder, target } = this.#ctx
+    this.#response = res
+    this.#progress.headers = true
     const head = { status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers: headerPairsFromRaw(res.rawHeaders) }
     if (recorder.recording) recorder.responseStart(head)
-    if (!appGone) target.head(head)
+    if (!this.#appGone) target.head(head)
     res.on('data', (chunk: Buffer) => {
-      if (finished) return
+      if (this.#finished) return
       const stored = recorder.recording ? recorder.responseData(chunk) : undefined
-      const delivered = appGone ? undefined : target.chunk(chunk)
+      const delivered = this.#appGone ? undefined : target.chunk(chunk)
       if (!stored && !delivered) return
       // Back-pressure from the store and from the app: the upstream waits for both.
       res.pause()
       void Promise.all([stored, delivered]).then(() => {
-        if (!finished) res.resume()
+        if (!this.#finished) res.resume()
       })
     })
     res.on('end', () => {
-      // A response cut mid-body ends too, after 'aborted': that one is reported by 'error' below.
-      if (finished || !res.complete) return
-      finish()
+      // A response cut mid-body is reported by 'error' below, never as an end.
+      if (this.#finished || !res.complete) return
+      this.#finish()
       const trailers = headerPairsFromRaw(res.rawTrailers)
       if (recorder.recording) recorder.responseEnd(trailers).catch(() => {})
-      if (!appGone) target.end(trailers)
+      if (!this.#appGone) target.end(trailers)
     })
-    res.on('error', fail)
-  })
-  request.end(live.body === null ? undefined : Buffer.from(live.body.buffer, live.body.byteOffset, live.body.byteLength))
+    res.on('error', this.#fail)
+  }
+
+  #finish(): void {
+    this.#finished = true
+    clearTimeout(this.#drainTimer)
+    this.#ctx.signal.removeEventListener('abort', this.#onAppAbort)
+  }
+
+  readonly #fail = (err: Error & { code?: unknown }): void => {
+    if (this.#finished) return
+    this.#finish()
+    // An abort the app asked for is recorded the same way on every path, whatever ended the live request.
+    // Node's client gives connection failures a code; ECONNRESET stands for any that comes without.
+    const recorded = this.#appGone ? clientAbortError() : { code: typeof err.code === 'string' ? err.code : 'ECONNRESET', message: err.message }
+    // Engine write failures surface when the session closes; here they must not break the app's request.
+    this.#ctx.recorder.fail(recorded, errorPhase(this.#progress, recorded.code)).catch(() => {})
+    if (!this.#appGone) this.#ctx.target.failWith(err)
+  }
+
+  #abortLive(): void {
+    if (this.#finished) return
+    this.#fail(new Error(clientAbortError().message))
+    this.#request?.destroy()
+  }
+
+  /**
+   * As on the other paths: a response the app abandoned after its head keeps being recorded for a bounded
+   * time, so the trace holds the whole response (SDKs abort on purpose once they have what they need).
+   */
+  readonly #onAppAbort = (): void => {
+    if (this.#finished) return
+    this.#appGone = true
+    if (!this.#ctx.recorder.recording || !this.#progress.headers || this.#ctx.drainAfterAbortMs <= 0) {
+      this.#abortLive()
+      return
+    }
+    this.#response?.resume()
+    this.#drainTimer = setTimeout(() => this.#abortLive(), this.#ctx.drainAfterAbortMs)
+    this.#drainTimer.unref()
+  }
 }

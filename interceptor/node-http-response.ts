@@ -167,7 +167,7 @@ export function controllerTarget(controller: RequestController, request: Request
  * True for a failure that is the connection ending rather than a socket error: a server that closed it
  * mid-body (Node's "aborted", undici's UND_ERR_SOCKET), the app's own abort, a session that closed first.
  */
-function closedNotReset(error: Error & { code?: unknown }): boolean {
+export function closedNotReset(error: Error & { code?: unknown }): boolean {
   if (error.code === 'ECONNRESET') return error.message === 'aborted'
   return typeof error.code !== 'string' || CLOSED_CODES.has(error.code)
 }
@@ -182,7 +182,7 @@ const CLOSED_CODES = new Set(['UND_ERR_SOCKET', CLIENT_ABORT_CODE, 'TR_SESSION_C
  * @note Without that, a recorded `Connection: keep-alive` makes Node's client reuse a socket whose request
  * said close; msw stops parsing such a connection and would send the next request on it live.
  */
-function responseHeaders(pairs: HeaderPairs, closeRequested: boolean): Array<[string, string]> {
+export function responseHeaders(pairs: HeaderPairs, closeRequested: boolean): Array<[string, string]> {
   const kept = new Set(stripHopByHop(pairs))
   const out: Array<[string, string]> = []
   for (const pair of pairs) if (kept.has(pair) || pair[0].toLowerCase() === 'transfer-encoding') out.push([pair[0], pair[1]])
