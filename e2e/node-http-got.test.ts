@@ -141,12 +141,10 @@ test('a miss through got is refused with 403 at once, not retried', async () => 
   await inSession('record', trace, () => client.get('json').json())
   const retried = { count: 0 }
   const replayed = await inSession('replay', trace, async () => {
-    const err = (await client
-      .get('json', { searchParams: { changed: 1 }, retry: { limit: 2 }, hooks: { beforeRetry: [() => void retried.count++] } })
-      .then(
-        () => assert.fail('a miss must not succeed'),
-        (e: unknown) => e,
-      )) as HTTPError
+    const err = (await client.get('json', { searchParams: { changed: 1 }, retry: { limit: 2 }, hooks: { beforeRetry: [() => void retried.count++] } }).then(
+      () => assert.fail('a miss must not succeed'),
+      (e: unknown) => e,
+    )) as HTTPError
     return { status: err.response.statusCode, code: err.response.headers['x-tool-replay-error'], body: String(err.response.body) }
   })
   assert.equal(replayed.result.status, 403)

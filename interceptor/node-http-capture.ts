@@ -24,6 +24,7 @@ import {
   parsePace,
   refusalPlayback,
   type Session,
+  type Ticket,
 } from '../engine/index.ts'
 import { ErrorCodes, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { createForwardAgents, type ForwardAgents } from './internal-connection.ts'
@@ -92,7 +93,7 @@ class NodeHttpHandler {
   }
 
   async #handle(event: HttpRequestEvent, target: ControllerTarget): Promise<void> {
-    const { request, controller, initiator } = event
+    const { request, controller } = event
     const { method, url } = request
     if (this.#closed) {
       refuse(target, new ToolReplayError(ErrorCodes.STORE_CLOSED, `Failed to capture ${method} ${url}: the Tool Replay node:http capture is closed.`))
@@ -106,6 +107,20 @@ class NodeHttpHandler {
       else refuse(target, decision.kind === 'fail' ? decision.error : new ToolReplayError(ErrorCodes.INTERNAL, 'handleUpgrade replayed an upgrade'))
       return
     }
+    // Its place in the order the engine sees requests, taken as soon as msw hands the request over (fetch
+    // takes its own at dispatch), so one trace holds both in the order the app made them.
+    const ticket = this.#session.arrival()
+    try {
+      await this.#decide(event, target, ticket)
+    } finally {
+      // Idempotent: the turn already gave it up; this covers the ways out before the turn.
+      ticket.release()
+    }
+  }
+
+  async #decide(event: HttpRequestEvent, target: ControllerTarget, ticket: Ticket): Promise<void> {
+    const { request, initiator } = event
+    const { method, url } = request
     const headers = requestHeaderPairs(request)
     let bytes: Uint8Array | null
     try {
@@ -118,7 +133,7 @@ class NodeHttpHandler {
     }
     // The app went away while its body was read: msw already failed the request.
     if (request.signal.aborted) return
-    const decision = await this.#session.handle({ method, url, headers, body: bytes })
+    const decision = await ticket.turn(() => this.#session.handle({ method, url, headers, body: bytes }))
     if (decision.kind === 'replay') {
       play(decision.playback, this.#pace, target)
       return
