@@ -461,3 +461,25 @@ test('a CONNECT tunnel passes through live unrecorded, and strict replay refuses
     ['TR_REPLAY_MISS'],
   )
 })
+
+test('ten concurrent identical node:http requests get the same caller-to-response pairing on every replay', async (t) => {
+  let n = 0
+  // Answers come back in random order, numbered by arrival: each caller's answer depends on its place.
+  const server = http.createServer((_req, res) => {
+    const k = ++n
+    setTimeout(() => res.end(`answer #${k}`), Math.random() * 20)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.after(() => server.close())
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/same`
+  const burst = () => Promise.all(Array.from({ length: 10 }, () => nodeHttpCall(url).then((r) => r.body)))
+  const trace = traceName('concurrent')
+  const recorded = await inSession('record', trace, burst)
+  assert.deepEqual(recorded.result.toSorted(), Array.from({ length: 10 }, (_, i) => `answer #${i + 1}`).toSorted())
+  server.close()
+  for (let round = 0; round < 3; round++) {
+    const replayed = await inSession('replay', trace, burst)
+    replayed.assertDone()
+    assert.deepEqual(replayed.result, recorded.result, `round ${round}`)
+  }
+})
