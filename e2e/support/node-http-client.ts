@@ -10,7 +10,7 @@ export interface NodeHttpResult {
   rawHeaders?: string[]
   /** Body bytes received (latin1, so binary bodies compare exactly). */
   body: string
-  /** Reads the app made: `'data'` events, or iterations of `for await`. */
+  /** Reads the app made: `'data'` events, iterations of `for await`, or `read()` calls that returned data. */
   reads: number
   /** The first error: on the request (`req.on('error')`) or the response (`res.on('error')`). */
   error?: { on: 'request' | 'response'; code?: string; message: string; syscall?: string }
@@ -18,8 +18,11 @@ export interface NodeHttpResult {
 
 export interface NodeHttpCallOptions extends https.RequestOptions {
   body?: string | Buffer
-  /** How the app reads: `'data'` events (flowing, the default) or `for await` over the response. */
-  read?: 'data' | 'iterate'
+  /**
+   * How the app reads: `'data'` events (flowing, the default), `for await` over the response, or `read()` on
+   * each `'readable'` (which takes everything buffered at once).
+   */
+  read?: 'data' | 'iterate' | 'readable'
 }
 
 /** Makes one request with `http.request`/`https.request` and reports what the app observed. */
@@ -58,10 +61,19 @@ export function nodeHttpCall(url: string, options: NodeHttpCallOptions = {}): Pr
         })()
         return
       }
-      res.on('data', (chunk: Buffer) => {
-        result.reads++
-        result.body += chunk.toString('latin1')
-      })
+      if (read === 'readable') {
+        res.on('readable', () => {
+          for (let chunk = res.read() as Buffer | null; chunk !== null; chunk = res.read() as Buffer | null) {
+            result.reads++
+            result.body += chunk.toString('latin1')
+          }
+        })
+      } else {
+        res.on('data', (chunk: Buffer) => {
+          result.reads++
+          result.body += chunk.toString('latin1')
+        })
+      }
       res.on('end', settle)
       res.on('close', settle)
     })
