@@ -6,9 +6,10 @@
  * controller, a forward goes live on connections msw does not see.
  *
  * @note msw forwards a request to listeners only when its initiator is an `http.ClientRequest`, so fetch
- * (undici) traffic, which the dispatcher captures, never arrives here. Every connection Tool Replay opens
- * itself is made outside msw's interception (internal-connection.ts), and a forwarded request is also
- * recognised by identity, so nothing is captured twice.
+ * (undici) traffic, which the dispatcher captures, does not arrive here. msw credits work done inside a
+ * ClientRequest's callbacks to that request, so every connection Tool Replay opens itself (the dispatcher's
+ * live fetch requests, this capture's live requests) is made outside msw's interception
+ * (internal-connection.ts), and a forwarded request is also recognised by identity: nothing is captured twice.
  */
 import type { HttpRequestEvent } from '@mswjs/interceptors'
 import { ClientRequestInterceptor } from '@mswjs/interceptors/ClientRequest'

@@ -9,8 +9,8 @@
  * ...). After the head it depends on how the connection ended. Closed by the server (Node records its own
  * "aborted", undici "other side closed"): the body stream errors and msw ends the connection, so Node's
  * client reports what it always reports then, `'aborted'` and an `ECONNRESET` "aborted" error on the
- * response. Reset (`read ECONNRESET`, ...): the app's socket is destroyed with that error, so the request
- * gets it first and the response is aborted after, as with a real reset.
+ * response. Reset (`read ECONNRESET`, ...): the app's socket reports that error and Node's client destroys
+ * it, so the request gets the error first and the response is aborted after, as with a real reset.
  */
 import { ClientRequest } from 'node:http'
 import type { Socket } from 'node:net'
