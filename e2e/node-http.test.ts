@@ -164,14 +164,26 @@ test('a connection reset mid-body replays as the same error after the same parti
   await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
   const closedPort = (closed.address() as AddressInfo).port
   await new Promise<void>((resolve) => closed.close(() => resolve()))
-  const scenario = async () => [await nodeHttpCall(`http://127.0.0.1:${up.port}/reset`), await nodeHttpCall(`http://127.0.0.1:${closedPort}/nobody`)]
+  const other = await startUpstream()
+  const scenario = async () => [
+    await nodeHttpCall(`http://127.0.0.1:${up.port}/reset`),
+    await nodeHttpCall(`http://127.0.0.1:${closedPort}/nobody`),
+    // Made from another request's callback (msw then names that request as its initiator), on its own connection.
+    await new Promise<NodeHttpResult>((resolve) => {
+      http.get(`http://127.0.0.1:${other.port}/hello`, (res) => {
+        res.resume()
+        res.on('end', () => resolve(nodeHttpCall(`http://127.0.0.1:${up.port}/reset`)))
+      })
+    }),
+  ]
   // What the app sees with no Tool Replay at all: recording must not change it.
   const live = await scenario()
   const trace = traceName('errors')
   const recorded = await inSession('record', trace, scenario)
   const outcome = (r: NodeHttpResult) => ({ status: r.status, body: r.body, error: r.error })
   assert.deepEqual(recorded.result.map(outcome), live.map(outcome))
-  const [reset, refused] = recorded.result
+  const [reset, refused, resetAfter] = recorded.result
+  assert.deepEqual(resetAfter?.error, reset?.error)
   assert.equal(reset?.status, 200)
   assert.equal(reset?.body, RESET_PARTIAL)
   // A TCP reset: the request gets the socket's error first (then Node aborts the response).
@@ -180,6 +192,7 @@ test('a connection reset mid-body replays as the same error after the same parti
   assert.equal(refused?.error?.code, 'ECONNREFUSED')
   assert.match(refused?.error?.message ?? '', /^connect ECONNREFUSED 127\.0\.0\.1:\d+$/)
   const [resetX, refusedX] = await exchangesOf(trace)
+  await other.close()
   assert.equal(resetX?.outcome.kind === 'error' && resetX.outcome.error.phase, 'response-body')
   assert.equal(resetX?.outcome.kind === 'error' && resetX.outcome.error.partial?.status, 200)
   assert.deepEqual(refusedX?.outcome.kind === 'error' && [refusedX.outcome.error.code, refusedX.outcome.error.phase], ['ECONNREFUSED', 'connect'])
@@ -193,40 +206,52 @@ test('a connection reset mid-body replays as the same error after the same parti
 
 test('replay honours back-pressure: while the app does not read, chunks stop at its socket instead of piling up', async () => {
   const up = await startUpstream()
+  const other = await startUpstream()
   const url = `http://127.0.0.1:${up.port}/big`
-  const trace = traceName('big')
-  const recorded = await inSession('record', trace, () => nodeHttpCall(url))
-  assert.equal(recorded.result.body.length, BIG_BODY.byteLength)
-  await up.close()
-
-  const paused = await inSession(
-    'replay',
-    trace,
-    () =>
-      new Promise<{ buffered: number; total: number }>((resolve, reject) => {
-        http
-          .get(url, (res) => {
-            let total = 0
-            res.once('data', (first: Buffer) => {
-              total += first.byteLength
-              res.pause()
-              // Long enough for playback to push the whole 10 MB if nothing held it back.
-              setTimeout(() => {
-                const buffered = res.readableLength + (res.socket?.readableLength ?? 0)
-                res.on('data', (c: Buffer) => {
-                  total += c.byteLength
-                })
-                res.on('end', () => resolve({ buffered, total }))
-                res.resume()
-              }, 300)
-            })
+  const before = `http://127.0.0.1:${other.port}/hello`
+  /** Reads the first chunk, pauses 300 ms (long enough for playback to push all 10 MB if nothing held it back), then reads the rest. */
+  const readPaused = () =>
+    new Promise<{ buffered: number; total: number }>((resolve, reject) => {
+      http
+        .get(url, (res) => {
+          let total = 0
+          res.once('data', (first: Buffer) => {
+            total += first.byteLength
+            res.pause()
+            setTimeout(() => {
+              const buffered = res.readableLength + (res.socket?.readableLength ?? 0)
+              res.on('data', (c: Buffer) => {
+                total += c.byteLength
+              })
+              res.on('end', () => resolve({ buffered, total }))
+              res.resume()
+            }, 300)
           })
-          .on('error', reject)
-      }),
-  )
+        })
+        .on('error', reject)
+    })
+  const trace = traceName('big')
+  const recorded = await inSession('record', trace, async () => [await nodeHttpCall(url), await nodeHttpCall(before), await nodeHttpCall(url)])
+  assert.equal(recorded.result[0]?.body.length, BIG_BODY.byteLength)
+  await up.close()
+  await other.close()
+
+  const paused = await inSession('replay', trace, async () => {
+    const first = await readPaused()
+    // Made from another request's callback (msw may then name that request as its initiator), on its own connection.
+    const second = await new Promise<{ buffered: number; total: number }>((resolve, reject) => {
+      http.get(before, (res) => {
+        res.resume()
+        res.on('end', () => readPaused().then(resolve, reject))
+      })
+    })
+    return [first, second]
+  })
   paused.assertDone()
-  assert.equal(paused.result.total, BIG_BODY.byteLength, 'the whole body arrives once the app reads again')
-  assert.ok(paused.result.buffered < 2 * 1024 * 1024, `at most a few chunks wait in the app's buffers while it is paused (${paused.result.buffered} bytes)`)
+  for (const [i, r] of paused.result.entries()) {
+    assert.equal(r.total, BIG_BODY.byteLength, `#${i}: the whole body arrives once the app reads again`)
+    assert.ok(r.buffered < 2 * 1024 * 1024, `#${i}: at most a few chunks wait in the app's buffers while it is paused (${r.buffered} bytes)`)
+  }
 })
 
 test('occurrences replay in order; one request too many and an unrecorded one get the refusal response and fail assertDone', async () => {

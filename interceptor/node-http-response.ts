@@ -30,17 +30,33 @@ const nextMacrotask = () => new Promise<void>((resolve) => setImmediate(resolve)
 /**
  * The app's socket that carries `request`. msw names as initiator the ClientRequest in whose async context
  * the request was written, which for a request made from another request's callbacks (a retry, the next
- * call in a sequence) is that earlier request. Its socket is taken only while it is busy with a request of
- * this method and path that has no response yet, i.e. this one (a kept-alive socket the earlier request
- * handed on); otherwise there is none, and back-pressure and the reset's own error are given up.
+ * call in a sequence) is that earlier request. So the socket is looked for among the initiator's own and its
+ * agent's sockets: the one busy with a request of this method, host and path that has no response yet.
+ * Only a single match counts (two such requests at once cannot be told apart); without one, replay gives up
+ * back-pressure and the reset's own error for this request.
  */
 function socketOf(initiator: unknown, request: Request): Socket | undefined {
   if (!(initiator instanceof ClientRequest)) return undefined
-  const socket = initiator.socket
-  const owner = (socket as { _httpMessage?: unknown } | null)?._httpMessage
-  if (!socket || socket.destroyed || !(owner instanceof ClientRequest) || (owner as ClientRequest & { res?: unknown }).res) return undefined
   const url = new URL(request.url)
-  return owner.method === request.method && owner.path === `${url.pathname}${url.search}` ? socket : undefined
+  const path = `${url.pathname}${url.search}`
+  const hostname = url.hostname.replace(/^\[|\]$/g, '')
+  const carriesThis = (socket: Socket | null | undefined): socket is Socket => {
+    const owner = (socket as { _httpMessage?: unknown } | null | undefined)?._httpMessage
+    return (
+      socket !== null &&
+      socket !== undefined &&
+      !socket.destroyed &&
+      owner instanceof ClientRequest &&
+      !(owner as ClientRequest & { res?: unknown }).res &&
+      owner.method === request.method &&
+      owner.path === path &&
+      owner.host === hostname
+    )
+  }
+  const agent = (initiator as unknown as { agent?: { sockets?: Record<string, Socket[] | undefined> } }).agent
+  const candidates = new Set<Socket | null>([initiator.socket, ...Object.values(agent?.sockets ?? {}).flatMap((list) => list ?? [])])
+  const found = [...candidates].filter(carriesThis)
+  return found.length === 1 ? found[0] : undefined
 }
 
 /** True when the client's socket was paused because the app is not reading (Node's http client back-pressure). */
