@@ -134,7 +134,9 @@ class NodeHttpHandler {
     }
     // The app went away while its body was read: msw already failed the request.
     if (request.signal.aborted) return
-    const decision = await ticket.turn(() => this.#session.handle({ method, url, headers, body: bytes }))
+    // With faults, a fault's wait (a timeout, a latency) ends when the app goes away.
+    const signal = this.#session.faults ? { signal: request.signal } : {}
+    const decision = await ticket.turn(() => this.#session.handle({ method, url, headers, body: bytes, ...signal }))
     if (decision.kind === 'replay') {
       play(decision.playback, this.#pace, target)
       return
@@ -157,8 +159,11 @@ class NodeHttpHandler {
         signal: request.signal,
         drainAfterAbortMs: this.#drainAfterAbortMs,
         created: (live) => ownRequests.add(live),
+        detached: decision.client !== undefined,
       },
     )
+    // A fault acts on the answer: the upstream's response feeds the recorder, the app gets the engine's playback.
+    decision.client?.then((playback) => request.signal.aborted || play(playback, this.#pace, target)).catch((err: Error) => target.failWith(err))
   }
 }
 

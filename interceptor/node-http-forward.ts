@@ -34,6 +34,11 @@ export interface ForwardContext {
   drainAfterAbortMs: number
   /** Called with the live ClientRequest as soon as it exists (so the capture can recognise it). */
   created(request: http.ClientRequest): void
+  /**
+   * A fault decides what the app gets: the upstream's answer only feeds the recorder, read to its end
+   * whatever the app does (its aborts and pauses do not reach the live request), and `target` gets nothing.
+   */
+  detached?: boolean
 }
 
 /** The request's fields as Node's client sends them, with a Content-Length that matches the body sent. */
@@ -83,12 +88,15 @@ class LiveExchange {
     })
     this.#request = request
     this.#ctx.created(request)
-    if (this.#ctx.signal.aborted) {
-      this.#appGone = true
-      this.#abortLive()
-      return
+    // Detached, the app's abort does not reach the live request: the upstream is read to its end for the trace.
+    if (!this.#ctx.detached) {
+      if (this.#ctx.signal.aborted) {
+        this.#appGone = true
+        this.#abortLive()
+        return
+      }
+      this.#ctx.signal.addEventListener('abort', this.#onAppAbort, { once: true })
     }
-    this.#ctx.signal.addEventListener('abort', this.#onAppAbort, { once: true })
     this.#trackProgress(request)
     request.on('error', this.#fail)
     request.on('response', (res) => this.#relay(res))
@@ -121,11 +129,11 @@ class LiveExchange {
     this.#progress.headers = true
     const head = { status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers: headerPairsFromRaw(res.rawHeaders) }
     if (recorder.recording) recorder.responseStart(head)
-    if (!this.#appGone) target.head(head)
+    if (this.#toApp) target.head(head)
     res.on('data', (chunk: Buffer) => {
       if (this.#finished) return
       const stored = recorder.recording ? recorder.responseData(chunk) : undefined
-      const delivered = this.#appGone ? undefined : target.chunk(chunk)
+      const delivered = this.#toApp ? target.chunk(chunk) : undefined
       if (!stored && !delivered) return
       // Back-pressure from the store and from the app: the upstream waits for both.
       res.pause()
@@ -139,9 +147,14 @@ class LiveExchange {
       this.#finish()
       const trailers = headerPairsFromRaw(res.rawTrailers)
       if (recorder.recording) recorder.responseEnd(trailers).catch(() => {})
-      if (!this.#appGone) target.end(trailers)
+      if (this.#toApp) target.end(trailers)
     })
     res.on('error', this.#fail)
+  }
+
+  /** True while the upstream's answer goes to the app too. */
+  get #toApp(): boolean {
+    return !this.#appGone && this.#ctx.detached !== true
   }
 
   #finish(): void {
@@ -158,7 +171,7 @@ class LiveExchange {
     const recorded = this.#appGone ? clientAbortError() : { code: typeof err.code === 'string' ? err.code : 'ECONNRESET', message: err.message }
     // Engine write failures surface when the session closes; here they must not break the app's request.
     this.#ctx.recorder.fail(recorded, errorPhase(this.#progress, recorded.code)).catch(() => {})
-    if (!this.#appGone) this.#ctx.target.failWith(err)
+    if (this.#toApp) this.#ctx.target.failWith(err)
   }
 
   #abortLive(): void {
