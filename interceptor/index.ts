@@ -1,4 +1,4 @@
-/** The undici dispatcher that records and replays fetch, and the test-setup entry points. */
+/** The undici dispatcher that records and replays fetch, the node:http capture, and the test-setup entry points. */
 
 /** Makes a dispatcher global for Node's built-in fetch and the undici package (returns the undo); whether that captures this realm's fetch. */
 export { globalFetchIsCapturable, installGlobalDispatcher } from './global-dispatcher.ts'
@@ -6,6 +6,10 @@ export { globalFetchIsCapturable, installGlobalDispatcher } from './global-dispa
 export type { InstallOptions, InterceptorSession } from './install.ts'
 /** Opens a session and installs its dispatcher for every fetch in the process. */
 export { install } from './install.ts'
+/** Options for `installNodeHttpCapture`; the running capture it returns. */
+export type { NodeHttpCapture, NodeHttpCaptureOptions } from './node-http-capture.ts'
+/** Captures node:http/https requests (axios, got, ...) for a session, through @mswjs/interceptors (install() does this). */
+export { installNodeHttpCapture } from './node-http-capture.ts'
 /** Options for `createRecordReplayDispatcher`. */
 export type { RecordReplayDispatcherOptions } from './record-replay-dispatcher.ts'
 /** The record/replay Dispatcher class, and its factory for `dispatcher:` use without a global install. */

@@ -1,6 +1,7 @@
 /**
- * `install()`: one call for tests. Opens a session, builds the dispatcher, makes it global, and
- * hands back what a test needs at the end (assertDone, close, uninstall).
+ * `install()`: one call for tests. Opens a session, builds the dispatcher, makes it global, starts the
+ * node:http capture on the same session, and hands back what a test needs at the end (assertDone, close,
+ * uninstall).
  */
 import type { Dispatcher } from 'undici'
 import {
@@ -22,6 +23,7 @@ import {
 import { openStore, type TraceStore } from '../store/index.ts'
 import { ErrorCodes, type IdentityOptions, ToolReplayError } from '../trace/index.ts'
 import { globalFetchIsCapturable, installGlobalDispatcher } from './global-dispatcher.ts'
+import { installNodeHttpCapture, type NodeHttpCapture } from './node-http-capture.ts'
 import { createRecordReplayDispatcher, type RecordReplayDispatcher } from './record-replay-dispatcher.ts'
 
 export interface InstallOptions {
@@ -54,10 +56,15 @@ export interface InstallOptions {
    * 'recorded' (the recorded timing), a speed factor (0.1 = ten times faster than recorded) or 'none'.
    */
   pace?: PaceOption
-  /** Where forwarded requests go; default a new undici Agent. */
+  /** Where forwarded fetch requests go; default a new undici Agent. (node:http requests go out as the app's would.) */
   upstream?: Dispatcher
   /** Install as the process-wide dispatcher (Node's fetch and undici). Default true. */
   global?: boolean
+  /**
+   * Also capture node:http/https clients (axios, got, SDKs on `http.request`) into the same trace, through
+   * @mswjs/interceptors. Default true when `global` is; false leaves them to the network.
+   */
+  nodeHttp?: boolean
   /** Labels stored with a recorded trace. */
   labels?: Record<string, string>
   /** 'none' replays through the store even for small traces (see SessionOptions.preload). */
@@ -82,14 +89,14 @@ export interface InterceptorSession {
   summary(): SessionSummary
   /** Throws TR_REPLAY_INCOMPLETE when strict replay saw a miss, an overrun or an unused recording. */
   assertDone(): void
-  /** Restores the previous global dispatcher. Idempotent. */
+  /** Restores the previous global dispatcher and stops the node:http capture. Idempotent. */
   uninstall(): void
   /** Uninstalls, waits for pending writes, completes the recording and returns the summary. Idempotent. */
   close(): Promise<SessionSummary>
 }
 
 /**
- * Starts recording or replaying every fetch in this process.
+ * Starts recording or replaying every fetch and node:http request in this process, into one trace.
  * @example
  * const tr = await install({ mode: 'replay', trace: 'checkout', store })
  * await runCheckout()
@@ -141,7 +148,20 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
     ...(options.drainAfterAbortMs !== undefined ? { drainAfterAbortMs: options.drainAfterAbortMs } : {}),
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
   })
-  const uninstall = options.global === false ? () => {} : installGlobalDispatcher(dispatcher)
+  const uninstallDispatcher = options.global === false ? () => {} : installGlobalDispatcher(dispatcher)
+  const nodeHttp: NodeHttpCapture | undefined =
+    options.global !== false && options.nodeHttp !== false
+      ? installNodeHttpCapture({
+          session,
+          ...(options.pace !== undefined ? { pace: options.pace } : {}),
+          ...(options.drainAfterAbortMs !== undefined ? { drainAfterAbortMs: options.drainAfterAbortMs } : {}),
+          ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+        })
+      : undefined
+  const uninstall = () => {
+    uninstallDispatcher()
+    nodeHttp?.uninstall()
+  }
   let closing: Promise<SessionSummary> | undefined
   return {
     mode,
@@ -157,6 +177,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
         try {
           return await session.close()
         } finally {
+          nodeHttp?.close()
           await dispatcher.close()
           if (ownStore) await store.close()
         }

@@ -24,6 +24,7 @@ import {
   type Ticket,
 } from '../engine/index.ts'
 import { ErrorCodes, type HeaderPairs, headerPairsFromRaw, headerValue, isToolReplayError, ToolReplayError } from '../trace/index.ts'
+import { runAsInternalConnection } from './internal-connection.ts'
 import { playBack } from './playback.ts'
 import { sendRefusal } from './refusal.ts'
 import { type BufferedBody, bufferBody, headerPairs, requestUrl } from './request-capture.ts'
@@ -165,7 +166,7 @@ export class RecordReplayDispatcher extends Dispatcher {
       // refuses them through the engine, which keeps them in the ledger. undici's upgrade handlers throw on
       // any non-101 head, so here the refusal is the error itself rather than the refusal response.
       const decision = this.#session.handleUpgrade({ method: opts.method, url: requestUrl(opts), headers: headerPairs(opts.headers), body: null })
-      if (decision.kind === 'forward') return this.#upstream.dispatch(opts, handler as Dispatcher.DispatchHandler)
+      if (decision.kind === 'forward') return runAsInternalConnection(() => this.#upstream.dispatch(opts, handler as Dispatcher.DispatchHandler))
       const error = decision.kind === 'fail' ? decision.error : new ToolReplayError(ErrorCodes.INTERNAL, 'handleUpgrade replayed an upgrade')
       queueMicrotask(() => {
         sink.start()
@@ -350,13 +351,16 @@ export class RecordReplayDispatcher extends Dispatcher {
     // (with boundary) that was chosen when it was serialized.
     const forwardHeaders = body.contentType ? headers.flat() : opts.headers
     try {
-      this.#upstream.dispatch(
-        {
-          ...opts,
-          body: body.bytes === null ? null : Buffer.from(body.bytes.buffer, body.bytes.byteOffset, body.bytes.byteLength),
-          headers: forwardHeaders as Dispatcher.DispatchOptions['headers'],
-        },
-        tee,
+      // Outside node:http capture (msw patches every socket's connect): this request is already captured here.
+      runAsInternalConnection(() =>
+        this.#upstream.dispatch(
+          {
+            ...opts,
+            body: body.bytes === null ? null : Buffer.from(body.bytes.buffer, body.bytes.byteOffset, body.bytes.byteLength),
+            headers: forwardHeaders as Dispatcher.DispatchOptions['headers'],
+          },
+          tee,
+        ),
       )
     } catch (err) {
       fail(err as Error)

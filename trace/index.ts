@@ -39,7 +39,7 @@ export type {
 } from './exchange.ts'
 export { FAULT_KINDS, FAULT_PHASES, TRACE_FORMAT_VERSION } from './exchange.ts'
 export { faultTag, upstreamPhrase } from './fault-label.ts'
-export { headerPairsFromRaw, headerValue } from './header-pairs.ts'
+export { headerPairsFromRaw, headerValue, stripHopByHop } from './header-pairs.ts'
 export type { JsonEdit } from './json-codec.ts'
 export {
   canonicalJson,

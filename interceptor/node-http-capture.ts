@@ -1,0 +1,226 @@
+/**
+ * node:http capture: requests made with `http.request`/`https.request` and the clients built on them (axios,
+ * got, older SDKs) go through the same engine session as fetch, by way of @mswjs/interceptors'
+ * `ClientRequestInterceptor` (as msw uses it). Like the fetch dispatcher this only translates: the session
+ * decides (replay, forward, fail); replay plays through the shared playback driver into msw's response
+ * controller, a forward goes live on connections msw does not see.
+ *
+ * @note msw forwards a request to listeners only when its initiator is an `http.ClientRequest`, so fetch
+ * (undici) traffic, which the dispatcher captures, does not arrive here. msw credits work done inside a
+ * ClientRequest's callbacks to that request, so every connection Tool Replay opens itself (the dispatcher's
+ * live fetch requests, this capture's live requests) is made outside msw's interception
+ * (internal-connection.ts), and a forwarded request is also recognised by identity: nothing is captured twice.
+ */
+import type { HttpRequestEvent } from '@mswjs/interceptors'
+import { ClientRequestInterceptor } from '@mswjs/interceptors/ClientRequest'
+import {
+  bodyTooLarge,
+  clientAbortError,
+  DEFAULT_DRAIN_AFTER_ABORT_MS,
+  drivePlayback,
+  type Pace,
+  type PaceOption,
+  type Playback,
+  parseMaxBodyBytes,
+  parsePace,
+  refusalPlayback,
+  type Session,
+  type Ticket,
+} from '../engine/index.ts'
+import { ErrorCodes, isToolReplayError, ToolReplayError } from '../trace/index.ts'
+import { createForwardAgents, type ForwardAgents } from './internal-connection.ts'
+import { ignoreMockedTlsSessions } from './mocked-tls-session.ts'
+import { forwardLive } from './node-http-forward.ts'
+import { allHeaderPairs, bufferRequestBody, requestHeaderPairs, upstreamRoute } from './node-http-request.ts'
+import { type ControllerTarget, controllerTarget } from './node-http-response.ts'
+
+/** Options for `installNodeHttpCapture` (install() passes its own). */
+export interface NodeHttpCaptureOptions {
+  /** The session that decides, shared with the fetch dispatcher so one trace holds both in request order. */
+  session: Session
+  /** Replay pacing, as for fetch (default 'chunks': each recorded chunk is one `'data'` event). */
+  pace?: PaceOption
+  /** How long to keep recording a response the app aborted after its head (ms, default 1000). */
+  drainAfterAbortMs?: number
+  /** Largest request body buffered for matching (default 64 MiB). */
+  maxBodyBytes?: number
+}
+
+/** A running node:http capture. */
+export interface NodeHttpCapture {
+  /** Stops capturing; an earlier capture still installed takes over again. Idempotent. */
+  uninstall(): void
+  /** Uninstalls and closes the connections used for live requests. Idempotent. */
+  close(): void
+}
+
+/**
+ * Captures the requests one session decides on. The most recently installed capture gets every request,
+ * as the most recently installed dispatcher gets every fetch.
+ */
+class NodeHttpHandler {
+  readonly #session: Session
+  readonly #pace: Pace
+  readonly #drainAfterAbortMs: number
+  readonly #maxBodyBytes: number
+  readonly #agents: ForwardAgents = createForwardAgents()
+  #closed = false
+
+  constructor(options: NodeHttpCaptureOptions) {
+    this.#session = options.session
+    this.#pace = parsePace(options.pace)
+    this.#drainAfterAbortMs = options.drainAfterAbortMs ?? DEFAULT_DRAIN_AFTER_ABORT_MS
+    this.#maxBodyBytes = parseMaxBodyBytes(options.maxBodyBytes)
+  }
+
+  /** Answers one request msw parsed off an app's socket. */
+  async handle(event: HttpRequestEvent): Promise<void> {
+    const { request, controller, initiator } = event
+    const target = controllerTarget(controller, request, initiator)
+    try {
+      await this.#handle(event, target)
+    } catch (err) {
+      // Never left unanswered: msw would send an unanswered request live, even in strict replay.
+      target.failWith(err instanceof Error ? err : new ToolReplayError(ErrorCodes.INTERNAL, String(err)))
+    }
+    // msw passes a request through once its listeners return unanswered, so return only once it is answered
+    // (a response head, a failure, or msw's own answer to an app that went away).
+    await controller.handled
+  }
+
+  close(): void {
+    this.#closed = true
+    this.#agents.destroy()
+  }
+
+  async #handle(event: HttpRequestEvent, target: ControllerTarget): Promise<void> {
+    const { request, controller } = event
+    const { method, url } = request
+    if (this.#closed) {
+      refuse(target, new ToolReplayError(ErrorCodes.STORE_CLOSED, `Failed to capture ${method} ${url}: the Tool Replay node:http capture is closed.`))
+      return
+    }
+    if (method === 'CONNECT' || request.headers.has('upgrade')) {
+      // Upgrades and tunnels are never recorded: live modes let msw pass the socket through untouched;
+      // strict replay refuses them through the engine, which keeps them in the ledger.
+      const decision = this.#session.handleUpgrade({ method, url, headers: allHeaderPairs(request), body: null })
+      if (decision.kind === 'forward') await controller.passthrough()
+      else refuse(target, decision.kind === 'fail' ? decision.error : new ToolReplayError(ErrorCodes.INTERNAL, 'handleUpgrade replayed an upgrade'))
+      return
+    }
+    // Its place in the order the engine sees requests, taken as soon as msw hands the request over (fetch
+    // takes its own at dispatch), so one trace holds both in the order the app made them.
+    const ticket = this.#session.arrival()
+    try {
+      await this.#decide(event, target, ticket)
+    } finally {
+      // Idempotent: the turn already gave it up; this covers the ways out before the turn.
+      ticket.release()
+    }
+  }
+
+  async #decide(event: HttpRequestEvent, target: ControllerTarget, ticket: Ticket): Promise<void> {
+    const { request, initiator } = event
+    const { method, url } = request
+    const headers = requestHeaderPairs(request)
+    let bytes: Uint8Array | null
+    try {
+      const body = bufferRequestBody(request, headers, this.#maxBodyBytes, () => bodyTooLarge(method, url, this.#maxBodyBytes))
+      bytes = (body instanceof Promise ? await body : body).bytes
+    } catch (err) {
+      // Both paths refuse an over-large body the same way, and strict replay counts it.
+      if (isToolReplayError(err, ErrorCodes.REQUEST_TOO_LARGE)) this.#session.refuse({ method, url }, err)
+      throw err
+    }
+    // The app went away while its body was read: msw already failed the request.
+    if (request.signal.aborted) return
+    // With faults, a fault's wait (a timeout, a latency) ends when the app goes away.
+    const signal = this.#session.faults ? { signal: request.signal } : {}
+    const decision = await ticket.turn(() => this.#session.handle({ method, url, headers, body: bytes, ...signal }))
+    if (decision.kind === 'replay') {
+      play(decision.playback, this.#pace, target)
+      return
+    }
+    if (decision.kind === 'fail') {
+      refuse(target, decision.error)
+      return
+    }
+    if (request.signal.aborted) {
+      // Decided after the app left: nothing goes live, and the open recording is settled as the abort it was.
+      decision.recorder.fail(clientAbortError(), 'connect').catch(() => {})
+      return
+    }
+    forwardLive(
+      { method, url: new URL(url), headers, body: bytes, route: upstreamRoute(initiator, new URL(url)) },
+      {
+        agents: this.#agents,
+        recorder: decision.recorder,
+        target,
+        signal: request.signal,
+        drainAfterAbortMs: this.#drainAfterAbortMs,
+        created: (live) => ownRequests.add(live),
+        detached: decision.client !== undefined,
+      },
+    )
+    // A fault acts on the answer: the upstream's response feeds the recorder, the app gets the engine's playback.
+    decision.client?.then((playback) => request.signal.aborted || play(playback, this.#pace, target)).catch((err: Error) => target.failWith(err))
+  }
+}
+
+/** Plays a recorded outcome (or a refusal) into msw's controller; returns at once. */
+function play(playback: Playback, pace: Pace, target: ControllerTarget): void {
+  void drivePlayback(playback, pace, target)?.catch((err: Error) => target.failWith(err))
+}
+
+/** Answers a refused request with the engine's refusal response (403, `x-tool-replay-error`), as on the other paths. */
+function refuse(target: ControllerTarget, error: ToolReplayError): void {
+  // One chunk, nothing recorded to wait for: no pacing applies.
+  play(refusalPlayback(error), { kind: 'none' }, target)
+}
+
+/** Installed captures, most recent last; requests go to the last one. */
+const handlers: NodeHttpHandler[] = []
+/** The live requests captures send themselves: msw must let them through untouched. */
+const ownRequests = new WeakSet<object>()
+let interceptor: ClientRequestInterceptor | undefined
+
+function onRequest(event: HttpRequestEvent): Promise<void> | undefined {
+  // Unreachable while msw honours internal connections; kept so a change there cannot loop a forward back.
+  if (ownRequests.has(event.initiator as object)) return undefined
+  return handlers.at(-1)?.handle(event)
+}
+
+/**
+ * Starts capturing node:http requests in this process for `options.session`.
+ * @example
+ * const capture = installNodeHttpCapture({ session })
+ * await axios.get('https://api.test/users/1')
+ * capture.close()
+ */
+export function installNodeHttpCapture(options: NodeHttpCaptureOptions): NodeHttpCapture {
+  const handler = new NodeHttpHandler(options)
+  handlers.push(handler)
+  if (!interceptor) {
+    ignoreMockedTlsSessions()
+    interceptor = new ClientRequestInterceptor()
+    interceptor.on('request', onRequest)
+    interceptor.apply()
+  }
+  let installed = true
+  const uninstall = () => {
+    if (!installed) return
+    installed = false
+    handlers.splice(handlers.indexOf(handler), 1)
+    if (handlers.length === 0 && interceptor) {
+      interceptor.dispose()
+      interceptor = undefined
+    }
+  }
+  return {
+    uninstall,
+    close() {
+      uninstall()
+      handler.close()
+    },
+  }
+}
