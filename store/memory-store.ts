@@ -26,6 +26,33 @@ interface Entry {
    */
   exchanges: Map<number, string>
   identity: Map<string, number[]>
+  /** The exchanges' seqs in order, made on first read after a change. */
+  sortedSeqs?: number[] | undefined
+  /** The identity keys in order, made on first read after a new key. */
+  sortedKeys?: string[] | undefined
+}
+
+/** Index of the first element of sorted `xs` for which `atOrAfter` holds (it must hold for every later one). */
+function firstIndex<T>(xs: readonly T[], atOrAfter: (x: T) => boolean): number {
+  let lo = 0
+  let hi = xs.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (atOrAfter(xs[mid] as T)) hi = mid
+    else lo = mid + 1
+  }
+  return lo
+}
+
+/** Adds `x` to sorted `xs` unless present; appending in order (as recordings do) costs O(1). */
+function insertSorted(xs: number[], x: number): void {
+  const last = xs[xs.length - 1]
+  if (last === undefined || x > last) {
+    xs.push(x)
+    return
+  }
+  const at = firstIndex(xs, (y) => y >= x)
+  if (xs[at] !== x) xs.splice(at, 0, x)
 }
 
 /** An in-process store for tests and benchmarks. */
@@ -74,11 +101,10 @@ class MemoryOps implements StoreOps {
   async exchanges(id: string, fromSeq: number, limit: number): Promise<Exchange[]> {
     const e = this.#entries.get(id)
     if (!e) return []
-    return [...e.exchanges.keys()]
-      .filter((seq) => seq >= fromSeq)
-      .sort((a, b) => a - b)
-      .slice(0, limit)
-      .map((seq) => JSON.parse(e.exchanges.get(seq) as string) as Exchange)
+    // Sorted once per change, not per page: a replay pages through every exchange.
+    e.sortedSeqs ??= [...e.exchanges.keys()].sort((a, b) => a - b)
+    const from = firstIndex(e.sortedSeqs, (seq) => seq >= fromSeq)
+    return e.sortedSeqs.slice(from, from + limit).map((seq) => JSON.parse(e.exchanges.get(seq) as string) as Exchange)
   }
 
   async lookup(id: string, key: string): Promise<number[]> {
@@ -88,11 +114,10 @@ class MemoryOps implements StoreOps {
   async identityKeys(id: string, afterKey: string, limit: number): Promise<Array<[string, number[]]>> {
     const e = this.#entries.get(id)
     if (!e) return []
-    return [...e.identity.keys()]
-      .sort()
-      .filter((k) => k > afterKey)
-      .slice(0, limit)
-      .map((k) => [k, [...(e.identity.get(k) as number[])]])
+    e.sortedKeys ??= [...e.identity.keys()].sort()
+    const keys = e.sortedKeys
+    const from = firstIndex(keys, (k) => k > afterKey)
+    return keys.slice(from, from + limit).map((k) => [k, [...(e.identity.get(k) as number[])]])
   }
 
   async body(digest: string): Promise<StoredBody | undefined> {
@@ -177,15 +202,14 @@ class MemoryOps implements StoreOps {
       else this.#manifests.set(digest, structuredClone(manifests.get(digest) as BodyManifest))
     }
     // Keyed by seq like the LevelDB store, so a resent append replaces rather than duplicates.
+    if (!e.exchanges.has(x.seq)) e.sortedSeqs = undefined
     e.exchanges.set(x.seq, JSON.stringify(x))
     const reqBody = x.request.body ? this.#whole(x.request.body.digest) : null
     const key = computeIdentity({ method: x.request.method, url: x.request.url, headers: x.request.headers, body: reqBody }).key
     const seqs = e.identity.get(key) ?? []
-    if (!seqs.includes(x.seq)) seqs.push(x.seq)
-    e.identity.set(
-      key,
-      seqs.sort((a, b) => a - b),
-    )
+    if (seqs.length === 0) e.sortedKeys = undefined
+    insertSorted(seqs, x.seq)
+    e.identity.set(key, seqs)
     e.info.bodyBytes += (x.request.body?.size ?? 0) + ((x.outcome.kind === 'response' ? x.outcome.response.body : x.outcome.error.partial?.body)?.size ?? 0)
   }
 

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { ErrorCodes, isToolReplayError } from '../trace/index.ts'
+import { computeIdentity, ErrorCodes, isToolReplayError } from '../trace/index.ts'
 import { faultedExchange, jsonExchange, jsonTrace } from './fixtures/exchanges.ts'
 import type { TraceStore } from './trace-store.ts'
 
@@ -102,6 +102,24 @@ export function runTraceStoreContract(name: string, makeStore: MakeStore): void 
         )
         assert.equal(trace.bodies.size, 6)
         for (const x of xs) for (const [k, v] of x.bodies) assert.deepEqual(trace.bodies.get(k), v)
+      }),
+    )
+
+    test(
+      'appends out of seq order (and a resent one) read back in seq order, each identity listing its seqs once, in order',
+      withStore(async (store) => {
+        const rec = await store.beginTrace({ name: 'unordered', format: 1 })
+        const xs = [4, 0, 2, 2, 1].map((seq) => jsonExchange(seq, 7))
+        for (const x of xs) await rec.append(x.exchange, x.bodies)
+        await rec.close()
+        const reader = await store.openTrace('unordered')
+        const seqs: number[] = []
+        for await (const x of reader.exchanges()) seqs.push(x.seq)
+        assert.deepEqual(seqs, [0, 1, 2, 4])
+        const first = xs[0] as (typeof xs)[number]
+        const reqBody = first.bodies.get(first.exchange.request.body?.digest as string) ?? null
+        const { key } = computeIdentity({ ...first.exchange.request, body: reqBody })
+        assert.deepEqual(await reader.lookup(key), [0, 1, 2, 4])
       }),
     )
 
