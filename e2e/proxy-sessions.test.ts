@@ -52,8 +52,10 @@ before(async () => {
 after(async () => {
   const stopped = await serve?.stop()
   await upstream?.close()
-  // Every named session was closed by the tests: the serve exits 0.
-  assert.equal(stopped?.code, 0, stopped?.stderr)
+  // Every named session was closed by the tests, but three requests named no open session (unknown, none,
+  // empty header): refused requests the app might have swallowed, so the serve fails as strict replay does.
+  assert.equal(stopped?.code, 69, stopped?.stderr)
+  assert.match(stopped?.stderr ?? '', /3 request\(s\) named no open session and were refused \(TR_SESSION_UNKNOWN\)/)
 })
 
 const cli = (args: string[]) => run(process.execPath, [BIN, ...args, '--store', storeDir], { ...process.env, NO_COLOR: '1' })
@@ -120,6 +122,10 @@ describe('named sessions on one serve', { timeout: 120_000 }, () => {
     const unnamed = await curl(['-x', proxy, `${http}/y`])
     assert.equal(unnamed.status, 403)
     assert.match(unnamed.body, /has no default session, and the request names none/)
+    // An empty header does not fall back to the credentials: it names no session.
+    const empty = await curl(['-x', `http://beta@127.0.0.1:${port}`, '-H', 'x-tool-replay-session;', `${http}/z`])
+    assert.equal(empty.status, 403)
+    assert.match(empty.body, /TR_SESSION_UNKNOWN/)
     assert.deepEqual(
       upstream.seen.map((s) => s.path),
       ['/a1', '/b1', '/b2', '/a2', '/a3'],
@@ -185,6 +191,7 @@ describe('named sessions on one serve', { timeout: 120_000 }, () => {
       'only the passthrough session reached the upstream',
     )
     await assert.rejects(controlCall(socket, 'DELETE', '/sessions/alpha'), { code: 'TR_SESSION_UNKNOWN' })
+    await assert.rejects(controlCall(socket, 'DELETE', '/sessions/%E0%A4%A'), { code: 'TR_INVALID_OPTION' })
   })
 })
 
@@ -296,4 +303,10 @@ describe('4 workers x 50 requests interleaved on one proxy', { timeout: 180_000 
     }
     assert.equal(upstream.connections, connections, 'replay opened no upstream connection')
   })
+})
+
+test('serve --sessions-only refuses --faults and --seed before anything starts (named sessions take no faults), exit 64', async () => {
+  const r = await run(process.execPath, [BIN, 'serve', '--sessions-only', '--faults', 'faults.yaml', '--store', join(storeDir, 'never')], process.env)
+  assert.equal(r.code, 64, r.stderr)
+  assert.match(r.stderr, /TR_INVALID_OPTION: .*--faults and --seed need the default session \(drop --sessions-only\)/)
 })

@@ -178,7 +178,9 @@ describe('reverse mode through the CLI wrapper', { timeout: 60_000 }, () => {
     'const seen = Object.fromEntries(keys.map((k) => [k, e[k] ?? null]));',
     "const a = await (await fetch(e.TOOL_REPLAY_REVERSE_URL + '/hello')).text();",
     "const b = await (await fetch(e.TOOL_REPLAY_REVERSE_URL_CRM + '/json')).text();",
-    'console.log(JSON.stringify({ seen, a, b }));',
+    // A host addressed directly, not through a mount: it must still go through the proxy (recorded, replayed offline).
+    'const c = await (await fetch(e.DIRECT_URL)).text();',
+    'console.log(JSON.stringify({ seen, a, b, c }));',
   ].join(' ')
   const cli = (mode: 'record' | 'replay') =>
     run(
@@ -204,33 +206,35 @@ describe('reverse mode through the CLI wrapper', { timeout: 60_000 }, () => {
         '-e',
         script,
       ],
-      { ...process.env, HTTPS_PROXY: '', HTTP_PROXY: '', NODE_EXTRA_CA_CERTS: '' },
+      { ...process.env, HTTPS_PROXY: '', HTTP_PROXY: '', NODE_EXTRA_CA_CERTS: '', DIRECT_URL: `http://127.0.0.1:${crm.port}/json` },
     )
 
-  test('`tr-proxy record|replay --reverse URL -- cmd`: the command gets base URLs, no proxy variables, and replays offline', async () => {
+  test('`tr-proxy record|replay --reverse URL -- cmd`: the command gets base URLs and the proxy variables; every request replays offline', async () => {
     const rec = await cli('record')
     assert.equal(rec.code, 0, rec.stderr)
-    const recorded = JSON.parse(rec.stdout) as { seen: Record<string, string | null>; a: string; b: string }
+    const recorded = JSON.parse(rec.stdout) as { seen: Record<string, string | null>; a: string; b: string; c: string }
     const base = recorded.seen.TOOL_REPLAY_REVERSE_URL as string
     assert.match(base, /^http:\/\/127\.0\.0\.1:\d+$/)
+    assert.match(recorded.seen.NODE_EXTRA_CA_CERTS ?? '', /ca/)
     assert.deepEqual(recorded, {
       seen: {
         TOOL_REPLAY_REVERSE_URL: base,
         TOOL_REPLAY_REVERSE_URL_CRM: `${base}/crm`,
-        HTTPS_PROXY: '',
-        HTTP_PROXY: '',
-        NODE_EXTRA_CA_CERTS: '',
-        NODE_USE_ENV_PROXY: null,
+        HTTPS_PROXY: base,
+        HTTP_PROXY: base,
+        NODE_EXTRA_CA_CERTS: recorded.seen.NODE_EXTRA_CA_CERTS,
+        NODE_USE_ENV_PROXY: '1',
       },
       a: HELLO,
       b: JSON_BODY,
+      c: JSON_BODY,
     })
-    assert.match(rec.stderr, /record of trace "wrapped": 0 replayed, 2 recorded/)
+    assert.match(rec.stderr, /record of trace "wrapped": 0 replayed, 3 recorded/)
     const connections = api.connections + crm.connections
     const rep = await cli('replay')
     assert.equal(rep.code, 0, rep.stderr)
     assert.deepEqual({ ...JSON.parse(rep.stdout), seen: null }, { ...recorded, seen: null })
-    assert.match(rep.stderr, /replay of trace "wrapped": 2 replayed, 0 recorded, 0 passed through; 0 unmatched, 0 over the recorded count, 0 unused/)
+    assert.match(rep.stderr, /replay of trace "wrapped": 3 replayed, 0 recorded, 0 passed through; 0 unmatched, 0 over the recorded count, 0 unused/)
     assert.equal(api.connections + crm.connections, connections)
   })
 

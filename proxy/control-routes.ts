@@ -106,7 +106,7 @@ export function createControlRoutes(ctx: ControlContext): { handle: (req: Incomi
     if (req.method === 'POST' && path === '/session/end') return [200, await endDefault()]
     if (req.method === 'GET' && path === '/sessions') return [200, { ok: true, sessions: status().sessions }]
     if (req.method === 'POST' && path === '/sessions') return open(req)
-    if (req.method === 'DELETE' && sessionPath) return [200, await close(decodeURIComponent(sessionPath[1] as string))]
+    if (req.method === 'DELETE' && sessionPath) return [200, await close(sessionNameInPath(sessionPath[1] as string))]
     throw new ToolReplayError(
       ErrorCodes.PROXY_BAD_REQUEST,
       `No route ${req.method} ${path}. Use GET /status, POST /session/end, GET /sessions, POST /sessions or DELETE /sessions/NAME.`,
@@ -152,4 +152,16 @@ function readJson(req: IncomingMessage): Promise<unknown> {
       }
     })
   })
+}
+
+/** The session name in `DELETE /sessions/NAME`, percent-decoded; a malformed escape is a bad request, not a crash. */
+function sessionNameInPath(segment: string): string {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    throw new ToolReplayError(
+      ErrorCodes.INVALID_OPTION,
+      `Invalid session name in the path: "${segment}" is not valid percent-encoding. Name the session as \`GET /sessions\` lists it.`,
+    )
+  }
 }

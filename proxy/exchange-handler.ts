@@ -35,11 +35,13 @@ export interface ProxyStats {
   upgrades: number
   /** Requests a fault acted on (also counted as replayed when the fault made the answer, or forwarded). */
   faulted: number
+  /** Requests refused because they named no open session (also counted as bad requests): a serve fails on them. */
+  sessionRefusals: number
 }
 
 /** Creates zeroed counters. */
 export function createStats(): ProxyStats {
-  return { requests: 0, replayed: 0, forwarded: 0, refused: 0, tunnels: 0, badRequests: 0, upgrades: 0, faulted: 0 }
+  return { requests: 0, replayed: 0, forwarded: 0, refused: 0, tunnels: 0, badRequests: 0, upgrades: 0, faulted: 0, sessionRefusals: 0 }
 }
 
 /** What handling a request needs. */

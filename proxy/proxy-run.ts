@@ -61,6 +61,8 @@ export interface ProxyRunResult {
   sessions: readonly ClosedSession[]
   /** The wrapped command's exit, when there was one. */
   command?: CommandExit
+  /** Requests refused because they named no open session (a stale or mistyped name, a closed session's URL). */
+  sessionRefusals: number
   /** With faults (default session): coverage per rule and the contracts checked on the run's trace. */
   faults?: FaultVerdict
 }
@@ -100,7 +102,10 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
     await session?.discard().catch(() => {})
     throw err
   }
-  const env = proxy.reverse ? reverseEnvironment(proxy.reverse, proxy.url) : proxyEnvironment({ proxyUrl: proxy.url, caPath: ca.certPath, bundlePath })
+  // Reverse mode adds base URLs to the proxy variables, not instead of them: a request to a host no mount
+  // serves must still go through the proxy (recorded, or refused in strict replay), never straight out.
+  const forward = proxyEnvironment({ proxyUrl: proxy.url, caPath: ca.certPath, bundlePath })
+  const env = proxy.reverse ? { ...forward, ...reverseEnvironment(proxy.reverse, proxy.url) } : forward
   let control: Awaited<ReturnType<typeof startControlApi>> | undefined
   if (o.control) {
     try {
@@ -121,7 +126,7 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
     const sessions = proxy.sessions.leftOpen()
     for (const s of sessions) o.log(`session "${s.name}" was still open when the proxy stopped: ${formatSummary(s.summary)}`)
     const faults = session && (await faultVerdict(session))
-    return { summary, sessions, ...(command ? { command } : {}), ...(faults ? { faults } : {}) }
+    return { summary, sessions, sessionRefusals: proxy.stats.sessionRefusals, ...(command ? { command } : {}), ...(faults ? { faults } : {}) }
   }
   try {
     if (o.command && o.command.length > 0) {

@@ -75,3 +75,19 @@ test('close takes the session out first, then closes it; closeAll keeps what was
   assert.ok(await store.hasTrace('close-a'))
   assert.ok(await store.hasTrace('close-b'))
 })
+
+test('a session still opening when closeAll runs is discarded, not left open unseen', async () => {
+  const sessions = new ProxySessions(undefined)
+  let release = () => {}
+  const gate = new Promise<void>((resolve) => (release = resolve))
+  const opening = sessions.open('late', async () => {
+    const s = await openSession({ mode: 'record', trace: 'late-trace', store })
+    await gate
+    return s
+  })
+  assert.deepEqual(await sessions.closeAll(), [])
+  release()
+  await assert.rejects(opening, (err: ToolReplayError) => err.code === ErrorCodes.STORE_CLOSED && /the proxy stopped/.test(err.message))
+  assert.equal(sessions.get('late'), undefined)
+  assert.equal(await store.hasTrace('late-trace'), false, 'the discarded recording never became a trace')
+})

@@ -28,6 +28,8 @@ export class ProxySessions {
   readonly #opening = new Set<string>()
   /** Named sessions still open when the proxy closed, with their summaries (see closeAll). */
   readonly #leftOpen: ClosedSession[] = []
+  /** Set by closeAll(): a session still loading its trace then is discarded instead of left open unseen. */
+  #stopping = false
 
   constructor(defaultSession: Session | undefined) {
     this.default = defaultSession
@@ -49,6 +51,14 @@ export class ProxySessions {
     this.#opening.add(name)
     try {
       const session = await open()
+      if (this.#stopping) {
+        await session.discard().catch(() => {})
+        throw new ToolReplayError(
+          ErrorCodes.STORE_CLOSED,
+          `Failed to open session "${name}": the proxy stopped (and its store closes) while the session was opening. Start a serve and open it there.`,
+          { details: { session: name } },
+        )
+      }
       this.#named.set(name, session)
       return session
     } finally {
@@ -99,6 +109,7 @@ export class ProxySessions {
    * a session whose close fails is reported with the error's summary so the others still close.
    */
   async closeAll(): Promise<ClosedSession[]> {
+    this.#stopping = true
     const open = [...this.#named]
     this.#named.clear()
     const closed = await Promise.all(

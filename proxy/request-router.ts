@@ -90,6 +90,7 @@ export class RequestRouter {
     const session = this.#session(req)
     if (session instanceof ToolReplayError) {
       this.#refused(req)
+      this.#o.stats.sessionRefusals++
       sendRefusal(res, session)
       return undefined
     }
@@ -113,6 +114,7 @@ export class RequestRouter {
     const routed = session instanceof ToolReplayError ? session : this.#reverse(req, target, undefined)
     if (session instanceof ToolReplayError || routed instanceof ToolReplayError) {
       this.#refused(req)
+      if (session instanceof ToolReplayError) this.#o.stats.sessionRefusals++
       socket.on('error', () => socket.destroy())
       socket.end(
         session instanceof ToolReplayError ? refusalBytes(session) : rawErrorResponse(404, ErrorCodes.PROXY_BAD_REQUEST, (routed as ToolReplayError).message),

@@ -63,5 +63,6 @@ export function takeSessionChoice(req: Pick<IncomingMessage, 'rawHeaders'>): str
     if (name.length === 19 && name.toLowerCase() === 'proxy-authorization') fromCredentials ??= basicCredentialUser(raw[i + 1] as string)
     i += 2
   }
-  return fromHeader || fromCredentials
+  // An empty header names no session: it is refused as unknown rather than quietly falling back.
+  return fromHeader ?? fromCredentials
 }

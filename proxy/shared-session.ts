@@ -141,10 +141,11 @@ export function controlCall(socketPath: string, method: string, path: string, bo
 export async function openSharedSession(spec: Partial<SessionSpec> & { name: string }, address: SharedProxyAddress = {}): Promise<SharedProxySession> {
   const socket = sharedControlSocket(address)
   const status = await controlCall(socket, 'GET', '/status')
+  const caPath = status.ca as string
+  // Read before the session opens, so a failure here never leaves a session open on the serve.
+  const caPem = await readFile(caPath, 'utf8')
   const answer = await controlCall(socket, 'POST', '/sessions', spec)
   const session = answer.session as NamedSessionStatus
-  const caPath = status.ca as string
-  const caPem = await readFile(caPath, 'utf8')
   // Written next to the CA by the serve (proxy-env.ts writeCaBundle).
   const bundlePath = join(dirname(caPath), 'bundle.pem')
   const dispatcher = new ProxyAgent({ uri: session.proxy, requestTls: { ca: [...rootCertificates, caPem] } })

@@ -173,13 +173,15 @@ export async function runProxyCommand(
     const s = result.summary
     // Named sessions left open when the proxy stopped count too (their summaries were logged as they closed).
     const replays = [...(s ? [s] : []), ...result.sessions.map((n) => n.summary)].filter((x) => x.mode === 'replay')
-    const ok = (s?.ok ?? true) && result.sessions.every((n) => n.summary.ok && n.error === undefined)
+    // A request refused for naming no open session failed in the app even if the app swallowed it, as a miss does.
+    const refusals = result.sessionRefusals
+    const ok = (s?.ok ?? true) && result.sessions.every((n) => n.summary.ok && n.error === undefined) && refusals === 0
     const verdict = result.faults
     const faultError = verdict && faultVerdictError(verdict, rerun)
     let exit = result.command?.code ?? 0
     // The replay contract outranks a fault rule that never fired, which outranks a broken contract, which
     // outranks the command's own code: each usually explains the next.
-    if (opts.strict && replays.some((r) => !r.ok)) exit = EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
+    if (opts.strict && (replays.some((r) => !r.ok) || refusals > 0)) exit = EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
     else if (faultError) exit = EXIT_CODES[faultError.code]
     if (args.json) {
       const faultsJson = verdict && { seed: verdict.seed, rerun, ok: verdict.ok, coverage: verdict.coverage, contracts: verdict.contracts ?? null }
@@ -193,6 +195,7 @@ export async function runProxyCommand(
           ok: ok && !faultError,
           summary: s ?? null,
           ...(sessions.length > 0 ? { sessions } : {}),
+          ...(refusals > 0 ? { sessionRefusals: refusals } : {}),
           ...(faultsJson ? { faults: faultsJson } : {}),
           exitCode: result.command?.code ?? null,
         }),
@@ -200,6 +203,8 @@ export async function runProxyCommand(
       return exit
     }
     if (s) io.err(formatSummary(s))
+    if (refusals > 0)
+      io.err(`${refusals} request(s) named no open session and were refused (${ErrorCodes.SESSION_UNKNOWN}): open the session first, or fix the name.`)
     if (verdict) io.err(formatFaultVerdict(verdict))
     if (faultError && exit === EXIT_CODES[faultError.code]) io.err(`error ${faultError.code}: ${faultError.message}`)
     // The seed again at the end of a failed run (the fault error already names it), and for replay the trace's.

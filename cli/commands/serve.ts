@@ -28,10 +28,11 @@ export const serveCommand: CommandModule = {
     if (args.list) return listRunning(args, io)
     const mode = String(args.mode) as Mode
     const recordAs = typeof args['record-as'] === 'string' ? args['record-as'] : undefined
-    if (args['sessions-only'] && (recordAs || args.tail === 'live')) {
+    if (args['sessions-only'] && (recordAs || args.tail === 'live' || typeof args.faults === 'string' || args.seed !== undefined)) {
+      // Named sessions take no faults, so a faults file here would inject nothing and pass a chaos run that never ran.
       throw new ToolReplayError(
         ErrorCodes.INVALID_OPTION,
-        '--sessions-only opens no default session: give recordAs and tail per session (POST /sessions), not as flags.',
+        '--sessions-only opens no default session: give recordAs and tail per session (POST /sessions), not as flags; --faults and --seed need the default session (drop --sessions-only).',
       )
     }
     if (args.tail === 'live' && !(mode === 'replay' && recordAs)) {
