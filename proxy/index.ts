@@ -18,25 +18,18 @@ export { runProxySession } from './proxy-run.ts'
 export type { ProxyLimits, ProxyServer, ProxyServerOptions, ProxyStats } from './proxy-server.ts'
 /** Starts the proxy around a default engine session (or none); its default connection limits. */
 export { DEFAULT_PROXY_LIMITS, startProxy } from './proxy-server.ts'
-export type { ClosedSession, NamedSession } from './proxy-sessions.ts'
-/** The sessions one proxy serves at once (default + named) and the rule that picks a request's session. */
-export { ProxySessions } from './proxy-sessions.ts'
+export type { ClosedSession } from './proxy-sessions.ts'
 /** Status and header of the proxy's own error responses (403 refusal, see engine/refusal.ts; 502 upstream failure). */
 export { ERROR_HEADER, REFUSED_STATUS, UPSTREAM_FAILED_STATUS } from './responses.ts'
-export type { ReverseMount, ReverseTarget } from './reverse-routes.ts'
-/** Reverse mode: `--reverse` values, the local ↔ upstream URL mapping, and the base URL variables a wrapped command gets. */
-export { KNOWN_BASE_URLS, parseReverse, ReverseRoutes, reverseEnvironment } from './reverse-routes.ts'
-/** How a request names its session: the header, proxy credentials (`http://NAME@host:port`), name rules. */
-export { assertSessionName, SESSION_HEADER, sessionNameFrom } from './session-choice.ts'
+export type { ReverseMount } from './reverse-routes.ts'
+/** Parses `--reverse URL` / `--reverse NAME=URL` values into mounts. */
+export { parseReverse } from './reverse-routes.ts'
+/** How a request names its session: the header (`x-tool-replay-session`), and the rule for session names. */
+export { assertSessionName, SESSION_HEADER } from './session-choice.ts'
 export type { SessionSpec } from './session-spec.ts'
-/** Checks a named session request (`POST /sessions` body). */
-export { parseSessionSpec } from './session-spec.ts'
 export type { SharedProxyAddress, SharedProxySession } from './shared-session.ts'
 /** A named session on a running serve (opened through its control API), and raw control API calls. */
-export { controlCall, openSharedSession, sharedControlSocket } from './shared-session.ts'
-export type { SharedSessionSetup, SharedSessionSetupOptions } from './shared-session-setup.ts'
-/** The shared-proxy test setups' core: open the test file's session, route fetch and children through it, judge it at the end. */
-export { finishSharedSessionSetup, startSharedSessionSetup } from './shared-session-setup.ts'
+export { controlCall, openSharedSession } from './shared-session.ts'
 export type { UpstreamOptions } from './upstream.ts'
 /** Parses `--resolve host=ip:port` values into a host map. */
 export { parseResolve } from './upstream.ts'
