@@ -105,18 +105,20 @@ describe('reverse mode with the real SDKs, across capture paths', { timeout: 180
     await up?.close()
   })
 
-  test('record through the reverse port: the app only gets OPENAI_BASE_URL / ANTHROPIC_BASE_URL; the trace holds the providers’ URLs', async () => {
+  test('record through the reverse port: the app gets OPENAI_BASE_URL / ANTHROPIC_BASE_URL (and the proxy variables); the trace holds the providers’ URLs', async () => {
     const rec = await wrapped('record', 'reverse-llm', up, REVERSE, {})
     live = rec.observed
-    // The app got base URLs on the proxy port and nothing else: no proxy variables, no CA to trust.
+    // The SDKs' base URLs point at the proxy port; the proxy variables are there too, so a host no mount
+    // serves would still be recorded (or refused in strict replay) rather than reached directly.
     assert.match(rec.appEnv.OPENAI_BASE_URL ?? '', /^http:\/\/127\.0\.0\.1:\d+\/openai\/v1$/)
+    const origin = (rec.appEnv.OPENAI_BASE_URL as string).replace('/openai/v1', '')
     assert.deepEqual(rec.appEnv, {
-      OPENAI_BASE_URL: rec.appEnv.OPENAI_BASE_URL,
-      ANTHROPIC_BASE_URL: (rec.appEnv.OPENAI_BASE_URL as string).replace('/openai/v1', '/anthropic'),
-      HTTPS_PROXY: null,
-      HTTP_PROXY: null,
-      NODE_USE_ENV_PROXY: null,
-      NODE_EXTRA_CA_CERTS: null,
+      OPENAI_BASE_URL: `${origin}/openai/v1`,
+      ANTHROPIC_BASE_URL: `${origin}/anthropic`,
+      HTTPS_PROXY: origin,
+      HTTP_PROXY: origin,
+      NODE_USE_ENV_PROXY: '1',
+      NODE_EXTRA_CA_CERTS: rec.appEnv.NODE_EXTRA_CA_CERTS,
     })
     assert.match(rec.stderr, new RegExp(`record of trace "reverse-llm": 0 replayed, ${up.requests.length} recorded`))
     // The fakes were reached as the real hosts (Host rewritten), never as the proxy's address.

@@ -17,17 +17,18 @@ test('turns run in ticket order, whatever order the requests come in', async () 
 })
 
 test('a ticket given up (connection closed) stops holding the others; one that makes no progress is skipped after the wait', async () => {
-  const order = new ArrivalOrder(80)
+  // A wait far longer than the delays below, so a loaded machine's late timers cannot skip `idle` early.
+  const order = new ArrivalOrder(1500)
   const [gone, idle, later] = [order.ticket(), order.ticket(), order.ticket()]
   const ran: string[] = []
   const p = later.turn(() => ran.push('later'))
   gone.release()
   await delay(20)
   idle.progress()
-  await delay(40)
+  await delay(100)
   assert.equal(ran.length, 0, 'idle made progress recently: it still holds its place')
   // (The order's own timer does not keep a process alive; a socket would. Here a bounded wait does.)
-  await Promise.race([p, delay(2000)])
+  await Promise.race([p, delay(10_000)])
   assert.deepEqual(ran, ['later'])
   // The skipped ticket's request, when it finally comes, runs at once.
   assert.equal(
