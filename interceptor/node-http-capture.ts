@@ -11,8 +11,12 @@
  * live fetch requests, this capture's live requests) is made outside msw's interception
  * (internal-connection.ts), and a forwarded request is also recognised by identity: nothing is captured twice.
  */
+import { ClientRequest } from 'node:http'
+import { syncBuiltinESMExports } from 'node:module'
+import type { Socket } from 'node:net'
 import type { HttpRequestEvent } from '@mswjs/interceptors'
 import { ClientRequestInterceptor } from '@mswjs/interceptors/ClientRequest'
+import { HttpRequestInterceptor } from '@mswjs/interceptors/http'
 import {
   bodyTooLarge,
   clientAbortError,
@@ -183,6 +187,8 @@ const handlers: NodeHttpHandler[] = []
 /** The live requests captures send themselves: msw must let them through untouched. */
 const ownRequests = new WeakSet<object>()
 let interceptor: ClientRequestInterceptor | undefined
+/** Sees every HTTP request msw parses, for the node:http ones msw could not credit to their ClientRequest. */
+let socketInterceptor: HttpRequestInterceptor | undefined
 
 function onRequest(event: HttpRequestEvent): Promise<void> | undefined {
   // Unreachable while msw honours internal connections; kept so a change there cannot loop a forward back.
@@ -191,21 +197,56 @@ function onRequest(event: HttpRequestEvent): Promise<void> | undefined {
 }
 
 /**
- * Starts capturing node:http requests in this process for `options.session`.
+ * A request msw parsed outside the context of its patched `http.request` (a reference taken before install(),
+ * an ESM binding not yet synced) arrives with its socket as initiator, and msw would pass it through live.
+ * When a ClientRequest owns that socket it is a node:http request like any other: captured, with that
+ * ClientRequest as its initiator. Requests credited to a ClientRequest come through `onRequest` instead.
+ */
+function onSocketRequest(event: HttpRequestEvent): Promise<void> | undefined {
+  if (event.initiator instanceof ClientRequest) return undefined
+  const owner = (event.initiator as (Partial<Socket> & { _httpMessage?: unknown }) | undefined)?._httpMessage
+  if (!(owner instanceof ClientRequest)) return undefined
+  return onRequest({ ...event, initiator: owner } as HttpRequestEvent)
+}
+
+/** Applies msw's interceptors, or undoes what was applied and throws TR_CAPTURE_UNAVAILABLE. */
+function applyInterceptors(): void {
+  ignoreMockedTlsSessions()
+  const clientRequests = new ClientRequestInterceptor()
+  const sockets = new HttpRequestInterceptor()
+  try {
+    clientRequests.on('request', onRequest)
+    clientRequests.apply()
+    sockets.on('request', onSocketRequest)
+    sockets.apply()
+  } catch (err) {
+    // msw's apply() already undid its own half; dispose() is a no-op on one that never applied.
+    clientRequests.dispose()
+    sockets.dispose()
+    throw new ToolReplayError(
+      ErrorCodes.CAPTURE_UNAVAILABLE,
+      `Cannot capture node:http requests: @mswjs/interceptors could not patch node:http (${err instanceof Error ? err.message : String(err)}). Another ClientRequestInterceptor (msw's setupServer, a second copy of Tool Replay) may be applied in this process: dispose it before install(), or pass \`nodeHttp: false\` to leave node:http requests to it.`,
+      { cause: err },
+    )
+  }
+  interceptor = clientRequests
+  socketInterceptor = sockets
+  // msw patches the CJS module objects; ESM namespaces and named imports of node:http(s) see it only once synced.
+  syncBuiltinESMExports()
+}
+
+/**
+ * Starts capturing node:http requests in this process for `options.session`; throws TR_CAPTURE_UNAVAILABLE
+ * (with nothing left applied) when msw cannot patch node:http.
  * @example
  * const capture = installNodeHttpCapture({ session })
  * await axios.get('https://api.test/users/1')
  * capture.close()
  */
 export function installNodeHttpCapture(options: NodeHttpCaptureOptions): NodeHttpCapture {
+  if (!interceptor) applyInterceptors()
   const handler = new NodeHttpHandler(options)
   handlers.push(handler)
-  if (!interceptor) {
-    ignoreMockedTlsSessions()
-    interceptor = new ClientRequestInterceptor()
-    interceptor.on('request', onRequest)
-    interceptor.apply()
-  }
   let installed = true
   const uninstall = () => {
     if (!installed) return
@@ -213,7 +254,10 @@ export function installNodeHttpCapture(options: NodeHttpCaptureOptions): NodeHtt
     handlers.splice(handlers.indexOf(handler), 1)
     if (handlers.length === 0 && interceptor) {
       interceptor.dispose()
+      socketInterceptor?.dispose()
       interceptor = undefined
+      socketInterceptor = undefined
+      syncBuiltinESMExports()
     }
   }
   return {
