@@ -152,11 +152,11 @@ test('a streamed response replays as the app read it: one read per recorded chun
   }
   // The measure can fail: with pace 'none' chunks reach the socket back to back, and an app that reads what is
   // buffered on each 'readable' gets several at once. On Node 26 they were observed to arrive apart even with
-  // 'none' (the way from msw's response stream to the socket takes a turn per chunk there), so not asserted.
+  // 'none' (the way from msw's response stream to the socket takes a turn per chunk there): there only the body
+  // is checked.
   const merged = await inSession('replay', trace, () => nodeHttpCall(url, { read: 'readable' }), { pace: 'none' })
   assert.equal(merged.result.body, recorded.result.body)
   if (Number(process.versions.node.split('.')[0]) < 26) assert.ok(merged.result.reads < chunks, `pace none merged reads (${merged.result.reads} < ${chunks})`)
-  else assert.ok(merged.result.reads <= chunks)
 })
 
 test('a connection reset mid-body replays as the same error after the same partial body; a refused connection as ECONNREFUSED', async () => {
