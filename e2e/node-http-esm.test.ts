@@ -15,6 +15,7 @@ import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { install } from 'tool-replay/interceptor'
 import { openStore, type TraceStore } from 'tool-replay/store'
+import { Agent, fetch as undiciFetch } from 'undici'
 import { createTestPki, HELLO, JSON_BODY, startUpstream } from './support/proxy-upstream.ts'
 
 /** Taken before any install(), as CJS code that destructures at load time holds it. */
@@ -96,5 +97,48 @@ test('ESM namespace, ESM named imports and a pre-install reference are captured:
       await rep.close()
     }
     if (!stopped) assert.equal(tlsUp.connections + plainUp.connections, connections, 'strict replay opened no connection')
+  }
+})
+
+test("strict replay refuses, not sends, what it cannot capture: an app's own undici Agent gets the refusal and a ledger entry", async () => {
+  const tlsUp = await startUpstream(pki.certs.localhost)
+  const plainUp = await startUpstream()
+  // A per-request dispatcher bypasses the global one install() sets: Tool Replay neither records nor replays it.
+  const own = new Agent({ connect: { ca: pki.caPem } })
+  const urls = [`http://127.0.0.1:${plainUp.port}/hello`, `https://localhost:${tlsUp.port}/json`]
+  const scenario = () =>
+    Promise.all(
+      urls.map(async (url) => {
+        const res = await undiciFetch(url, { dispatcher: own })
+        return `${res.status} ${res.headers.get('x-tool-replay-error') ?? (await res.text())}`
+      }),
+    )
+  try {
+    // Live modes leave it to the network, unrecorded, as before.
+    const rec = await install({ mode: 'record', trace: 'own-agent', store })
+    try {
+      assert.deepEqual(await scenario(), [`200 ${HELLO}`, `200 ${JSON_BODY}`])
+    } finally {
+      assert.equal((await rec.close()).recorded, 0)
+    }
+    const connections = tlsUp.connections + plainUp.connections
+    const rep = await install({ mode: 'replay', trace: 'own-agent', store })
+    try {
+      assert.deepEqual(await scenario(), ['403 TR_REPLAY_MISS', '403 TR_REPLAY_MISS'])
+      assert.deepEqual(
+        rep.summary().misses.map((m) => m.code),
+        ['TR_REPLAY_MISS', 'TR_REPLAY_MISS'],
+      )
+      assert.throws(
+        () => rep.assertDone(),
+        (err: Error & { code?: string }) => err.code === 'TR_REPLAY_INCOMPLETE',
+      )
+    } finally {
+      await rep.close()
+    }
+    assert.equal(tlsUp.connections + plainUp.connections, connections, 'strict replay opened no connection')
+  } finally {
+    await own.close()
+    await Promise.all([tlsUp.close(), plainUp.close()])
   }
 })

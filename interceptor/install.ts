@@ -158,6 +158,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
             ...(options.pace !== undefined ? { pace: options.pace } : {}),
             ...(options.drainAfterAbortMs !== undefined ? { drainAfterAbortMs: options.drainAfterAbortMs } : {}),
             ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+            ...(options.tail ? { tail: options.tail } : {}),
           })
         : undefined
   } catch (err) {

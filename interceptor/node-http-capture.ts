@@ -48,6 +48,8 @@ export interface NodeHttpCaptureOptions {
   drainAfterAbortMs?: number
   /** Largest request body buffered for matching (default 64 MiB). */
   maxBodyBytes?: number
+  /** The session's tail (install()'s `tail`): with 'live', requests Tool Replay does not capture are not refused. */
+  tail?: 'strict' | 'live'
 }
 
 /** A running node:http capture. */
@@ -67,6 +69,7 @@ class NodeHttpHandler {
   readonly #pace: Pace
   readonly #drainAfterAbortMs: number
   readonly #maxBodyBytes: number
+  readonly #liveTail: boolean
   readonly #agents: ForwardAgents = createForwardAgents()
   #closed = false
 
@@ -75,6 +78,7 @@ class NodeHttpHandler {
     this.#pace = parsePace(options.pace)
     this.#drainAfterAbortMs = options.drainAfterAbortMs ?? DEFAULT_DRAIN_AFTER_ABORT_MS
     this.#maxBodyBytes = parseMaxBodyBytes(options.maxBodyBytes)
+    this.#liveTail = options.tail === 'live'
   }
 
   /** Answers one request msw parsed off an app's socket. */
@@ -90,6 +94,23 @@ class NodeHttpHandler {
     // msw passes a request through once its listeners return unanswered, so return only once it is answered
     // (a response head, a failure, or msw's own answer to an app that went away).
     await controller.handled
+  }
+
+  /**
+   * A request msw parsed on a socket no ClientRequest owns (an app's own undici Agent, HTTP on a raw socket):
+   * not captured, so live modes let msw send it as it is; strict replay refuses it and counts it, since
+   * sending it would be a silent live request. Returns undefined to let msw pass it through.
+   */
+  refuseUncaptured(event: HttpRequestEvent): Promise<void> | undefined {
+    if (this.#session.mode !== 'replay' || this.#liveTail || this.#closed) return undefined
+    const { request, controller } = event
+    const error = new ToolReplayError(
+      ErrorCodes.REPLAY_MISS,
+      `Failed to replay ${request.method} ${request.url}: it was written on a socket no node:http request owns (an own undici Agent or Client passed as \`dispatcher\`, HTTP on a raw socket), which Tool Replay neither records nor replays, so strict replay refuses it instead of letting it go live. Use the global dispatcher (drop the per-request \`dispatcher\`), or run the app under \`tr-proxy replay --strict\`.`,
+    )
+    this.#session.refuse({ method: request.method, url: request.url }, error)
+    refuse(controllerTarget(controller, request, undefined), error)
+    return controller.handled
   }
 
   close(): void {
@@ -200,12 +221,13 @@ function onRequest(event: HttpRequestEvent): Promise<void> | undefined {
  * A request msw parsed outside the context of its patched `http.request` (a reference taken before install(),
  * an ESM binding not yet synced) arrives with its socket as initiator, and msw would pass it through live.
  * When a ClientRequest owns that socket it is a node:http request like any other: captured, with that
- * ClientRequest as its initiator. Requests credited to a ClientRequest come through `onRequest` instead.
+ * ClientRequest as its initiator. Any other request (no ClientRequest owns its socket) is refused in strict
+ * replay. Requests credited to a ClientRequest come through `onRequest` instead.
  */
 function onSocketRequest(event: HttpRequestEvent): Promise<void> | undefined {
   if (event.initiator instanceof ClientRequest) return undefined
   const owner = (event.initiator as (Partial<Socket> & { _httpMessage?: unknown }) | undefined)?._httpMessage
-  if (!(owner instanceof ClientRequest)) return undefined
+  if (!(owner instanceof ClientRequest)) return handlers.at(-1)?.refuseUncaptured(event)
   return onRequest({ ...event, initiator: owner } as HttpRequestEvent)
 }
 
