@@ -6,10 +6,6 @@ export { globalFetchIsCapturable, installGlobalDispatcher } from './global-dispa
 export type { InstallOptions, InterceptorSession } from './install.ts'
 /** Opens a session and installs its dispatcher for every fetch in the process. */
 export { install } from './install.ts'
-/** Options for `installNodeHttpCapture`; the running capture it returns. */
-export type { NodeHttpCapture, NodeHttpCaptureOptions } from './node-http-capture.ts'
-/** Captures node:http/https requests (axios, got, ...) for a session, through @mswjs/interceptors (install() does this). */
-export { installNodeHttpCapture } from './node-http-capture.ts'
 /** Options for `createRecordReplayDispatcher`. */
 export type { RecordReplayDispatcherOptions } from './record-replay-dispatcher.ts'
 /** The record/replay Dispatcher class, and its factory for `dispatcher:` use without a global install. */

@@ -21,7 +21,7 @@ import {
   type SessionSummary,
 } from '../engine/index.ts'
 import { openStore, type TraceStore } from '../store/index.ts'
-import { ErrorCodes, type IdentityOptions, ToolReplayError } from '../trace/index.ts'
+import { ErrorCodes, type IdentityOptions, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { globalFetchIsCapturable, installGlobalDispatcher } from './global-dispatcher.ts'
 import { installNodeHttpCapture, type NodeHttpCapture } from './node-http-capture.ts'
 import { createRecordReplayDispatcher, type RecordReplayDispatcher } from './record-replay-dispatcher.ts'
@@ -149,15 +149,30 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
   })
   const uninstallDispatcher = options.global === false ? () => {} : installGlobalDispatcher(dispatcher)
-  const nodeHttp: NodeHttpCapture | undefined =
-    options.global !== false && options.nodeHttp !== false
-      ? installNodeHttpCapture({
-          session,
-          ...(options.pace !== undefined ? { pace: options.pace } : {}),
-          ...(options.drainAfterAbortMs !== undefined ? { drainAfterAbortMs: options.drainAfterAbortMs } : {}),
-          ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+  let nodeHttp: NodeHttpCapture | undefined
+  try {
+    nodeHttp =
+      options.global !== false && options.nodeHttp !== false
+        ? installNodeHttpCapture({
+            session,
+            ...(options.pace !== undefined ? { pace: options.pace } : {}),
+            ...(options.drainAfterAbortMs !== undefined ? { drainAfterAbortMs: options.drainAfterAbortMs } : {}),
+            ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+            ...(options.tail ? { tail: options.tail } : {}),
+          })
+        : undefined
+  } catch (err) {
+    // Nothing half-installed: the app's fetch must not keep going to a session that is gone.
+    uninstallDispatcher()
+    await session.discard().catch(() => {})
+    await dispatcher.close().catch(() => {})
+    if (ownStore) await store.close()
+    throw isToolReplayError(err)
+      ? err
+      : new ToolReplayError(ErrorCodes.CAPTURE_UNAVAILABLE, `Cannot capture node:http requests: ${err instanceof Error ? err.message : String(err)}`, {
+          cause: err,
         })
-      : undefined
+  }
   const uninstall = () => {
     uninstallDispatcher()
     nodeHttp?.uninstall()

@@ -11,8 +11,12 @@
  * live fetch requests, this capture's live requests) is made outside msw's interception
  * (internal-connection.ts), and a forwarded request is also recognised by identity: nothing is captured twice.
  */
+import { ClientRequest } from 'node:http'
+import { syncBuiltinESMExports } from 'node:module'
+import type { Socket } from 'node:net'
 import type { HttpRequestEvent } from '@mswjs/interceptors'
 import { ClientRequestInterceptor } from '@mswjs/interceptors/ClientRequest'
+import { HttpRequestInterceptor } from '@mswjs/interceptors/http'
 import {
   bodyTooLarge,
   clientAbortError,
@@ -44,6 +48,8 @@ export interface NodeHttpCaptureOptions {
   drainAfterAbortMs?: number
   /** Largest request body buffered for matching (default 64 MiB). */
   maxBodyBytes?: number
+  /** The session's tail (install()'s `tail`): with 'live', requests Tool Replay does not capture are not refused. */
+  tail?: 'strict' | 'live'
 }
 
 /** A running node:http capture. */
@@ -63,6 +69,7 @@ class NodeHttpHandler {
   readonly #pace: Pace
   readonly #drainAfterAbortMs: number
   readonly #maxBodyBytes: number
+  readonly #liveTail: boolean
   readonly #agents: ForwardAgents = createForwardAgents()
   #closed = false
 
@@ -71,6 +78,7 @@ class NodeHttpHandler {
     this.#pace = parsePace(options.pace)
     this.#drainAfterAbortMs = options.drainAfterAbortMs ?? DEFAULT_DRAIN_AFTER_ABORT_MS
     this.#maxBodyBytes = parseMaxBodyBytes(options.maxBodyBytes)
+    this.#liveTail = options.tail === 'live'
   }
 
   /** Answers one request msw parsed off an app's socket. */
@@ -86,6 +94,23 @@ class NodeHttpHandler {
     // msw passes a request through once its listeners return unanswered, so return only once it is answered
     // (a response head, a failure, or msw's own answer to an app that went away).
     await controller.handled
+  }
+
+  /**
+   * A request msw parsed on a socket no ClientRequest owns (an app's own undici Agent, HTTP on a raw socket):
+   * not captured, so live modes let msw send it as it is; strict replay refuses it and counts it, since
+   * sending it would be a silent live request. Returns undefined to let msw pass it through.
+   */
+  refuseUncaptured(event: HttpRequestEvent): Promise<void> | undefined {
+    if (this.#session.mode !== 'replay' || this.#liveTail || this.#closed) return undefined
+    const { request, controller } = event
+    const error = new ToolReplayError(
+      ErrorCodes.REPLAY_MISS,
+      `Failed to replay ${request.method} ${request.url}: it was written on a socket no node:http request owns (an own undici Agent or Client passed as \`dispatcher\`, HTTP on a raw socket), which Tool Replay neither records nor replays, so strict replay refuses it instead of letting it go live. Use the global dispatcher (drop the per-request \`dispatcher\`), or run the app under \`tr-proxy replay --strict\`.`,
+    )
+    this.#session.refuse({ method: request.method, url: request.url }, error)
+    refuse(controllerTarget(controller, request, undefined), error)
+    return controller.handled
   }
 
   close(): void {
@@ -183,6 +208,8 @@ const handlers: NodeHttpHandler[] = []
 /** The live requests captures send themselves: msw must let them through untouched. */
 const ownRequests = new WeakSet<object>()
 let interceptor: ClientRequestInterceptor | undefined
+/** Sees every HTTP request msw parses, for the node:http ones msw could not credit to their ClientRequest. */
+let socketInterceptor: HttpRequestInterceptor | undefined
 
 function onRequest(event: HttpRequestEvent): Promise<void> | undefined {
   // Unreachable while msw honours internal connections; kept so a change there cannot loop a forward back.
@@ -191,21 +218,57 @@ function onRequest(event: HttpRequestEvent): Promise<void> | undefined {
 }
 
 /**
- * Starts capturing node:http requests in this process for `options.session`.
+ * A request msw parsed outside the context of its patched `http.request` (a reference taken before install(),
+ * an ESM binding not yet synced) arrives with its socket as initiator, and msw would pass it through live.
+ * When a ClientRequest owns that socket it is a node:http request like any other: captured, with that
+ * ClientRequest as its initiator. Any other request (no ClientRequest owns its socket) is refused in strict
+ * replay. Requests credited to a ClientRequest come through `onRequest` instead.
+ */
+function onSocketRequest(event: HttpRequestEvent): Promise<void> | undefined {
+  if (event.initiator instanceof ClientRequest) return undefined
+  const owner = (event.initiator as (Partial<Socket> & { _httpMessage?: unknown }) | undefined)?._httpMessage
+  if (!(owner instanceof ClientRequest)) return handlers.at(-1)?.refuseUncaptured(event)
+  return onRequest({ ...event, initiator: owner } as HttpRequestEvent)
+}
+
+/** Applies msw's interceptors, or undoes what was applied and throws TR_CAPTURE_UNAVAILABLE. */
+function applyInterceptors(): void {
+  ignoreMockedTlsSessions()
+  const clientRequests = new ClientRequestInterceptor()
+  const sockets = new HttpRequestInterceptor()
+  try {
+    clientRequests.on('request', onRequest)
+    clientRequests.apply()
+    sockets.on('request', onSocketRequest)
+    sockets.apply()
+  } catch (err) {
+    // msw's apply() already undid its own half; dispose() is a no-op on one that never applied.
+    clientRequests.dispose()
+    sockets.dispose()
+    throw new ToolReplayError(
+      ErrorCodes.CAPTURE_UNAVAILABLE,
+      `Cannot capture node:http requests: @mswjs/interceptors could not patch node:http (${err instanceof Error ? err.message : String(err)}). Another ClientRequestInterceptor (msw's setupServer, a second copy of Tool Replay) may be applied in this process: dispose it before install(), or pass \`nodeHttp: false\` to leave node:http requests to it.`,
+      { cause: err },
+    )
+  }
+  interceptor = clientRequests
+  socketInterceptor = sockets
+  // msw patches the CJS module objects; ESM namespaces and named imports of node:http(s) see it only once synced.
+  syncBuiltinESMExports()
+}
+
+/**
+ * Starts capturing node:http requests in this process for `options.session`; throws TR_CAPTURE_UNAVAILABLE
+ * (with nothing left applied) when msw cannot patch node:http.
  * @example
  * const capture = installNodeHttpCapture({ session })
  * await axios.get('https://api.test/users/1')
  * capture.close()
  */
 export function installNodeHttpCapture(options: NodeHttpCaptureOptions): NodeHttpCapture {
+  if (!interceptor) applyInterceptors()
   const handler = new NodeHttpHandler(options)
   handlers.push(handler)
-  if (!interceptor) {
-    ignoreMockedTlsSessions()
-    interceptor = new ClientRequestInterceptor()
-    interceptor.on('request', onRequest)
-    interceptor.apply()
-  }
   let installed = true
   const uninstall = () => {
     if (!installed) return
@@ -213,7 +276,10 @@ export function installNodeHttpCapture(options: NodeHttpCaptureOptions): NodeHtt
     handlers.splice(handlers.indexOf(handler), 1)
     if (handlers.length === 0 && interceptor) {
       interceptor.dispose()
+      socketInterceptor?.dispose()
       interceptor = undefined
+      socketInterceptor = undefined
+      syncBuiltinESMExports()
     }
   }
   return {
