@@ -136,26 +136,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     upgradeHandler: (s) => createUpgradeHandler({ session: s, stats, upstream: options.upstream ?? {} }),
     self: () => ({ host, port, url: `http://${listening()}` }),
   })
-  const onRequest = (req: IncomingMessage, res: ServerResponse, target: TunnelTarget | undefined) => {
-    const fail = (err: unknown) =>
-      sendProxyError(
-        res,
-        500,
-        ErrorCodes.INTERNAL,
-        `Tool Replay proxy failed on ${req.method} ${req.url}: ${(err as Error)?.message ?? String(err)}. This is a bug; please report it.`,
-      )
-    let p: Promise<void> | undefined
-    try {
-      p = router.request(req, res, target)
-    } catch (err) {
-      fail(err)
-    }
-    if (p) {
-      const tracked = p.catch(fail)
-      inflight.add(tracked)
-      void tracked.finally(() => inflight.delete(tracked))
-    }
-  }
+  const onRequest = requestEntry(router, inflight)
 
   const serverOptions = {
     headersTimeout: limits.headersTimeoutMs,
@@ -184,35 +165,11 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   })
   outer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => router.upgrade(req, socket, head, undefined))
   inner.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => router.upgrade(req, socket, head, tunnelTargets.get(req.socket)))
-  let connections = 0
-  outer.on('connection', (socket: Socket) => {
-    if (connections >= limits.maxConnections) {
-      // Refused clearly instead of silently dropped, so a client sees why.
-      stats.badRequests++
-      socket.on('error', () => socket.destroy())
-      socket.end(
-        rawErrorResponse(
-          503,
-          ErrorCodes.PROXY_BAD_REQUEST,
-          `Tool Replay proxy has ${limits.maxConnections} connections open, its limit; retry later or raise --max-connections.`,
-        ),
-      )
-      return
-    }
-    connections++
+  capConnections(outer, limits.maxConnections, stats, (socket) => {
     router.accepted(socket)
-    socket.once('close', () => connections--)
     track(socket)
   })
-  for (const server of [outer, inner]) {
-    server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-      stats.badRequests++
-      if (!socket.writable || err.code === 'ECONNRESET') socket.destroy()
-      else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT')
-        socket.end(rawErrorResponse(408, ErrorCodes.PROXY_BAD_REQUEST, 'The request head or body did not arrive in time.'))
-      else socket.end(rawErrorResponse(400, ErrorCodes.PROXY_BAD_REQUEST, `Malformed HTTP request (${err.code ?? err.message}). Send HTTP/1.1 to the proxy.`))
-    })
-  }
+  for (const server of [outer, inner]) answerClientErrors(server, stats)
 
   await ca.warmUp()
   await listen(outer, host, options.port ?? 0)
@@ -229,21 +186,92 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     ca,
     stats,
     close(closeOptions = {}) {
-      closed ??= (async () => {
-        outer.close()
-        outer.closeIdleConnections()
-        inner.closeIdleConnections()
-        let timer: NodeJS.Timeout | undefined
-        await Promise.race([Promise.allSettled([...inflight]), new Promise<void>((resolve) => (timer = setTimeout(resolve, closeOptions.graceMs ?? 5000)))])
-        clearTimeout(timer)
-        for (const s of sockets) s.destroy()
-        await agent.close().catch(() => {})
-        const [summary] = await Promise.all([session?.close(), sessions.closeAll()])
-        return summary
-      })()
+      closed ??= shutDown({ outer, inner, inflight, sockets, agent, session, sessions }, closeOptions.graceMs ?? 5000)
       return closed as Promise<SessionSummary>
     },
   }
+}
+
+/** How each request enters: routed to its session, its handling tracked for close(), any throw answered as a 500. */
+function requestEntry(router: RequestRouter, inflight: Set<Promise<void>>) {
+  return (req: IncomingMessage, res: ServerResponse, target: TunnelTarget | undefined): void => {
+    const fail = (err: unknown) =>
+      sendProxyError(
+        res,
+        500,
+        ErrorCodes.INTERNAL,
+        `Tool Replay proxy failed on ${req.method} ${req.url}: ${(err as Error)?.message ?? String(err)}. This is a bug; please report it.`,
+      )
+    let p: Promise<void> | undefined
+    try {
+      p = router.request(req, res, target)
+    } catch (err) {
+      fail(err)
+    }
+    if (p) {
+      const tracked = p.catch(fail)
+      inflight.add(tracked)
+      void tracked.finally(() => inflight.delete(tracked))
+    }
+  }
+}
+
+/** Accepts connections up to `max`; past it, each is refused with a 503 that says why instead of dropped silently. */
+function capConnections(server: Server, max: number, stats: ProxyStats, accept: (socket: Socket) => void): void {
+  let connections = 0
+  server.on('connection', (socket: Socket) => {
+    if (connections >= max) {
+      stats.badRequests++
+      socket.on('error', () => socket.destroy())
+      socket.end(
+        rawErrorResponse(
+          503,
+          ErrorCodes.PROXY_BAD_REQUEST,
+          `Tool Replay proxy has ${max} connections open, its limit; retry later or raise --max-connections.`,
+        ),
+      )
+      return
+    }
+    connections++
+    socket.once('close', () => connections--)
+    accept(socket)
+  })
+}
+
+/** Answers what Node's HTTP parser rejects: a timeout with 408, garbage with 400, a reset by closing. */
+function answerClientErrors(server: Server, stats: ProxyStats): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    stats.badRequests++
+    if (!socket.writable || err.code === 'ECONNRESET') socket.destroy()
+    else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT')
+      socket.end(rawErrorResponse(408, ErrorCodes.PROXY_BAD_REQUEST, 'The request head or body did not arrive in time.'))
+    else socket.end(rawErrorResponse(400, ErrorCodes.PROXY_BAD_REQUEST, `Malformed HTTP request (${err.code ?? err.message}). Send HTTP/1.1 to the proxy.`))
+  })
+}
+
+/** Stops accepting, gives requests in flight `graceMs`, then closes every socket, the upstream agent and the sessions. */
+async function shutDown(
+  parts: {
+    outer: Server
+    inner: Server
+    inflight: Set<Promise<void>>
+    sockets: Set<Duplex>
+    agent: { close(): Promise<void> }
+    session: Session | undefined
+    sessions: ProxySessions
+  },
+  graceMs: number,
+): Promise<SessionSummary | undefined> {
+  parts.outer.close()
+  parts.outer.closeIdleConnections()
+  parts.inner.closeIdleConnections()
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([Promise.allSettled([...parts.inflight]), new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))])
+  clearTimeout(timer)
+  for (const s of parts.sockets) s.destroy()
+  await parts.agent.close().catch(() => {})
+  const [summary] = await Promise.all([parts.session?.close(), parts.sessions.closeAll()])
+  return summary
 }
 
 function listen(server: Server, host: string, port: number): Promise<void> {
