@@ -4,6 +4,7 @@
  */
 import { basename } from 'node:path'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { formatSummary, type SessionSummary } from './ledger.ts'
 import { MODES, type Mode } from './session.ts'
 
 /** Trace name for a test file: `e2e/checkout.test.ts` → `checkout`. */
@@ -47,4 +48,17 @@ export function loadedAsTestPreload(specifier: RegExp, execArgv: readonly string
   if (!preloaded) return false
   const isRunnerParent = execArgv.includes('--test') && !env.NODE_TEST_CONTEXT && !execArgv.some((a) => a.startsWith('--test-isolation=none'))
   return !isRunnerParent
+}
+
+/**
+ * A test setup's end-of-file judgement: a strict replay that saw a miss, an overrun or an unused recording
+ * prints its summary, marks the process failed and throws TR_REPLAY_INCOMPLETE (even when the app swallowed
+ * the errors). `advice` says how to fix it; `extra` (a seed line) goes after both.
+ */
+export function judgeTestReplay(summary: SessionSummary, advice: string, extra = ''): void {
+  if (summary.mode !== 'replay' || summary.ok) return
+  const text = formatSummary(summary)
+  process.stderr.write(`${text}${extra}\n`)
+  process.exitCode = 1
+  throw new ToolReplayError(ErrorCodes.REPLAY_INCOMPLETE, `${text}\n${advice}${extra}`, { details: { summary } })
 }

@@ -9,14 +9,13 @@ import {
   faultVerdict,
   faultVerdictError,
   formatFaultVerdict,
-  formatSummary,
+  judgeTestReplay,
   type Mode,
   rerunWithSeedEnv,
   resolveTestTrace,
   type SessionSummary,
 } from '../engine/index.ts'
 import { openStore, type TraceStore } from '../store/index.ts'
-import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { type InstallOptions, type InterceptorSession, install } from './install.ts'
 
 export { traceNameForTestFile } from '../engine/index.ts'
@@ -111,14 +110,7 @@ export async function startTestSetup(options: TestSetupOptions = {}): Promise<Te
 export async function finishTestSetup(setup: TestSetup): Promise<SessionSummary> {
   const { summary, faults } = await setup.finish()
   const seed = faults ? `\n${faults.seedLine}${setup.rerun ? `; rerun: ${setup.rerun}` : ''}` : ''
-  if (setup.interceptor.mode === 'replay' && !summary.ok) {
-    const text = formatSummary(summary)
-    process.stderr.write(`${text}${seed}\n`)
-    process.exitCode = 1
-    throw new ToolReplayError(ErrorCodes.REPLAY_INCOMPLETE, `${text}\nFix the app or re-record the trace (TOOL_REPLAY_MODE=record).${seed}`, {
-      details: { summary },
-    })
-  }
+  judgeTestReplay(summary, 'Fix the app or re-record the trace (TOOL_REPLAY_MODE=record).', seed)
   const failed = faults && faultVerdictError(faults, setup.rerun)
   if (faults && failed) {
     process.stderr.write(`${formatFaultVerdict(faults)}\n${failed.code}: ${failed.message}\n`)

@@ -6,8 +6,7 @@
  * its name (`http://NAME@127.0.0.1:PORT`); at the end the session closes and strict replay judges it.
  */
 import { type Dispatcher, getGlobalDispatcher, setGlobalDispatcher } from 'undici'
-import { formatSummary, type Mode, resolveTestTrace, type SessionSummary } from '../engine/index.ts'
-import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { judgeTestReplay, type Mode, resolveTestTrace, type SessionSummary } from '../engine/index.ts'
 import { sessionNameFrom } from './session-choice.ts'
 import { openSharedSession, type SharedProxyAddress, type SharedProxySession } from './shared-session.ts'
 
@@ -68,15 +67,6 @@ export async function startSharedSessionSetup(options: SharedSessionSetupOptions
  */
 export async function finishSharedSessionSetup(setup: SharedSessionSetup): Promise<SessionSummary> {
   const summary = await setup.finish()
-  if (setup.session.mode === 'replay' && !summary.ok) {
-    const text = formatSummary(summary)
-    process.stderr.write(`${text}\n`)
-    process.exitCode = 1
-    throw new ToolReplayError(
-      ErrorCodes.REPLAY_INCOMPLETE,
-      `${text}\nSession "${setup.session.name}" on the shared proxy: fix the app or re-record the trace (TOOL_REPLAY_MODE=record).`,
-      { details: { summary } },
-    )
-  }
+  judgeTestReplay(summary, `Session "${setup.session.name}" on the shared proxy: fix the app or re-record the trace (TOOL_REPLAY_MODE=record).`)
   return summary
 }
