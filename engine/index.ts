@@ -74,7 +74,7 @@ export { MODES, openSession, Session } from './session.ts'
 export type { FaultClock, FaultsInput, SessionFaultsOptions } from './session-faults.ts'
 export { loadSessionFaults, SessionFaults } from './session-faults.ts'
 /** Which trace and mode a test file records or replays (TOOL_REPLAY_MODE, TOOL_REPLAY_TRACE as a group); whether a setup was preloaded; the end-of-file judgement. */
-export { judgeTestReplay, loadedAsTestPreload, resolveTestTrace, traceNameForTestFile } from './test-trace.ts'
+export { judgeTestReplay, loadedAsTestPreload, registerVitestFileHooks, resolveTestTrace, traceNameForTestFile } from './test-trace.ts'
 export type { ExchangeProgress } from './transport-rules.ts'
 export {
   bodyTooLarge,

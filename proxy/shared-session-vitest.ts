@@ -8,28 +8,7 @@
  * Mode and trace come from TOOL_REPLAY_MODE / TOOL_REPLAY_TRACE as for the interceptor's setup; after a
  * file's tests its session closes, and a strict replay that saw any problem fails the file.
  */
-import { finishSharedSessionSetup, type SharedSessionSetup, startSharedSessionSetup } from './shared-session-setup.ts'
+import { registerVitestFileHooks } from '../engine/index.ts'
+import { finishSharedSessionSetup, startSharedSessionSetup } from './shared-session-setup.ts'
 
-/** The parts of vitest used here, typed locally so this package builds without vitest installed. */
-interface VitestApi {
-  beforeAll(fn: () => unknown, timeout?: number): void
-  afterAll(fn: () => unknown, timeout?: number): void
-  expect: { getState(): { testPath?: string } }
-}
-
-// A non-literal specifier keeps tsc from resolving 'vitest' (an optional peer), while vitest resolves it at run time.
-const vitestModule = 'vitest'
-const { beforeAll, afterAll, expect } = (await import(vitestModule)) as VitestApi
-
-let setup: SharedSessionSetup | undefined
-
-beforeAll(async () => {
-  const testFile = expect.getState().testPath
-  setup = await startSharedSessionSetup(testFile ? { testFile } : {})
-}, 60_000)
-
-afterAll(async () => {
-  const s = setup
-  setup = undefined
-  if (s) await finishSharedSessionSetup(s)
-}, 60_000)
+await registerVitestFileHooks((testFile) => startSharedSessionSetup(testFile ? { testFile } : {}), finishSharedSessionSetup, 60_000)
