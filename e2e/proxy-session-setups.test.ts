@@ -34,7 +34,7 @@ after(async () => {
 })
 
 /**
- * One app test file: five fetch calls and one curl child (which only knows the proxy variables it inherits),
+ * One app test file: five fetch calls, a curl child and a Node child (which only know the proxy variables they inherit),
  * all under its own path; it writes what it read to OUT_DIR, and with EXTRA=1 it also sends a request that
  * was never recorded and swallows its failure.
  */
@@ -54,6 +54,10 @@ test('${name} talks to its API', async () => {
     read.push(await res.text())
   }
   read.push(execFileSync('curl', ['-sS', '--fail', process.env.APP_URL + '/${name}/child'], { encoding: 'utf8' }))
+  // A Node child using fetch through the inherited variables (NODE_USE_ENV_PROXY): Node 22 and 24 send the
+  // proxy credentials only when the proxy URL has a password too.
+  const nodeChild = "fetch(process.env.APP_URL + '/${name}/node-child').then(async (r) => { if (r.status !== 200) throw new Error(String(r.status)); process.stdout.write(await r.text()) })"
+  read.push(execFileSync(process.execPath, ['-e', nodeChild], { encoding: 'utf8' }))
   if (process.env.EXTRA === '${name}') await fetch(process.env.APP_URL + '/${name}/never-recorded').catch(() => {})
   writeFileSync(process.env.OUT_DIR + '/${name}.' + process.env.TOOL_REPLAY_MODE + '.json', JSON.stringify(read))
 })
@@ -84,8 +88,8 @@ async function traces(prefix: string): Promise<Record<string, string[]>> {
   }
 }
 
-/** What each file's trace must hold: its own five fetches (two paths, repeated) and its child's request. */
-const expectedTrace = (name: string) => [0, 1, 0, 1, 0].map((n) => `/${name}/${n}`).concat(`/${name}/child`)
+/** What each file's trace must hold: its own five fetches (two paths, repeated) and its children's requests. */
+const expectedTrace = (name: string) => [0, 1, 0, 1, 0].map((n) => `/${name}/${n}`).concat(`/${name}/child`, `/${name}/node-child`)
 
 async function recordReplayMiss(o: {
   runner: (env: Record<string, string>) => Promise<{ code: number; out: string }>

@@ -2,7 +2,7 @@
  * Reverse mode: the proxy serves as an upstream's origin on its own port. A client that only takes a base
  * URL (plain fetch, no proxy variables, no CA) records and replays; the trace holds the upstream's URLs and
  * Host, never the proxy's; redirects into a mounted upstream come back pointing at the proxy; the wrapper
- * gives the command the base URLs instead of proxy variables.
+ * gives the command the base URLs beside the proxy variables (so a host no mount serves is still proxied).
  */
 import assert from 'node:assert/strict'
 import { join } from 'node:path'

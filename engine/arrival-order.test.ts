@@ -16,20 +16,32 @@ test('turns run in ticket order, whatever order the requests come in', async () 
   assert.deepEqual(ran, ['a', 'b', 'c'])
 })
 
-test('a ticket given up (connection closed) stops holding the others; one that makes no progress is skipped after the wait', async () => {
-  // A wait far longer than the delays below, so a loaded machine's late timers cannot skip `idle` early.
-  const order = new ArrivalOrder(1500)
-  const [gone, idle, later] = [order.ticket(), order.ticket(), order.ticket()]
+test('a ticket given up (connection closed) stops holding the others at once', () => {
+  // A wait far longer than the test: only release() can let `later` run now.
+  const order = new ArrivalOrder(60_000)
+  const [gone, later] = [order.ticket(), order.ticket()]
+  gone.release()
+  assert.equal(
+    later.turn(() => 'later ran'),
+    'later ran',
+    'runs synchronously: the released ticket holds no place',
+  )
+})
+
+test('a ticket that makes progress keeps its place past the wait; one that makes none is skipped after it', async () => {
+  // Margins of a second or more either way, so a loaded machine's late timers cannot decide the outcome.
+  const order = new ArrivalOrder(3000)
+  const [idle, later] = [order.ticket(), order.ticket()]
   const ran: string[] = []
   const p = later.turn(() => ran.push('later'))
-  gone.release()
-  await delay(20)
+  await delay(1500)
   idle.progress()
-  await delay(100)
+  await delay(2000)
+  // 3500 ms after it was issued, past the 3000 ms wait: only the progress at 1500 ms keeps it in place.
   assert.equal(ran.length, 0, 'idle made progress recently: it still holds its place')
   // (The order's own timer does not keep a process alive; a socket would. Here a bounded wait does.)
   await Promise.race([p, delay(10_000)])
-  assert.deepEqual(ran, ['later'])
+  assert.deepEqual(ran, ['later'], 'with no more progress, idle is skipped')
   // The skipped ticket's request, when it finally comes, runs at once.
   assert.equal(
     idle.turn(() => 'idle ran'),

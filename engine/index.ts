@@ -73,8 +73,10 @@ export type { CapturedRequest, Decision, ExchangeRecorder, Mode, Playback, Playb
 export { MODES, openSession, Session } from './session.ts'
 export type { FaultClock, FaultsInput, SessionFaultsOptions } from './session-faults.ts'
 export { loadSessionFaults, SessionFaults } from './session-faults.ts'
-/** Which trace and mode a test file records or replays (TOOL_REPLAY_MODE, TOOL_REPLAY_TRACE as a group); whether a setup was preloaded; the end-of-file judgement. */
-export { judgeTestReplay, loadedAsTestPreload, registerVitestFileHooks, resolveTestTrace, traceNameForTestFile } from './test-trace.ts'
+/** Runner glue for the ready-made test setups (internal): vitest hook registration, the end-of-file strict judgement. */
+export { judgeTestReplay, registerVitestFileHooks } from './test-hooks.ts'
+/** Which trace and mode a test file records or replays (TOOL_REPLAY_MODE, TOOL_REPLAY_TRACE as a group); whether a setup was preloaded. */
+export { loadedAsTestPreload, resolveTestTrace, traceNameForTestFile } from './test-trace.ts'
 export type { ExchangeProgress } from './transport-rules.ts'
 export {
   bodyTooLarge,

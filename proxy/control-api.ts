@@ -36,7 +36,7 @@ export interface NamedSessionStatus {
   name: string
   mode: string
   trace: string
-  /** The proxy URL that selects it: `http://NAME@127.0.0.1:PORT`. */
+  /** The proxy URL that selects it: `http://NAME:x@127.0.0.1:PORT`. */
   proxy: string
   header: { name: string; value: string }
   summary: SessionSummary

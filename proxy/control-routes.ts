@@ -11,7 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Session, SessionSummary } from '../engine/index.ts'
 import { type ErrorCode, ErrorCodes, isToolReplayError, parseJson, ToolReplayError } from '../trace/index.ts'
 import type { ProxyServer } from './proxy-server.ts'
-import { SESSION_HEADER } from './session-choice.ts'
+import { SESSION_HEADER, SESSION_PASSWORD } from './session-choice.ts'
 import { parseSessionSpec, type SessionSpec } from './session-spec.ts'
 
 /** What the routes act on. */
@@ -41,6 +41,8 @@ const STATUS_BY_CODE: Partial<Record<ErrorCode, number>> = {
 export function describeNamedSession(proxy: ProxyServer<Session | undefined>, name: string, session: Session) {
   const url = new URL(proxy.url)
   url.username = name
+  // A password too: Node's fetch before undici 8 (Node 22, 24) sends no Proxy-Authorization for a user alone.
+  url.password = SESSION_PASSWORD
   return {
     name,
     mode: session.mode,

@@ -18,14 +18,14 @@ export { runProxySession } from './proxy-run.ts'
 export type { ProxyLimits, ProxyServer, ProxyServerOptions, ProxyStats } from './proxy-server.ts'
 /** Starts the proxy around a default engine session (or none); its default connection limits. */
 export { DEFAULT_PROXY_LIMITS, startProxy } from './proxy-server.ts'
-export type { ClosedSession } from './proxy-sessions.ts'
+export type { ClosedSession, ProxySessions, SessionRefusal, SessionRefusals } from './proxy-sessions.ts'
 /** Status and header of the proxy's own error responses (403 refusal, see engine/refusal.ts; 502 upstream failure). */
 export { ERROR_HEADER, REFUSED_STATUS, UPSTREAM_FAILED_STATUS } from './responses.ts'
-export type { ReverseMount } from './reverse-routes.ts'
+export type { ReverseMount, ReverseRoutes } from './reverse-routes.ts'
 /** Parses `--reverse URL` / `--reverse NAME=URL` values into mounts. */
 export { parseReverse } from './reverse-routes.ts'
 /** How a request names its session: the header (`x-tool-replay-session`), and the rule for session names. */
-export { assertSessionName, SESSION_HEADER } from './session-choice.ts'
+export { assertSessionName, SESSION_HEADER, SESSION_PASSWORD } from './session-choice.ts'
 export type { SessionSpec } from './session-spec.ts'
 export type { SharedProxyAddress, SharedProxySession } from './shared-session.ts'
 /** A named session on a running serve (opened through its control API), and raw control API calls. */

@@ -18,7 +18,7 @@ import { type CommandExit, runCommand } from './command-wrapper.ts'
 import { controlSocketPath, startControlApi } from './control-api.ts'
 import { proxyEnvironment, writeCaBundle } from './proxy-env.ts'
 import { type ProxyLimits, type ProxyServer, startProxy } from './proxy-server.ts'
-import type { ClosedSession } from './proxy-sessions.ts'
+import type { ClosedSession, SessionRefusals } from './proxy-sessions.ts'
 import { type ReverseMount, reverseEnvironment } from './reverse-routes.ts'
 import { sessionOptionsOf } from './session-spec.ts'
 import type { UpstreamOptions } from './upstream.ts'
@@ -32,7 +32,7 @@ export interface ProxyRunOptions {
   session: Omit<SessionOptions, 'store'>
   /** No default session: every request must name a session opened through the control API. */
   sessionsOnly?: boolean
-  /** Reverse mode: upstreams served on the proxy port; a command gets their base URLs instead of proxy variables. */
+  /** Reverse mode: upstreams served on the proxy port; a wrapped command gets their base URLs beside the proxy variables. */
   reverse?: readonly ReverseMount[]
   host?: string
   /** Port; with a command the default is a free loopback port. */
@@ -61,8 +61,8 @@ export interface ProxyRunResult {
   sessions: readonly ClosedSession[]
   /** The wrapped command's exit, when there was one. */
   command?: CommandExit
-  /** Requests refused because they named no open session (a stale or mistyped name, a closed session's URL). */
-  sessionRefusals: number
+  /** Requests refused for their session: naming none, one never opened here (a typo), or one already closed. */
+  sessionRefusals: SessionRefusals
   /** With faults (default session): coverage per rule and the contracts checked on the run's trace. */
   faults?: FaultVerdict
 }
@@ -126,7 +126,7 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
     const sessions = proxy.sessions.leftOpen()
     for (const s of sessions) o.log(`session "${s.name}" was still open when the proxy stopped: ${formatSummary(s.summary)}`)
     const faults = session && (await faultVerdict(session))
-    return { summary, sessions, sessionRefusals: proxy.stats.sessionRefusals, ...(command ? { command } : {}), ...(faults ? { faults } : {}) }
+    return { summary, sessions, sessionRefusals: proxy.sessions.refusals(), ...(command ? { command } : {}), ...(faults ? { faults } : {}) }
   }
   try {
     if (o.command && o.command.length > 0) {

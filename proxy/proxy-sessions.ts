@@ -19,6 +19,24 @@ export interface ClosedSession extends NamedSession {
   error?: unknown
 }
 
+/** A request refused for its session: it named none, a session never opened here, or one already closed. */
+export interface SessionRefusal {
+  reason: 'unnamed' | 'never-opened' | 'closed'
+  session: string | null
+  method: string
+  url: string
+}
+
+/** Requests refused for their session, by reason, with the first few as examples. */
+export interface SessionRefusals {
+  unnamed: number
+  neverOpened: number
+  closed: number
+  examples: SessionRefusal[]
+}
+
+const MAX_REFUSAL_EXAMPLES = 20
+
 /** The default session plus named ones, and the rule that picks a request's session. */
 export class ProxySessions {
   /** The session of requests that name none; undefined on a sessions-only proxy. */
@@ -30,6 +48,9 @@ export class ProxySessions {
   readonly #leftOpen: ClosedSession[] = []
   /** Set by closeAll(): a session still loading its trace then is discarded instead of left open unseen. */
   #stopping = false
+  /** Every name opened on this proxy, so a refusal can tell a closed session from one never opened. */
+  readonly #everOpened = new Set<string>()
+  readonly #refusals: SessionRefusals = { unnamed: 0, neverOpened: 0, closed: 0, examples: [] }
 
   constructor(defaultSession: Session | undefined) {
     this.default = defaultSession
@@ -60,6 +81,7 @@ export class ProxySessions {
         )
       }
       this.#named.set(name, session)
+      this.#everOpened.add(name)
       return session
     } finally {
       this.#opening.delete(name)
@@ -97,7 +119,7 @@ export class ProxySessions {
       const open = this.#openNames()
       return new ToolReplayError(
         ErrorCodes.SESSION_UNKNOWN,
-        `This Tool Replay proxy has no default session, and the request names none. Name an open session with the ${SESSION_HEADER} header or with proxy credentials (HTTPS_PROXY=http://NAME@host:port); open: ${open}.`,
+        `This Tool Replay proxy has no default session, and the request names none. Name an open session with the ${SESSION_HEADER} header or with proxy credentials (HTTPS_PROXY=http://NAME:x@host:port); open: ${open}.`,
         { details: { session: null } },
       )
     }
@@ -122,6 +144,23 @@ export class ProxySessions {
     )
     this.#leftOpen.push(...closed)
     return closed
+  }
+
+  /**
+   * Notes a request refused for the session it named (or for naming none): counted by why, the first
+   * MAX_REFUSAL_EXAMPLES kept with method and URL, for the serve's end report.
+   */
+  noteRefusal(choice: string | undefined, method: string, url: string): void {
+    const reason: SessionRefusal['reason'] = choice === undefined || choice === '' ? 'unnamed' : this.#everOpened.has(choice) ? 'closed' : 'never-opened'
+    if (reason === 'unnamed') this.#refusals.unnamed++
+    else if (reason === 'closed') this.#refusals.closed++
+    else this.#refusals.neverOpened++
+    if (this.#refusals.examples.length < MAX_REFUSAL_EXAMPLES) this.#refusals.examples.push({ reason, session: choice ?? null, method, url })
+  }
+
+  /** What noteRefusal() saw. */
+  refusals(): SessionRefusals {
+    return { ...this.#refusals, examples: [...this.#refusals.examples] }
   }
 
   /** Named sessions that were still open when closeAll() ran, with their summaries. */

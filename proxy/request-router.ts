@@ -87,10 +87,11 @@ export class RequestRouter {
 
   /** Routes one request to its session's exchange handler, or refuses it. */
   request(req: IncomingMessage, res: ServerResponse, target: TunnelTarget | undefined): Promise<void> | undefined {
-    const session = this.#session(req)
+    const choice = this.#choice(req)
+    const session = this.#o.sessions.select(choice)
     if (session instanceof ToolReplayError) {
       this.#refused(req)
-      this.#o.stats.sessionRefusals++
+      this.#noteRefusal(req, target, choice)
       sendRefusal(res, session)
       return undefined
     }
@@ -110,11 +111,12 @@ export class RequestRouter {
 
   /** Routes one Upgrade request to its session's upgrade handler, or refuses it. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: TunnelTarget | undefined): void {
-    const session = this.#session(req)
+    const choice = this.#choice(req)
+    const session = this.#o.sessions.select(choice)
     const routed = session instanceof ToolReplayError ? session : this.#reverse(req, target, undefined)
     if (session instanceof ToolReplayError || routed instanceof ToolReplayError) {
       this.#refused(req)
-      if (session instanceof ToolReplayError) this.#o.stats.sessionRefusals++
+      if (session instanceof ToolReplayError) this.#noteRefusal(req, target, choice)
       socket.on('error', () => socket.destroy())
       socket.end(
         session instanceof ToolReplayError ? refusalBytes(session) : rawErrorResponse(404, ErrorCodes.PROXY_BAD_REQUEST, (routed as ToolReplayError).message),
@@ -129,8 +131,19 @@ export class RequestRouter {
     upgrade(req, socket, head, routed.target)
   }
 
-  #session(req: IncomingMessage): Session | ToolReplayError {
-    return this.#o.sessions.select(takeSessionChoice(req) ?? this.#tunnelChoice.get(req.socket))
+  /** The session a request names: its header or credentials, else those of the CONNECT that opened its tunnel. */
+  #choice(req: IncomingMessage): string | undefined {
+    return takeSessionChoice(req) ?? this.#tunnelChoice.get(req.socket)
+  }
+
+  /**
+   * Notes a session refusal for the serve's end report, unless the request was sent to the proxy as to a
+   * server with no mount to serve it (a readiness probe, a browser): that is not app traffic.
+   */
+  #noteRefusal(req: IncomingMessage, target: TunnelTarget | undefined, choice: string | undefined): void {
+    this.#o.stats.sessionRefusals++
+    if (!this.#o.reverse && this.#addressedToSelf(req, target) !== undefined) return
+    this.#o.sessions.noteRefusal(choice, req.method ?? 'GET', requestUrl(req, target)?.href ?? req.url ?? '')
   }
 
   /** A refused request: counted, its body drained, and the place its connection held given up. */

@@ -37,7 +37,7 @@ test('session names: URL-safe, checked with a message that says what to use', ()
   for (const bad of ['', '-x', 'a b', 'a:b', 'a/b', 'x'.repeat(129), 7]) {
     assert.throws(
       () => assertSessionName(bad),
-      (err: Error & { code?: string }) => err.code === ErrorCodes.INVALID_OPTION && /Invalid session name .*http:\/\/NAME@host:port/.test(err.message),
+      (err: Error & { code?: string }) => err.code === ErrorCodes.INVALID_OPTION && /Invalid session name .*http:\/\/NAME:x@host:port/.test(err.message),
     )
   }
   assert.equal(sessionNameFrom('group:checkout.test'), 'group-checkout.test')

@@ -1,6 +1,6 @@
 /**
  * How a request names the proxy session it belongs to: the `x-tool-replay-session` header, or the user
- * of the proxy credentials in the proxy URL (`http://NAME@127.0.0.1:8080` makes clients send
+ * of the proxy credentials in the proxy URL (`http://NAME:x@127.0.0.1:8080` makes clients send
  * `Proxy-Authorization: Basic base64("NAME:")`, on CONNECT too), so clients that cannot add headers
  * can still choose. Pure, apart from taking the header out of the request it was read from.
  */
@@ -13,12 +13,15 @@ export const SESSION_HEADER = 'x-tool-replay-session'
 /** Session names: safe unescaped in a URL's user part, a header value and a file name. */
 const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
 
+/** The password in the proxy URLs Tool Replay hands out (`http://NAME:x@host:port`); ignored when read. */
+export const SESSION_PASSWORD = 'x'
+
 /** Throws TR_INVALID_OPTION unless `name` is a usable session name. */
 export function assertSessionName(name: unknown): asserts name is string {
   if (typeof name === 'string' && SESSION_NAME.test(name)) return
   throw new ToolReplayError(
     ErrorCodes.INVALID_OPTION,
-    `Invalid session name ${JSON.stringify(name)}: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit (it goes into proxy URLs as http://NAME@host:port).`,
+    `Invalid session name ${JSON.stringify(name)}: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit (it goes into proxy URLs as http://NAME:x@host:port).`,
   )
 }
 
@@ -63,6 +66,6 @@ export function takeSessionChoice(req: Pick<IncomingMessage, 'rawHeaders'>): str
     if (name.length === 19 && name.toLowerCase() === 'proxy-authorization') fromCredentials ??= basicCredentialUser(raw[i + 1] as string)
     i += 2
   }
-  // An empty header names no session: it is refused as unknown rather than quietly falling back.
-  return fromHeader ?? fromCredentials
+  // An empty header names no session (the default one, if any), rather than falling back to the credentials.
+  return fromHeader !== undefined ? fromHeader || undefined : fromCredentials
 }

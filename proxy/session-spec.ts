@@ -8,7 +8,7 @@ import { assertSessionName } from './session-choice.ts'
 
 /** A named session to open: its name on the proxy, and the engine session's own options. */
 export interface SessionSpec {
-  /** Name requests use to pick it (x-tool-replay-session, or http://NAME@host:port). */
+  /** Name requests use to pick it (x-tool-replay-session, or http://NAME:x@host:port). */
   name: string
   mode: Mode
   trace: string

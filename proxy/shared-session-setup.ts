@@ -3,7 +3,7 @@
  * one running `tr-proxy serve` (TOOL_REPLAY_PROXY, TOOL_REPLAY_STORE), named after the file, with the trace
  * and mode the interceptor's setups would use (TOOL_REPLAY_TRACE as a group, TOOL_REPLAY_MODE). While the file
  * runs, this process's fetch goes through that session and child processes inherit proxy variables carrying
- * its name (`http://NAME@127.0.0.1:PORT`); at the end the session closes and strict replay judges it.
+ * its name (`http://NAME:x@127.0.0.1:PORT`); at the end the session closes and strict replay judges it.
  */
 import { type Dispatcher, getGlobalDispatcher, setGlobalDispatcher } from 'undici'
 import { judgeTestReplay, type Mode, resolveTestTrace, type SessionSummary } from '../engine/index.ts'

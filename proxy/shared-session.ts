@@ -1,6 +1,6 @@
 /**
  * A session of one's own on a shared, running `tr-proxy serve`: opened and closed through its control API,
- * selected by the proxy credentials in the proxy URL it hands out (`http://NAME@127.0.0.1:8080`). What test
+ * selected by the proxy credentials in the proxy URL it hands out (`http://NAME:x@127.0.0.1:8080`). What test
  * setups use to give every test file its own trace on one proxy (proxy-test-setup.ts), and what
  * `tr-proxy session open|close` calls.
  */
@@ -33,7 +33,7 @@ export interface SharedProxySession {
   readonly name: string
   readonly mode: Mode
   readonly trace: string
-  /** The proxy URL that selects this session: `http://NAME@127.0.0.1:PORT`. */
+  /** The proxy URL that selects this session: `http://NAME:x@127.0.0.1:PORT`. */
   readonly proxyUrl: string
   /** The proxy CA certificate (PEM file) a client must trust for HTTPS. */
   readonly caPath: string

@@ -1,4 +1,4 @@
-import { assertSessionName, formatExports, loadCertificateAuthority, proxyEnvironment, writeCaBundle } from '../../proxy/index.ts'
+import { assertSessionName, formatExports, loadCertificateAuthority, proxyEnvironment, SESSION_PASSWORD, writeCaBundle } from '../../proxy/index.ts'
 import { storeDir } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 import { DEFAULT_PROXY_PORT } from './record.ts'
@@ -11,7 +11,7 @@ export const envCommand: CommandModule = {
     y
       .option('port', { alias: 'p', type: 'number', default: DEFAULT_PROXY_PORT, describe: 'Port of the running proxy' })
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'Host of the running proxy' })
-      .option('session', { type: 'string', describe: 'A named session on that proxy: the proxy URL carries it (http://NAME@host:port)' }),
+      .option('session', { type: 'string', describe: 'A named session on that proxy: the proxy URL carries it (http://NAME:x@host:port)' }),
   run: async (args, io) => {
     const dir = storeDir({ store: args.store })
     // Makes the CA on first use, so `env` works before the proxy ever ran.
@@ -20,7 +20,7 @@ export const envCommand: CommandModule = {
     const host = String(args.host)
     const session = typeof args.session === 'string' ? args.session : undefined
     if (session !== undefined) assertSessionName(session)
-    const proxyUrl = `http://${session ? `${session}@` : ''}${host.includes(':') ? `[${host}]` : host}:${Number(args.port)}`
+    const proxyUrl = `http://${session ? `${session}:${SESSION_PASSWORD}@` : ''}${host.includes(':') ? `[${host}]` : host}:${Number(args.port)}`
     const env = proxyEnvironment({ proxyUrl, caPath: ca.certPath, bundlePath })
     io.out(args.json ? JSON.stringify({ ok: true, env }) : formatExports(env))
     return 0

@@ -13,7 +13,15 @@ import {
   rerunCommand,
   seedLine,
 } from '../../engine/index.ts'
-import { DEFAULT_PROXY_LIMITS, type ProxyLimits, parseResolve, parseReverse, runProxySession, type UpstreamOptions } from '../../proxy/index.ts'
+import {
+  DEFAULT_PROXY_LIMITS,
+  type ProxyLimits,
+  parseResolve,
+  parseReverse,
+  runProxySession,
+  type SessionRefusals,
+  type UpstreamOptions,
+} from '../../proxy/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { EXIT_CODES, TOOL_EXIT_MIN } from '../exit-codes.ts'
 import { storeDir, withStore } from '../open-store.ts'
@@ -34,7 +42,7 @@ export function proxyOptions(y: Argv): Argv {
       type: 'string',
       array: true,
       describe:
-        'Reverse mode: serve this upstream on the proxy port (URL at /, or NAME=URL under /NAME/; repeatable), for clients that take a base URL (no proxy variables, no CA)',
+        'Reverse mode: serve this upstream on the proxy port (URL at /, or NAME=URL under /NAME/; repeatable), for clients that take a base URL (they need no proxy variables and no CA); a wrapped command gets the base URLs and the proxy variables',
     })
     .option('resolve', { type: 'string', array: true, describe: 'Map an upstream host: HOST=ADDRESS:PORT (repeatable); TLS still verifies HOST' })
     .option('upstream-ca', { type: 'string', describe: 'PEM file of extra CAs trusted for upstream TLS' })
@@ -173,15 +181,18 @@ export async function runProxyCommand(
     const s = result.summary
     // Named sessions left open when the proxy stopped count too (their summaries were logged as they closed).
     const replays = [...(s ? [s] : []), ...result.sessions.map((n) => n.summary)].filter((x) => x.mode === 'replay')
-    // A request refused for naming no open session failed in the app even if the app swallowed it, as a miss does.
+    // A request naming a session never opened here failed in the app even if the app swallowed it (a typo, a
+    // misconfigured client): it fails the run. Unnamed requests and ones naming a closed session are reported.
     const refusals = result.sessionRefusals
-    const ok = (s?.ok ?? true) && result.sessions.every((n) => n.summary.ok && n.error === undefined) && refusals === 0
+    const refusedCount = refusals.unnamed + refusals.neverOpened + refusals.closed
+    const ok = (s?.ok ?? true) && result.sessions.every((n) => n.summary.ok && n.error === undefined) && refusals.neverOpened === 0
     const verdict = result.faults
     const faultError = verdict && faultVerdictError(verdict, rerun)
     let exit = result.command?.code ?? 0
     // The replay contract outranks a fault rule that never fired, which outranks a broken contract, which
     // outranks the command's own code: each usually explains the next.
-    if (opts.strict && (replays.some((r) => !r.ok) || refusals > 0)) exit = EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
+    if (opts.strict && replays.some((r) => !r.ok)) exit = EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
+    else if (refusals.neverOpened > 0) exit = EXIT_CODES[ErrorCodes.SESSION_UNKNOWN]
     else if (faultError) exit = EXIT_CODES[faultError.code]
     if (args.json) {
       const faultsJson = verdict && { seed: verdict.seed, rerun, ok: verdict.ok, coverage: verdict.coverage, contracts: verdict.contracts ?? null }
@@ -195,7 +206,7 @@ export async function runProxyCommand(
           ok: ok && !faultError,
           summary: s ?? null,
           ...(sessions.length > 0 ? { sessions } : {}),
-          ...(refusals > 0 ? { sessionRefusals: refusals } : {}),
+          ...(refusedCount > 0 ? { sessionRefusals: refusals } : {}),
           ...(faultsJson ? { faults: faultsJson } : {}),
           exitCode: result.command?.code ?? null,
         }),
@@ -203,8 +214,7 @@ export async function runProxyCommand(
       return exit
     }
     if (s) io.err(formatSummary(s))
-    if (refusals > 0)
-      io.err(`${refusals} request(s) named no open session and were refused (${ErrorCodes.SESSION_UNKNOWN}): open the session first, or fix the name.`)
+    if (refusedCount > 0) io.err(formatSessionRefusals(refusals))
     if (verdict) io.err(formatFaultVerdict(verdict))
     if (faultError && exit === EXIT_CODES[faultError.code]) io.err(`error ${faultError.code}: ${faultError.message}`)
     // The seed again at the end of a failed run (the fault error already names it), and for replay the trace's.
@@ -246,4 +256,13 @@ export const recordCommand: CommandModule = {
       { strict: false, control: false },
     )
   },
+}
+
+/** The end report of requests refused for their session: counts by why, then the first few. */
+function formatSessionRefusals(r: SessionRefusals): string {
+  const lines = [
+    `${ErrorCodes.SESSION_UNKNOWN}: ${r.neverOpened + r.unnamed + r.closed} request(s) refused for their session: ${r.neverOpened} named a session never opened here (this fails the run: fix the name, or open it first), ${r.closed} a session already closed, ${r.unnamed} named none.`,
+  ]
+  for (const e of r.examples) lines.push(`  ${e.reason.padEnd(12)} ${e.session === null ? '(none)' : `"${e.session}"`} ${e.method} ${e.url}`)
+  return lines.join('\n')
 }

@@ -12,7 +12,7 @@ import { proxyOptions, runProxyCommand } from './record.ts'
 export const serveCommand: CommandModule = {
   command: 'serve',
   describe:
-    'Run the proxy until SIGINT/SIGTERM, with a control API (GET /status, POST /session/end, POST /sessions, DELETE /sessions/NAME) on <store>/proxy-control-<port>.sock; named sessions are picked per request (x-tool-replay-session header or http://NAME@host:port); in replay, exit 69 if strict replay saw any problem. --list shows the serves running on the store',
+    'Run the proxy until SIGINT/SIGTERM, with a control API (GET /status, POST /session/end, POST /sessions, DELETE /sessions/NAME) on <store>/proxy-control-<port>.sock; named sessions are picked per request (x-tool-replay-session header or http://NAME:x@host:port); in replay, exit 69 if strict replay saw any problem. --list shows the serves running on the store',
   builder: (y) =>
     proxyOptions(y)
       .option('mode', { choices: [...MODES], default: 'replay', describe: 'Session mode' })
@@ -21,7 +21,7 @@ export const serveCommand: CommandModule = {
       .option('sessions-only', {
         type: 'boolean',
         default: false,
-        describe: 'No default session: every request names one opened through the control API (x-tool-replay-session header or http://NAME@host:port)',
+        describe: 'No default session: every request names one opened through the control API (x-tool-replay-session header or http://NAME:x@host:port)',
       })
       .option('list', { type: 'boolean', default: false, describe: 'List the serves running on the store (port, pid, mode, trace, control socket) and exit' }),
   run: async (args, io) => {
