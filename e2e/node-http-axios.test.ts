@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test'
 import axios, { type AxiosError, type AxiosResponse } from 'axios'
 import { type InstallOptions, install } from 'tool-replay/interceptor'
 import { createMemoryStore, type TraceStore } from 'tool-replay/store'
+import { inSession as runInSession } from './support/node-http-client.ts'
 import { createTestPki, HELLO, JSON_BODY, startUpstream, type TestUpstream } from './support/proxy-upstream.ts'
 
 let pki: Awaited<ReturnType<typeof createTestPki>>
@@ -30,15 +31,7 @@ after(async () => {
 let traceCounter = 0
 const traceName = (label: string) => `axios-${label}-${++traceCounter}`
 
-async function inSession<T>(mode: InstallOptions['mode'], trace: string, scenario: () => Promise<T>) {
-  const tr = await install({ mode, trace, store })
-  try {
-    const result = await scenario()
-    return { result, summary: tr.summary(), assertDone: () => tr.assertDone() }
-  } finally {
-    await tr.close()
-  }
-}
+const inSession = <T>(mode: InstallOptions['mode'], trace: string, scenario: () => Promise<T>) => runInSession(store, mode, trace, scenario)
 
 /** What the app uses of an axios response. */
 const seen = (r: AxiosResponse) => ({ status: r.status, statusText: r.statusText, contentType: r.headers['content-type'], data: r.data as unknown })

@@ -8,8 +8,9 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, test } from 'node:test'
 import got, { type HTTPError, type RequestError } from 'got'
-import { type InstallOptions, install } from 'tool-replay/interceptor'
+import type { InstallOptions } from 'tool-replay/interceptor'
 import { createMemoryStore, type TraceStore } from 'tool-replay/store'
+import { inSession as runInSession } from './support/node-http-client.ts'
 import { createTestPki, HELLO, JSON_BODY, startUpstream, type TestUpstream } from './support/proxy-upstream.ts'
 
 let pki: Awaited<ReturnType<typeof createTestPki>>
@@ -26,15 +27,7 @@ after(() => up.close())
 let traceCounter = 0
 const traceName = (label: string) => `got-${label}-${++traceCounter}`
 
-async function inSession<T>(mode: InstallOptions['mode'], trace: string, scenario: () => Promise<T>) {
-  const tr = await install({ mode, trace, store })
-  try {
-    const result = await scenario()
-    return { result, summary: tr.summary(), assertDone: () => tr.assertDone() }
-  } finally {
-    await tr.close()
-  }
-}
+const inSession = <T>(mode: InstallOptions['mode'], trace: string, scenario: () => Promise<T>) => runInSession(store, mode, trace, scenario)
 
 test('got records over HTTPS and replays strictly: no connection to a running upstream, then with it stopped', async () => {
   const own = await startUpstream(pki.certs.localhost)

@@ -19,7 +19,7 @@ import { openStore, type TraceStore } from 'tool-replay/store'
 import type { Exchange } from 'tool-replay/trace'
 import { Agent, getGlobalDispatcher } from 'undici'
 import { filesUnder } from './support/files-under.ts'
-import { type NodeHttpResult, nodeHttpCall } from './support/node-http-client.ts'
+import { type NodeHttpResult, nodeHttpCall, inSession as runInSession } from './support/node-http-client.ts'
 import { BIG_BODY, createTestPki, GZIP_TEXT, HELLO, JSON_BODY, RESET_PARTIAL, startUpstream } from './support/proxy-upstream.ts'
 
 let pki: Awaited<ReturnType<typeof createTestPki>>
@@ -39,15 +39,8 @@ let traceCounter = 0
 const traceName = (label: string) => `${label}-${++traceCounter}`
 
 /** Runs `scenario` inside an install() of `mode`, closes it, and returns the scenario's result and the session summary. */
-async function inSession<T>(mode: InstallOptions['mode'], trace: string, scenario: () => Promise<T>, extra: Partial<InstallOptions> = {}) {
-  const tr = await install({ mode, trace, store, ...extra })
-  try {
-    const result = await scenario()
-    return { result, summary: tr.summary(), assertDone: () => tr.assertDone() }
-  } finally {
-    await tr.close()
-  }
-}
+const inSession = <T>(mode: InstallOptions['mode'], trace: string, scenario: () => Promise<T>, extra: Partial<InstallOptions> = {}) =>
+  runInSession(store, mode, trace, scenario, extra)
 
 /** What a test compares between record and replay: the app's view without timing. */
 const view = (r: NodeHttpResult) => ({ status: r.status, statusText: r.statusText, rawHeaders: r.rawHeaders, body: r.body, error: r.error })

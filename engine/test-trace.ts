@@ -21,16 +21,24 @@ export function traceNameForTestFile(file: string): string {
  * with TOOL_REPLAY_TRACE set, that names a group and the file gets its segment `GROUP:file`, so files sharing
  * the variable never replace each other's recordings).
  */
-export function resolveTestTrace(o: { mode?: Mode; trace?: string; testFile?: string; env: Record<string, string | undefined> }): {
+export function resolveTestTrace(o: {
+  mode?: Mode | undefined
+  trace?: string | undefined
+  testFile?: string | undefined
+  env?: Record<string, string | undefined> | undefined
+}): {
   mode: Mode
   trace: string
 } {
-  const rawMode = o.mode ?? o.env.TOOL_REPLAY_MODE ?? 'replay'
+  const env = o.env ?? process.env
+  // The test file defaults to the script node runs: with `node --test`, each file's own process.
+  const testFile = o.testFile ?? process.argv[1]
+  const rawMode = o.mode ?? env.TOOL_REPLAY_MODE ?? 'replay'
   if (!MODES.includes(rawMode as Mode)) {
     throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `TOOL_REPLAY_MODE="${rawMode}" is not a mode. Use one of: ${MODES.join(', ')}.`)
   }
-  const own = o.testFile ? traceNameForTestFile(o.testFile) : 'tests'
-  const trace = o.trace ?? (o.env.TOOL_REPLAY_TRACE ? `${o.env.TOOL_REPLAY_TRACE}:${own}` : own)
+  const own = testFile ? traceNameForTestFile(testFile) : 'tests'
+  const trace = o.trace ?? (env.TOOL_REPLAY_TRACE ? `${env.TOOL_REPLAY_TRACE}:${own}` : own)
   return { mode: rawMode as Mode, trace }
 }
 

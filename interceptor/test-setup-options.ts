@@ -34,15 +34,8 @@ export interface TestSetupOptions extends Partial<Omit<InstallOptions, 'store'>>
 
 /** Resolves mode, trace and store directory from options, then TOOL_REPLAY_* variables, then defaults. */
 export function resolveTestSetup(options: TestSetupOptions = {}): { mode: Mode; trace: string; storeDir: string | undefined } {
-  const env = options.env ?? process.env
-  const file = options.testFile ?? process.argv[1]
-  const { mode, trace } = resolveTestTrace({
-    env,
-    ...(options.mode !== undefined ? { mode: options.mode } : {}),
-    ...(options.trace !== undefined ? { trace: options.trace } : {}),
-    ...(file ? { testFile: file } : {}),
-  })
-  return { mode, trace, storeDir: options.storeDir ?? env.TOOL_REPLAY_STORE }
+  const { mode, trace } = resolveTestTrace(options)
+  return { mode, trace, storeDir: options.storeDir ?? (options.env ?? process.env).TOOL_REPLAY_STORE }
 }
 
 /** An installed setup: the interceptor plus what `finish` must close. */

@@ -31,14 +31,7 @@ export interface SharedSessionSetup {
 
 /** Opens the file's session on the shared proxy, routes this process and its children through it. */
 export async function startSharedSessionSetup(options: SharedSessionSetupOptions = {}): Promise<SharedSessionSetup> {
-  const env = options.env ?? process.env
-  const file = options.testFile ?? process.argv[1]
-  const { mode, trace } = resolveTestTrace({
-    env,
-    ...(options.mode !== undefined ? { mode: options.mode } : {}),
-    ...(options.trace !== undefined ? { trace: options.trace } : {}),
-    ...(file ? { testFile: file } : {}),
-  })
+  const { mode, trace } = resolveTestTrace(options)
   const session = await openSharedSession({ name: options.name ?? sessionNameFrom(trace), trace, mode }, options)
   let previousDispatcher: Dispatcher | undefined
   if (options.global !== false) {

@@ -1,6 +1,8 @@
 /** A node:http(s) client for e2e tests: one request, and everything the app would observe about it. */
 import http from 'node:http'
 import https from 'node:https'
+import { type InstallOptions, install } from 'tool-replay/interceptor'
+import type { TraceStore } from 'tool-replay/store'
 
 /** What the app saw: status, headers, the body and how many reads it took, or the error and where it came. */
 export interface NodeHttpResult {
@@ -80,4 +82,21 @@ export function nodeHttpCall(url: string, options: NodeHttpCallOptions = {}): Pr
     req.on('error', noteError('request'))
     req.end(body)
   })
+}
+
+/** Runs `scenario` with Tool Replay installed (fetch and node:http) in `mode` on `trace`, then uninstalls. */
+export async function inSession<T>(
+  store: TraceStore,
+  mode: InstallOptions['mode'],
+  trace: string,
+  scenario: () => Promise<T>,
+  extra: Partial<InstallOptions> = {},
+) {
+  const tr = await install({ mode, trace, store, ...extra })
+  try {
+    const result = await scenario()
+    return { result, summary: tr.summary(), assertDone: () => tr.assertDone() }
+  } finally {
+    await tr.close()
+  }
 }

@@ -6,7 +6,6 @@
 import {
   type ErrorPhase,
   type ExchangeFault,
-  type FaultKind,
   type FaultPhase,
   type Outcome,
   providerErrorResponse,
@@ -45,16 +44,8 @@ export type FaultAction =
   | { do: 'forward-then-drift'; changes: DriftChange[] }
   | { do: 'forward-then-cut'; after: StreamPoint; error?: FaultFailure }
 
-/** One rule's decision for one request. */
-export interface FaultDecision {
-  rule: string
-  kind: FaultKind
-  phase: FaultPhase
-  seed: string
-  /** The rule's invocation number for this request (1-based; per key value when the rule keys by a header). */
-  call: number
-  /** The key header's value, when the rule keys by one. */
-  key?: string
+/** One rule's decision for one request: what the trace keeps of it (ExchangeFault, less the upstream's outcome), plus when and what. */
+export interface FaultDecision extends Omit<ExchangeFault, 'upstream'> {
   /** When the request arrived, in ms since the run started. */
   atMs: number
   action: FaultAction
