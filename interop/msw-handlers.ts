@@ -15,7 +15,7 @@
  *   the bytes that arrived (msw surfaces it as a failed request).
  * The module exports `createHandlers()` (fresh counters each call, e.g. per test) and `handlers`.
  */
-import { refusalResponse } from '../engine/index.ts'
+import { refusalResponse } from '../capture/index.ts'
 import {
   bodyBytes,
   ErrorCodes,
