@@ -54,7 +54,6 @@ const STORED_BODIES_LIMIT = 100_000
 /** How long a store with a MANIFEST but no CURRENT may be "being created" before it counts as damaged. */
 const CURRENT_WAIT_STEPS = 20
 const CURRENT_WAIT_STEP_MS = 50
-const APPEND_LINGER_MS = 5
 
 interface QueuedAppend {
   id: string
@@ -296,15 +295,14 @@ export class LevelBackend implements StoreOps {
       // recording app pays one hasMany and one batch per group rather than per exchange. Each exchange
       // is still stored whole or not at all, and nothing written after this group is enqueued (a
       // closeRecording, say) can be overtaken: #write starts a new group for appends that follow it.
+      // No lingering for more: a client's answer waits for its exchange to be stored (capture/live-tee.ts),
+      // so an append is written as soon as the writes before it are.
       if (this.#queuedAppends) {
         this.#queuedAppends.push(item)
         return
       }
       const group = [item]
       void this.#write(async () => {
-        // Linger a moment so appends of the next few exchanges join this batch: each LevelDB call costs
-        // the recording app main-thread time whatever its size. Delays only when the append is stored.
-        await sleep(APPEND_LINGER_MS)
         if (this.#queuedAppends === group) this.#queuedAppends = undefined
         return this.#appendGroup(group)
       }).catch(() => {})
