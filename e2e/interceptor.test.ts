@@ -443,7 +443,7 @@ test('occurrences replay in order, and one request too many is TR_REPLAY_EXHAUST
   assert.equal(refused.headers.get('x-tool-replay-error'), 'TR_REPLAY_EXHAUSTED')
   const { error } = (await refused.json()) as { error: { code: string; message: string } }
   assert.equal(error.code, 'TR_REPLAY_EXHAUSTED')
-  assert.match(error.message, /recorded this request 3 time\(s\) and this is request #4/)
+  assert.match(error.message, /recorded this request 3 time\(s\) \(#0 to #2\) and this is #3/)
   assert.throws(() => rep.assertDone(), { code: 'TR_REPLAY_INCOMPLETE' })
   await rep.close()
 })
@@ -623,9 +623,12 @@ test('an app abort mid-stream: the recording drains the response (bounded), and 
   try {
     const trace = traceName('abort-drain')
     const rec = await session('record', trace, { drainAfterAbortMs: 150 })
-    assert.equal(await readFirstThenAbort(`${server.url}/finite`), 'data: first\n\n')
+    // Live, a loaded machine may read two events off the socket at once: only the start is certain.
+    const liveFinite = await readFirstThenAbort(`${server.url}/finite`)
+    assert.ok(liveFinite.startsWith('data: first\n\n'), liveFinite)
     finite = false
-    assert.equal(await readFirstThenAbort(`${server.url}/endless`), 'data: first\n\n')
+    const liveEndless = await readFirstThenAbort(`${server.url}/endless`)
+    assert.ok(liveEndless.startsWith('data: first\n\n'), liveEndless)
     await rec.close()
     const recorded = await store.readTrace(trace)
     const [a, b] = recorded.exchanges
@@ -640,8 +643,8 @@ test('an app abort mid-stream: the recording drains the response (bounded), and 
     // Replay re-enacts it: the app reads the first event and aborts, with nothing left over. The default
     // pace ('chunks') hands the first chunk over as a read of its own.
     const rep = await session('replay', trace)
-    assert.equal(await readFirstThenAbort(`${server.url}/finite`), 'data: first\n\n')
-    assert.equal(await readFirstThenAbort(`${server.url}/endless`), 'data: first\n\n')
+    assert.equal(await readFirstThenAbort(`${server.url}/finite`), liveFinite)
+    assert.equal(await readFirstThenAbort(`${server.url}/endless`), liveEndless)
     rep.assertDone()
     await rep.close()
   } finally {

@@ -68,7 +68,7 @@ describe('Session', () => {
     assert.equal(d.kind, 'fail')
     if (d.kind === 'fail') {
       assert.equal(d.error.code, ErrorCodes.REPLAY_EXHAUSTED)
-      assert.match(d.error.message, /recorded this request 3 time\(s\) and this is request #4/)
+      assert.match(d.error.message, /recorded this request 3 time\(s\) \(#0 to #2\) and this is #3/)
     }
     assert.throws(
       () => rep.assertDone(),

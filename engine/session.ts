@@ -325,7 +325,7 @@ export class Session {
     if (taken.kind === 'exhausted') {
       const error = new ToolReplayError(
         ErrorCodes.REPLAY_EXHAUSTED,
-        `Failed to replay "${label}": trace "${this.trace}" recorded this request ${taken.recorded} time(s) and this is request #${taken.occurrence + 1}. Tool Replay never repeats a recording. Re-record the trace, or find why the app sends it more often (a retry loop?).`,
+        `Failed to replay "${label} #${taken.occurrence}": trace "${this.trace}" recorded this request ${taken.recorded} time(s) (${occurrenceRange(taken.recorded)}) and this is #${taken.occurrence}. Tool Replay never repeats a recording. Re-record the trace, or find why the app sends it more often (a retry loop?).`,
         { details: { request: label, recorded: taken.recorded, occurrence: taken.occurrence + 1 } },
       )
       if (this.#tailAllowed) return this.#goLive(request, seq, startMs, `the trace has no recording #${taken.occurrence + 1} of it`, signal)
@@ -622,11 +622,19 @@ export class Session {
   }
 }
 
+/**
+ * The occurrences of a request a trace recorded `n` times, as every report numbers them: `#0`, `#1`, ... after
+ * the request (`GET https://api.test/x #1`, as in `tr-proxy diff` and fork selectors); a lone `#N` is an exchange.
+ */
+function occurrenceRange(n: number): string {
+  return n === 1 ? '#0' : n === 2 ? '#0 and #1' : `#0 to #${n - 1}`
+}
+
 function unusedEntry(u: UnusedRecording): LedgerEntry {
   return {
     code: ErrorCodes.REPLAY_UNUSED,
     request: `${u.label} #${u.occurrence}`,
-    message: `recorded exchange #${u.seq} was never requested. The app did less than when it was recorded; re-record, or check what changed.`,
+    message: `never requested (it is exchange #${u.seq} of the trace). The app did less than when it was recorded; re-record, or check what changed.`,
   }
 }
 
