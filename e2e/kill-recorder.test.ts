@@ -154,7 +154,11 @@ for (const [path, kill] of [
         const { answered, storeDir } = await kill(max)
         const held = await stored(storeDir)
         const missing = [...answered].filter((p) => held.get(p) !== itemSize(...idOf(p), max))
-        assert.deepEqual(missing.slice(0, 5), [], `run ${run + 1}: ${missing.length} of ${answered.size} answered exchanges are not in the store (${held.size} stored)`)
+        assert.deepEqual(
+          missing.slice(0, 5),
+          [],
+          `run ${run + 1}: ${missing.length} of ${answered.size} answered exchanges are not in the store (${held.size} stored)`,
+        )
         answeredTotal += answered.size
         storedTotal += held.size
       }

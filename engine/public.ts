@@ -8,6 +8,7 @@
 export type {
   ContractReport,
   ContractResult,
+  ContractSpec,
   ContractViolation,
   Effect,
   EffectRule,

@@ -13,6 +13,7 @@ export type {
   ProxyServerOptions,
   ProxyStats,
   ReverseMount,
+  SessionSpec,
   SharedProxyAddress,
   SharedProxySession,
   UpstreamOptions,
