@@ -13,6 +13,8 @@ import { gzipSync } from 'node:zlib'
 import { type InstallOptions, type InterceptorSession, install } from 'tool-replay/interceptor'
 import { openStore, type TraceStore } from 'tool-replay/store'
 import { Agent, getGlobalDispatcher } from 'undici'
+// Not public API: the helper that fills both of undici's global-dispatcher slots, to set up the outer dispatcher.
+import { installGlobalDispatcher } from '../interceptor/index.ts'
 
 interface TestServer {
   url: string
@@ -537,7 +539,7 @@ test('install and uninstall restore the previous global dispatcher (both undici 
   const v2 = Symbol.for('undici.globalDispatcher.2')
   const g = globalThis as unknown as Record<symbol, unknown>
   const mine = new Agent()
-  const restoreOuter = (await import('tool-replay/interceptor')).installGlobalDispatcher(mine)
+  const restoreOuter = installGlobalDispatcher(mine)
   const before1 = g[v1]
   const before2 = g[v2]
   assert.equal(getGlobalDispatcher(), mine)

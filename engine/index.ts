@@ -2,6 +2,7 @@
 
 export type { Ticket } from './arrival-order.ts'
 export { ArrivalOrder, DEFAULT_ARRIVAL_WAIT_MS } from './arrival-order.ts'
+export type { CapturedRequest, Decision, ExchangeRecorder, Playback, PlaybackChunk, PlaybackChunks } from './decision.ts'
 export type { FaultVerdict } from './fault-verdict.ts'
 export { faultVerdict, faultVerdictError, formatFaultVerdict } from './fault-verdict.ts'
 export type {
@@ -62,7 +63,7 @@ export type { ConfigSource, ToolReplayConfig } from './redaction-config.ts'
 export { DEFAULT_CONFIG_FILE, loadConfig, mergeRedaction, parseConfig } from './redaction-config.ts'
 export type { ScanOptions, SecretFinding, SecretKind } from './secret-scan.ts'
 export { maskSecret, scanDocument, scanTrace } from './secret-scan.ts'
-export type { CapturedRequest, Decision, ExchangeRecorder, Mode, Playback, PlaybackChunk, PlaybackChunks, SessionOptions } from './session.ts'
+export type { Mode, SessionOptions } from './session.ts'
 export { MODES, openSession, Session } from './session.ts'
 export type { FaultClock, FaultsInput, SessionFaultsOptions } from './session-faults.ts'
 export { loadSessionFaults, SessionFaults } from './session-faults.ts'

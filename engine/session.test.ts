@@ -3,8 +3,9 @@ import { after, describe, test } from 'node:test'
 import { gzipSync } from 'node:zlib'
 import { createMemoryStore } from '../store/index.ts'
 import { ErrorCodes, type HeaderPairs, isToolReplayError, ToolReplayError } from '../trace/index.ts'
+import type { CapturedRequest, Decision, PlaybackChunk } from './decision.ts'
 import { formatSummary } from './ledger.ts'
-import { type CapturedRequest, type Decision, openSession, type PlaybackChunk, type Session } from './session.ts'
+import { openSession, type Session } from './session.ts'
 
 /** Replay from a trace in memory decides synchronously; this asserts it and narrows the type. */
 function sync(d: Decision | Promise<Decision>): Decision {

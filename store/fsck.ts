@@ -10,10 +10,9 @@ import { join } from 'node:path'
 import { ErrorCodes, type Exchange, isToolReplayError, ToolReplayError, type Trace } from '../trace/index.ts'
 import { LevelBackend } from './level-backend.ts'
 import { openStoreOps } from './level-store.ts'
-import type { StoreOps, TraceInfo } from './store-ops.ts'
+import type { StoreOps, TraceInfo, TraceSummary } from './store-ops.ts'
 import { writeTraceFile } from './trace-file.ts'
 import { bodyRefs, TraceReader } from './trace-reader.ts'
-import type { TraceSummary } from './trace-store.ts'
 
 /** What the check found for one trace. */
 export interface FsckTrace {

@@ -9,7 +9,7 @@ export type { OpenStoreOptions } from './level-store.ts'
 export { defaultStoreDir, openStore, openStoreOps, storeSocketPath } from './level-store.ts'
 /** An in-process store for tests and benchmarks. */
 export { createMemoryStore } from './memory-store.ts'
-export type { BodyManifest, RecordingOwner, StoredBody, StoreOps, TraceInfo } from './store-ops.ts'
+export type { BodyManifest, RecordingOwner, StoredBody, StoreOps, TraceInfo, TraceSummary } from './store-ops.ts'
 /** Bodies over INLINE_BODY_MAX are stored (and streamed) as pieces of up to PIECE_SIZE. */
 export { INLINE_BODY_MAX, PIECE_SIZE } from './store-ops.ts'
 export type { ExportedTrace, TraceFileOptions } from './trace-file.ts'
@@ -26,4 +26,4 @@ export {
 export type { BodyUse } from './trace-reader.ts'
 /** A stored trace opened for lazy, verified reading. */
 export { TraceReader } from './trace-reader.ts'
-export type { TraceRecording, TraceSelector, TraceStore, TraceSummary } from './trace-store.ts'
+export type { TraceRecording, TraceSelector, TraceStore } from './trace-store.ts'

@@ -34,8 +34,8 @@ import {
   type StoreOps,
   splitIntoPieces,
   type TraceInfo,
+  type TraceSummary,
 } from './store-ops.ts'
-import type { TraceSummary } from './trace-store.ts'
 
 /** What `m!<id>` holds. Stores written before count/indexed existed lack them. */
 interface StoredMeta {
