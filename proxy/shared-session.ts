@@ -84,6 +84,9 @@ export function controlCall(socketPath: string, method: string, path: string, bo
         socketPath,
         method,
         path,
+        // A connection per call: a kept-alive one the serve closed while a test file ran (its keep-alive
+        // timeout) fails the next call with EPIPE.
+        agent: false,
         timeout: CONTROL_TIMEOUT_MS,
         headers: text === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) },
       },
