@@ -103,14 +103,18 @@ export async function compareRuns(store: TraceStore, aName: string, bName: strin
   }
   return {
     view: useLlm ? 'llm' : 'http',
-    a: { name: a.meta.name, exchanges: a.exchanges.length, app: a.meta.app, lineage: a.meta.lineage },
-    b: { name: b.meta.name, exchanges: b.exchanges.length, app: b.meta.app, lineage: b.meta.lineage },
+    a: side(a),
+    b: side(b),
     diff,
     pairs,
     firstPair,
     firstViews: views,
     command: `tr-proxy diff ${shellLine([aName, bName])}`,
   }
+}
+
+function side(t: Trace) {
+  return { name: t.meta.name, exchanges: t.exchanges.length, app: t.meta.app, lineage: t.meta.lineage, observedAgainst: t.meta.labels?.observedAgainst }
 }
 
 function viewOrExchange(t: Trace, seq: number): unknown {
