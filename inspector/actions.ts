@@ -94,6 +94,7 @@ export async function compareRuns(store: TraceStore, aName: string, bName: strin
     ...(p.b !== undefined ? { b: p.b, lineB: lb.get(p.b) } : {}),
     differences: diff.differences.flatMap((d, i) => ((d.a !== undefined && d.a === p.a) || (d.b !== undefined && d.b === p.b) ? [i] : [])),
   }))
+  await nameAttributedPatches(store, diff, [a, b])
   const first = diff.first
   const firstPair = first ? pairs.findIndex((p) => (first.a !== undefined && p.a === first.a) || (first.b !== undefined && p.b === first.b)) : -1
   // The first divergence as two texts for the page's diff view: the model turns' LLM views, else the details.
@@ -111,6 +112,21 @@ export async function compareRuns(store: TraceStore, aName: string, bName: strin
     firstViews: views,
     command: `tr-proxy diff ${shellLine([aName, bName])}`,
   }
+}
+
+/**
+ * Attributions name a patch id; its spec is in the lineage of the fork that made it, which for a run of the
+ * app against a fork (replay --record-as) is the lineage of the trace it ran against.
+ */
+async function nameAttributedPatches(store: TraceStore, diff: LlmTraceDiff | TraceDiff, traces: Trace[]): Promise<void> {
+  const specs = new Map<string, string>()
+  for (const t of traces) {
+    const lineages = [t.meta.lineage]
+    const against = t.meta.labels?.observedAgainst
+    if (against) lineages.push((await store.openTrace(against).catch(() => undefined))?.info.meta.lineage)
+    for (const l of lineages) for (const p of l?.patches ?? []) specs.set(p.id, p.spec)
+  }
+  for (const d of [...diff.differences, ...(diff.first ? [diff.first] : [])]) for (const at of d.attribution ?? []) if (at.spec === undefined && specs.has(at.patchId)) at.spec = specs.get(at.patchId)
 }
 
 function side(t: Trace) {
