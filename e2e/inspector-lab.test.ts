@@ -46,7 +46,7 @@ test('a lab link reproduces demo --scenario lost_ack --policy all, and a run exp
   const rows = page.getByTestId('lab-result')
   await rows.nth(2).waitFor({ timeout: 120_000 })
   assert.deepEqual(await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-verdict'))), ['FAIL', 'FAIL', 'PASS'])
-  for (let i = 0; i < 3; i++) assert.match((await rows.nth(i).textContent()) ?? '', new RegExp(escape(expected[i]?.summary ?? '')))
+  for (let i = 0; i < 3; i++) assert.match((await rows.nth(i).textContent()) ?? '', new RegExp(escapeRegExp(expected[i]?.summary ?? '')))
   assert.equal(await page.getByTestId('lab-command').textContent(), 'tr-proxy demo --scenario lost_ack --policy all')
   if (SHOTS) await page.screenshot({ path: join(SHOTS, 'inspector-lab.png') })
 
@@ -54,7 +54,10 @@ test('a lab link reproduces demo --scenario lost_ack --policy all, and a run exp
   const file = join(work, 'exported.trace.json')
   await download.saveAs(file)
   const trace = parseTraceFile(readFileSync(file, 'utf8'))
-  assert.ok(trace.exchanges.some((x) => x.fault?.kind === 'response_lost'), 'the idempotent run carries its fault')
+  assert.ok(
+    trace.exchanges.some((x) => x.fault?.kind === 'response_lost'),
+    'the idempotent run carries its fault',
+  )
 
   // The form writes its settings into the URL: the link it makes runs the same lab.
   await page.getByTestId('lab-seed').fill('7')
@@ -65,6 +68,6 @@ test('a lab link reproduces demo --scenario lost_ack --policy all, and a run exp
   assert.equal(await page.getByTestId('lab-command').textContent(), 'tr-proxy demo --scenario lost_ack --policy all --seed 7 --call-budget 2')
 })
 
-function escape(s: string): string {
+function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }

@@ -38,7 +38,10 @@ function foreignTrace(name: string, marker: string): Trace {
       {
         seq: 0,
         request: { method: 'GET', url: 'https://api.test/x', headers: [], body: null },
-        outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: [['content-type', 'application/json']], body: body.ref, trailers: [] } },
+        outcome: {
+          kind: 'response',
+          response: { status: 200, statusText: 'OK', headers: [['content-type', 'application/json']], body: body.ref, trailers: [] },
+        },
         timing: { startMs: 0, headersMs: 1 },
       },
     ],
@@ -55,7 +58,9 @@ before(async () => {
   ] as const) {
     const path = join(work, `${name}.trace.json`)
     await writeTraceFile(path, foreignTrace(name, file))
-    const imported = spawnSync(process.execPath, [new URL('../bin/tr-proxy.js', import.meta.url).pathname, 'import', path, '--store', store], { encoding: 'utf8' })
+    const imported = spawnSync(process.execPath, [new URL('../bin/tr-proxy.js', import.meta.url).pathname, 'import', path, '--store', store], {
+      encoding: 'utf8',
+    })
     assert.equal(imported.status, 0, imported.stderr)
   }
   inspector = await startInspectCli(store, work)
@@ -65,7 +70,12 @@ after(async () => {
 })
 
 /** A raw HTTP request to the inspector, with any Host and headers. */
-function raw(method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; json: { ok: boolean; error?: { code: string; message: string; details?: Record<string, unknown> } } }> {
+function raw(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; json: { ok: boolean; error?: { code: string; message: string; details?: Record<string, unknown> } } }> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port: inspector.origin.split(':')[2], method, path, headers, setHost: false }, (res) => {
       let text = ''
@@ -113,7 +123,12 @@ describe('the guard', () => {
 
 describe('rerun', () => {
   const post = (body: unknown) =>
-    raw('POST', '/api/rerun', { host: host(), origin: inspector.origin, 'x-tool-replay-token': inspector.token, 'content-type': 'application/json' }, JSON.stringify(body))
+    raw(
+      'POST',
+      '/api/rerun',
+      { host: host(), origin: inspector.origin, 'x-tool-replay-token': inspector.token, 'content-type': 'application/json' },
+      JSON.stringify(body),
+    )
 
   test('the page names a trace, never a command: an imported command needs confirming with its digest', async () => {
     const r = await post({ trace: 'imported', command: ['sh', '-c', 'echo not this'] })
@@ -171,4 +186,3 @@ describe('in a browser', () => {
     }
   })
 })
-

@@ -121,7 +121,10 @@ test('open the run, read the model turn, fork its tool call, rerun the app, comp
 
   // Rerun the recorded command in strict replay against the branch, its output streamed.
   await page.getByTestId('rerun-panel').waitFor()
-  assert.match((await page.getByTestId('rerun-command').textContent()) ?? '', /tr-proxy replay --strict --trace approval-overpay .*-- node examples\/approval-agent\/decide\.ts/)
+  assert.match(
+    (await page.getByTestId('rerun-command').textContent()) ?? '',
+    /tr-proxy replay --strict --trace approval-overpay .*-- node examples\/approval-agent\/decide\.ts/,
+  )
   await page.getByTestId('rerun-start').click()
   await page.getByTestId('rerun-exit').waitFor({ timeout: 120_000 })
   assert.match((await page.getByTestId('rerun-exit').textContent()) ?? '', /exit 0/)

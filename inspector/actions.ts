@@ -4,17 +4,16 @@
  * `tr-proxy emit-test`) and the fault evidence of a run (engine/faults, as `tr-proxy check`).
  */
 import { emitCase } from '../cases/index.ts'
-import { type ContractReport, commitEvidence, type FaultsConfig, type RuleCoverage } from '../engine/index.ts'
-import { checkContracts } from '../engine/index.ts'
-import { traceDigest, type TraceStore } from '../store/index.ts'
+import { type ContractReport, checkContracts, commitEvidence, type FaultsConfig, type RuleCoverage } from '../engine/index.ts'
+import { type TraceStore, traceDigest } from '../store/index.ts'
 import {
   type AppRun,
   assertTraceName,
   diffTraces,
   diffTracesLlm,
   ErrorCodes,
-  formatTurnLine,
   forkTraceWithNotes,
+  formatTurnLine,
   type LlmTraceDiff,
   llmTimeline,
   llmView,
@@ -126,7 +125,8 @@ async function nameAttributedPatches(store: TraceStore, diff: LlmTraceDiff | Tra
     if (against) lineages.push((await store.openTrace(against).catch(() => undefined))?.info.meta.lineage)
     for (const l of lineages) for (const p of l?.patches ?? []) specs.set(p.id, p.spec)
   }
-  for (const d of [...diff.differences, ...(diff.first ? [diff.first] : [])]) for (const at of d.attribution ?? []) if (at.spec === undefined && specs.has(at.patchId)) at.spec = specs.get(at.patchId)
+  for (const d of [...diff.differences, ...(diff.first ? [diff.first] : [])])
+    for (const at of d.attribution ?? []) if (at.spec === undefined && specs.has(at.patchId)) at.spec = specs.get(at.patchId)
 }
 
 function side(t: Trace) {
@@ -137,7 +137,13 @@ function viewOrExchange(t: Trace, seq: number): unknown {
   const x = t.exchanges.find((e) => e.seq === seq)
   if (!x) return null
   const v = llmView(t, x)
-  if (v) return { model: v.model, outputText: v.outputText, toolCalls: v.toolCalls.map((c) => ({ name: c.name, arguments: c.arguments ?? c.argumentsText })), finish: v.finish }
+  if (v)
+    return {
+      model: v.model,
+      outputText: v.outputText,
+      toolCalls: v.toolCalls.map((c) => ({ name: c.name, arguments: c.arguments ?? c.argumentsText })),
+      finish: v.finish,
+    }
   return { request: `${x.request.method} ${x.request.url}`, outcome: x.outcome.kind === 'response' ? x.outcome.response.status : x.outcome.error.code }
 }
 

@@ -61,7 +61,9 @@ export interface ExchangeView {
   timing: Exchange['timing']
   origin?: string
   patchId?: string
-  fault?: Omit<NonNullable<Exchange['fault']>, 'upstream'> & { upstream: { response?: ResponseView; error?: { code: string; phase: string; message: string } } | null }
+  fault?: Omit<NonNullable<Exchange['fault']>, 'upstream'> & {
+    upstream: { response?: ResponseView; error?: { code: string; phase: string; message: string } } | null
+  }
   llm?: LlmView
   /** Where values were replaced by [REDACTED] before storing: "request header authorization", "url query key". */
   redacted: string[]

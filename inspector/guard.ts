@@ -68,7 +68,10 @@ export function checkRequest(r: GuardedRequest, policy: GuardPolicy): void {
       throw refused(403, `Refused a ${r.method} from origin "${r.origin ?? '(none)'}": changes are accepted only from the inspector's own page.`)
     }
     if (!sameToken(r.headerToken, policy.token)) {
-      throw refused(401, `Refused a ${r.method} without the inspector's token in the ${TOKEN_HEADER} header. Reload the page from the URL tr-proxy inspect printed.`)
+      throw refused(
+        401,
+        `Refused a ${r.method} without the inspector's token in the ${TOKEN_HEADER} header. Reload the page from the URL tr-proxy inspect printed.`,
+      )
     }
     return
   }

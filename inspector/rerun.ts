@@ -7,8 +7,8 @@
  * command it showed the user.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
+import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { TraceStore } from '../store/index.ts'
 import { type AppRun, canonicalJson, ErrorCodes, sha256, shellLine, ToolReplayError } from '../trace/index.ts'
@@ -114,7 +114,8 @@ export class Reruns {
     }
     this.#spawn(run, args)
     this.#runs.set(run.id, run)
-    for (const old of [...this.#runs.values()].filter((r) => r.exitCode !== undefined).slice(0, Math.max(0, this.#runs.size - KEEP_FINISHED))) this.#runs.delete(old.id)
+    for (const old of [...this.#runs.values()].filter((r) => r.exitCode !== undefined).slice(0, Math.max(0, this.#runs.size - KEEP_FINISHED)))
+      this.#runs.delete(old.id)
     return run
   }
 

@@ -6,17 +6,7 @@
 import type { ContractReport, FaultsConfig } from '../engine/index.ts'
 import { checkContracts } from '../engine/index.ts'
 import { bodyRefs, type TraceReader, type TraceStore } from '../store/index.ts'
-import {
-  type AppRun,
-  type Exchange,
-  faultTag,
-  type Lineage,
-  type LlmView,
-  llmView,
-  presentLlmView,
-  type Trace,
-  upstreamPhrase,
-} from '../trace/index.ts'
+import { type AppRun, type Exchange, faultTag, type Lineage, type LlmView, llmView, presentLlmView, type Trace, upstreamPhrase } from '../trace/index.ts'
 
 /** One run in the list. */
 export interface RunListing {
@@ -58,7 +48,7 @@ export interface TimelineRow {
   error?: { code: string; phase: string; message: string }
   startMs: number
   headersMs: number
-  /** When the last body chunk arrived, ms after the request. */
+  /** When the last body chunk arrived, ms after the request (chunk times count from the request). */
   bodyMs: number
   size: number
   origin?: string
@@ -95,7 +85,15 @@ export async function runHead(reader: TraceReader, status: RunListing['status'],
 
 function listing(reader: TraceReader, status: RunListing['status']): RunListing {
   const { info } = reader
-  const l: RunListing = { name: info.name, id: info.id, status, exchanges: info.count, createdAt: info.createdAt, size: info.bodyBytes, recorded: info.recorded }
+  const l: RunListing = {
+    name: info.name,
+    id: info.id,
+    status,
+    exchanges: info.count,
+    createdAt: info.createdAt,
+    size: info.bodyBytes,
+    recorded: info.recorded,
+  }
   if (info.meta.lineage) l.lineage = info.meta.lineage
   if (info.meta.labels) l.labels = info.meta.labels
   if (info.meta.app) l.app = info.meta.app
@@ -142,7 +140,7 @@ async function computeStats(reader: TraceReader): Promise<RunStats> {
       s.faults++
       kinds.add(x.fault.kind)
     }
-    s.durationMs = Math.max(s.durationMs, x.timing.startMs + x.timing.headersMs + lastChunkMs(x))
+    s.durationMs = Math.max(s.durationMs, x.timing.startMs + Math.max(x.timing.headersMs, lastChunkMs(x)))
     if (x.request.method.toUpperCase() === 'POST' && (await viewOf(reader, x, false))) s.modelTurns++
   }
   s.hosts = [...hosts].sort()

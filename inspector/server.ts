@@ -141,7 +141,12 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
       const m = re.exec(url.pathname)
       if (!m) continue
       if (req.method !== method) continue
-      const result = await handler(req, res, m.slice(1).map((s) => decodeURIComponent(s)), url.searchParams)
+      const result = await handler(
+        req,
+        res,
+        m.slice(1).map((s) => decodeURIComponent(s)),
+        url.searchParams,
+      )
       if (result !== HANDLED) sendJson(res, 200, { ok: true, ...(result as object) })
       return
     }
@@ -152,7 +157,13 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(new ToolReplayError(ErrorCodes.INSPECT_START_FAILED, `Cannot start the inspector on ${host}:${o.port ?? 0}: ${err.code ?? err.message}. Pick another --port (0 = any free port).`, { cause: err })),
+      reject(
+        new ToolReplayError(
+          ErrorCodes.INSPECT_START_FAILED,
+          `Cannot start the inspector on ${host}:${o.port ?? 0}: ${err.code ?? err.message}. Pick another --port (0 = any free port).`,
+          { cause: err },
+        ),
+      ),
     )
     server.listen(o.port ?? 0, host, () => resolve())
   })
@@ -209,7 +220,8 @@ async function readJson<T>(req: IncomingMessage): Promise<T> {
   let size = 0
   for await (const chunk of req) {
     size += (chunk as Buffer).byteLength
-    if (size > MAX_REQUEST_BYTES) throw new ToolReplayError(ErrorCodes.REQUEST_TOO_LARGE, `Request body over ${MAX_REQUEST_BYTES} bytes.`, { details: { status: 413 } })
+    if (size > MAX_REQUEST_BYTES)
+      throw new ToolReplayError(ErrorCodes.REQUEST_TOO_LARGE, `Request body over ${MAX_REQUEST_BYTES} bytes.`, { details: { status: 413 } })
     parts.push(chunk as Buffer)
   }
   try {
@@ -242,7 +254,10 @@ function sendError(res: ServerResponse, err: unknown): void {
     sendJson(res, statusOf(err), { ok: false, error: { code: err.code, message: err.message, details: err.details } })
     return
   }
-  sendJson(res, 500, { ok: false, error: { code: ErrorCodes.INTERNAL, message: `Unexpected error: ${(err as Error)?.stack ?? String(err)}. This is a bug in Tool Replay.` } })
+  sendJson(res, 500, {
+    ok: false,
+    error: { code: ErrorCodes.INTERNAL, message: `Unexpected error: ${(err as Error)?.stack ?? String(err)}. This is a bug in Tool Replay.` },
+  })
 }
 
 const SECURITY_HEADERS = {

@@ -69,7 +69,8 @@ export function labConfig(scenario: Scenario, options: Pick<LabOptions, 'probabi
   const config = parseFaults(scenario.faults, { source: `lab scenario ${scenario.name}` })
   const p = options.probability
   if (p !== undefined) {
-    if (!(typeof p === 'number' && p >= 0 && p <= 1)) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid probability ${String(p)}: give a number from 0 to 1.`)
+    if (!(typeof p === 'number' && p >= 0 && p <= 1))
+      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid probability ${String(p)}: give a number from 0 to 1.`)
     config.rules = config.rules.map((r) => {
       const { calls: _c, first: _f, window: _w, quota: _q, ...rest } = r
       return { ...rest, probability: p } as typeof r
@@ -77,7 +78,8 @@ export function labConfig(scenario: Scenario, options: Pick<LabOptions, 'probabi
   }
   const budget = options.callBudget
   if (budget !== undefined) {
-    if (!(Number.isSafeInteger(budget) && budget > 0)) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid call budget ${String(budget)}: give a whole number > 0.`)
+    if (!(Number.isSafeInteger(budget) && budget > 0))
+      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid call budget ${String(budget)}: give a whole number > 0.`)
     config.contracts = [...config.contracts, { kind: 'max-calls', limit: budget }]
   }
   return config

@@ -13,7 +13,11 @@ export const inspectCommand: CommandModule = {
     y
       .positional('trace', { type: 'string', describe: 'Open this run first' })
       .option('port', { alias: 'p', type: 'number', default: 0, describe: 'Port (0 = any free port)' })
-      .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to bind; anything but loopback exposes the store to the network (a warning is printed)' })
+      .option('host', {
+        type: 'string',
+        default: '127.0.0.1',
+        describe: 'Interface to bind; anything but loopback exposes the store to the network (a warning is printed)',
+      })
       .option('open', { type: 'boolean', default: false, describe: 'Open the page in the default browser' })
       .option('cases', { type: 'string', default: 'test/cases', describe: '"Promote to test" writes cases here' })
       .option('contracts', { type: 'string', describe: `Faults file whose contracts are checked on faulted runs (default $${FAULTS_FILE_ENV})` }),
@@ -26,7 +30,14 @@ export const inspectCommand: CommandModule = {
     const contracts = file ? await readFaultsFile(resolve(file)) : undefined
     const host = String(args.host)
     return withExistingStore(args, async (store) => {
-      const inspector = await startInspector({ store, storeDir: storeDir(args), host, port, casesDir: resolve(String(args.cases)), ...(contracts ? { contracts } : {}) })
+      const inspector = await startInspector({
+        store,
+        storeDir: storeDir(args),
+        host,
+        port,
+        casesDir: resolve(String(args.cases)),
+        ...(contracts ? { contracts } : {}),
+      })
       if (!['127.0.0.1', '::1', 'localhost'].includes(host)) {
         io.err(`WARNING: the inspector listens on ${host}: anyone who can reach it and has the token can read every trace and rerun recorded commands.`)
       }

@@ -15,7 +15,11 @@ export interface RunningInspector {
 
 /** Runs `tr-proxy inspect --store STORE --port 0 ...args` in `cwd`; resolves once it printed its URL (30 s at most). */
 export async function startInspectCli(store: string, cwd: string, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<RunningInspector> {
-  const child = spawn(process.execPath, [BIN, 'inspect', '--store', store, '--port', '0', ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [BIN, 'inspect', '--store', store, '--port', '0', ...args], {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let out = ''
   let err = ''
   child.stderr.on('data', (c: Buffer) => (err += c))

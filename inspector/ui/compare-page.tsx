@@ -49,7 +49,12 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
   }, [a, b])
   useEffect(() => first.current?.scrollIntoView({ block: 'center' }), [c])
   if (error) return <div class="error">{error}</div>
-  if (!c) return <div class="muted">Comparing {a} and {b}…</div>
+  if (!c)
+    return (
+      <div class="muted">
+        Comparing {a} and {b}…
+      </div>
+    )
   const f = c.diff.first
   return (
     <section class="compare">
@@ -57,7 +62,8 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
         {c.a.name} → {c.b.name}
       </h1>
       <p class="muted">
-        <code>{c.command}</code> · {c.view === 'llm' ? 'model terms' : 'HTTP'} · {c.diff.differences.length} difference{c.diff.differences.length === 1 ? '' : 's'}
+        <code>{c.command}</code> · {c.view === 'llm' ? 'model terms' : 'HTTP'} · {c.diff.differences.length} difference
+        {c.diff.differences.length === 1 ? '' : 's'}
       </p>
       {f ? (
         <div class="first" data-testid="first-divergence">
@@ -70,7 +76,9 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
           ))}
         </div>
       ) : (
-        <div class="first ok" data-testid="first-divergence">No differences{c.view === 'llm' ? ' in model terms' : ''}.</div>
+        <div class="first ok" data-testid="first-divergence">
+          No differences{c.view === 'llm' ? ' in model terms' : ''}.
+        </div>
       )}
       <table class="pairs" data-testid="pairs">
         <thead>
@@ -81,7 +89,12 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
         </thead>
         <tbody>
           {c.pairs.map((p, i) => (
-            <tr key={i} ref={i === c.firstPair ? first : undefined} class={i === c.firstPair ? 'firstpair' : p.differences.length > 0 ? 'differs' : ''} data-testid={i === c.firstPair ? 'first-pair' : undefined}>
+            <tr
+              key={i}
+              ref={i === c.firstPair ? first : undefined}
+              class={i === c.firstPair ? 'firstpair' : p.differences.length > 0 ? 'differs' : ''}
+              data-testid={i === c.firstPair ? 'first-pair' : undefined}
+            >
               <td>{p.lineA ?? <span class="muted">(missing)</span>}</td>
               <td>
                 {p.lineB ?? <span class="muted">(missing)</span>}
@@ -147,7 +160,9 @@ function Promote({ c }: { c: Compared }) {
   return (
     <div class="promote">
       <h2>Promote to a test</h2>
-      <p class="muted">A case that replays {against ?? c.b.name} strictly and expects exit {c.b.app.exit.code} and this stdout.</p>
+      <p class="muted">
+        A case that replays {against ?? c.b.name} strictly and expects exit {c.b.app.exit.code} and this stdout.
+      </p>
       <input value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} data-testid="promote-name" />
       <button type="button" onClick={promote} disabled={busy} data-testid="promote-submit">
         {busy ? 'Emitting and verifying…' : 'Promote to test'}
@@ -162,7 +177,11 @@ function Promote({ c }: { c: Compared }) {
           </p>
         </div>
       )}
-      {error && <div class="error" data-testid="promote-error">{error}</div>}
+      {error && (
+        <div class="error" data-testid="promote-error">
+          {error}
+        </div>
+      )}
     </div>
   )
 }

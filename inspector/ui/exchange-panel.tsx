@@ -1,6 +1,6 @@
 /** One exchange in full: the LLM view beside the raw HTTP, bodies read for humans, the fault, copy as curl, and fork. */
 import { useEffect, useState } from 'preact/hooks'
-import { ApiError, get, post, seg } from './api.ts'
+import { type ApiError, get, post, seg } from './api.ts'
 import { bytes, go, ms } from './format.ts'
 import { JsonTree, parseExact } from './json-tree.tsx'
 import type { BodyView, ExchangeView, LlmView, ResponseView, Run } from './types.ts'
@@ -34,8 +34,16 @@ export function ExchangePanel({ run, seq, q }: { run: Run; seq: number; q: strin
       <div class="facts">
         <span>started {ms(x.timing.startMs)}</span>
         <span>headers after {ms(x.timing.headersMs)}</span>
-        {x.origin && <span class="badge patched">{x.origin} {x.patchId ?? ''}</span>}
-        {x.redacted.length > 0 && <span class="badge redacted" title={x.redacted.join(', ')}>[REDACTED]: {x.redacted.join(', ')}</span>}
+        {x.origin && (
+          <span class="badge patched">
+            {x.origin} {x.patchId ?? ''}
+          </span>
+        )}
+        {x.redacted.length > 0 && (
+          <span class="badge redacted" title={x.redacted.join(', ')}>
+            [REDACTED]: {x.redacted.join(', ')}
+          </span>
+        )}
         <button type="button" data-testid="copy-curl" onClick={() => void navigator.clipboard?.writeText(x.curl).catch(() => {})} title={x.curl}>
           Copy as curl
         </button>
@@ -52,7 +60,9 @@ export function ExchangePanel({ run, seq, q }: { run: Run; seq: number; q: strin
         <div>
           <Headers list={x.request.headers} />
           {x.request.body ? <Body body={x.request.body} /> : <p class="muted">No body.</p>}
-          <pre class="curl" data-testid="curl">{x.curl}</pre>
+          <pre class="curl" data-testid="curl">
+            {x.curl}
+          </pre>
         </div>
       )}
       {tab === 'response' && (
@@ -119,7 +129,11 @@ function LlmPanel({ v }: { v: LlmView }) {
           reasoning: {r}
         </div>
       ))}
-      {v.outputText !== '' && <div class="out" data-testid="llm-output">{v.outputText}</div>}
+      {v.outputText !== '' && (
+        <div class="out" data-testid="llm-output">
+          {v.outputText}
+        </div>
+      )}
       {v.refusal && <div class="bad">refusal: {v.refusal}</div>}
       {v.toolCalls.map((c) => (
         <div key={c.index} class="call" data-testid="llm-tool-call">
@@ -172,7 +186,13 @@ function Body({ body }: { body: BodyView }) {
     </div>
   )
   if (body.kind === 'empty') return <div>{head}</div>
-  if (body.kind === 'binary') return <div>{head}<pre class="hex">{body.hex?.replace(/(..)/g, '$1 ')}</pre></div>
+  if (body.kind === 'binary')
+    return (
+      <div>
+        {head}
+        <pre class="hex">{body.hex?.replace(/(..)/g, '$1 ')}</pre>
+      </div>
+    )
   if (body.kind === 'sse')
     return (
       <div>
@@ -197,7 +217,13 @@ function Body({ body }: { body: BodyView }) {
   return (
     <div>
       {head}
-      {parsed ? <div class="json" data-testid="json-tree"><JsonTree value={parsed.value} /></div> : <pre class="text">{body.text}</pre>}
+      {parsed ? (
+        <div class="json" data-testid="json-tree">
+          <JsonTree value={parsed.value} />
+        </div>
+      ) : (
+        <pre class="text">{body.text}</pre>
+      )}
     </div>
   )
 }
@@ -247,7 +273,11 @@ function ForkForm({ run, x }: { run: Run; x: ExchangeView }) {
           {v.toolCalls.map((c, i) => (
             <label key={c.index}>
               tool_call[{i}] {c.name} arguments (JSON)
-              <textarea value={args[i]} onInput={(e) => setArgs(args.map((a, j) => (j === i ? (e.target as HTMLTextAreaElement).value : a)))} data-testid={`fork-args-${i}`} />
+              <textarea
+                value={args[i]}
+                onInput={(e) => setArgs(args.map((a, j) => (j === i ? (e.target as HTMLTextAreaElement).value : a)))}
+                data-testid={`fork-args-${i}`}
+              />
             </label>
           ))}
           <label>
@@ -278,12 +308,18 @@ function ForkForm({ run, x }: { run: Run; x: ExchangeView }) {
         branch name
         <input value={branch} onInput={(e) => setBranch((e.target as HTMLInputElement).value)} data-testid="fork-branch" />
       </label>
-      <pre class="curl" data-testid="fork-specs">{specs.length > 0 ? specs.map((s) => `--patch '${s}'`).join('\n') : 'Change a field to fork.'}</pre>
+      <pre class="curl" data-testid="fork-specs">
+        {specs.length > 0 ? specs.map((s) => `--patch '${s}'`).join('\n') : 'Change a field to fork.'}
+      </pre>
       <button type="button" disabled={specs.length === 0} onClick={fork} data-testid="fork-submit">
         Fork to {branch}
       </button>
       {result && <pre>{result.command}</pre>}
-      {error && <div class="error" data-testid="fork-error">{error}</div>}
+      {error && (
+        <div class="error" data-testid="fork-error">
+          {error}
+        </div>
+      )}
     </div>
   )
 }

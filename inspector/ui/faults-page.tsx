@@ -74,10 +74,13 @@ export function FaultEvidence({ name, e }: { name?: string; e: Evidence }) {
         <ul>
           {e.contracts.map((c) => (
             <li key={c.contract} class={c.ok ? 'ok' : 'bad'}>
-              {c.ok ? "PASS" : "FAIL"} {c.contract}: {c.summary}
+              {c.ok ? 'PASS' : 'FAIL'} {c.contract}: {c.summary}
               {c.violations.map((v, i) => (
                 <div key={i} class="small">
-                  {v.message} {v.exchanges.map((s) => <span key={s}> {link(s)}</span>)}
+                  {v.message}{' '}
+                  {v.exchanges.map((s) => (
+                    <span key={s}> {link(s)}</span>
+                  ))}
                 </div>
               ))}
             </li>

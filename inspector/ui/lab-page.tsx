@@ -63,7 +63,12 @@ export function LabPage({ query }: { query: URLSearchParams }) {
   const field = (k: keyof typeof form, label: string, placeholder = '') => (
     <label>
       {label}
-      <input value={form[k]} placeholder={placeholder} onInput={(e) => setForm({ ...form, [k]: (e.target as HTMLInputElement).value })} data-testid={`lab-${k}`} />
+      <input
+        value={form[k]}
+        placeholder={placeholder}
+        onInput={(e) => setForm({ ...form, [k]: (e.target as HTMLInputElement).value })}
+        data-testid={`lab-${k}`}
+      />
     </label>
   )
   return (
@@ -118,9 +123,7 @@ export function LabPage({ query }: { query: URLSearchParams }) {
           </table>
           {result.policies.map((p) => (
             <details key={p.policy}>
-              <summary>
-                {p.label}: coverage and contracts
-              </summary>
+              <summary>{p.label}: coverage and contracts</summary>
               <FaultEvidence e={{ coverage: p.coverage, effects: [], contracts: p.contracts, faulted: [] }} />
             </details>
           ))}

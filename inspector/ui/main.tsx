@@ -10,7 +10,6 @@ import { type LiveRun, onLive, publishLive } from './live.ts'
 import { RunPage } from './run-page.tsx'
 import type { Run } from './types.ts'
 
-
 function App() {
   const [r, setR] = useState(route())
   const [connected, setConnected] = useState(false)
@@ -32,14 +31,20 @@ function App() {
   return (
     <div class="app">
       <header>
-        <a href="#/" class="brand">Tool Replay · inspector</a>
+        <a href="#/" class="brand">
+          Tool Replay · inspector
+        </a>
         <a href="#/">Runs</a>
         <a href="#/lab">Lab</a>
-        <span class={connected ? 'live on' : 'live'} data-testid="live">{connected ? '● live' : '○ offline'}</span>
+        <span class={connected ? 'live on' : 'live'} data-testid="live">
+          {connected ? '● live' : '○ offline'}
+        </span>
       </header>
       <main>
         {page === 'runs' && <RunsPage />}
-        {page === 'run' && rest[0] !== undefined && <RunPage key={`${rest[0]}${r.query.get('partial')}`} name={rest[0]} query={r.query} seq={rest[1] === 'x' ? Number(rest[2]) : undefined} />}
+        {page === 'run' && rest[0] !== undefined && (
+          <RunPage key={`${rest[0]}${r.query.get('partial')}`} name={rest[0]} query={r.query} seq={rest[1] === 'x' ? Number(rest[2]) : undefined} />
+        )}
         {page === 'compare' && <ComparePage key={r.query.toString()} a={r.query.get('a') ?? ''} b={r.query.get('b') ?? ''} />}
         {page === 'faults' && rest[0] !== undefined && <FaultsPage name={rest[0]} />}
         {page === 'lab' && <LabPage key={r.query.toString()} query={r.query} />}
@@ -86,7 +91,13 @@ function RunsPage() {
   return (
     <section>
       <h1>Runs</h1>
-      <input class="filter" placeholder="Filter by name, host, command, status" value={filter} onInput={(e) => setFilter((e.target as HTMLInputElement).value)} data-testid="runs-filter" />
+      <input
+        class="filter"
+        placeholder="Filter by name, host, command, status"
+        value={filter}
+        onInput={(e) => setFilter((e.target as HTMLInputElement).value)}
+        data-testid="runs-filter"
+      />
       <table class="runs">
         <thead>
           <tr>
@@ -116,11 +127,18 @@ function RunsPage() {
               <td class="hosts">{r.stats ? r.stats.hosts.join(', ') : '…'}</td>
               <td>{bytes(r.size)}</td>
               <td class="muted">{r.createdAt.replace('T', ' ').slice(0, 19)}</td>
-              <td>{r.lineage ? `fork of ${r.lineage.sourceName ?? r.lineage.sourceDigest.slice(0, 12)} (${r.lineage.patches.length} patch${r.lineage.patches.length === 1 ? '' : 'es'})` : r.labels?.observedAgainst ? `run against ${r.labels.observedAgainst}` : ''}</td>
+              <td>
+                {r.lineage
+                  ? `fork of ${r.lineage.sourceName ?? r.lineage.sourceDigest.slice(0, 12)} (${r.lineage.patches.length} patch${r.lineage.patches.length === 1 ? '' : 'es'})`
+                  : r.labels?.observedAgainst
+                    ? `run against ${r.labels.observedAgainst}`
+                    : ''}
+              </td>
               <td>
                 {r.stats && r.stats.faults > 0 ? (
                   <a href={`#/faults/${seg(r.name)}`}>
-                    {r.stats.faults} ({r.stats.faultKinds.join(', ')}){r.stats.contractsOk === undefined ? '' : r.stats.contractsOk ? ' · contracts ok' : ' · contract broken'}
+                    {r.stats.faults} ({r.stats.faultKinds.join(', ')})
+                    {r.stats.contractsOk === undefined ? '' : r.stats.contractsOk ? ' · contracts ok' : ' · contract broken'}
                   </a>
                 ) : (
                   ''
@@ -131,7 +149,11 @@ function RunsPage() {
           ))}
         </tbody>
       </table>
-      {runs.length === 0 && <p class="muted">No runs yet. Record one with <code>tr-proxy record --trace NAME -- &lt;command&gt;</code>.</p>}
+      {runs.length === 0 && (
+        <p class="muted">
+          No runs yet. Record one with <code>tr-proxy record --trace NAME -- &lt;command&gt;</code>.
+        </p>
+      )}
       <p class="muted">
         <button type="button" class="link" onClick={() => go('/lab')}>
           Open the fault lab

@@ -4,7 +4,12 @@ import type { AppRun } from './types.ts'
 
 /** One app outcome; `testId` marks it for the browser tests. */
 export function Outcome({ app, testId }: { app: AppRun | undefined; testId?: string }) {
-  if (!app) return <div class="outcome muted" data-testid={testId}>No application outcome: this run was not made with <code>tr-proxy record|replay -- &lt;command&gt;</code>.</div>
+  if (!app)
+    return (
+      <div class="outcome muted" data-testid={testId}>
+        No application outcome: this run was not made with <code>tr-proxy record|replay -- &lt;command&gt;</code>.
+      </div>
+    )
   const e = app.exit
   return (
     <div class="outcome" data-testid={testId}>

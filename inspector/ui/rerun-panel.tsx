@@ -31,7 +31,8 @@ export function RerunPanel({ run }: { run: Run }) {
         setStarted(r)
       })
       .catch((e: ApiError) => {
-        if (e.code === 'TR_COMMAND_UNCONFIRMED') setConfirm({ command: e.details.command as string[], cwd: e.details.cwd as string, digest: e.details.confirm as string })
+        if (e.code === 'TR_COMMAND_UNCONFIRMED')
+          setConfirm({ command: e.details.command as string[], cwd: e.details.cwd as string, digest: e.details.confirm as string })
         else setError(`${e.code}: ${e.message}`)
       })
   }
@@ -52,7 +53,9 @@ export function RerunPanel({ run }: { run: Run }) {
     <div class="rerun" data-testid="rerun-panel">
       <h3>Rerun the app in strict replay against {run.name}</h3>
       <p>
-        <code data-testid="rerun-command">{shellLine(['tr-proxy', 'replay', '--strict', '--trace', run.name, '--record-as', `${run.name}-run`, '--', ...(run.app?.command ?? [])])}</code>
+        <code data-testid="rerun-command">
+          {shellLine(['tr-proxy', 'replay', '--strict', '--trace', run.name, '--record-as', `${run.name}-run`, '--', ...(run.app?.command ?? [])])}
+        </code>
         {run.app?.cwd && <span class="muted"> in {run.app.cwd}</span>}
       </p>
       {!started && !confirm && (
@@ -78,7 +81,9 @@ export function RerunPanel({ run }: { run: Run }) {
           <p class="muted">
             running <code>{started.commandLine}</code>
           </p>
-          <pre class="term" ref={pre} data-testid="rerun-output">{output}</pre>
+          <pre class="term" ref={pre} data-testid="rerun-output">
+            {output}
+          </pre>
           {exit !== undefined && (
             <p data-testid="rerun-exit">
               <span class={exit === 0 ? 'ok' : 'bad'}>exit {exit}</span>{' '}
@@ -89,7 +94,11 @@ export function RerunPanel({ run }: { run: Run }) {
           )}
         </>
       )}
-      {error && <div class="error" data-testid="rerun-error">{error}</div>}
+      {error && (
+        <div class="error" data-testid="rerun-error">
+          {error}
+        </div>
+      )}
     </div>
   )
 }

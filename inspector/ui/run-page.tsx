@@ -66,7 +66,12 @@ export function RunPage({ name, query, seq }: { name: string; query: URLSearchPa
       }),
     [name, partial],
   )
-  if (error) return <div class="error" data-testid="error">{error}</div>
+  if (error)
+    return (
+      <div class="error" data-testid="error">
+        {error}
+      </div>
+    )
   if (!run) return <div class="muted">Loading {name}…</div>
   const groups = groupRows(rows.slice(0, count))
   const duration = Math.max(run.stats?.durationMs ?? 0, ...rows.map((r) => (r ? r.startMs + r.bodyMs : 0)), 1)
@@ -110,7 +115,10 @@ function RunHeader({ run, count }: { run: Run; count: number }) {
   return (
     <div class="runhead">
       <h1 data-testid="run-name">
-        {run.name} <span class={`badge ${run.status}`} data-testid="run-status">{run.status === 'recording' ? 'recording now' : run.status}</span>
+        {run.name}{' '}
+        <span class={`badge ${run.status}`} data-testid="run-status">
+          {run.status === 'recording' ? 'recording now' : run.status}
+        </span>
       </h1>
       <div class="facts">
         <span data-testid="run-count">{count} exchanges</span>
@@ -177,10 +185,26 @@ function TimelineRow({
   const v = row.llm
   const open = () => go(`/run/${seg(name)}/x/${row.seq}${q}`)
   const scale = (t: number) => `${Math.max(0, Math.min(100, (t / duration) * 100))}%`
-  const cls = ['trow', selected ? 'sel' : '', group?.parent !== undefined ? 'nested' : '', row.error || (row.status ?? 0) >= 400 ? 'failed' : '', v ? 'model' : ''].join(' ')
+  const cls = [
+    'trow',
+    selected ? 'sel' : '',
+    group?.parent !== undefined ? 'nested' : '',
+    row.error || (row.status ?? 0) >= 400 ? 'failed' : '',
+    v ? 'model' : '',
+  ].join(' ')
   const last = v?.input.filter((m) => m.role !== 'system').at(-1)
   return (
-    <div class={cls} onClick={open} data-testid="timeline-row" data-seq={row.seq} data-kind={v ? 'model' : 'http'}>
+    // biome-ignore lint/a11y/useSemanticElements: a row holds block content (the model turn), which a <button> may not
+    <div
+      class={cls}
+      role="button"
+      tabIndex={0}
+      onClick={open}
+      onKeyDown={(e) => e.key === 'Enter' && open()}
+      data-testid="timeline-row"
+      data-seq={row.seq}
+      data-kind={v ? 'model' : 'http'}
+    >
       <div class="tline">
         <span class="seq">#{row.seq}</span>
         {group && group.attempt > 1 && <span class="badge retry">attempt {group.attempt}</span>}
@@ -188,7 +212,11 @@ function TimelineRow({
         {!v && <span class="url">{shortUrl(row.url)}</span>}
         <span class={row.error ? 'bad' : (row.status ?? 0) >= 400 ? 'bad' : 'ok'}>{row.error ? `${row.error.code} (${row.error.phase})` : row.status}</span>
         {row.origin === 'patched' && <span class="badge patched">patched {row.patchId}</span>}
-        {row.fault && <span class="badge fault" title={row.fault.tag}>fault {row.fault.kind} · rule {row.fault.rule} · {row.fault.upstream}</span>}
+        {row.fault && (
+          <span class="badge fault" title={row.fault.tag}>
+            fault {row.fault.kind} · rule {row.fault.rule} · {row.fault.upstream}
+          </span>
+        )}
         <span class="bar">
           <span class="wait" style={{ left: scale(row.startMs), width: scale(row.headersMs) }} />
           <span class="body" style={{ left: scale(row.startMs + row.headersMs), width: scale(Math.max(0, row.bodyMs - row.headersMs)) }} />

@@ -2,7 +2,13 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { groupRows } from './timeline-groups.ts'
 
-const model = (seq: number, calls: number, extra = {}) => ({ seq, method: 'POST', url: 'https://m.test/v1/chat/completions', llm: { toolCalls: Array(calls).fill({}) }, ...extra })
+const model = (seq: number, calls: number, extra = {}) => ({
+  seq,
+  method: 'POST',
+  url: 'https://m.test/v1/chat/completions',
+  llm: { toolCalls: Array(calls).fill({}) },
+  ...extra,
+})
 const http = (seq: number, url: string, extra = {}) => ({ seq, method: 'GET', url, status: 200, ...extra })
 
 test('tool exchanges after a model turn with tool calls nest under it, until the next model turn', () => {

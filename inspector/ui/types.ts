@@ -99,7 +99,15 @@ export interface ExchangeView {
   timing: { startMs: number; headersMs: number }
   origin?: string
   patchId?: string
-  fault?: { rule: string; kind: string; phase: string; seed: string; call: number; key?: string; upstream: { response?: ResponseView; error?: { code: string; phase: string; message: string } } | null }
+  fault?: {
+    rule: string
+    kind: string
+    phase: string
+    seed: string
+    call: number
+    key?: string
+    upstream: { response?: ResponseView; error?: { code: string; phase: string; message: string } } | null
+  }
   llm?: LlmView
   redacted: string[]
   curl: string

@@ -46,9 +46,15 @@ export function VirtualList(p: VirtualListProps) {
     <div ref={parent} class="vlist" data-testid={p.testId}>
       <div style={{ height: `${v.getTotalSize()}px`, position: 'relative' }}>
         {items.map((it) => (
-          <div key={it.key} data-index={it.index} ref={(el) => {
+          <div
+            key={it.key}
+            data-index={it.index}
+            ref={(el) => {
               if (el) v.measureElement(el)
-            }} class="vrow" style={{ transform: `translateY(${it.start}px)` }}>
+            }}
+            class="vrow"
+            style={{ transform: `translateY(${it.start}px)` }}
+          >
             {p.row(it.index)}
           </div>
         ))}
