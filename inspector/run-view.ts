@@ -78,9 +78,13 @@ export async function listRuns(store: TraceStore, stats: StatsCache): Promise<Ru
   return out
 }
 
-/** A run's head: the listing with its statistics. */
-export async function runHead(reader: TraceReader, status: RunListing['status'], stats: StatsCache): Promise<RunListing> {
-  return { ...listing(reader, status), stats: await stats.of(reader) }
+/**
+ * A run's head: the listing, with its statistics only when they are already known (computing them reads every
+ * exchange and the model calls' bodies: the page asks for them separately, so a big run opens at once).
+ */
+export function runHead(reader: TraceReader, status: RunListing['status'], stats: StatsCache): RunListing {
+  const known = stats.known(reader.info.id)
+  return { ...listing(reader, status), ...(known ? { stats: known } : {}) }
 }
 
 function listing(reader: TraceReader, status: RunListing['status']): RunListing {
@@ -185,18 +189,20 @@ export async function viewOf(reader: TraceReader, x: Exchange, whole: boolean): 
   const trace: Pick<Trace, 'meta' | 'bodies'> = { meta: reader.info.meta, bodies: new Map() }
   const request = await reader.bodyBytes(x.request.body, `exchange #${x.seq} request`)
   trace.bodies.set(x.request.body.digest, request)
-  // A request body that is not a JSON object cannot be a model call: its response is never read.
-  if (!whole && !looksLikeJsonObject(request)) return undefined
+  // Every model API's request is a JSON object with `messages` or `input`: anything else is not a model call,
+  // and its response is never read (statistics of a long run read little more than the requests).
+  if (!whole && !looksLikeModelRequest(request)) return undefined
   for (const [ref, use] of bodyRefs(x)) if (!trace.bodies.has(ref.digest)) trace.bodies.set(ref.digest, await reader.bodyBytes(ref, use))
   return llmView(trace, x)
 }
 
-function looksLikeJsonObject(bytes: Uint8Array): boolean {
-  for (const b of bytes) {
-    if (b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09) continue
-    return b === 0x7b // '{'
-  }
-  return false
+function looksLikeModelRequest(bytes: Uint8Array): boolean {
+  let first = 0
+  while (first < bytes.length && (bytes[first] === 0x20 || bytes[first] === 0x0a || bytes[first] === 0x0d || bytes[first] === 0x09)) first++
+  if (bytes[first] !== 0x7b) return false // '{'
+  // A compressed or odd body falls through to the full reading; only plain JSON without either key is ruled out.
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1')
+  return text.includes('"messages"') || text.includes('"input"')
 }
 
 /** When the last body chunk of what the app got arrived, ms after the request. */

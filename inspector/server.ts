@@ -74,9 +74,10 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
       /^\/api\/runs\/([^/]+)$/,
       async (_q, _r, [name], q) => {
         const reader = await o.store.openTrace(name as string, selector(q))
-        return { run: await runHead(reader, q.get('partial') === '1' ? (reader.info.status === 'complete' ? 'complete' : 'recording') : 'complete', stats) }
+        return { run: runHead(reader, q.get('partial') === '1' ? (reader.info.status === 'complete' ? 'complete' : 'recording') : 'complete', stats) }
       },
     ],
+    ['GET', /^\/api\/runs\/([^/]+)\/stats$/, async (_q, _r, [name], q) => ({ stats: await stats.of(await o.store.openTrace(name as string, selector(q))) })],
     [
       'GET',
       /^\/api\/runs\/([^/]+)\/timeline$/,

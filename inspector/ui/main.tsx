@@ -63,8 +63,10 @@ function RunsPage() {
         setRuns(r.runs)
         // Statistics not known yet are computed one run at a time (cached by the server).
         for (const run of r.runs.filter((x) => !x.stats).slice(0, 50)) {
-          const head = await get<{ run: Run }>(`/api/runs/${seg(run.name)}${run.status === 'complete' ? '' : '?partial=1'}`).catch(() => undefined)
-          if (head) setRuns((list) => list?.map((x) => (x.id === head.run.id ? head.run : x)))
+          const s = await get<{ stats: Run['stats'] }>(`/api/runs/${seg(run.name)}/stats${run.status === 'complete' ? '' : '?partial=1'}`).catch(
+            () => undefined,
+          )
+          if (s) setRuns((list) => list?.map((x) => (x.id === run.id ? { ...x, stats: s.stats } : x)))
         }
       })
       .catch((e: Error) => setError(e.message))

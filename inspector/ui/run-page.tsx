@@ -1,5 +1,5 @@
 /** A run: its head, the timeline of its exchanges (virtualised, loaded a page at a time), one exchange in full, fork and rerun. */
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
+import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { get, seg } from './api.ts'
 import { ExchangePanel } from './exchange-panel.tsx'
 import { bytes, clip, go, ms, shortUrl } from './format.ts'
@@ -41,17 +41,20 @@ export function RunPage({ name, query, seq }: { name: string; query: URLSearchPa
       .then((r) => {
         setRun(r.run)
         setCount(r.run.exchanges)
+        // Statistics read every exchange: they come after the page is up.
+        if (!r.run.stats) void get<{ stats: Run['stats'] }>(`${base}/stats${q}`).then((s) => setRun((old) => old && { ...old, stats: s.stats }))
       })
       .catch((e: Error) => setError(e.message))
   useEffect(() => {
     void loadHead()
     void loadPage(0).catch((e: Error) => setError(e.message))
   }, [name, partial])
-  // Live: a recording that grows shows its new exchanges within a poll of the store.
+  // Live: a recording that grows shows its new exchanges within a poll of the store (a complete run never changes).
   useEffect(
     () =>
       onLive((live) => {
-        const mine = live.find((l) => l.name === name && (partial ? l.status !== 'complete' : l.status === 'complete'))
+        if (!partial) return
+        const mine = live.find((l) => l.name === name && l.status !== 'complete')
         if (!mine) {
           if (partial && live.some((l) => l.name === name && l.status === 'complete')) go(`/run/${seg(name)}`)
           return
@@ -76,6 +79,8 @@ export function RunPage({ name, query, seq }: { name: string; query: URLSearchPa
   const groups = groupRows(rows.slice(0, count))
   const duration = Math.max(run.stats?.durationMs ?? 0, ...rows.map((r) => (r ? r.startMs + r.bodyMs : 0)), 1)
   const onRange = (first: number, last: number) => {
+    // Before the list has measured itself its range is not the view's: load nothing for it.
+    if (last - first > 2 * PAGE) return
     for (let p = Math.floor(first / PAGE); p <= Math.floor(Math.min(last, Math.max(0, count - 1)) / PAGE); p++) void loadPage(p)
     // A nested row needs the page before it to know its parent.
     if (first > 0 && first % PAGE < 5) void loadPage(Math.floor(first / PAGE) - 1)
