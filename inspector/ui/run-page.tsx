@@ -69,6 +69,9 @@ export function RunPage({ name, query, seq }: { name: string; query: URLSearchPa
       }),
     [name, partial],
   )
+  // Recomputed when rows arrive, not on every render (a click on a row must not walk 10,000 of them).
+  const groups = useMemo(() => groupRows(rows.slice(0, count)), [rows, count])
+  const loadedEnd = useMemo(() => rows.reduce((m, r) => (r ? Math.max(m, r.startMs + r.bodyMs) : m), 1), [rows])
   if (error)
     return (
       <div class="error" data-testid="error">
@@ -76,8 +79,7 @@ export function RunPage({ name, query, seq }: { name: string; query: URLSearchPa
       </div>
     )
   if (!run) return <div class="muted">Loading {name}…</div>
-  const groups = groupRows(rows.slice(0, count))
-  const duration = Math.max(run.stats?.durationMs ?? 0, ...rows.map((r) => (r ? r.startMs + r.bodyMs : 0)), 1)
+  const duration = Math.max(run.stats?.durationMs ?? 0, loadedEnd)
   const onRange = (first: number, last: number) => {
     // Before the list has measured itself its range is not the view's: load nothing for it.
     if (last - first > 2 * PAGE) return
