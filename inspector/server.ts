@@ -66,59 +66,7 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
   const reruns = new Reruns(o.store, o.storeDir)
   const lab = new LabRuns()
   const live = new LiveRuns(o.store, o.livePollMs ?? 250)
-  const selector = (q: URLSearchParams) => (q.get('partial') === '1' ? { partial: true } : {})
-  const routes: Array<[string, RegExp, Handler]> = [
-    ['GET', /^\/api\/runs$/, async () => ({ runs: await listRuns(o.store, stats) })],
-    [
-      'GET',
-      /^\/api\/runs\/([^/]+)$/,
-      async (_q, _r, [name], q) => {
-        const reader = await o.store.openTrace(name as string, selector(q))
-        return { run: runHead(reader, q.get('partial') === '1' ? (reader.info.status === 'complete' ? 'complete' : 'recording') : 'complete', stats) }
-      },
-    ],
-    ['GET', /^\/api\/runs\/([^/]+)\/stats$/, async (_q, _r, [name], q) => ({ stats: await stats.of(await o.store.openTrace(name as string, selector(q))) })],
-    [
-      'GET',
-      /^\/api\/runs\/([^/]+)\/timeline$/,
-      async (_q, _r, [name], q) => {
-        const reader = await o.store.openTrace(name as string, selector(q))
-        const from = intParam(q, 'from', 0)
-        return { count: reader.info.count, from, rows: await timelinePage(reader, from, intParam(q, 'limit', TIMELINE_PAGE)) }
-      },
-    ],
-    [
-      'GET',
-      /^\/api\/runs\/([^/]+)\/exchanges\/(\d+)$/,
-      async (_q, _r, [name, seq], q) => ({ exchange: await exchangeView(await o.store.openTrace(name as string, selector(q)), Number(seq)) }),
-    ],
-    ['GET', /^\/api\/runs\/([^/]+)\/faults$/, async (_q, _r, [name]) => faultEvidence(o.store, name as string, o.contracts)],
-    ['GET', /^\/api\/diff$/, async (_q, _r, _p, q) => compareRuns(o.store, need(q, 'a'), need(q, 'b'), viewParam(q))],
-    ['POST', /^\/api\/fork$/, async (req) => forkRun(o.store, await readJson(req))],
-    ['POST', /^\/api\/emit$/, async (req) => emitRunCase(o.store, await readJson(req), o.casesDir)],
-    [
-      'POST',
-      /^\/api\/rerun$/,
-      async (req) => {
-        const body = await readJson<{ trace: string; confirm?: string }>(req)
-        const r = await reruns.start(String(body.trace), body.confirm)
-        return { id: r.id, trace: r.trace, recordAs: r.recordAs, commandLine: r.commandLine, cwd: r.cwd }
-      },
-    ],
-    ['POST', /^\/api\/lab$/, async (req) => lab.run(await readJson(req))],
-    [
-      'GET',
-      /^\/api\/lab\/(\d+)\/([a-z]+)\.trace\.json$/,
-      async (_q, res, [id, policy]) => {
-        const f = lab.traceFile(id as string, policy as string)
-        res.writeHead(200, { 'content-type': 'application/json', 'content-disposition': `attachment; filename="${f.name}"` })
-        res.end(f.text)
-        return HANDLED
-      },
-    ],
-    ['GET', /^\/api\/rerun\/([0-9a-f]+)\/events$/, async (req, res, [id]) => rerunEvents(reruns, id as string, req, res)],
-    ['GET', /^\/api\/events$/, async (req, res) => live.subscribe(req, res)],
-  ]
+  const routes = apiRoutes(o, stats, reruns, lab, live)
 
   const server: Server = createServer((req, res) => {
     void handle(req, res).catch((err) => sendError(res, err))
@@ -185,6 +133,63 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
       await new Promise<void>((resolve) => server.close(() => resolve()))
     },
   }
+}
+
+/** The API: method, path pattern, handler. Each handler calls the library code the matching CLI command calls. */
+function apiRoutes(o: InspectorOptions, stats: StatsCache, reruns: Reruns, lab: LabRuns, live: LiveRuns): Array<[string, RegExp, Handler]> {
+  const selector = (q: URLSearchParams) => (q.get('partial') === '1' ? { partial: true } : {})
+  return [
+    ['GET', /^\/api\/runs$/, async () => ({ runs: await listRuns(o.store, stats) })],
+    [
+      'GET',
+      /^\/api\/runs\/([^/]+)$/,
+      async (_q, _r, [name], q) => {
+        const reader = await o.store.openTrace(name as string, selector(q))
+        return { run: runHead(reader, q.get('partial') === '1' ? (reader.info.status === 'complete' ? 'complete' : 'recording') : 'complete', stats) }
+      },
+    ],
+    ['GET', /^\/api\/runs\/([^/]+)\/stats$/, async (_q, _r, [name], q) => ({ stats: await stats.of(await o.store.openTrace(name as string, selector(q))) })],
+    [
+      'GET',
+      /^\/api\/runs\/([^/]+)\/timeline$/,
+      async (_q, _r, [name], q) => {
+        const reader = await o.store.openTrace(name as string, selector(q))
+        const from = intParam(q, 'from', 0)
+        return { count: reader.info.count, from, rows: await timelinePage(reader, from, intParam(q, 'limit', TIMELINE_PAGE)) }
+      },
+    ],
+    [
+      'GET',
+      /^\/api\/runs\/([^/]+)\/exchanges\/(\d+)$/,
+      async (_q, _r, [name, seq], q) => ({ exchange: await exchangeView(await o.store.openTrace(name as string, selector(q)), Number(seq)) }),
+    ],
+    ['GET', /^\/api\/runs\/([^/]+)\/faults$/, async (_q, _r, [name]) => faultEvidence(o.store, name as string, o.contracts)],
+    ['GET', /^\/api\/diff$/, async (_q, _r, _p, q) => compareRuns(o.store, need(q, 'a'), need(q, 'b'), viewParam(q))],
+    ['POST', /^\/api\/fork$/, async (req) => forkRun(o.store, await readJson(req))],
+    ['POST', /^\/api\/emit$/, async (req) => emitRunCase(o.store, await readJson(req), o.casesDir)],
+    [
+      'POST',
+      /^\/api\/rerun$/,
+      async (req) => {
+        const body = await readJson<{ trace: string; confirm?: string }>(req)
+        const r = await reruns.start(String(body.trace), body.confirm)
+        return { id: r.id, trace: r.trace, recordAs: r.recordAs, commandLine: r.commandLine, cwd: r.cwd }
+      },
+    ],
+    ['POST', /^\/api\/lab$/, async (req) => lab.run(await readJson(req))],
+    [
+      'GET',
+      /^\/api\/lab\/(\d+)\/([a-z]+)\.trace\.json$/,
+      async (_q, res, [id, policy]) => {
+        const f = lab.traceFile(id as string, policy as string)
+        res.writeHead(200, { 'content-type': 'application/json', 'content-disposition': `attachment; filename="${f.name}"` })
+        res.end(f.text)
+        return HANDLED
+      },
+    ],
+    ['GET', /^\/api\/rerun\/([0-9a-f]+)\/events$/, async (req, res, [id]) => rerunEvents(reruns, id as string, req, res)],
+    ['GET', /^\/api\/events$/, async (req, res) => live.subscribe(req, res)],
+  ]
 }
 
 const HANDLED = Symbol('handled')

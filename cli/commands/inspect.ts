@@ -1,6 +1,5 @@
 import { resolve } from 'node:path'
 import { FAULTS_FILE_ENV, readFaultsFile } from '../../engine/index.ts'
-import { startInspector } from '../../inspector/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { storeDir, withExistingStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
@@ -29,6 +28,8 @@ export const inspectCommand: CommandModule = {
     const file = typeof args.contracts === 'string' && args.contracts !== '' ? args.contracts : process.env[FAULTS_FILE_ENV]
     const contracts = file ? await readFaultsFile(resolve(file)) : undefined
     const host = String(args.host)
+    // Loaded here, not with the CLI: the inspector brings the lab, cases and the page's server, which no other command needs.
+    const { startInspector } = await import('../../inspector/index.ts')
     return withExistingStore(args, async (store) => {
       const inspector = await startInspector({
         store,
