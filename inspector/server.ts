@@ -15,7 +15,7 @@ import { loadAssets } from './assets.ts'
 import { exchangeView } from './exchange-view.ts'
 import { checkRequest, policyFor, TOKEN_COOKIE, TOKEN_HEADER } from './guard.ts'
 import { LabRuns } from './lab-runs.ts'
-import { Reruns } from './rerun.ts'
+import { type RerunEvent, Reruns } from './rerun.ts'
 import { listRuns, runHead, StatsCache, TIMELINE_PAGE, timelinePage } from './run-view.ts'
 
 /** Options of `startInspector`. */
@@ -145,7 +145,9 @@ function apiRoutes(o: InspectorOptions, stats: StatsCache, reruns: Reruns, lab: 
       /^\/api\/runs\/([^/]+)$/,
       async (_q, _r, [name], q) => {
         const reader = await o.store.openTrace(name as string, selector(q))
-        return { run: runHead(reader, q.get('partial') === '1' ? (reader.info.status === 'complete' ? 'complete' : 'recording') : 'complete', stats) }
+        // The store's listing tells a recording whose process is alive from one whose process died.
+        const listed = reader.info.status === 'complete' ? undefined : (await o.store.listTraces()).find((t) => t.id === reader.info.id)
+        return { run: runHead(reader, listed?.status ?? 'complete', stats) }
       },
     ],
     ['GET', /^\/api\/runs\/([^/]+)\/stats$/, async (_q, _r, [name], q) => ({ stats: await stats.of(await o.store.openTrace(name as string, selector(q))) })],
@@ -301,7 +303,7 @@ async function rerunEvents(reruns: Reruns, id: string, req: IncomingMessage, res
     res.end()
     return HANDLED
   }
-  const listener = (e: import('./rerun.ts').RerunEvent) => {
+  const listener = (e: RerunEvent) => {
     send(e.type, e)
     if (e.type === 'end') res.end()
   }
