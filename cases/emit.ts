@@ -163,9 +163,14 @@ function portable(p: string): string {
   return s.startsWith('.') ? s : `./${s}`
 }
 
-/** The trace as the case keeps it: named after the case, without source trace names or store labels. */
+/** The trace as the case keeps it: named after the case, without source trace names, store labels or the app's directory. */
 function caseTrace(trace: Trace, name: string): Trace {
   const meta: Trace['meta'] = { name, format: trace.meta.format }
   if (trace.meta.lineage) meta.lineage = { sourceDigest: trace.meta.lineage.sourceDigest, patches: trace.meta.lineage.patches }
+  // The app's command and outcome travel with the case; the machine's directory does not (the manifest keeps a portable one).
+  if (trace.meta.app) {
+    const { cwd: _cwd, ...app } = trace.meta.app
+    meta.app = app
+  }
   return { meta, exchanges: trace.exchanges, bodies: trace.bodies }
 }

@@ -46,6 +46,9 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.CONTRACT_VIOLATED]: 75,
   [ErrorCodes.FAULT_NOT_FIRED]: 76,
   [ErrorCodes.SECRET_FOUND]: 77,
+  [ErrorCodes.INSPECT_START_FAILED]: 74,
+  [ErrorCodes.INSPECT_REFUSED]: 78,
+  [ErrorCodes.COMMAND_UNCONFIRMED]: 78,
 }
 
 export const EXIT_OK = 0

@@ -71,4 +71,6 @@ export { loadSessionFaults, SessionFaults } from './session-faults.ts'
 export { judgeTestReplay, registerVitestFileHooks } from './test-hooks.ts'
 /** Which trace and mode a test file records or replays (TOOL_REPLAY_MODE, TOOL_REPLAY_TRACE as a group); whether a setup was preloaded. */
 export { loadedAsTestPreload, resolveTestTrace, traceNameForTestFile } from './test-trace.ts'
+/** Credentials in free text (a command's output and command line) replaced by [REDACTED]. */
+export { redactText, secretEnvValues } from './text-redaction.ts'
 export { CLIENT_ABORT_CODE, clientAbortError, DEFAULT_MAX_BODY_BYTES, parseMaxBodyBytes } from './transport-rules.ts'

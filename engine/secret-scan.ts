@@ -55,7 +55,7 @@ export interface SecretFinding {
 }
 
 /** Shapes searched for in every value, most specific first (an Anthropic key also starts with "sk-"). */
-const PATTERNS: ReadonlyArray<[SecretKind, RegExp]> = [
+export const SECRET_SHAPES: ReadonlyArray<[SecretKind, RegExp]> = [
   ['private-key', /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----/g],
   ['anthropic-key', /(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{16,}/g],
   ['openai-key', /(?<![A-Za-z0-9_-])sk-(?!ant-)[A-Za-z0-9_-]{16,}/g],
@@ -226,7 +226,7 @@ class Scanner {
   /** Pattern search; `locate` names the position of a match inside a long text. */
   text(text: string, place: Place, locate?: (offset: number) => string): void {
     const found = new Set<string>()
-    for (const [kind, re] of PATTERNS) {
+    for (const [kind, re] of SECRET_SHAPES) {
       re.lastIndex = 0
       for (let m = re.exec(text); m !== null; m = re.exec(text)) {
         // "Bearer sk-..." is one credential: reported once, by its more specific kind.

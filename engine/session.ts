@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import type { BodyManifest, TraceReader, TraceRecording, TraceStore } from '../store/index.ts'
 import {
+  type AppRun,
   assertTraceName,
   type BodyRef,
   bodyBytes,
@@ -119,6 +120,7 @@ export class Session {
   #closed: SessionSummary | undefined
   #finalUnused: LedgerEntry[] | undefined
   #writeError: unknown
+  #app: AppRun | undefined
   readonly #faults: SessionFaults | undefined
   /** ms since the session started, on the faults' clock when one is given. */
   readonly #now: () => number
@@ -145,6 +147,14 @@ export class Session {
   /** The session's faults (rules, seed, coverage), when it has any. */
   get faults(): SessionFaults | undefined {
     return this.#faults
+  }
+
+  /**
+   * The command the run was made with and how it ended (`tr-proxy record|replay -- <command>`): stored in the
+   * recording's meta when close() completes it. No effect on a session that records nothing.
+   */
+  setAppRun(app: AppRun): void {
+    this.#app = app
   }
 
   /** The trace that holds what the app got in this run: the recording, or the replayed trace; none for passthrough. */
@@ -526,7 +536,7 @@ export class Session {
         { cause: this.#writeError },
       )
     }
-    if (this.#recording) await this.#recording.close()
+    if (this.#recording) await this.#recording.close(this.#app)
     return summary
   }
 

@@ -3,7 +3,7 @@
 export type { AgentResult, PolicySpec, RecoveryPolicy } from './agent.ts'
 export { POLICIES, RECOVERY_POLICIES, shipOrder } from './agent.ts'
 export type { LabOptions, LabRun, PolicyRun } from './run-lab.ts'
-export { findScenario, formatLabRun, LAB_DEADLINE_MS, labRunJson, runLab } from './run-lab.ts'
+export { findScenario, formatLabRun, LAB_DEADLINE_MS, labConfig, labRunJson, runLab } from './run-lab.ts'
 export type { Scenario } from './scenarios.ts'
 export { SCENARIO_NAMES, SCENARIOS } from './scenarios.ts'
 export type { Rate, Shipment, ShippingApi } from './shipping-api.ts'

@@ -3,7 +3,7 @@
  * the scenario's faults file; the agent ships one order; the recorded trace is checked against the contracts
  * and the agent's answer against what the API committed. One line per policy.
  */
-import { type ContractReport, checkContracts, parseFaults, rerunCommand, resolveSeed, type SeedSource, seedLine } from '../engine/index.ts'
+import { type ContractReport, checkContracts, type FaultsConfig, parseFaults, rerunCommand, resolveSeed, type SeedSource, seedLine } from '../engine/index.ts'
 import { install } from '../interceptor/index.ts'
 import { createMemoryStore } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError, type Trace } from '../trace/index.ts'
@@ -56,8 +56,33 @@ export interface LabOptions {
   scenario: string
   policies?: readonly RecoveryPolicy[]
   seed?: string
+  /** Every rule of the scenario faults each call with this probability (0-1) instead of its own schedule. */
+  probability?: number
+  /** The agent may make at most this many calls: checked as a `max-calls` contract. */
+  callBudget?: number
   /** The command as typed, for the rerun line. */
   argv?: readonly string[]
+}
+
+/** The scenario's faults file with the lab's knobs applied (probability, call budget). */
+export function labConfig(scenario: Scenario, options: Pick<LabOptions, 'probability' | 'callBudget'> = {}): FaultsConfig {
+  const config = parseFaults(scenario.faults, { source: `lab scenario ${scenario.name}` })
+  const p = options.probability
+  if (p !== undefined) {
+    if (!(typeof p === 'number' && p >= 0 && p <= 1))
+      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid probability ${String(p)}: give a number from 0 to 1.`)
+    config.rules = config.rules.map((r) => {
+      const { calls: _c, first: _f, window: _w, quota: _q, ...rest } = r
+      return { ...rest, probability: p } as typeof r
+    })
+  }
+  const budget = options.callBudget
+  if (budget !== undefined) {
+    if (!(Number.isSafeInteger(budget) && budget > 0))
+      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid call budget ${String(budget)}: give a whole number > 0.`)
+    config.contracts = [...config.contracts, { kind: 'max-calls', limit: budget }]
+  }
+  return config
 }
 
 /** Looks a scenario up; TR_INVALID_OPTION lists the ones that exist. */
@@ -70,7 +95,7 @@ export function findScenario(name: string): Scenario {
 /** Runs one scenario under each policy, one after the other. */
 export async function runLab(options: LabOptions): Promise<LabRun> {
   const scenario = findScenario(options.scenario)
-  const config = parseFaults(scenario.faults, { source: `lab scenario ${scenario.name}` })
+  const config = labConfig(scenario, options)
   const { seed, source } = resolveSeed({
     ...(options.seed !== undefined ? { option: options.seed } : {}),
     ...(config.seed !== undefined ? { file: config.seed } : {}),
@@ -86,6 +111,8 @@ export async function runLab(options: LabOptions): Promise<LabRun> {
     scenario.name,
     '--policy',
     policies.length === RECOVERY_POLICIES.length ? 'all' : policies.join(','),
+    ...(options.probability !== undefined ? ['--probability', String(options.probability)] : []),
+    ...(options.callBudget !== undefined ? ['--call-budget', String(options.callBudget)] : []),
   ]
   return {
     scenario: scenario.name,
@@ -99,7 +126,7 @@ export async function runLab(options: LabOptions): Promise<LabRun> {
   }
 }
 
-async function runPolicy(scenario: Scenario, config: ReturnType<typeof parseFaults>, seed: string, policy: RecoveryPolicy): Promise<PolicyRun> {
+async function runPolicy(scenario: Scenario, config: FaultsConfig, seed: string, policy: RecoveryPolicy): Promise<PolicyRun> {
   const api = await startShippingApi()
   const clock = new VirtualClock()
   const name = `lab-${scenario.name}-${policy}`
@@ -154,6 +181,7 @@ const CONTRACT_PROBLEM: Record<string, string> = {
   'honours-retry-after': 'retried before Retry-After',
   'bounded-retries': 'too many retries',
   'all-rules-fired': 'the fault never fired',
+  'max-calls': 'over the call budget',
 }
 
 /** Every problem with a run, the most serious first; none means PASS. */

@@ -4,10 +4,21 @@
  */
 
 import type { PaceOption } from '../capture/index.ts'
-import { type FaultVerdict, faultVerdict, formatSummary, openSession, type Session, type SessionOptions, type SessionSummary } from '../engine/index.ts'
+import {
+  type FaultVerdict,
+  faultVerdict,
+  formatSummary,
+  openSession,
+  redactText,
+  type Session,
+  type SessionOptions,
+  type SessionSummary,
+  secretEnvValues,
+} from '../engine/index.ts'
 import type { TraceStore } from '../store/index.ts'
+import { type AppRun, OUTPUT_TAIL_BYTES, type OutputTail } from '../trace/index.ts'
 import { loadCertificateAuthority } from './certificate-authority.ts'
-import { type CommandExit, runCommand } from './command-wrapper.ts'
+import { type CapturedTail, type CommandExit, type RunCommandOptions, runCommand } from './command-wrapper.ts'
 import { controlSocketPath, startControlApi } from './control-api.ts'
 import { proxyEnvironment, writeCaBundle } from './proxy-env.ts'
 import { type ProxyLimits, type ProxyServer, startProxy } from './proxy-server.ts'
@@ -38,6 +49,8 @@ export interface ProxyRunOptions {
   chunkGapMs?: number
   /** Run this command (argv) through the proxy, then stop. Without one, serve until SIGINT/SIGTERM. */
   command?: string[]
+  /** Where the command runs and where its output goes (default: this process's directory, stdout and stderr). */
+  commandOptions?: RunCommandOptions
   /** Start the control API (serve). */
   control?: boolean
   /** Status lines (stderr in the CLI). */
@@ -126,13 +139,15 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
       const [cmd, ...args] = o.command as [string, ...string[]]
       let exit: CommandExit
       try {
-        exit = await runCommand(cmd, args, env)
+        exit = await runCommand(cmd, args, env, o.commandOptions)
       } catch (err) {
         // The command never started: discard the recording so the previous trace stays in place.
         await session?.discard().catch(() => {})
         await proxy.close().catch(() => {})
         throw err
       }
+      // Stored with the recording (record, replay --record-as) when it closes: what the app made of the exchanges.
+      session?.setAppRun(appRun(o.command, o.commandOptions?.cwd ?? process.cwd(), exit))
       return await finish(exit)
     }
     logListening(o, proxy, bundlePath, control?.socketPath)
@@ -171,4 +186,20 @@ function waitForStop(stop: Promise<void> | undefined): Promise<void> {
     process.on('SIGTERM', done)
     void stop?.then(done)
   })
+}
+
+/** The command and how it ended, as the trace keeps it: the command line and output tails redacted. */
+export function appRun(command: readonly string[], cwd: string, exit: CommandExit): AppRun {
+  const secrets = secretEnvValues()
+  const tail = (t: CapturedTail): OutputTail => {
+    let text = redactText(Buffer.from(t.tail).toString('utf8'), secrets)
+    // Bytes that are not UTF-8 decode to U+FFFD (3 bytes each): keep the text within what a trace accepts.
+    while (Buffer.byteLength(text) > 2 * OUTPUT_TAIL_BYTES) text = text.slice(Math.ceil((Buffer.byteLength(text) - 2 * OUTPUT_TAIL_BYTES) / 3))
+    return { text, bytes: t.bytes }
+  }
+  return {
+    command: command.map((a) => redactText(a, secrets)),
+    cwd,
+    exit: { code: exit.code, ...(exit.signal ? { signal: exit.signal } : {}), stdout: tail(exit.stdout), stderr: tail(exit.stderr) },
+  }
 }

@@ -37,6 +37,7 @@ export const FLOORS = [
   ['capture'], // the life of one captured request, once for every path
   ['interceptor', 'proxy', 'interop'], // the capture paths, and conversions to other formats
   ['cases', 'lab'], // regression cases; the fault lab (the CLI's `demo`)
+  ['inspector'], // `tr-proxy inspect`: the evidence console over traces, cases and the lab
   ['cli'], // the yargs commands
 ]
 

@@ -24,6 +24,6 @@ export {
   writeTraceFile,
 } from './trace-file.ts'
 export type { BodyUse } from './trace-reader.ts'
-/** A stored trace opened for lazy, verified reading. */
-export { TraceReader } from './trace-reader.ts'
+/** A stored trace opened for lazy, verified reading; the bodies an exchange references, with where each is used. */
+export { bodyRefs, TraceReader } from './trace-reader.ts'
 export type { TraceRecording, TraceSelector, TraceStore } from './trace-store.ts'

@@ -22,7 +22,7 @@ import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Level } from 'level'
-import { computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
+import { type AppRun, computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { checkLogFile } from './leveldb-log.ts'
 import {
   type BodyManifest,
@@ -47,6 +47,8 @@ interface StoredMeta {
   count?: number
   bodyBytes?: number
   indexed?: boolean
+  /** Written by a recording of this store (beginTrace), not put whole. */
+  recorded?: boolean
   owner?: RecordingOwner
 }
 
@@ -187,6 +189,7 @@ export class LevelBackend implements StoreOps {
       count: m.count ?? (await this.#countExchanges(id)),
       bodyBytes: m.bodyBytes ?? 0,
       indexed: m.indexed === true,
+      recorded: m.recorded === true,
     }
     if (m.owner) info.owner = m.owner
     return info
@@ -281,7 +284,7 @@ export class LevelBackend implements StoreOps {
   beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner): Promise<void> {
     return this.#write(async () => {
       if ((await this.#getMeta(id)) !== undefined) return
-      const stored: StoredMeta = { id, name: meta.name, meta, createdAt, status: 'recording', count: 0, bodyBytes: 0, indexed: true, owner }
+      const stored: StoredMeta = { id, name: meta.name, meta, createdAt, status: 'recording', count: 0, bodyBytes: 0, indexed: true, recorded: true, owner }
       await this.#db.put(storeKeys.meta(id), json(stored))
       this.#openRecordings.set(id, stored)
     })
@@ -433,7 +436,7 @@ export class LevelBackend implements StoreOps {
   }
 
   /** Makes the recording the trace listed under its name and drops the trace it replaces, in one synced batch. */
-  closeRecording(id: string): Promise<void> {
+  closeRecording(id: string, app?: AppRun): Promise<void> {
     return this.#write(async () => {
       const stored = await this.#getMeta(id)
       this.#openRecordings.delete(id)
@@ -441,7 +444,8 @@ export class LevelBackend implements StoreOps {
       if (stored.status === 'complete') return
       const ops = await this.#replaceOps(stored.name, id)
       const { owner: _owner, ...rest } = stored
-      ops.push({ type: 'put', key: storeKeys.meta(id), value: json({ ...rest, status: 'complete', count: await this.#countExchanges(id) }) })
+      const meta = app ? { ...rest.meta, app } : rest.meta
+      ops.push({ type: 'put', key: storeKeys.meta(id), value: json({ ...rest, meta, status: 'complete', count: await this.#countExchanges(id) }) })
       await this.#db.batch(ops, SYNC)
     })
   }

@@ -2,7 +2,7 @@
  * An in-process store with the same contract as the LevelDB one; nothing persists. It implements the same
  * StoreOps, so readers, recordings and verification are the very code the LevelDB store runs.
  */
-import { computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
+import { type AppRun, computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import {
   type BodyManifest,
   INLINE_BODY_MAX,
@@ -139,7 +139,17 @@ class MemoryOps implements StoreOps {
 
   async beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner): Promise<void> {
     if (this.#entries.has(id)) return
-    const info: TraceInfo = { id, name: meta.name, meta: structuredClone(meta), status: 'recording', createdAt, count: 0, bodyBytes: 0, indexed: true }
+    const info: TraceInfo = {
+      id,
+      name: meta.name,
+      meta: structuredClone(meta),
+      status: 'recording',
+      createdAt,
+      count: 0,
+      bodyBytes: 0,
+      indexed: true,
+      recorded: true,
+    }
     this.#entries.set(id, { info, owner, exchanges: new Map(), identity: new Map() })
   }
 
@@ -151,9 +161,10 @@ class MemoryOps implements StoreOps {
     this.#store(e, x, bodies, manifests)
   }
 
-  async closeRecording(id: string): Promise<void> {
+  async closeRecording(id: string, app?: AppRun): Promise<void> {
     const e = this.#entries.get(id)
     if (!e || e.info.status === 'complete') return
+    if (app) e.info.meta = { ...e.info.meta, app: structuredClone(app) }
     this.#replace(e)
   }
 
@@ -171,7 +182,7 @@ class MemoryOps implements StoreOps {
       for (const digest of refsOf(x)) this.#assertBody(x, name, digest, trace.bodies, new Map())
     }
     const entry: Entry = {
-      info: { id, name, meta: structuredClone(trace.meta), status: 'recording', createdAt, count: 0, bodyBytes: 0, indexed: true },
+      info: { id, name, meta: structuredClone(trace.meta), status: 'recording', createdAt, count: 0, bodyBytes: 0, indexed: true, recorded: false },
       exchanges: new Map(),
       identity: new Map(),
     }

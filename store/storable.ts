@@ -3,7 +3,7 @@
  * rules of trace/validate.ts, so a trace in a store always replays without crashing a capture path.
  * Checked in the calling process, before anything crosses the store's socket or reaches LevelDB.
  */
-import { assertValidExchange, assertValidTrace, type Exchange, type Trace } from '../trace/index.ts'
+import { assertValidAppRun, assertValidExchange, assertValidTrace, type Exchange, type Trace } from '../trace/index.ts'
 
 const STORE = {
   action: 'Cannot store',
@@ -13,6 +13,12 @@ const STORE = {
 /** Throws TR_TRACE_INVALID naming the first invalid exchange of a whole trace (import, fork). */
 export function assertStorableTrace(trace: Trace): void {
   assertValidTrace(trace, STORE)
+  if (trace.meta.app !== undefined) assertStorableApp(trace.meta.name, trace.meta.app)
+}
+
+/** Throws TR_TRACE_INVALID when the app outcome a trace carries (meta.app) breaks the rules of trace/validate.ts. */
+export function assertStorableApp(trace: string, app: unknown): void {
+  assertValidAppRun(trace, app, { action: 'Cannot store' })
 }
 
 /** Throws TR_TRACE_INVALID when an exchange being appended to the recording of `trace` is invalid. */

@@ -8,7 +8,7 @@
  * and pieces): that is what lets a client resend a request whose answer was lost with a store owner.
  */
 import { hostname } from 'node:os'
-import { type Exchange, type Outcome, sha256, type Trace, type TraceMeta } from '../trace/index.ts'
+import { type AppRun, type Exchange, type Outcome, sha256, type Trace, type TraceMeta } from '../trace/index.ts'
 
 /** Bodies up to this size are stored whole, inside the database. */
 export const INLINE_BODY_MAX = 16 * 1024
@@ -59,6 +59,12 @@ export interface TraceInfo {
   bodyBytes: number
   /** True when the store keeps a request-identity index for this trace (traces written by this version). */
   indexed: boolean
+  /**
+   * True when a recording in this store wrote the trace (record, replay --record-as), false when it was put
+   * whole (import, fork) or stored before this was kept: the inspector runs a recorded command only when one
+   * of this store's own recordings ran it.
+   */
+  recorded: boolean
   owner?: RecordingOwner
 }
 
@@ -86,7 +92,8 @@ export interface StoreOps {
   beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner): Promise<void>
   /** Stores one exchange, the small bodies it references (`bodies`) and the manifests of big ones whose pieces were put. */
   append(id: string, exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest>): Promise<void>
-  closeRecording(id: string): Promise<void>
+  /** Completes a recording; `app` (the command that made it and how it ended) goes into its meta in the same write. */
+  closeRecording(id: string, app?: AppRun): Promise<void>
   putTrace(trace: Trace, id: string, createdAt: string, overwrite: boolean): Promise<void>
   deleteTrace(name: string): Promise<boolean>
   /** Deletes a recording that is not the complete trace of its name (a partial one). */

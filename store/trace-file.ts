@@ -19,6 +19,8 @@ import { randomBytes } from 'node:crypto'
 import { mkdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import {
+  type AppRun,
+  appRunProblem,
   type BodyRef,
   canonicalJson,
   ErrorCodes,
@@ -406,7 +408,7 @@ class Validator {
   }
 
   meta(v: unknown): TraceMeta {
-    const o = this.object(v, 'meta', ['name', 'format'], ['lineage', 'labels'])
+    const o = this.object(v, 'meta', ['name', 'format'], ['lineage', 'labels', 'app'])
     const meta: TraceMeta = { name: this.string(o.name, 'meta.name'), format: TRACE_FORMAT_VERSION }
     if (o.format !== TRACE_FORMAT_VERSION) this.fail('meta.format', `must be ${TRACE_FORMAT_VERSION}`)
     if (o.labels !== undefined) {
@@ -423,6 +425,11 @@ class Validator {
           return { id: this.string(po.id, `meta.lineage.patches[${i}].id`), spec: this.string(po.spec, `meta.lineage.patches[${i}].spec`) }
         }),
       }
+    }
+    if (o.app !== undefined) {
+      const found = appRunProblem(o.app)
+      if (found) this.fail(found.path, found.problem)
+      meta.app = o.app as AppRun
     }
     return sortKeysDeep(meta) as TraceMeta
   }

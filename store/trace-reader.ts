@@ -44,6 +44,11 @@ export class TraceReader {
     }
   }
 
+  /** Up to `limit` exchanges with seq >= `fromSeq`, in seq order (a page of a long trace). */
+  page(fromSeq: number, limit: number): Promise<Exchange[]> {
+    return this.#ops.exchanges(this.info.id, fromSeq, Math.max(0, Math.min(limit, PAGE)))
+  }
+
   /** One exchange by seq. */
   async exchange(seq: number): Promise<Exchange> {
     const [x] = await this.#ops.exchanges(this.info.id, seq, 1)

@@ -5,9 +5,9 @@
  */
 import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
-import { ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
+import { type AppRun, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { BodyWriter } from './body-writer.ts'
-import { assertStorableExchange, assertStorableTrace } from './storable.ts'
+import { assertStorableApp, assertStorableExchange, assertStorableTrace } from './storable.ts'
 import { traceNotFound } from './store-errors.ts'
 import type { BodyManifest, StoreOps, TraceInfo } from './store-ops.ts'
 import { TraceReader } from './trace-reader.ts'
@@ -78,9 +78,10 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
           return live((o) => o.append(id, exchange, bodies, manifests))
         },
         bodyWriter: () => new BodyWriter((sha, bytes) => live((o) => o.putPiece(sha, bytes))),
-        close: async () => {
+        close: async (app?: AppRun) => {
           if (done) return
-          await live((o) => o.closeRecording(id))
+          if (app !== undefined) assertStorableApp(meta.name, app)
+          await live((o) => (app === undefined ? o.closeRecording(id) : o.closeRecording(id, app)))
           done = true
         },
       }
@@ -123,7 +124,7 @@ export function routedOps(location: string, run: RunOps): StoreOps {
     putPiece: (sha, bytes) => run((o) => o.putPiece(sha, bytes)),
     beginTrace: (id, meta, createdAt, owner) => run((o) => o.beginTrace(id, meta, createdAt, owner)),
     append: (id, x, bodies, manifests) => run((o) => o.append(id, x, bodies, manifests)),
-    closeRecording: (id) => run((o) => o.closeRecording(id)),
+    closeRecording: (id, app) => run((o) => (app === undefined ? o.closeRecording(id) : o.closeRecording(id, app))),
     putTrace: (trace, id, createdAt, overwrite) => run((o) => o.putTrace(trace, id, createdAt, overwrite)),
     deleteTrace: (name) => run((o) => o.deleteTrace(name)),
     deleteRecording: (id) => run((o) => o.deleteRecording(id)),

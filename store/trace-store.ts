@@ -1,4 +1,4 @@
-import type { Exchange, Trace, TraceMeta } from '../trace/index.ts'
+import type { AppRun, Exchange, Trace, TraceMeta } from '../trace/index.ts'
 import type { BodyWriter } from './body-writer.ts'
 import type { BodyManifest, TraceSummary } from './store-ops.ts'
 import type { TraceReader } from './trace-reader.ts'
@@ -14,8 +14,11 @@ export interface TraceRecording {
   append(exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests?: ReadonlyMap<string, BodyManifest>): Promise<void>
   /** Streams a big body into the store, piece by piece; append the exchange with its manifest afterwards. */
   bodyWriter(): BodyWriter
-  /** Marks the recording complete and makes it the trace listed under its name. */
-  close(): Promise<void>
+  /**
+   * Marks the recording complete and makes it the trace listed under its name; `app` (the command the run
+   * was made with and how it ended) goes into its meta in the same write.
+   */
+  close(app?: AppRun): Promise<void>
 }
 
 /** Which stored trace of a name: the complete one (default), or the newest recording that never completed. */

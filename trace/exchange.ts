@@ -124,6 +124,39 @@ export interface Lineage {
   patches: PatchRecord[]
 }
 
+/** The end of what a command wrote to one stream: the last bytes as text, secrets redacted. */
+export interface OutputTail {
+  /** At most OUTPUT_TAIL_BYTES of the stream's end, decoded as UTF-8, secrets replaced by [REDACTED]. */
+  text: string
+  /** Bytes the command wrote to the stream in all (more than the tail holds when it was cut). */
+  bytes: number
+}
+
+/** How a wrapped command ended. */
+export interface AppExit {
+  /** Exit code, or 128 + the signal's number when a signal ended it (shell convention). */
+  code: number
+  signal?: string
+  stdout: OutputTail
+  stderr: OutputTail
+}
+
+/**
+ * The application a run was made with (`tr-proxy record|replay -- <command>`) and how it ended: the
+ * evidence of what the app did with the exchanges of the trace.
+ */
+export interface AppRun {
+  /** The command line, argv as run (secrets redacted). */
+  command: string[]
+  /** The directory it ran in; absent in a promoted case (its manifest keeps a portable one). */
+  cwd?: string
+  /** How it ended; absent on a fork (the branch has not been run: replay it with the command to find out). */
+  exit?: AppExit
+}
+
+/** Bytes of each of stdout and stderr a trace keeps (the end of the stream). */
+export const OUTPUT_TAIL_BYTES = 8 * 1024
+
 export interface TraceMeta {
   name: string
   /** Tool Replay trace format version. */
@@ -131,6 +164,8 @@ export interface TraceMeta {
   lineage?: Lineage
   /** Free-form labels ("recordedWith": "interceptor"), never timestamps: exports must not churn. */
   labels?: Record<string, string>
+  /** The command the run was made with and how it ended, for runs of `tr-proxy record|replay -- <command>`. */
+  app?: AppRun
 }
 
 /** A whole trace in memory: exchanges in order and the bodies they reference, by digest. */

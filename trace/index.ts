@@ -1,5 +1,7 @@
 /** The trace model and pure operations on it. No I/O. */
 
+/** The application's outcome (`meta.app`) for a reader. */
+export { formatAppRun, shellLine } from './app-run.ts'
 export { BodyAccumulator, bodyBytes, bodyFromBytes, bodyFromChunks, concatBytes, splitChunks, tryUtf8 } from './body.ts'
 export type { AlignedPair, Attribution, DiffDetail, DifferenceKind, DiffOptions, FaultNote, TraceDiff, TraceDifference } from './diff.ts'
 export {
@@ -18,6 +20,8 @@ export { ErrorCodes, isToolReplayError, ToolReplayError } from './errors.ts'
 export type { StreamPoint } from './event-stream-cut.ts'
 export { cutBody, StreamCutter } from './event-stream-cut.ts'
 export type {
+  AppExit,
+  AppRun,
   BodyChunk,
   BodyRef,
   ErrorPhase,
@@ -29,6 +33,7 @@ export type {
   HeaderPairs,
   Lineage,
   Outcome,
+  OutputTail,
   PatchRecord,
   RecordedError,
   RecordedRequest,
@@ -37,7 +42,7 @@ export type {
   Trace,
   TraceMeta,
 } from './exchange.ts'
-export { FAULT_KINDS, FAULT_PHASES, TRACE_FORMAT_VERSION } from './exchange.ts'
+export { FAULT_KINDS, FAULT_PHASES, OUTPUT_TAIL_BYTES, TRACE_FORMAT_VERSION } from './exchange.ts'
 export { faultTag, upstreamPhrase } from './fault-label.ts'
 export { headerPairsFromRaw, headerValue, stripHopByHop } from './header-pairs.ts'
 export type { JsonEdit } from './json-codec.ts'
@@ -119,6 +124,8 @@ export { textTable } from './text-table.ts'
 export { assertTraceName } from './trace-name.ts'
 export type { ExchangeProblem, ValidationContext } from './validate.ts'
 export {
+  appRunProblem,
+  assertValidAppRun,
   assertValidBranch,
   assertValidExchange,
   assertValidTrace,

@@ -376,6 +376,9 @@ export function forkTraceWithNotes(source: Trace, options: ForkOptions): ForkRes
     lineage: { sourceDigest: options.sourceDigest, sourceName: source.meta.name, patches },
   }
   if (source.meta.labels) meta.labels = { ...source.meta.labels }
+  // The branch keeps the command the source was made with (so it can be rerun against the branch), not how
+  // it ended: nothing ran against the branch yet.
+  if (source.meta.app) meta.app = { command: [...source.meta.app.command], ...(source.meta.app.cwd !== undefined ? { cwd: source.meta.app.cwd } : {}) }
   // Keep only the bodies the branch references: it must replay on its own, and carry nothing else.
   const own = new Map<string, Uint8Array>()
   for (const x of arranged) {

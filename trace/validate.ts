@@ -22,7 +22,7 @@
  *   belongs to a failure after the request was sent.
  */
 import { type ErrorCode, ErrorCodes, ToolReplayError } from './errors.ts'
-import type { Exchange } from './exchange.ts'
+import { type AppRun, type Exchange, OUTPUT_TAIL_BYTES } from './exchange.ts'
 
 /** Lowest status a recorded response may have. */
 export const RECORDED_STATUS_MIN = 200
@@ -356,4 +356,62 @@ export function assertValidBranch(
         'Tool Replay keeps traces replayable: a status is 200-599, header values hold no CR/LF/NUL, and Content-Length matches the body (body=@FILE and $.path patches fix it themselves; header:content-length removes it).',
     })
   }
+}
+
+/** Most argv entries a recorded command may have, and the longest one (bytes). */
+const MAX_COMMAND_ARGS = 4096
+const MAX_COMMAND_ARG_BYTES = 64 * 1024
+const SIGNAL_NAME = /^SIG[A-Z0-9]{1,14}$/
+
+/**
+ * The first problem of a trace's `meta.app` (the command a run was made with and how it ended), or undefined
+ * when it is valid. Never throws. The rules: `command` is a non-empty argv of strings; `cwd` a string;
+ * `exit.code` 0-255 (128 + the signal number when a signal ended it), `exit.signal` a signal name; each tail
+ * holds at most twice OUTPUT_TAIL_BYTES (a redaction marker may be longer than what it hides) and `bytes` counts
+ * what the command wrote; no other fields.
+ */
+export function appRunProblem(value: unknown): ExchangeProblem | undefined {
+  const at = (path: string, problem: string): ExchangeProblem => ({ path: `meta.app${path}`, problem })
+  if (!isObj(value)) return at('', 'must be an object')
+  const extra = Object.keys(value).find((k) => !['command', 'cwd', 'exit'].includes(k))
+  if (extra !== undefined) return at(`.${extra}`, 'is not a field of meta.app (command, cwd, exit)')
+  const { command, cwd, exit } = value
+  if (!Array.isArray(command) || command.length === 0 || command.length > MAX_COMMAND_ARGS)
+    return at('.command', `must be a non-empty array of at most ${MAX_COMMAND_ARGS} strings`)
+  const bad = command.findIndex((a) => typeof a !== 'string' || Buffer.byteLength(a) > MAX_COMMAND_ARG_BYTES || a.includes('\0'))
+  if (bad >= 0) return at(`.command[${bad}]`, `must be a string of at most ${MAX_COMMAND_ARG_BYTES} bytes without NUL`)
+  if (cwd !== undefined && (typeof cwd !== 'string' || cwd === '' || cwd.includes('\0'))) return at('.cwd', 'must be a non-empty string without NUL')
+  if (exit === undefined) return undefined
+  if (!isObj(exit)) return at('.exit', 'must be an object')
+  const extraExit = Object.keys(exit).find((k) => !['code', 'signal', 'stdout', 'stderr'].includes(k))
+  if (extraExit !== undefined) return at(`.exit.${extraExit}`, 'is not a field of meta.app.exit (code, signal, stdout, stderr)')
+  if (!Number.isInteger(exit.code) || (exit.code as number) < 0 || (exit.code as number) > 255)
+    return at('.exit.code', `must be an integer 0-255, not ${short(exit.code)}`)
+  if (exit.signal !== undefined && (typeof exit.signal !== 'string' || !SIGNAL_NAME.test(exit.signal)))
+    return at('.exit.signal', `must be a signal name such as SIGTERM, not ${short(exit.signal)}`)
+  for (const stream of ['stdout', 'stderr'] as const) {
+    const tail = exit[stream]
+    if (!isObj(tail)) return at(`.exit.${stream}`, 'must be an object { text, bytes }')
+    const extraTail = Object.keys(tail).find((k) => k !== 'text' && k !== 'bytes')
+    if (extraTail !== undefined) return at(`.exit.${stream}.${extraTail}`, 'is not a field of an output tail (text, bytes)')
+    if (typeof tail.text !== 'string' || Buffer.byteLength(tail.text) > 2 * OUTPUT_TAIL_BYTES)
+      return at(`.exit.${stream}.text`, `must be a string of at most ${2 * OUTPUT_TAIL_BYTES} bytes`)
+    if (!Number.isSafeInteger(tail.bytes) || (tail.bytes as number) < 0) return at(`.exit.${stream}.bytes`, 'must be an integer >= 0')
+  }
+  return undefined
+}
+
+/** Throws TR_TRACE_INVALID (or `code`) naming the trace and the field when `app` breaks a rule of appRunProblem. */
+export function assertValidAppRun(trace: string, app: unknown, context: Omit<ValidationContext, 'trace' | 'bodies'> = {}): asserts app is AppRun {
+  const found = appRunProblem(app)
+  if (found === undefined) return
+  throw new ToolReplayError(
+    context.code ?? ErrorCodes.TRACE_INVALID,
+    `${context.action ?? 'Invalid'} trace "${trace}": ${found.path} ${found.problem}. ${context.remedy ?? 'Re-record the run with `tr-proxy record -- <command>`.'}`,
+    { details: { trace, field: found.path } },
+  )
+}
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
 }

@@ -14,6 +14,8 @@ export const demoCommand: CommandModule = {
       .option('scenario', { type: 'string', default: 'lost_ack', describe: `Scenario: ${SCENARIO_NAMES.join(', ')} or all` })
       .option('policy', { type: 'string', default: 'all', describe: `Recovery policy: ${RECOVERY_POLICIES.join(', ')} or all (comma-separated)` })
       .option('seed', { type: 'string', describe: "Faults seed (default: the scenario's, 42)" })
+      .option('probability', { type: 'number', describe: "Fault each call with this probability (0-1) instead of the scenario's schedule" })
+      .option('call-budget', { type: 'number', describe: 'The agent may make at most this many calls (checked as a max-calls contract)' })
       .option('out', { type: 'string', describe: 'Write each run as DIR/<scenario>-<policy>.trace.json and the scenario as DIR/<scenario>.faults.yaml' }),
   run: async (args, io) => {
     const scenarios = args.scenario === 'all' ? SCENARIO_NAMES : [String(args.scenario)]
@@ -21,7 +23,14 @@ export const demoCommand: CommandModule = {
     const out = typeof args.out === 'string' && args.out !== '' ? resolve(args.out) : undefined
     const results = []
     for (const scenario of scenarios) {
-      const run = await runLab({ scenario, policies, ...(typeof args.seed === 'string' ? { seed: args.seed } : {}), argv: rerunArgv(args, scenario) })
+      const run = await runLab({
+        scenario,
+        policies,
+        ...(typeof args.seed === 'string' ? { seed: args.seed } : {}),
+        ...(typeof args.probability === 'number' ? { probability: args.probability } : {}),
+        ...(typeof args['call-budget'] === 'number' ? { callBudget: args['call-budget'] } : {}),
+        argv: rerunArgv(args, scenario),
+      })
       if (out) {
         await mkdir(out, { recursive: true })
         await writeFile(join(out, `${run.scenario}.faults.yaml`), run.faults)
@@ -49,5 +58,9 @@ function parsePolicies(text: string): RecoveryPolicy[] {
 
 /** The command that reruns one scenario of this invocation. */
 function rerunArgv(args: Args, scenario: string): string[] {
-  return ['tr-proxy', 'demo', '--scenario', scenario, '--policy', String(args.policy)]
+  const knobs = [
+    ...(typeof args.probability === 'number' ? ['--probability', String(args.probability)] : []),
+    ...(typeof args['call-budget'] === 'number' ? ['--call-budget', String(args['call-budget'])] : []),
+  ]
+  return ['tr-proxy', 'demo', '--scenario', scenario, '--policy', String(args.policy), ...knobs]
 }

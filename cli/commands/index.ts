@@ -12,6 +12,7 @@ import { forkCommand } from './fork.ts'
 import { fsckCommand } from './fsck.ts'
 import { importCommand } from './import.ts'
 import { importHarCommand } from './import-har.ts'
+import { inspectCommand } from './inspect.ts'
 import { lsCommand } from './ls.ts'
 import { recordCommand } from './record.ts'
 import { replayCommand } from './replay.ts'
@@ -46,4 +47,5 @@ export const COMMANDS: CommandModule[] = [
   envCommand,
   caCommand,
   demoCommand,
+  inspectCommand,
 ]

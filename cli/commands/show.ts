@@ -2,6 +2,7 @@ import {
   type BodyRef,
   bodyBytes,
   ErrorCodes,
+  formatAppRun,
   formatModelTurn,
   formatTimeline,
   llmTimeline,
@@ -61,13 +62,18 @@ export const showCommand: CommandModule = {
       }
       if (turns.some((t) => t.kind === 'model')) {
         if (args.json) io.out(JSON.stringify({ ok: true, view: 'llm', meta: trace.meta, turns: turns.map(presentTurn) }))
-        else io.out(formatTimeline(trace.meta.name, turns))
+        else io.out(withApp(trace, formatTimeline(trace.meta.name, turns)))
         return 0
       }
       if (args.json) io.out(JSON.stringify({ ok: true, view: 'http', meta: trace.meta, exchanges: trace.exchanges }))
-      else io.out([`trace "${trace.meta.name}": ${trace.exchanges.length} exchange(s)`, ...trace.exchanges.map(exchangeLine)].join('\n'))
+      else io.out(withApp(trace, [`trace "${trace.meta.name}": ${trace.exchanges.length} exchange(s)`, ...trace.exchanges.map(exchangeLine)].join('\n')))
       return 0
     }),
+}
+
+/** The run's text, then what the app did with it (a run of `record|replay -- <command>`). */
+function withApp(trace: Trace, text: string): string {
+  return trace.meta.app ? `${text}\n${formatAppRun(trace.meta.app)}` : text
 }
 
 /** A turn for JSON output: long input messages cut (the inspector reads this). */

@@ -25,6 +25,9 @@ const BUILD_DIRS = [
   'lab',
   'proxy',
   'cases',
+  'lab',
+  'interop',
+  'inspector',
   'cli',
   'bin',
   'package.json',
@@ -81,6 +84,8 @@ export async function packedTarball(): Promise<string> {
   try {
     for (const f of ['package.json', 'README.md']) cpSync(join(ROOT, f), join(staging, f))
     cpSync(join(ROOT, 'bin'), join(staging, 'bin'), { recursive: true })
+    // The inspector's built page ships beside dist/ (package.json "files").
+    cpSync(join(ROOT, 'inspector/assets'), join(staging, 'inspector/assets'), { recursive: true })
     await exec(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(staging, 'dist')], {
       cwd: ROOT,
     })

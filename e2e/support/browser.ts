@@ -1,0 +1,50 @@
+/**
+ * A real browser for the inspector's tests: Debian's chromium driven by playwright-core (no browser download),
+ * headless, with a fresh profile per launch. A machine without /usr/bin/chromium skips the browser tests with
+ * the reason, except in CI (CI=true), where a missing browser fails them: .ci/run installs it.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { type BrowserContext, chromium } from 'playwright-core'
+
+/** Where Debian's chromium package puts the browser. */
+export const CHROMIUM = process.env.TOOL_REPLAY_CHROMIUM ?? '/usr/bin/chromium'
+
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
+
+/** Why the browser tests cannot run here, or undefined when they can. Throws in CI: there it must be installed. */
+export function browserMissing(): string | undefined {
+  if (existsSync(CHROMIUM)) return undefined
+  const why = `${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium), as .ci/run does`
+  if (process.env.CI === 'true') throw new Error(`CI must run the browser tests, but ${why}.`)
+  return why
+}
+
+/** A fresh headless browser context; close() also removes its profile directory. */
+export async function launchBrowser(): Promise<{ context: BrowserContext; close: () => Promise<void> }> {
+  const profile = mkdtempSync(join(tmpdir(), 'tr-chromium-'))
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: FLAGS,
+    viewport: { width: 1400, height: 900 },
+    acceptDownloads: true,
+  })
+  return {
+    context,
+    close: async () => {
+      await context.close().catch(() => {})
+      rmSync(profile, { recursive: true, force: true })
+    },
+  }
+}

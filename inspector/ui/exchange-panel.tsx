@@ -1,0 +1,325 @@
+/** One exchange in full: the LLM view beside the raw HTTP, bodies read for humans, the fault, copy as curl, and fork. */
+import { useEffect, useState } from 'preact/hooks'
+import { type ApiError, get, post, seg } from './api.ts'
+import { bytes, go, ms } from './format.ts'
+import { JsonTree, parseExact } from './json-tree.tsx'
+import type { BodyView, ExchangeView, LlmView, ResponseView, Run } from './types.ts'
+
+/** The panel beside the timeline. */
+export function ExchangePanel({ run, seq, q }: { run: Run; seq: number; q: string }) {
+  const [x, setX] = useState<ExchangeView | undefined>()
+  const [error, setError] = useState('')
+  const [tab, setTab] = useState<'llm' | 'request' | 'response' | 'fault' | 'fork'>('llm')
+  useEffect(() => {
+    get<{ exchange: ExchangeView }>(`/api/runs/${seg(run.name)}/exchanges/${seq}${q}`)
+      .then((r) => {
+        setX(r.exchange)
+        if (!r.exchange.llm) setTab('response')
+      })
+      .catch((e: Error) => setError(e.message))
+  }, [seq])
+  if (error) return <aside class="panel error">{error}</aside>
+  if (!x) return <aside class="panel muted">Loading #{seq}…</aside>
+  const tabs = [...(x.llm ? (['llm'] as const) : []), 'request', 'response', ...(x.fault ? (['fault'] as const) : []), 'fork'] as const
+  return (
+    <aside class="panel" data-testid="exchange-panel">
+      <div class="phead">
+        <b>
+          #{x.seq} {x.request.method} {x.request.url}
+        </b>
+        <button type="button" class="link" onClick={() => go(`/run/${seg(run.name)}${q}`)}>
+          close
+        </button>
+      </div>
+      <div class="facts">
+        <span>started {ms(x.timing.startMs)}</span>
+        <span>headers after {ms(x.timing.headersMs)}</span>
+        {x.origin && (
+          <span class="badge patched">
+            {x.origin} {x.patchId ?? ''}
+          </span>
+        )}
+        {x.redacted.length > 0 && (
+          <span class="badge redacted" title={x.redacted.join(', ')}>
+            [REDACTED]: {x.redacted.join(', ')}
+          </span>
+        )}
+        <button type="button" data-testid="copy-curl" onClick={() => void navigator.clipboard?.writeText(x.curl).catch(() => {})} title={x.curl}>
+          Copy as curl
+        </button>
+      </div>
+      <nav class="tabs">
+        {tabs.map((t) => (
+          <button type="button" key={t} class={tab === t ? 'on' : ''} onClick={() => setTab(t)} data-testid={`tab-${t}`}>
+            {t === 'llm' ? 'model turn' : t}
+          </button>
+        ))}
+      </nav>
+      {tab === 'llm' && x.llm && <LlmPanel v={x.llm} />}
+      {tab === 'request' && (
+        <div>
+          <Headers list={x.request.headers} />
+          {x.request.body ? <Body body={x.request.body} /> : <p class="muted">No body.</p>}
+          <pre class="curl" data-testid="curl">
+            {x.curl}
+          </pre>
+        </div>
+      )}
+      {tab === 'response' && (
+        <div>
+          {x.error && (
+            <p class="bad" data-testid="recorded-error">
+              {x.error.code} during {x.error.phase}: {x.error.message}
+            </p>
+          )}
+          {x.response ? <Response r={x.response} /> : <p class="muted">No response head arrived.</p>}
+        </div>
+      )}
+      {tab === 'fault' && x.fault && (
+        <div data-testid="fault">
+          <p>
+            fault <b>{x.fault.kind}</b> (rule {x.fault.rule}, {x.fault.phase}, call {x.fault.call}
+            {x.fault.key !== undefined ? `, key ${x.fault.key}` : ''}, seed {x.fault.seed}): the app got the response tab.
+          </p>
+          <h4>What the upstream really did</h4>
+          {x.fault.upstream === null ? (
+            <p>Not forwarded: the request never left.</p>
+          ) : (
+            <>
+              {x.fault.upstream.error && (
+                <p class="bad">
+                  {x.fault.upstream.error.code} during {x.fault.upstream.error.phase}
+                </p>
+              )}
+              {x.fault.upstream.response && <Response r={x.fault.upstream.response} />}
+            </>
+          )}
+        </div>
+      )}
+      {tab === 'fork' && <ForkForm run={run} x={x} />}
+    </aside>
+  )
+}
+
+function LlmPanel({ v }: { v: LlmView }) {
+  return (
+    <div class="llm" data-testid="llm-view">
+      <div class="facts">
+        <span>{v.api}</span>
+        {v.model && <span>{v.model}</span>}
+        {v.stream && <span>stream</span>}
+        {v.finish && <span>finish {v.finish}</span>}
+        {v.usage && <span>usage {JSON.stringify(v.usage)}</span>}
+      </div>
+      <h4>Input</h4>
+      {v.input.map((m, i) => (
+        <div key={i} class="msg">
+          <b>{m.role}</b>
+          {m.name ? ` (${m.name})` : ''}: {m.text}
+          {m.toolCalls?.map((c) => (
+            <div key={c.index} class="call">
+              tool_call {c.name} <code>{c.argumentsText}</code>
+            </div>
+          ))}
+        </div>
+      ))}
+      <h4>Answer</h4>
+      {v.reasoning.map((r, i) => (
+        <div key={i} class="reasoning">
+          reasoning: {r}
+        </div>
+      ))}
+      {v.outputText !== '' && (
+        <div class="out" data-testid="llm-output">
+          {v.outputText}
+        </div>
+      )}
+      {v.refusal && <div class="bad">refusal: {v.refusal}</div>}
+      {v.toolCalls.map((c) => (
+        <div key={c.index} class="call" data-testid="llm-tool-call">
+          tool_call[{c.index}] <b>{c.name}</b>
+          {c.argumentsValid ? <JsonTree value={parseExact(c.argumentsText)?.value} /> : <code>{c.argumentsText} (not JSON)</code>}
+        </div>
+      ))}
+      {v.error && <div class="bad">{v.error}</div>}
+    </div>
+  )
+}
+
+function Headers({ list }: { list: Array<[string, string]> }) {
+  return (
+    <table class="headers">
+      <tbody>
+        {list.map(([k, v], i) => (
+          <tr key={i}>
+            <td>{k}</td>
+            <td class={v.includes('[REDACTED]') ? 'redacted' : ''}>{v}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  )
+}
+
+function Response({ r }: { r: ResponseView }) {
+  return (
+    <div>
+      <p>
+        <b>
+          {r.status} {r.statusText}
+        </b>
+      </p>
+      <Headers list={r.headers} />
+      <Body body={r.body} />
+      {r.trailers && <Headers list={r.trailers} />}
+    </div>
+  )
+}
+
+function Body({ body }: { body: BodyView }) {
+  const head = (
+    <div class="muted small">
+      {bytes(body.size)} · {body.chunks.length} chunk{body.chunks.length === 1 ? '' : 's'}
+      {body.encoding ? ` · ${body.encoding}` : ''}
+      {body.contentType ? ` · ${body.contentType}` : ''}
+      {body.truncated ? ' · cut for display' : ''}
+    </div>
+  )
+  if (body.kind === 'empty') return <div>{head}</div>
+  if (body.kind === 'binary')
+    return (
+      <div>
+        {head}
+        <pre class="hex">{body.hex?.replace(/(..)/g, '$1 ')}</pre>
+      </div>
+    )
+  if (body.kind === 'sse')
+    return (
+      <div>
+        {head}
+        <table class="events" data-testid="sse-events">
+          <tbody>
+            {body.events?.map((e, i) => (
+              <tr key={i}>
+                <td class="muted">{e.chunk !== undefined ? `chunk ${e.chunk}` : ''}</td>
+                <td class="muted">{e.atMs !== undefined ? ms(e.atMs) : ''}</td>
+                <td>{e.event ?? 'message'}</td>
+                <td>
+                  <code>{e.data}</code>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    )
+  const parsed = body.kind === 'json' && body.text !== undefined ? parseExact(body.text) : undefined
+  return (
+    <div>
+      {head}
+      {parsed ? (
+        <div class="json" data-testid="json-tree">
+          <JsonTree value={parsed.value} />
+        </div>
+      ) : (
+        <pre class="text">{body.text}</pre>
+      )}
+    </div>
+  )
+}
+
+/** Edits one recorded answer and forks the run; the patch is written in the same language as `tr-proxy fork --patch`. */
+function ForkForm({ run, x }: { run: Run; x: ExchangeView }) {
+  const v = x.llm
+  const [branch, setBranch] = useState(`${run.name}-fork`)
+  const [output, setOutput] = useState(v?.outputText ?? '')
+  const [args, setArgs] = useState<string[]>(v?.toolCalls.map((c) => c.argumentsText) ?? [])
+  const [finish, setFinish] = useState(v?.finish ?? '')
+  const [status, setStatus] = useState(String(x.response?.status ?? ''))
+  const [path, setPath] = useState('')
+  const [value, setValue] = useState('')
+  const [errorCode, setErrorCode] = useState('')
+  const [result, setResult] = useState<{ command: string } | undefined>()
+  const [error, setError] = useState('')
+  const specs: string[] = []
+  if (v) {
+    if (output !== v.outputText) specs.push(`#${x.seq} llm.output_text=${JSON.stringify(output)}`)
+    v.toolCalls.forEach((c, i) => {
+      if (args[i] !== undefined && args[i] !== c.argumentsText) specs.push(`#${x.seq} llm.tool_call[${i}].arguments=${args[i]}`)
+    })
+    if (finish !== (v.finish ?? '')) specs.push(`#${x.seq} llm.finish=${finish}`)
+  } else {
+    if (status !== String(x.response?.status ?? '')) specs.push(`#${x.seq} status=${status}`)
+    if (path !== '') specs.push(`#${x.seq} ${path}=${value}`)
+  }
+  if (errorCode !== '') specs.push(`#${x.seq} error=${errorCode}`)
+  const fork = () => {
+    setError('')
+    post<{ command: string; branch: string }>('/api/fork', { source: run.name, to: branch, patches: specs })
+      .then((r) => {
+        setResult(r)
+        go(`/run/${seg(r.branch)}?rerun=1`)
+      })
+      .catch((e: ApiError) => setError(`${e.code}: ${e.message}`))
+  }
+  return (
+    <div class="fork" data-testid="fork-form">
+      {v ? (
+        <>
+          <label>
+            output text
+            <textarea value={output} onInput={(e) => setOutput((e.target as HTMLTextAreaElement).value)} data-testid="fork-output" />
+          </label>
+          {v.toolCalls.map((c, i) => (
+            <label key={c.index}>
+              tool_call[{i}] {c.name} arguments (JSON)
+              <textarea
+                value={args[i]}
+                onInput={(e) => setArgs(args.map((a, j) => (j === i ? (e.target as HTMLTextAreaElement).value : a)))}
+                data-testid={`fork-args-${i}`}
+              />
+            </label>
+          ))}
+          <label>
+            finish
+            <input value={finish} onInput={(e) => setFinish((e.target as HTMLInputElement).value)} />
+          </label>
+        </>
+      ) : (
+        <>
+          <label>
+            status
+            <input value={status} onInput={(e) => setStatus((e.target as HTMLInputElement).value)} data-testid="fork-status" />
+          </label>
+          <label>
+            JSON field ($.path) and new value (JSON)
+            <span class="row">
+              <input placeholder="$.active" value={path} onInput={(e) => setPath((e.target as HTMLInputElement).value)} data-testid="fork-path" />
+              <input placeholder="false" value={value} onInput={(e) => setValue((e.target as HTMLInputElement).value)} data-testid="fork-value" />
+            </span>
+          </label>
+        </>
+      )}
+      <label>
+        or make it fail with (ECONNRESET, ETIMEDOUT, ...)
+        <input value={errorCode} onInput={(e) => setErrorCode((e.target as HTMLInputElement).value)} />
+      </label>
+      <label>
+        branch name
+        <input value={branch} onInput={(e) => setBranch((e.target as HTMLInputElement).value)} data-testid="fork-branch" />
+      </label>
+      <pre class="curl" data-testid="fork-specs">
+        {specs.length > 0 ? specs.map((s) => `--patch '${s}'`).join('\n') : 'Change a field to fork.'}
+      </pre>
+      <button type="button" disabled={specs.length === 0} onClick={fork} data-testid="fork-submit">
+        Fork to {branch}
+      </button>
+      {result && <pre>{result.command}</pre>}
+      {error && (
+        <div class="error" data-testid="fork-error">
+          {error}
+        </div>
+      )}
+    </div>
+  )
+}

@@ -1,0 +1,49 @@
+/** The application's outcome: the command, its exit code and the end of its output. */
+import { shellLine } from './format.ts'
+import type { AppRun } from './types.ts'
+
+/** One app outcome; `testId` marks it for the browser tests. */
+export function Outcome({ app, testId }: { app: AppRun | undefined; testId?: string }) {
+  if (!app)
+    return (
+      <div class="outcome muted" data-testid={testId}>
+        No application outcome: this run was not made with <code>tr-proxy record|replay -- &lt;command&gt;</code>.
+      </div>
+    )
+  const e = app.exit
+  return (
+    <div class="outcome" data-testid={testId}>
+      <div>
+        <b>app</b> <code>{shellLine(app.command)}</code>
+        {app.cwd && <span class="muted"> in {app.cwd}</span>}
+      </div>
+      {e ? (
+        <>
+          <div data-testid={testId && `${testId}-exit`} class={e.code === 0 ? 'ok' : 'bad'}>
+            exit {e.code}
+            {e.signal ? ` (${e.signal})` : ''}
+          </div>
+          <Tail name="stdout" tail={e.stdout} testId={testId && `${testId}-stdout`} />
+          <Tail name="stderr" tail={e.stderr} />
+        </>
+      ) : (
+        <div class="muted">Not run against this trace yet (a fork keeps the command of its source): rerun it.</div>
+      )}
+    </div>
+  )
+}
+
+function Tail({ name, tail, testId }: { name: string; tail: { text: string; bytes: number }; testId?: string | undefined }) {
+  return (
+    <div>
+      <div class="muted">
+        {name}: {tail.bytes === 0 ? '(empty)' : `${tail.bytes} bytes`}
+      </div>
+      {tail.text !== '' && (
+        <pre class="tail" data-testid={testId}>
+          {tail.text}
+        </pre>
+      )}
+    </div>
+  )
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Refreshes the inspector screenshots in docs/images/ (shown in README "The inspector"): the browser tests take
+# them as they walk through the page. Needs Debian's chromium (apt-get install -y chromium).
+#   bash scripts/inspector-screenshots.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$(scripts/ensure-node.sh 22):$PATH"
+mkdir -p docs/images
+TOOL_REPLAY_SCREENSHOTS="$PWD/docs/images" node --conditions=tool-replay-source --test \
+  e2e/inspector-walkthrough.test.ts e2e/inspector-lab.test.ts e2e/inspector-live.test.ts
+ls -l docs/images/inspector-*.png
