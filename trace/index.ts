@@ -56,6 +56,9 @@ export {
 } from './json-codec.ts'
 export type { JsonDifference, PathSegment } from './json-path.ts'
 export { diffJson, formatJsonPath, parseJsonPath, replaceAtJsonPath, selectJsonPath, setAtJsonPath } from './json-path.ts'
+export type { JsonShape, JsonType, ShapeDifference } from './json-shape.ts'
+/** The shape of JSON values (types per path, array elements merged) and fields added, removed or retyped. */
+export { compareShapes, jsonShape, jsonTypeOf, MAX_SHAPE_NODES, ShapeBuilder } from './json-shape.ts'
 export type {
   LlmApi,
   LlmDiffDetail,
@@ -113,6 +116,9 @@ export {
   identityDistance,
   normalizeUrl,
 } from './request-identity.ts'
+export type { DriftKind, ExchangeShapeReport, ShapeCompareOptions, ShapeDrift, ShapeSide } from './shape-drift.ts'
+/** Drift in shape between a recorded answer and a live one (`tr-proxy drift`). */
+export { compareExchangeShapes, formatShapeDrift } from './shape-drift.ts'
 export type { SseEvent } from './sse.ts'
 export { isEventStream, parseSse, sseEventsAsJson } from './sse.ts'
 export { textTable } from './text-table.ts'

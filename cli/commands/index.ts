@@ -3,6 +3,7 @@ import { checkCommand } from './check.ts'
 import type { CommandModule } from './command.ts'
 import { demoCommand } from './demo.ts'
 import { diffCommand } from './diff.ts'
+import { driftCommand } from './drift.ts'
 import { emitTestCommand } from './emit-test.ts'
 import { envCommand } from './env.ts'
 import { exportCommand } from './export.ts'
@@ -35,6 +36,7 @@ export const COMMANDS: CommandModule[] = [
   fsckCommand,
   forkCommand,
   diffCommand,
+  driftCommand,
   checkCommand,
   emitTestCommand,
   verifyCommand,
