@@ -1,3 +1,4 @@
+import { assetsCommand } from './assets.ts'
 import { caCommand } from './ca.ts'
 import { checkCommand } from './check.ts'
 import type { CommandModule } from './command.ts'
@@ -41,6 +42,7 @@ export const COMMANDS: CommandModule[] = [
   emitTestCommand,
   verifyCommand,
   scanCommand,
+  assetsCommand,
   recordCommand,
   replayCommand,
   serveCommand,

@@ -1,0 +1,69 @@
+/**
+ * `tr-proxy assets status`: what differs between the pointer and this machine, without changing anything:
+ * per pinned trace, whether the store holds that exact trace (its trace-file digest), another one (recorded
+ * here and not pushed) or none (restore it); whether the cache holds the tag; with `remote`, whether the
+ * assets repository has it.
+ */
+import { exportTrace, type TraceStore } from '../store/index.ts'
+import { type AssetRepo, cacheRepoPaths, localTagCommit, withAssetRepo } from './asset-cache.ts'
+import { readPointer } from './pointer.ts'
+
+/** Options of `assetsStatus`. */
+export interface StatusOptions {
+  pointerFile: string
+  /** The store, or undefined when there is none yet (every trace is then missing). */
+  store: TraceStore | undefined
+  cacheDir: string
+  /** Also ask the remote whether it has the tag (a network call). */
+  remote?: boolean
+  lockTimeoutMs?: number
+}
+
+/** The state of one pinned trace on this machine. */
+export interface TraceAssetState {
+  name: string
+  pinned: string
+  /** The digest of the store's trace of that name, when there is one. */
+  local?: string
+  /** same: the store holds the pinned trace; changed: another one; missing: none. */
+  state: 'same' | 'changed' | 'missing'
+}
+
+/** What `assetsStatus` found. */
+export interface AssetsStatus {
+  remote: string
+  tag?: string
+  /** Whether the cache holds the tag (restore would not download it again). */
+  cached: boolean
+  /** Whether the remote has the tag (asked only with `remote: true`). */
+  remoteHasTag?: boolean
+  traces: TraceAssetState[]
+  /** True when any trace is changed or missing, or the remote lacks the tag. */
+  differs: boolean
+}
+
+/** Compares the pointer with the store and the cache. */
+export async function assetsStatus(options: StatusOptions): Promise<AssetsStatus> {
+  const pointer = await readPointer(options.pointerFile)
+  const traces: TraceAssetState[] = []
+  for (const name of Object.keys(pointer.traces).sort()) {
+    const pinned = pointer.traces[name] as string
+    const local = options.store && (await options.store.hasTrace(name)) ? exportTrace(await options.store.readTrace(name)).digest : undefined
+    traces.push({ name, pinned, ...(local !== undefined ? { local } : {}), state: local === undefined ? 'missing' : local === pinned ? 'same' : 'changed' })
+  }
+  const tag = pointer.tag
+  const cached = tag !== undefined && (await localTagCommit(cacheRepoPaths(options.cacheDir, pointer.remote).gitDir, tag)) !== undefined
+  const status: AssetsStatus = { remote: pointer.remote, cached, traces, differs: traces.some((t) => t.state !== 'same') }
+  if (tag !== undefined) status.tag = tag
+  if (options.remote && tag !== undefined) {
+    const ask = async (repo: AssetRepo) => (await repo.remoteTag(tag)) !== undefined
+    status.remoteHasTag = await withAssetRepo(
+      options.cacheDir,
+      pointer.remote,
+      ask,
+      options.lockTimeoutMs !== undefined ? { lockTimeoutMs: options.lockTimeoutMs } : {},
+    )
+    if (!status.remoteHasTag) status.differs = true
+  }
+  return status
+}
