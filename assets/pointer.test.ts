@@ -13,8 +13,7 @@ after(() => rmSync(dir, { recursive: true, force: true }))
 const invalid = (text: string, field: RegExp) =>
   assert.throws(
     () => parsePointer(text, 'p.json'),
-    (err: unknown) =>
-      isToolReplayError(err, 'TR_ASSETS_POINTER_INVALID') && field.test(err.message) && /^The assets pointer p\.json is invalid: /.test(err.message),
+    (err: unknown) => isToolReplayError(err, 'TR_ASSETS_INVALID') && field.test(err.message) && /^The assets pointer p\.json is invalid: /.test(err.message),
   )
 const pointer = (fields: Record<string, unknown>) => JSON.stringify({ format: 'tool-replay-assets', version: 1, remote: 'git://h/r.git', ...fields })
 
@@ -55,7 +54,7 @@ test('every bad field is a typed error naming the file and the field', async () 
   invalid(pointer({ traces: { a: 'nope' } }), /traces\["a"\] must be the sha256 digest/)
   await assert.rejects(
     readPointer(join(dir, 'absent.json')),
-    (err: unknown) => isToolReplayError(err, 'TR_ASSETS_POINTER_INVALID') && /assets push --remote URL/.test(err.message),
+    (err: unknown) => isToolReplayError(err, 'TR_ASSETS_INVALID') && /assets push --remote URL/.test(err.message),
   )
   // A URL with only a user name is fine (SSH-style, tokens from a credential helper).
   assert.equal(parsePointer(pointer({ remote: 'https://oauth@github.com/a/b.git' })).remote, 'https://oauth@github.com/a/b.git')

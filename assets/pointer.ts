@@ -42,11 +42,11 @@ export interface AssetsPointer {
 
 const KEYS = ['format', 'version', 'remote', 'tag', 'dir', 'tagPrefix', 'traces']
 
-/** Parses and checks pointer-file text; every failure is TR_ASSETS_POINTER_INVALID naming the file and the field. */
+/** Parses and checks pointer-file text; every failure is TR_ASSETS_INVALID naming the file and the field. */
 export function parsePointer(text: string, file = POINTER_FILE): AssetsPointer {
   const fail = (field: string, why: string): never => {
     throw new ToolReplayError(
-      ErrorCodes.ASSETS_POINTER_INVALID,
+      ErrorCodes.ASSETS_INVALID,
       `The assets pointer ${file} is invalid: ${field} ${why}. Fix the file, or write it again with \`tr-proxy assets push\`.`,
       {
         details: { file, field },
@@ -131,7 +131,7 @@ export function formatPointer(p: AssetsPointer): string {
   return `${JSON.stringify(out, null, 2)}\n`
 }
 
-/** Reads a pointer file; a missing file is TR_ASSETS_POINTER_INVALID saying how to create one. */
+/** Reads a pointer file; a missing file is TR_ASSETS_INVALID saying how to create one. */
 export async function readPointer(file: string): Promise<AssetsPointer> {
   let text: string
   try {
@@ -139,7 +139,7 @@ export async function readPointer(file: string): Promise<AssetsPointer> {
   } catch (err) {
     const missing = (err as NodeJS.ErrnoException).code === 'ENOENT'
     throw new ToolReplayError(
-      ErrorCodes.ASSETS_POINTER_INVALID,
+      ErrorCodes.ASSETS_INVALID,
       missing
         ? `No assets pointer ${file}. Create it with \`tr-proxy assets push --remote URL TRACE...\`, or run in the folder that holds it (--pointer FILE).`
         : `Cannot read the assets pointer ${file}: ${(err as Error).message}.`,

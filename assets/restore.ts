@@ -40,7 +40,7 @@ export async function restoreAssets(options: RestoreOptions): Promise<RestoreRes
   const tag = pointer.tag
   if (tag === undefined) {
     throw new ToolReplayError(
-      ErrorCodes.ASSETS_POINTER_INVALID,
+      ErrorCodes.ASSETS_INVALID,
       `The assets pointer ${options.pointerFile} names no tag yet: nothing was pushed. Push recordings with \`tr-proxy assets push\`.`,
     )
   }

@@ -20,7 +20,7 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.BODY_MISSING]: 65,
   [ErrorCodes.INVALID_FAULTS]: 65,
   [ErrorCodes.HAR_INVALID]: 65,
-  [ErrorCodes.ASSETS_POINTER_INVALID]: 65,
+  [ErrorCodes.ASSETS_INVALID]: 65,
   [ErrorCodes.EXPORT_UNSUPPORTED]: 65,
   [ErrorCodes.TRACE_NOT_FOUND]: 66,
   [ErrorCodes.TRACE_EXISTS]: 66,

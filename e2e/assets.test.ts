@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import { execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
 import { join } from 'node:path'
@@ -157,7 +157,10 @@ describe('tr-proxy assets with a real git remote (git daemon on loopback)', { ti
 
     const B = project('b')
     copyFileSync(A.pointer, B.pointer)
-    assert.match((await assets(B, 'status', '--exit-code')).stdout, /missing\s+catalog/)
+    const before = await assets(B, 'status', '--exit-code')
+    assert.equal(before.code, 1)
+    assert.match(before.stdout, /missing\s+catalog\s+\S+\s+not in the store: restore it/)
+    assert.equal(existsSync(B.store), false, 'status never creates a store')
     const restored = await assets(B, 'restore')
     assert.equal(restored.code, 0, restored.stderr)
     assert.match(restored.stdout, /imported\s+catalog/)

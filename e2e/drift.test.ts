@@ -234,7 +234,7 @@ describe('tr-proxy drift', { timeout: 120_000 }, () => {
     assert.equal(r.code, 1)
     assert.match(r.stdout, /live answers written to trace "shop\.drift" \(the recorded trace is unchanged\)/)
     assert.equal(await digestOf('shop'), digest)
-    const exported = join(work, 'shop.drift.trace.json')
+    const exported = join(work, 'exported.trace.json')
     assert.equal((await cli(['export', 'shop.drift', '--store', store, '--out', exported])).code, 0)
     const text = readFileSync(exported, 'utf8')
     assert.match(text, /\\"title\\":\\"Ada\\"/, 'the live catalog answer')
@@ -244,6 +244,15 @@ describe('tr-proxy drift', { timeout: 120_000 }, () => {
     // The updated trace replays what the next version says: drift against it finds nothing.
     const again = await cli(['drift', 'shop.drift', ...upstreamArgs(), '--fill-header', `authorization=${AUTH_ENV}`])
     assert.equal(again.code, 0, again.stdout)
+    // A trace file: the new trace is a file beside it, and the recorded file keeps its bytes.
+    const file = join(work, 'shop.trace.json')
+    assert.equal((await cli(['export', 'shop', '--store', store, '--out', file])).code, 0)
+    const bytes = readFileSync(file)
+    const fromFile = await cli(['drift', file, ...upstreamArgs(), '--fill-header', `authorization=${AUTH_ENV}`, '--update'])
+    assert.equal(fromFile.code, 1)
+    assert.match(fromFile.stdout, new RegExp(`live answers written to ${join(work, 'shop.drift.trace.json').replace(/[.]/g, '\\.')}`))
+    assert.deepEqual(readFileSync(file), bytes)
+    assert.match(readFileSync(join(work, 'shop.drift.trace.json'), 'utf8'), /"driftOf": "shop"/)
     // Not twice: the new name exists.
     const twice = await cli(['drift', 'shop', ...upstreamArgs(), '--update', '--json'])
     assert.equal(twice.code, 66)
