@@ -9,6 +9,17 @@ import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 /** How long one git command may take (a fetch of a big tag included), in ms. */
 export const GIT_TIMEOUT_MS = 300_000
 
+const INHERITED_REPOSITORY_VARIABLES = [
+  'GIT_DIR',
+  'GIT_WORK_TREE',
+  'GIT_INDEX_FILE',
+  'GIT_OBJECT_DIRECTORY',
+  'GIT_ALTERNATE_OBJECT_DIRECTORIES',
+  'GIT_COMMON_DIR',
+  'GIT_NAMESPACE',
+  'GIT_PREFIX',
+]
+
 /** Options of one git call. */
 export interface GitOptions {
   /** The repository (`--git-dir`). */
@@ -32,14 +43,16 @@ export interface GitResult {
 /** Runs `git ARGS`; a failure (or a code not in `okCodes`) is TR_ASSETS_GIT_FAILED. */
 export function git(args: readonly string[], options: GitOptions = {}): Promise<GitResult> {
   const argv = options.gitDir ? [`--git-dir=${options.gitDir}`, ...args] : [...args]
-  const env = {
-    ...process.env,
+  const env: NodeJS.ProcessEnv = { ...process.env }
+  // A caller inside a git hook (husky) has these set for its own repository; they must not redirect ours.
+  for (const k of INHERITED_REPOSITORY_VARIABLES) delete env[k]
+  Object.assign(env, {
     LC_ALL: 'C',
     LANGUAGE: 'C',
     GIT_TERMINAL_PROMPT: '0',
     GIT_SSH_COMMAND: process.env.GIT_SSH_COMMAND ?? 'ssh -o BatchMode=yes',
     ...options.env,
-  }
+  })
   return new Promise((resolve, reject) => {
     const child = spawn('git', argv, { env, stdio: ['pipe', 'pipe', 'pipe'] })
     const out: Buffer[] = []

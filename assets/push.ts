@@ -151,7 +151,8 @@ async function commitAndPush(
   const commit = (
     await git(['commit-tree', tree, ...(base ? ['-p', base] : []), '-m', message], { gitDir: repo.gitDir, env: await identity(repo.gitDir) })
   ).stdout.trim()
-  const pushed = await git(['push', '--quiet', '--porcelain', 'origin', `${commit}:refs/tags/${tag}`], { gitDir: repo.gitDir, okCodes: [1] })
+  // --no-thin: a thin pack would download the base's old files to use as delta bases.
+  const pushed = await git(['push', '--quiet', '--porcelain', '--no-thin', 'origin', `${commit}:refs/tags/${tag}`], { gitDir: repo.gitDir, okCodes: [1] })
   if (pushed.code !== 0) {
     // Another push made this tag first (rejected: already exists): only fine when it holds the same tree.
     if (/\[rejected\]|already exists/.test(pushed.stdout + pushed.stderr) && (await repo.remoteTag(tag))) {
@@ -189,7 +190,9 @@ async function buildTree(repo: AssetRepo, base: string | undefined, staged: stri
       })
     }
     await git(['update-index', '-z', '--add', '--index-info'], { gitDir: repo.gitDir, env, input: entries.join('') })
-    return (await git(['write-tree'], { gitDir: repo.gitDir, env })).stdout.trim()
+    // --missing-ok: the base's files this clone never downloaded stay on the remote (a plain write-tree would
+    // fetch every one of them to check it exists).
+    return (await git(['write-tree', '--missing-ok'], { gitDir: repo.gitDir, env })).stdout.trim()
   } finally {
     await rm(scratch, { recursive: true, force: true })
   }

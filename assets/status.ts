@@ -5,7 +5,8 @@
  * assets repository has it.
  */
 import { exportTrace, type TraceStore } from '../store/index.ts'
-import { type AssetRepo, cacheRepoPaths, localTagCommit, withAssetRepo } from './asset-cache.ts'
+import { cacheRepoPaths, localTagCommit } from './asset-cache.ts'
+import { git } from './git.ts'
 import { readPointer } from './pointer.ts'
 
 /** Options of `assetsStatus`. */
@@ -16,7 +17,6 @@ export interface StatusOptions {
   cacheDir: string
   /** Also ask the remote whether it has the tag (a network call). */
   remote?: boolean
-  lockTimeoutMs?: number
 }
 
 /** The state of one pinned trace on this machine. */
@@ -56,13 +56,9 @@ export async function assetsStatus(options: StatusOptions): Promise<AssetsStatus
   const status: AssetsStatus = { remote: pointer.remote, cached, traces, differs: traces.some((t) => t.state !== 'same') }
   if (tag !== undefined) status.tag = tag
   if (options.remote && tag !== undefined) {
-    const ask = async (repo: AssetRepo) => (await repo.remoteTag(tag)) !== undefined
-    status.remoteHasTag = await withAssetRepo(
-      options.cacheDir,
-      pointer.remote,
-      ask,
-      options.lockTimeoutMs !== undefined ? { lockTimeoutMs: options.lockTimeoutMs } : {},
-    )
+    // Asked without the cache repository: status changes nothing on disk.
+    const r = await git(['ls-remote', '--tags', '--', pointer.remote, `refs/tags/${tag}`])
+    status.remoteHasTag = r.stdout.split('\n').some((l) => l.endsWith(`\trefs/tags/${tag}`))
     if (!status.remoteHasTag) status.differs = true
   }
   return status

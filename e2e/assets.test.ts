@@ -220,8 +220,22 @@ describe('tr-proxy assets with a real git remote (git daemon on loopback)', { ti
     assert.match(objects, new RegExp(`^\\?${oidOf('traces/catalog.trace.json')}$`, 'm'), 'the unpinned trace is not')
     assert.match(objects, new RegExp(`^\\?${blob.split(/\s+/)[2]}$`, 'm'), 'nor the unpinned trace’s body blob')
 
-    // A tag is never moved: pushing other content under an existing tag is refused.
+    // That clone re-records its trace and pushes: the tag's other traces stay in the new tag, still not downloaded.
     api.searchVersion = 3
+    await record(C, 'search', '/search')
+    const fromSparse = await assets(C, 'push')
+    assert.equal(fromSparse.code, 0, fromSparse.stderr)
+    const third = pointerOf(C).tag
+    const tree3 = execFileSync('git', ['--git-dir', join(work, 'served', 'recordings.git'), 'ls-tree', '-r', third], { encoding: 'utf8' })
+    assert.ok(tree3.includes(`${oidOf('traces/catalog.trace.json')}\ttraces/catalog.trace.json`), tree3)
+    assert.ok(tree3.includes(blob), 'the body blob of the other trace is kept')
+    assert.match(cacheGit(C, 'rev-list', '--objects', '--missing=print', third), new RegExp(`^\\?${oidOf('traces/catalog.trace.json')}$`, 'm'))
+    const onRemote = await assets(C, 'status', '--check-remote', '--exit-code')
+    assert.equal(onRemote.code, 0, onRemote.stdout)
+    assert.match(onRemote.stdout, new RegExp(`tag "${third}" \\(in the cache; on the remote\\)`))
+
+    // A tag is never moved: pushing other content under an existing tag is refused.
+    api.searchVersion = 4
     await record(A, 'search', '/search')
     const moved = await assets(A, 'push', '--tag', first, '--json')
     assert.equal(moved.code, 66)
