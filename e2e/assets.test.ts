@@ -137,10 +137,13 @@ after(async () => {
   await api?.close()
 })
 
-describe('tr-proxy assets with a real git remote (git daemon on loopback)', { timeout: 180_000 }, () => {
+// Each test runs several CLI processes and git round trips: generous bounds for a loaded 2-core machine.
+const BOUND = { timeout: 300_000 }
+
+describe('tr-proxy assets with a real git remote (git daemon on loopback)', { timeout: 1_200_000 }, () => {
   let catalogOutput: string
 
-  test('push from one clone, restore in another, replay strictly offline from the restored recordings', async () => {
+  test('push from one clone, restore in another, replay strictly offline from the restored recordings', BOUND, async () => {
     catalogOutput = await record(A, 'catalog', '/items', '/image')
     await record(A, 'search', '/search')
     const pushed = await assets(A, 'push', '--remote', remote, 'catalog', 'search')
@@ -193,7 +196,7 @@ describe('tr-proxy assets with a real git remote (git daemon on loopback)', { ti
     assert.match(again.stdout, /unchanged\s+catalog/)
   })
 
-  test('sparse and shallow: a clone pinning one trace of a newer tag gets that trace’s files only, and one commit', async () => {
+  test('sparse and shallow: a clone pinning one trace of a newer tag gets that trace’s files only, and one commit', BOUND, async () => {
     api.searchVersion = 2
     await record(A, 'search', '/search')
     const changed = await assets(A, 'status', '--exit-code')
@@ -243,7 +246,7 @@ describe('tr-proxy assets with a real git remote (git daemon on loopback)', { ti
     assert.equal(pointerOf(A).tag, second, 'the pointer is unchanged')
   })
 
-  test('two restores of the same tag at once into one cache: both succeed, the cache repository stays whole', async () => {
+  test('two restores of the same tag at once into one cache: both succeed, the cache repository stays whole', BOUND, async () => {
     const cache = join(work, 'shared-cache')
     const D1 = project('d1', cache)
     const D2 = project('d2', cache)
@@ -260,7 +263,7 @@ describe('tr-proxy assets with a real git remote (git daemon on loopback)', { ti
     }
   })
 
-  test('a pointer to a tag the remote does not have is TR_ASSETS_TAG_NOT_FOUND naming it; nothing is imported', async () => {
+  test('a pointer to a tag the remote does not have is TR_ASSETS_TAG_NOT_FOUND naming it; nothing is imported', BOUND, async () => {
     const E = project('e')
     writeFileSync(E.pointer, JSON.stringify({ ...pointerOf(A), tag: 'tool-replay/never-pushed' }))
     const r = await assets(E, 'restore')
@@ -272,7 +275,7 @@ describe('tr-proxy assets with a real git remote (git daemon on loopback)', { ti
     assert.equal((await cli(['ls', '--store', E.store, '--json'])).stdout.includes('catalog'), false)
   })
 
-  test('a planted secret blocks the push: nothing reaches the remote and the pointer stays as it was', async () => {
+  test('a planted secret blocks the push: nothing reaches the remote and the pointer stays as it was', BOUND, async () => {
     await record(A, 'leaky', '/leaky')
     const tags = remoteTags()
     const pointer = readFileSync(A.pointer, 'utf8')

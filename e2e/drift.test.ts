@@ -253,10 +253,12 @@ describe('tr-proxy drift', { timeout: 120_000 }, () => {
     assert.match(fromFile.stdout, new RegExp(`live answers written to ${join(work, 'shop.drift.trace.json').replace(/[.]/g, '\\.')}`))
     assert.deepEqual(readFileSync(file), bytes)
     assert.match(readFileSync(join(work, 'shop.drift.trace.json'), 'utf8'), /"driftOf": "shop"/)
-    // Not twice: the new name exists.
+    // Not twice: the new name exists, which fails before anything is sent.
+    const seen = up.seen.length
     const twice = await cli(['drift', 'shop', ...upstreamArgs(), '--update', '--json'])
     assert.equal(twice.code, 66)
-    assert.match(twice.stdout, /TR_TRACE_EXISTS/)
+    assert.match(twice.stdout, /TR_TRACE_EXISTS.*Trace \\"shop\.drift\\" exists: pass --force/)
+    assert.equal(up.seen.length, seen)
   })
 
   test('an upstream that is not running: every re-sent request is a changed outcome, exit 1', async () => {

@@ -11,7 +11,7 @@ export type { ControlApi, ControlApiOptions, NamedSessionStatus, ServeStatus } f
 export { controlSocketPath, getStatus, listServes, startControlApi } from './control-api.ts'
 export type { LiveResendOptions, LiveResendResult } from './live-resend.ts'
 /** Re-sends recorded requests live through the upstream options and record's redaction (`tr-proxy drift`). */
-export { RESEND_BODY_TIMEOUT_MS, RESEND_HEADERS_TIMEOUT_MS, resendLive } from './live-resend.ts'
+export { resendLive } from './live-resend.ts'
 export { DEFAULT_CHUNK_GAP_MS } from './playback.ts'
 /** Proxy environment for a child (proxy vars, NO_PROXY cleared, CA files), the CA bundle, and `export` lines. */
 export { formatExports, proxyEnvironment, writeCaBundle } from './proxy-env.ts'

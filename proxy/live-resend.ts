@@ -29,8 +29,9 @@ export interface LiveResendResult {
   answers: Array<{ exchange: Exchange } | { error: ToolReplayError }>
 }
 
-/** A request's wait for the live answer is bounded by these (ms) unless the caller's upstream options say otherwise. */
+/** How long a re-sent request waits for its response head (ms), unless the caller's upstream options say otherwise. */
 export const RESEND_HEADERS_TIMEOUT_MS = 30_000
+/** How long it waits between two pieces of the response body (ms). */
 export const RESEND_BODY_TIMEOUT_MS = 30_000
 
 /** Re-sends `requests` live, one after the other, and returns the redacted live answers. */

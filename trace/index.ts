@@ -56,9 +56,6 @@ export {
 } from './json-codec.ts'
 export type { JsonDifference, PathSegment } from './json-path.ts'
 export { diffJson, formatJsonPath, parseJsonPath, replaceAtJsonPath, selectJsonPath, setAtJsonPath } from './json-path.ts'
-export type { JsonShape, JsonType, ShapeDifference } from './json-shape.ts'
-/** The shape of JSON values (types per path, array elements merged) and fields added, removed or retyped. */
-export { compareShapes, jsonShape, jsonTypeOf, MAX_SHAPE_NODES, ShapeBuilder } from './json-shape.ts'
 export type {
   LlmApi,
   LlmDiffDetail,

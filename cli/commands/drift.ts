@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import {
   driftReport,
@@ -53,6 +54,8 @@ export const driftCommand: CommandModule = {
     if (typeof args['update-as'] === 'string' && (names.length !== 1 || !args.update)) {
       throw new ToolReplayError(ErrorCodes.INVALID_OPTION, '--update-as names the new trace of one trace: give one trace and --update.')
     }
+    if (args.force && !args.update)
+      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, '--force replaces the trace --update writes: add --update, or drop --force.')
     // Every flag is checked before anything is loaded or sent.
     const fill = fillFromArgs(args)
     const redaction = await redactionFromArgs(args)
@@ -61,13 +64,15 @@ export const driftCommand: CommandModule = {
     return withTraceLoader({ store: args.store }, names, async (load, store) => {
       const traces: Trace[] = []
       for (const name of names) traces.push(await load(name))
+      const targets = args.update ? await Promise.all(traces.map((t, i) => updateTarget(args, names[i] as string, t, store))) : []
       const plans = traces.map((t) => planDrift(t, options))
       announce(io, names, plans)
       const reports: TraceDriftReport[] = []
       for (const [i, trace] of traces.entries()) {
         const live = await resend(trace, plans[i] as PlannedExchange[], upstream, redaction)
         const report = traceDriftReport(trace, plans[i] as PlannedExchange[], live)
-        if (args.update) report.updated = await writeUpdate(args, names[i] as string, trace, live, store)
+        const target = targets[i]
+        if (target) report.updated = await writeUpdate(target, trace, live, store, Boolean(args.force))
         reports.push(report)
       }
       const report = driftReport(reports)
@@ -126,24 +131,40 @@ async function resend(trace: Trace, plan: PlannedExchange[], upstream: UpstreamO
   return out
 }
 
-/** Writes the live answers as a new trace beside the recorded one; returns where. The recorded trace is never touched. */
-async function writeUpdate(args: Args, name: string, recorded: Trace, live: LiveAnswers, store: TraceStore | undefined): Promise<string> {
-  const answered = new Map([...live].flatMap(([seq, a]) => ('exchange' in a ? [[seq, a] as const] : [])))
+/** Where `--update` writes: a trace in the store, or a trace file. */
+type UpdateTarget = { kind: 'store'; name: string } | { kind: 'file'; file: string; name: string }
+
+/** Decides where `--update` writes, before anything is sent: a name that exists fails now, not after the re-send. */
+async function updateTarget(args: Args, arg: string, recorded: Trace, store: TraceStore | undefined): Promise<UpdateTarget> {
   const given = typeof args['update-as'] === 'string' ? args['update-as'] : undefined
-  if (isTraceFileArg(name)) {
-    const source = resolve(name)
+  const force = Boolean(args.force)
+  if (isTraceFileArg(arg)) {
+    const source = resolve(arg)
     const file = given ? resolve(given) : join(dirname(source), basename(source).replace(/(\.trace)?\.json$/, '.drift$1.json'))
     if (file === source) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `--update would overwrite ${source}, the recorded trace: name another file.`)
-    const target = file.endsWith('.json') ? basename(file).replace(/(\.trace)?\.json$/, '') : basename(file)
-    assertTraceName(target, 'new trace name')
-    if (!args.force && isTraceFileArg(file))
+    const name = basename(file).replace(/(\.trace)?\.json$/, '')
+    assertTraceName(name, 'new trace name')
+    if (!force && existsSync(file))
       throw new ToolReplayError(ErrorCodes.TRACE_EXISTS, `${file} exists: pass --force to replace it, or --update-as another file.`)
-    await writeTraceFile(file, driftUpdatedTrace(recorded, answered, target))
-    return file
+    return { kind: 'file', file, name }
   }
-  const target = given ?? `${recorded.meta.name}.drift`
-  assertTraceName(target, '--update-as trace name')
-  if (target === recorded.meta.name) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `--update-as "${target}" is the recorded trace: name another trace.`)
-  await (store as TraceStore).putTrace(driftUpdatedTrace(recorded, answered, target), { overwrite: Boolean(args.force) })
-  return `trace "${target}"`
+  const name = given ?? `${recorded.meta.name}.drift`
+  assertTraceName(name, '--update-as trace name')
+  if (name === recorded.meta.name) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `--update-as "${name}" is the recorded trace: name another trace.`)
+  if (!force && (await (store as TraceStore).hasTrace(name))) {
+    throw new ToolReplayError(ErrorCodes.TRACE_EXISTS, `Trace "${name}" exists: pass --force to replace it, or --update-as another name.`)
+  }
+  return { kind: 'store', name }
+}
+
+/** Writes the live answers as a new trace beside the recorded one; returns where. The recorded trace is never touched. */
+async function writeUpdate(target: UpdateTarget, recorded: Trace, live: LiveAnswers, store: TraceStore | undefined, force: boolean): Promise<string> {
+  const answered = new Map([...live].flatMap(([seq, a]) => ('exchange' in a ? [[seq, a] as const] : [])))
+  const trace = driftUpdatedTrace(recorded, answered, target.name)
+  if (target.kind === 'file') {
+    await writeTraceFile(target.file, trace)
+    return target.file
+  }
+  await (store as TraceStore).putTrace(trace, { overwrite: force })
+  return `trace "${target.name}"`
 }
