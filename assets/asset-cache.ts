@@ -88,9 +88,35 @@ export class AssetRepo {
     return out
   }
 
-  /** Writes `paths` of `commit` under `into`; missing contents are fetched in one batch (partial clone). */
-  async checkout(commit: string, paths: readonly string[], into: string): Promise<void> {
+  /**
+   * Writes `paths` of `commit` under `into`. Contents the cache lacks are fetched first, in one request, the
+   * way git's own partial clone fetches a missing object (`checkout -- PATHS` would fetch them one by one).
+   */
+  async checkout(commit: string, paths: readonly string[], into: string, files: ReadonlyMap<string, string>): Promise<void> {
     if (paths.length === 0) return
+    const wanted = new Set(paths.map((p) => files.get(p)))
+    const listed = await git(['rev-list', '--objects', '--missing=print', commit], { gitDir: this.gitDir })
+    const missing = listed.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('?') && wanted.has(l.slice(1)))
+      .map((l) => l.slice(1))
+    if (missing.length > 0) {
+      await git(
+        [
+          '-c',
+          'fetch.negotiationAlgorithm=noop',
+          'fetch',
+          '--quiet',
+          '--no-tags',
+          '--no-write-fetch-head',
+          '--recurse-submodules=no',
+          '--filter=blob:none',
+          '--stdin',
+          'origin',
+        ],
+        { gitDir: this.gitDir, input: `${missing.join('\n')}\n` },
+      )
+    }
     const index = join(this.#tmp, `index-${randomBytes(6).toString('hex')}`)
     try {
       await git(['--work-tree', into, 'checkout', commit, '--', ...paths], { gitDir: this.gitDir, env: { GIT_INDEX_FILE: index, GIT_LITERAL_PATHSPECS: '1' } })

@@ -90,6 +90,7 @@ async function fetchTraces(pointer: AssetsPointer, tag: string, names: string[],
           commit,
           names.map((n) => traceFilePath(pointer.dir, n)),
           into,
+          files,
         )
         // Only the blobs these traces name: the rest of the tag stays on the remote.
         const blobs = new Set<string>()
@@ -98,6 +99,7 @@ async function fetchTraces(pointer: AssetsPointer, tag: string, names: string[],
           commit,
           [...blobs].filter((p) => files.has(p)),
           into,
+          files,
         )
         const traces: Trace[] = []
         for (const n of names) traces.push(await verifiedTrace(join(into, traceFilePath(pointer.dir, n)), n, pointer, tag))
