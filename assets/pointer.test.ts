@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
 import { isToolReplayError } from '../trace/index.ts'
-import { formatPointer, parsePointer, readPointer, writePointer } from './pointer.ts'
+import { formatPointer, gitRemote, parsePointer, readPointer, writePointer } from './pointer.ts'
 
 const D = 'a'.repeat(64)
 const dir = mkdtempSync(join(tmpdir(), 'tr-pointer-'))
@@ -58,4 +58,10 @@ test('every bad field is a typed error naming the file and the field', async () 
   )
   // A URL with only a user name is fine (SSH-style, tokens from a credential helper).
   assert.equal(parsePointer(pointer({ remote: 'https://oauth@github.com/a/b.git' })).remote, 'https://oauth@github.com/a/b.git')
+})
+
+test('the remote git is given: URLs and scp-like remotes as written, a local path relative to the pointer', () => {
+  for (const remote of ['https://github.com/a/b.git', 'git://h:9418/r.git', 'file:///srv/r.git', 'git@github.com:a/b.git', 'host:path/r.git', '/srv/r.git'])
+    assert.equal(gitRemote(remote, '/app/tool-replay.assets.json'), remote)
+  assert.equal(gitRemote('../recordings.git', '/work/app/tool-replay.assets.json'), '/work/recordings.git')
 })

@@ -18,7 +18,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { readFile, rename, unlink, writeFile } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
+import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { assertTraceName, ErrorCodes, parseJson, ToolReplayError } from '../trace/index.ts'
 
 /** The pointer file's name, looked for in the working directory. */
@@ -117,6 +117,15 @@ function checkTraces(v: unknown, fail: Fail): Record<string, string> {
     out[name] = digest as string
   }
   return out
+}
+
+/**
+ * The remote as git is given it: URLs (`https://`, `ssh://`, `git://`, `file://`) and scp-like `host:path` as
+ * they are; a local path relative to the pointer's folder (the cache repository runs git elsewhere).
+ */
+export function gitRemote(remote: string, pointerFile: string): string {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(remote) || /^[^/]+:/.test(remote) || isAbsolute(remote)) return remote
+  return resolve(dirname(pointerFile), remote)
 }
 
 /** Deterministic pointer text: fixed key order, traces sorted by name, so a push changes only what changed. */

@@ -14,7 +14,7 @@ import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { type AssetRepo, withAssetRepo } from './asset-cache.ts'
 import { git } from './git.ts'
 import { blobPath, traceFilePath } from './layout.ts'
-import { type AssetsPointer, checkRemote, DEFAULT_ASSETS_DIR, DEFAULT_TAG_PREFIX, readPointer, writePointer } from './pointer.ts'
+import { type AssetsPointer, checkRemote, DEFAULT_ASSETS_DIR, DEFAULT_TAG_PREFIX, gitRemote, readPointer, writePointer } from './pointer.ts'
 
 /** Options of `pushAssets`. */
 export interface PushOptions {
@@ -57,7 +57,7 @@ export async function pushAssets(options: PushOptions): Promise<PushResult> {
   }
   const result = await withAssetRepo(
     options.cacheDir,
-    pointer.remote,
+    gitRemote(pointer.remote, options.pointerFile),
     async (repo) => {
       const staged = await repo.tempDir('push-')
       try {

@@ -13,7 +13,7 @@ import { exportTrace, readTraceFile, type TraceStore, traceDigest, traceFileBlob
 import { ErrorCodes, isToolReplayError, ToolReplayError, type Trace } from '../trace/index.ts'
 import { withAssetRepo } from './asset-cache.ts'
 import { blobPath, traceFilePath } from './layout.ts'
-import { type AssetsPointer, readPointer } from './pointer.ts'
+import { type AssetsPointer, gitRemote, readPointer } from './pointer.ts'
 
 /** Options of `restoreAssets`. */
 export interface RestoreOptions {
@@ -71,7 +71,7 @@ export async function restoreAssets(options: RestoreOptions): Promise<RestoreRes
 async function fetchTraces(pointer: AssetsPointer, tag: string, names: string[], options: RestoreOptions): Promise<{ traces: Trace[]; fetched: boolean }> {
   return withAssetRepo(
     options.cacheDir,
-    pointer.remote,
+    gitRemote(pointer.remote, options.pointerFile),
     async (repo) => {
       const { commit, fetched } = await repo.fetchTag(tag)
       const files = await repo.listFiles(commit, pointer.dir)

@@ -7,7 +7,7 @@
 import { exportTrace, type TraceStore } from '../store/index.ts'
 import { cacheRepoPaths, localTagCommit } from './asset-cache.ts'
 import { git } from './git.ts'
-import { readPointer } from './pointer.ts'
+import { gitRemote, readPointer } from './pointer.ts'
 
 /** Options of `assetsStatus`. */
 export interface StatusOptions {
@@ -52,12 +52,13 @@ export async function assetsStatus(options: StatusOptions): Promise<AssetsStatus
     traces.push({ name, pinned, ...(local !== undefined ? { local } : {}), state: local === undefined ? 'missing' : local === pinned ? 'same' : 'changed' })
   }
   const tag = pointer.tag
-  const cached = tag !== undefined && (await localTagCommit(cacheRepoPaths(options.cacheDir, pointer.remote).gitDir, tag)) !== undefined
+  const url = gitRemote(pointer.remote, options.pointerFile)
+  const cached = tag !== undefined && (await localTagCommit(cacheRepoPaths(options.cacheDir, url).gitDir, tag)) !== undefined
   const status: AssetsStatus = { remote: pointer.remote, cached, traces, differs: traces.some((t) => t.state !== 'same') }
   if (tag !== undefined) status.tag = tag
   if (options.remote && tag !== undefined) {
     // Asked without the cache repository: status changes nothing on disk.
-    const r = await git(['ls-remote', '--tags', '--', pointer.remote, `refs/tags/${tag}`])
+    const r = await git(['ls-remote', '--tags', '--', url, `refs/tags/${tag}`])
     status.remoteHasTag = r.stdout.split('\n').some((l) => l.endsWith(`\trefs/tags/${tag}`))
     if (!status.remoteHasTag) status.differs = true
   }
