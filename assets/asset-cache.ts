@@ -7,12 +7,12 @@
  *
  *   <cache>/repos/<sha256(remote) prefix>.git    the repository
  *   <cache>/repos/<...>.lock                      its lock
- *   <cache>/tmp/                                  checkouts and staged pushes, removed after use
+ *   <cache>/tmp/                                  restored files and staged pushes, removed after use
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { mkdir, mkdtemp, rename, rm, stat } from 'node:fs/promises'
+import { mkdir, mkdtemp, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { homedir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { withFileLock } from './cache-lock.ts'
 import { git } from './git.ts'
@@ -89,40 +89,41 @@ export class AssetRepo {
   }
 
   /**
-   * Writes `paths` of `commit` under `into`. Contents the cache lacks are fetched first, in one request, the
-   * way git's own partial clone fetches a missing object (`checkout -- PATHS` would fetch them one by one).
+   * Writes `paths` (of the commit `files` lists) under `into`, byte for byte as stored: no checkout, so no
+   * line-ending or attribute filter can touch them. Contents the cache lacks are fetched first, in one
+   * request, the way git's own partial clone fetches a missing object.
    */
-  async checkout(commit: string, paths: readonly string[], into: string, files: ReadonlyMap<string, string>): Promise<void> {
+  async writeFiles(commit: string, paths: readonly string[], into: string, files: ReadonlyMap<string, string>): Promise<void> {
     if (paths.length === 0) return
-    const wanted = new Set(paths.map((p) => files.get(p)))
+    const oids = paths.map((p) => files.get(p) as string)
+    await this.#prefetch(commit, new Set(oids))
+    const r = await git(['cat-file', '--batch'], { gitDir: this.gitDir, input: `${oids.join('\n')}\n`, binary: true })
+    const out = r.bytes as Buffer
+    let at = 0
+    for (const [i, path] of paths.entries()) {
+      const eol = out.indexOf(0x0a, at)
+      const header = out.subarray(at, eol).toString('utf8')
+      const m = /^([0-9a-f]+) blob (\d+)$/.exec(header)
+      if (!m || m[1] !== oids[i])
+        throw new ToolReplayError(ErrorCodes.ASSETS_GIT_FAILED, `git cat-file could not read ${path} (${header}) from the assets cache of ${this.remote}.`)
+      const size = Number(m[2])
+      const target = join(into, ...path.split('/'))
+      await mkdir(dirname(target), { recursive: true })
+      await writeFile(target, out.subarray(eol + 1, eol + 1 + size))
+      at = eol + 1 + size + 1
+    }
+  }
+
+  /** Fetches, in one request, those of `wanted` the cache lacks (objects of `commit`). */
+  async #prefetch(commit: string, wanted: ReadonlySet<string>): Promise<void> {
     const listed = await git(['rev-list', '--objects', '--missing=print', commit], { gitDir: this.gitDir })
     const missing = listed.stdout
       .split('\n')
       .filter((l) => l.startsWith('?') && wanted.has(l.slice(1)))
       .map((l) => l.slice(1))
-    if (missing.length > 0) {
-      await git(
-        [
-          '-c',
-          'fetch.negotiationAlgorithm=noop',
-          'fetch',
-          '--quiet',
-          '--no-tags',
-          '--no-write-fetch-head',
-          '--recurse-submodules=no',
-          '--filter=blob:none',
-          '--stdin',
-          'origin',
-        ],
-        { gitDir: this.gitDir, input: `${missing.join('\n')}\n` },
-      )
-    }
-    const index = join(this.#tmp, `index-${randomBytes(6).toString('hex')}`)
-    try {
-      await git(['--work-tree', into, 'checkout', commit, '--', ...paths], { gitDir: this.gitDir, env: { GIT_INDEX_FILE: index, GIT_LITERAL_PATHSPECS: '1' } })
-    } finally {
-      await rm(index, { force: true })
-    }
+    if (missing.length === 0) return
+    const fetch = ['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--recurse-submodules=no', '--filter=blob:none', '--stdin', 'origin']
+    await git(['-c', 'fetch.negotiationAlgorithm=noop', ...fetch], { gitDir: this.gitDir, input: `${missing.join('\n')}\n` })
   }
 
   /** A fresh folder under the cache's tmp/ (same file system as the cache), removed by the caller. */
@@ -175,7 +176,7 @@ async function ensureRepo(gitDir: string, remote: string, tmp: string): Promise<
   const aside = join(tmp, `init-${randomBytes(6).toString('hex')}.git`)
   try {
     await git(['init', '--quiet', '--bare', aside])
-    // The first `fetch --filter` marks origin as the promisor remote: blobs a checkout needs come from it.
+    // The first `fetch --filter` marks origin as the promisor remote: the blobs a restore needs come from it.
     await git(['remote', 'add', 'origin', remote], { gitDir: aside })
     await rm(gitDir, { recursive: true, force: true })
     await rename(aside, gitDir)

@@ -31,12 +31,17 @@ export interface GitOptions {
   timeoutMs?: number
   /** Exit codes that are answers, not failures (`rev-parse --verify` exits 1 for "no such ref"). */
   okCodes?: number[]
+  /** Keep stdout as bytes (`bytes`), not text: object contents. */
+  binary?: boolean
 }
 
 /** What a git call returned. */
 export interface GitResult {
   code: number
+  /** stdout as text ('' with `binary`). */
   stdout: string
+  /** stdout as bytes, with `binary`. */
+  bytes?: Buffer
   stderr: string
 }
 
@@ -71,7 +76,9 @@ export function git(args: readonly string[], options: GitOptions = {}): Promise<
     })
     child.on('close', (code) => {
       clearTimeout(timer)
-      const result = { code: code ?? -1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }
+      const bytes = Buffer.concat(out)
+      const result: GitResult = { code: code ?? -1, stdout: options.binary ? '' : bytes.toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }
+      if (options.binary) result.bytes = bytes
       if (timedOut) reject(gitFailed(args, result, `timed out after ${options.timeoutMs ?? GIT_TIMEOUT_MS} ms`))
       else if (result.code === 0 || options.okCodes?.includes(result.code)) resolve(result)
       else reject(gitFailed(args, result))

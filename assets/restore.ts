@@ -86,7 +86,7 @@ async function fetchTraces(pointer: AssetsPointer, tag: string, names: string[],
       }
       const into = await repo.tempDir('restore-')
       try {
-        await repo.checkout(
+        await repo.writeFiles(
           commit,
           names.map((n) => traceFilePath(pointer.dir, n)),
           into,
@@ -95,7 +95,7 @@ async function fetchTraces(pointer: AssetsPointer, tag: string, names: string[],
         // Only the blobs these traces name: the rest of the tag stays on the remote.
         const blobs = new Set<string>()
         for (const n of names) for (const d of await blobsOf(join(into, traceFilePath(pointer.dir, n)))) blobs.add(blobPath(pointer.dir, d))
-        await repo.checkout(
+        await repo.writeFiles(
           commit,
           [...blobs].filter((p) => files.has(p)),
           into,

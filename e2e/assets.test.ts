@@ -22,6 +22,8 @@ import { createTestPki } from './support/proxy-upstream.ts'
 const BIN = fileURLToPath(new URL('../bin/tr-proxy.js', import.meta.url))
 /** A binary body over the trace file's inline limit (64 KiB): it travels as `blobs/<sha256>`. */
 const IMAGE = Buffer.from(Array.from({ length: 100 * 1024 }, (_, i) => (i * 7919 + (i >> 8)) & 0xff))
+/** A body over that limit that git would take for text (no NUL, LF line ends): a checkout converting line ends would change it. */
+const LINES = Buffer.from(Array.from({ length: 8000 }, (_, i) => `line ${i} of a binary body\n`).join(''))
 const PLANTED = `ghp_${'A1b2C3d4E5'.repeat(4)}`
 
 interface CountingUpstream {
@@ -40,6 +42,7 @@ async function startApi(tls: { cert: string; key: string }): Promise<CountingUps
     }
     if (req.url === '/items') send('application/json', JSON.stringify({ items: [{ id: 1, name: 'Ada' }] }))
     else if (req.url === '/image') send('image/png', IMAGE)
+    else if (req.url === '/lines') send('application/octet-stream', LINES)
     else if (req.url === '/search') send('application/json', JSON.stringify({ version: u.searchVersion, hits: ['a', 'b'] }))
     else if (req.url === '/leaky') send('application/json', JSON.stringify({ note: 'debug', deployKey: PLANTED }))
     else send('text/plain', 'not found')
@@ -94,8 +97,8 @@ const assets = (p: Project, action: string, ...rest: string[]) =>
   cli(['assets', action, '--store', p.store, '--pointer', p.pointer, '--cache', p.cache, ...rest])
 const proxyArgs = (p: Project) => ['--store', p.store, '--resolve', `api.test=127.0.0.1:${api.port}`, '--upstream-ca', upstreamCa]
 /** tr-proxy as its own process: what a wrapped app prints is on its stdout. */
-async function bin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+async function bin(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (c: Buffer) => (stdout += c))
@@ -144,7 +147,7 @@ describe('tr-proxy assets with a real git remote (git daemon on loopback)', { ti
   let catalogOutput: string
 
   test('push from one clone, restore in another, replay strictly offline from the restored recordings', BOUND, async () => {
-    catalogOutput = await record(A, 'catalog', '/items', '/image')
+    catalogOutput = await record(A, 'catalog', '/items', '/image', '/lines')
     await record(A, 'search', '/search')
     const pushed = await assets(A, 'push', '--remote', remote, 'catalog', 'search')
     assert.equal(pushed.code, 0, pushed.stderr + pushed.stdout)
@@ -184,7 +187,7 @@ describe('tr-proxy assets with a real git remote (git daemon on loopback)', { ti
       process.execPath,
       '--input-type=module',
       '-e',
-      app('/items', '/image'),
+      app('/items', '/image', '/lines'),
     ])
     assert.equal(replay.code, 0, replay.stderr)
     assert.equal(replay.stdout, catalogOutput, replay.stderr)
@@ -251,8 +254,11 @@ describe('tr-proxy assets with a real git remote (git daemon on loopback)', { ti
     const D1 = project('d1', cache)
     const D2 = project('d2', cache)
     for (const p of [D1, D2]) copyFileSync(A.pointer, p.pointer)
-    const run = (p: Project) => bin(['assets', 'restore', '--store', p.store, '--pointer', p.pointer, '--cache', p.cache])
-    const results = await Promise.all([run(D1), run(D2)])
+    const run = (p: Project, env?: NodeJS.ProcessEnv) => bin(['assets', 'restore', '--store', p.store, '--pointer', p.pointer, '--cache', p.cache], env)
+    // One of them with a git configuration that converts line endings on checkout: restored files are written
+    // from git's objects as they are, so their digests still hold.
+    const crlf = { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'core.autocrlf', GIT_CONFIG_VALUE_0: 'true' }
+    const results = await Promise.all([run(D1), run(D2, crlf)])
     for (const r of results) assert.equal(r.code, 0, r.stdout + r.stderr)
     // Exactly one of them downloaded the tag; the other found it in the cache.
     assert.deepEqual(results.map((r) => /\(fetched\)/.test(r.stdout)).sort(), [false, true])
