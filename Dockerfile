@@ -16,6 +16,7 @@ COPY lab ./lab
 COPY interceptor ./interceptor
 COPY proxy ./proxy
 COPY cases ./cases
+COPY assets ./assets
 COPY interop ./interop
 COPY cli ./cli
 RUN npm ci --no-audit --no-fund

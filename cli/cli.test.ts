@@ -180,6 +180,8 @@ describe('tr-proxy CLI (in-process)', () => {
       ['diff', 'a', 'b'],
       ['rm', 'x'],
       ['fork', 'x', '--to', 'y', '--patch', '#0 status=500'],
+      ['drift', 'x'],
+      ['assets', 'push', 'x', '--remote', join(dir, 'assets.git'), '--pointer', join(dir, 'no-pointer.json'), '--cache', join(dir, 'cache')],
     ]) {
       const c = capture()
       assert.equal(await runCli([...argv, '--store', missing], c.io), EXIT_CODES[ErrorCodes.STORE_NOT_FOUND], argv.join(' '))

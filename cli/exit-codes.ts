@@ -6,7 +6,8 @@ import { type ErrorCode, ErrorCodes } from '../trace/index.ts'
  * The rule: Tool Replay's own codes are 64 and above (after sysexits: 64 usage, 65 bad data, 66 no input,
  * 70 internal error), so a wrapped command's own code (`tr-proxy replay -- npm test`), which is passed
  * through only when Tool Replay saw no problem, can be told apart from them: below 64 it is the command's.
- * 0 is success; 1 is `diff --exit-code` finding differences (as git diff). README mirrors this table.
+ * 0 is success; 1 is `diff --exit-code` finding differences (as git diff), `drift` finding drift and
+ * `assets status --exit-code` finding traces that differ from the pointer. README mirrors this table.
  */
 export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.USAGE]: 64,
@@ -19,6 +20,7 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.BODY_MISSING]: 65,
   [ErrorCodes.INVALID_FAULTS]: 65,
   [ErrorCodes.HAR_INVALID]: 65,
+  [ErrorCodes.ASSETS_INVALID]: 65,
   [ErrorCodes.EXPORT_UNSUPPORTED]: 65,
   [ErrorCodes.TRACE_NOT_FOUND]: 66,
   [ErrorCodes.TRACE_EXISTS]: 66,
@@ -26,10 +28,13 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.STORE_NOT_FOUND]: 66,
   [ErrorCodes.SESSION_UNKNOWN]: 66,
   [ErrorCodes.SESSION_EXISTS]: 66,
+  [ErrorCodes.ASSETS_TAG_NOT_FOUND]: 66,
+  [ErrorCodes.ASSETS_TAG_EXISTS]: 66,
   [ErrorCodes.STORE_CORRUPT]: 67,
   [ErrorCodes.STORE_LOCKED]: 68,
   [ErrorCodes.STORE_CLOSED]: 68,
   [ErrorCodes.STORE_IO]: 68,
+  [ErrorCodes.ASSETS_LOCKED]: 68,
   [ErrorCodes.REPLAY_MISS]: 69,
   [ErrorCodes.REPLAY_EXHAUSTED]: 69,
   [ErrorCodes.REPLAY_UNUSED]: 69,
@@ -43,6 +48,7 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.REQUEST_TOO_LARGE]: 74,
   [ErrorCodes.UPSTREAM_FAILED]: 74,
   [ErrorCodes.COMMAND_FAILED]: 74,
+  [ErrorCodes.ASSETS_GIT_FAILED]: 74,
   [ErrorCodes.CONTRACT_VIOLATED]: 75,
   [ErrorCodes.FAULT_NOT_FIRED]: 76,
   [ErrorCodes.SECRET_FOUND]: 77,

@@ -4,18 +4,24 @@ import { readTraceFile, type TraceStore } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError, type Trace } from '../trace/index.ts'
 import { withExistingStore } from './open-store.ts'
 
-const isFileArg = (x: string) => x.endsWith('.json') && existsSync(x)
+/** True when a trace argument names an existing trace file rather than a trace in the store. */
+export const isTraceFileArg = (x: string): boolean => x.endsWith('.json') && existsSync(x)
 
 /**
  * Runs `fn` with a loader of traces given as names in the store or as trace files; the store is opened
  * only when one of `names` is not a file, so checking a file works without (or beside) a running store.
+ * `fn` also gets that store, when it was opened.
  */
-export async function withTraceLoader<T>(args: { store?: unknown }, names: string[], fn: (load: (x: string) => Promise<Trace>) => Promise<T>): Promise<T> {
+export async function withTraceLoader<T>(
+  args: { store?: unknown },
+  names: string[],
+  fn: (load: (x: string) => Promise<Trace>, store?: TraceStore) => Promise<T>,
+): Promise<T> {
   const fromFile = (x: string) => readTraceFile(resolve(x))
-  if (names.every(isFileArg)) return fn(fromFile)
+  if (names.every(isTraceFileArg)) return fn(fromFile)
   return withExistingStore(args, (store: TraceStore) =>
     fn(async (x) => {
-      if (isFileArg(x)) return fromFile(x)
+      if (isTraceFileArg(x)) return fromFile(x)
       if (x.endsWith('.json') && !(await store.hasTrace(x))) {
         throw new ToolReplayError(
           ErrorCodes.TRACE_NOT_FOUND,
@@ -23,6 +29,6 @@ export async function withTraceLoader<T>(args: { store?: unknown }, names: strin
         )
       }
       return store.readTrace(x)
-    }),
+    }, store),
   )
 }

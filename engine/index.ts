@@ -3,6 +3,12 @@
 export type { Ticket } from './arrival-order.ts'
 export { ArrivalOrder, DEFAULT_ARRIVAL_WAIT_MS } from './arrival-order.ts'
 export type { CapturedRequest, Decision, ExchangeRecorder, Playback, PlaybackChunk, PlaybackChunks } from './decision.ts'
+export type { DriftPlanOptions, DriftRequestKind, PlannedExchange } from './drift-plan.ts'
+/** What `tr-proxy drift` re-sends (safe methods; model calls and others when asked), and the trace `--update` writes. */
+export { driftUpdatedTrace, planDrift } from './drift-plan.ts'
+export type { DriftedExchange, DriftReport, LiveAnswers, TraceDriftReport } from './drift-report.ts'
+/** The drift report: per exchange, the live answer's changes in shape or why it was not re-sent; JSON and text. */
+export { DRIFT_FORMAT_VERSION, driftReport, formatDriftText, traceDriftReport } from './drift-report.ts'
 export type { FaultVerdict } from './fault-verdict.ts'
 export { faultVerdict, faultVerdictError, formatFaultVerdict } from './fault-verdict.ts'
 export type {

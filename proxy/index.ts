@@ -9,6 +9,9 @@ export { runCommand } from './command-wrapper.ts'
 export type { ControlApi, ControlApiOptions, NamedSessionStatus, ServeStatus } from './control-api.ts'
 /** The control API of `serve` (status, named sessions) on a Unix socket per serve, its path, and the serves running on a store. */
 export { controlSocketPath, getStatus, listServes, startControlApi } from './control-api.ts'
+export type { LiveResendOptions, LiveResendResult } from './live-resend.ts'
+/** Re-sends recorded requests live through the upstream options and record's redaction (`tr-proxy drift`). */
+export { resendLive } from './live-resend.ts'
 /** Proxy environment for a child (proxy vars, NO_PROXY cleared, CA files), the CA bundle, and `export` lines. */
 export { formatExports, proxyEnvironment, writeCaBundle } from './proxy-env.ts'
 export type { ProxyRunOptions, ProxyRunResult } from './proxy-run.ts'

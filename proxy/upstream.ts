@@ -13,6 +13,10 @@ export interface UpstreamOptions {
   resolve?: Record<string, { host: string; port: number }>
   /** Connect timeout in ms (default 10000). */
   connectTimeoutMs?: number
+  /** Wait for a response head at most this long, in ms (default: undici's, 300000). */
+  headersTimeoutMs?: number
+  /** Wait for the next piece of a response body at most this long, in ms (default: undici's, 300000). */
+  bodyTimeoutMs?: number
 }
 
 /** A mapping target for a request to `hostname:port`, or the host itself. */
@@ -55,6 +59,8 @@ export function createUpstreamAgent(options: UpstreamOptions): Agent {
   })
   return new Agent({
     allowH2: false,
+    ...(options.headersTimeoutMs !== undefined ? { headersTimeout: options.headersTimeoutMs } : {}),
+    ...(options.bodyTimeoutMs !== undefined ? { bodyTimeout: options.bodyTimeoutMs } : {}),
     connect: (opts, callback) => {
       const port = Number(opts.port) || (opts.protocol === 'https:' ? 443 : 80)
       const target = mapHost(options, opts.hostname, port)

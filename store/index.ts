@@ -21,6 +21,7 @@ export {
   readTraceFile,
   TRACE_FILE_FORMAT,
   traceDigest,
+  traceFileBlobDigests,
   writeTraceFile,
 } from './trace-file.ts'
 export type { BodyUse } from './trace-reader.ts'

@@ -141,7 +141,7 @@ export async function readTraceFile(path: string): Promise<Trace> {
     throw new ToolReplayError(ErrorCodes.TRACE_FILE_INVALID, `Failed to read trace file ${path}: ${(err as Error).message}. Check the path.`, { cause: err })
   }
   const blobs = new Map<string, Uint8Array>()
-  for (const digest of blobDigests(text)) {
+  for (const digest of traceFileBlobDigests(text)) {
     const bytes = await readFile(join(dirname(path), 'blobs', digest)).catch(() => undefined)
     if (bytes) blobs.set(digest, new Uint8Array(bytes))
   }
@@ -336,7 +336,8 @@ async function writeAtomic(path: string, data: string | Uint8Array): Promise<voi
 }
 
 /** Digests of the blob files a trace file names, found without validating it (that comes after). */
-function blobDigests(text: string): Set<string> {
+/** The digests of the bodies a trace file keeps in `blobs/` beside it (what to fetch or copy along with the file). */
+export function traceFileBlobDigests(text: string): Set<string> {
   const out = new Set<string>()
   for (const m of text.matchAll(/"blob": "blobs\/([0-9a-f]{64})"/g)) out.add(m[1] as string)
   return out

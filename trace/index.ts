@@ -118,6 +118,9 @@ export {
   identityDistance,
   normalizeUrl,
 } from './request-identity.ts'
+export type { DriftKind, ExchangeShapeReport, ShapeCompareOptions, ShapeDrift, ShapeSide } from './shape-drift.ts'
+/** Drift in shape between a recorded answer and a live one (`tr-proxy drift`). */
+export { compareExchangeShapes, formatShapeDrift } from './shape-drift.ts'
 export type { SseEvent } from './sse.ts'
 export { isEventStream, parseSse, sseEventsAsJson } from './sse.ts'
 export { textTable } from './text-table.ts'

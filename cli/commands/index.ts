@@ -1,8 +1,10 @@
+import { assetsCommand } from './assets.ts'
 import { caCommand } from './ca.ts'
 import { checkCommand } from './check.ts'
 import type { CommandModule } from './command.ts'
 import { demoCommand } from './demo.ts'
 import { diffCommand } from './diff.ts'
+import { driftCommand } from './drift.ts'
 import { emitTestCommand } from './emit-test.ts'
 import { envCommand } from './env.ts'
 import { exportCommand } from './export.ts'
@@ -36,10 +38,12 @@ export const COMMANDS: CommandModule[] = [
   fsckCommand,
   forkCommand,
   diffCommand,
+  driftCommand,
   checkCommand,
   emitTestCommand,
   verifyCommand,
   scanCommand,
+  assetsCommand,
   recordCommand,
   replayCommand,
   serveCommand,

@@ -32,9 +32,17 @@ import type { Args, CommandModule } from './command.ts'
 /** Port of a proxy started without a command (with one, a free loopback port is used). */
 export const DEFAULT_PROXY_PORT = 8080
 
+/** How Tool Replay reaches upstreams: the flags of every command that sends requests live (record, replay, serve, drift). */
+export function upstreamOptions(y: Argv): Argv {
+  return y
+    .option('resolve', { type: 'string', array: true, describe: 'Map an upstream host: HOST=ADDRESS:PORT (repeatable); TLS still verifies HOST' })
+    .option('upstream-ca', { type: 'string', describe: 'PEM file of extra CAs trusted for upstream TLS' })
+    .option('insecure-upstream', { type: 'boolean', default: false, describe: 'Do not verify upstream TLS certificates' })
+}
+
 /** Options every proxy-running command shares (record, replay, serve). */
 export function proxyOptions(y: Argv): Argv {
-  return redactionOptions(y)
+  return upstreamOptions(redactionOptions(y))
     .option('trace', { alias: 't', type: 'string', default: 'default', describe: 'Trace name' })
     .option('port', { alias: 'p', type: 'number', describe: `Proxy port (default: a free port with a command, else ${DEFAULT_PROXY_PORT})` })
     .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to bind; anything but loopback exposes the proxy to the network' })
@@ -44,9 +52,6 @@ export function proxyOptions(y: Argv): Argv {
       describe:
         'Reverse mode: serve this upstream on the proxy port (URL at /, or NAME=URL under /NAME/; repeatable), for clients that take a base URL (they need no proxy variables and no CA); a wrapped command gets the base URLs and the proxy variables',
     })
-    .option('resolve', { type: 'string', array: true, describe: 'Map an upstream host: HOST=ADDRESS:PORT (repeatable); TLS still verifies HOST' })
-    .option('upstream-ca', { type: 'string', describe: 'PEM file of extra CAs trusted for upstream TLS' })
-    .option('insecure-upstream', { type: 'boolean', default: false, describe: 'Do not verify upstream TLS certificates' })
     .option('max-body-bytes', { type: 'number', describe: 'Largest request body buffered for matching (default 64 MiB); larger ones get 413' })
     .option('chunk-gap-ms', {
       type: 'number',

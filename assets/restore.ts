@@ -1,0 +1,142 @@
+/**
+ * `tr-proxy assets restore`: the traces the pointer pins, fetched from the assets repository into the cache
+ * (shallow, and only those traces' files) and imported into the store, where every replay path (the proxy,
+ * install(), the test setups, cases) already reads. Importing rather than teaching replay a second source
+ * keeps one way in: the store verifies every body, and nothing else changes.
+ *
+ * Order, so a failure leaves the store as it was: fetch and check every trace (its file's SHA-256s, its digest
+ * against the pointer's), then check the store for local traces that would be replaced, then import.
+ */
+import { readFile, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { exportTrace, readTraceFile, type TraceStore, traceDigest, traceFileBlobDigests } from '../store/index.ts'
+import { ErrorCodes, isToolReplayError, ToolReplayError, type Trace } from '../trace/index.ts'
+import { withAssetRepo } from './asset-cache.ts'
+import { blobPath, traceFilePath } from './layout.ts'
+import { type AssetsPointer, gitRemote, readPointer } from './pointer.ts'
+
+/** Options of `restoreAssets`. */
+export interface RestoreOptions {
+  pointerFile: string
+  store: TraceStore
+  cacheDir: string
+  /** Replace store traces that differ from the pinned ones (local re-recordings not pushed). */
+  force?: boolean
+  lockTimeoutMs?: number
+}
+
+/** What restore did. */
+export interface RestoreResult {
+  remote: string
+  tag: string
+  /** False when the cache already held the tag (nothing was downloaded for it). */
+  fetched: boolean
+  traces: Array<{ name: string; digest: string; action: 'imported' | 'replaced' | 'unchanged' }>
+}
+
+/** Restores the pinned traces into the store. */
+export async function restoreAssets(options: RestoreOptions): Promise<RestoreResult> {
+  const pointer = await readPointer(options.pointerFile)
+  const tag = pointer.tag
+  if (tag === undefined) {
+    throw new ToolReplayError(
+      ErrorCodes.ASSETS_INVALID,
+      `The assets pointer ${options.pointerFile} names no tag yet: nothing was pushed. Push recordings with \`tr-proxy assets push\`.`,
+    )
+  }
+  const names = Object.keys(pointer.traces).sort()
+  const { traces, fetched } = await fetchTraces(pointer, tag, names, options)
+  const plan: RestoreResult['traces'] = []
+  for (const trace of traces) {
+    const name = trace.meta.name
+    const digest = pointer.traces[name] as string
+    const local = (await options.store.hasTrace(name)) ? exportTrace(await options.store.readTrace(name)).digest : undefined
+    if (local !== undefined && local !== digest && !options.force) {
+      throw new ToolReplayError(
+        ErrorCodes.TRACE_EXISTS,
+        `The store's trace "${name}" differs from the one the assets pointer pins (store ${local.slice(0, 12)}, pinned ${digest.slice(0, 12)}): a local recording not pushed yet? Push it (\`tr-proxy assets push ${name}\`), or restore --force to replace it with the pinned one.`,
+        { details: { trace: name, store: local, pinned: digest } },
+      )
+    }
+    plan.push({ name, digest, action: local === undefined ? 'imported' : local === digest ? 'unchanged' : 'replaced' })
+  }
+  for (const [i, trace] of traces.entries()) {
+    const step = plan[i] as RestoreResult['traces'][number]
+    if (step.action !== 'unchanged') await importTrace(options.store, trace, step.action === 'replaced')
+  }
+  return { remote: pointer.remote, tag, fetched, traces: plan }
+}
+
+/** Fetches the tag and the named traces' files into the cache, and reads each one back fully verified. */
+async function fetchTraces(pointer: AssetsPointer, tag: string, names: string[], options: RestoreOptions): Promise<{ traces: Trace[]; fetched: boolean }> {
+  return withAssetRepo(
+    options.cacheDir,
+    gitRemote(pointer.remote, options.pointerFile),
+    async (repo) => {
+      const { commit, fetched } = await repo.fetchTag(tag)
+      const files = await repo.listFiles(commit, pointer.dir)
+      const missing = names.filter((n) => !files.has(traceFilePath(pointer.dir, n)))
+      if (missing.length > 0) {
+        const held = [...files.keys()].filter((p) => p.endsWith('.trace.json')).map((p) => p.slice(pointer.dir.length + 1, -'.trace.json'.length))
+        throw new ToolReplayError(
+          ErrorCodes.TRACE_NOT_FOUND,
+          `Tag "${tag}" of ${pointer.remote} has no trace ${missing.map((n) => `"${n}"`).join(', ')} in ${pointer.dir}/ (it holds: ${held.join(', ') || 'none'}). Fix "traces" in the pointer, or push the traces.`,
+          { details: { tag, missing, held } },
+        )
+      }
+      const into = await repo.tempDir('restore-')
+      try {
+        await repo.writeFiles(
+          commit,
+          names.map((n) => traceFilePath(pointer.dir, n)),
+          into,
+          files,
+        )
+        // Only the blobs these traces name: the rest of the tag stays on the remote.
+        const blobs = new Set<string>()
+        for (const n of names) for (const d of await blobsOf(join(into, traceFilePath(pointer.dir, n)))) blobs.add(blobPath(pointer.dir, d))
+        await repo.writeFiles(
+          commit,
+          [...blobs].filter((p) => files.has(p)),
+          into,
+          files,
+        )
+        const traces: Trace[] = []
+        for (const n of names) traces.push(await verifiedTrace(join(into, traceFilePath(pointer.dir, n)), n, pointer, tag))
+        return { traces, fetched }
+      } finally {
+        await rm(into, { recursive: true, force: true })
+      }
+    },
+    options.lockTimeoutMs !== undefined ? { lockTimeoutMs: options.lockTimeoutMs } : {},
+  )
+}
+
+async function blobsOf(file: string): Promise<string[]> {
+  return [...traceFileBlobDigests(await readFile(file, 'utf8'))]
+}
+
+/** Reads a restored trace file (every body's SHA-256 and the file's digest checked) and holds it to the pointer. */
+async function verifiedTrace(file: string, name: string, pointer: AssetsPointer, tag: string): Promise<Trace> {
+  const trace = await readTraceFile(file)
+  const digest = traceDigest(trace)
+  const pinned = pointer.traces[name] as string
+  if (trace.meta.name !== name || digest !== pinned) {
+    throw new ToolReplayError(
+      ErrorCodes.TRACE_DIGEST_MISMATCH,
+      `Tag "${tag}" of ${pointer.remote} holds a trace "${name}" that is not the one the assets pointer pins (digest ${digest.slice(0, 12)}, pinned ${pinned.slice(0, 12)}${trace.meta.name !== name ? `; the file names it "${trace.meta.name}"` : ''}): was the tag moved? Pin the tag your recordings were pushed under, or push again.`,
+      { details: { tag, trace: name, digest, pinned } },
+    )
+  }
+  return trace
+}
+
+async function importTrace(store: TraceStore, trace: Trace, replace: boolean): Promise<void> {
+  try {
+    await store.putTrace(trace, { overwrite: replace })
+  } catch (err) {
+    // Another restore of the same tag into this store got there first: fine when it wrote the same trace.
+    if (!isToolReplayError(err, ErrorCodes.TRACE_EXISTS)) throw err
+    if (exportTrace(await store.readTrace(trace.meta.name)).digest !== traceDigest(trace)) throw err
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * The drift report of `tr-proxy drift`: per trace, per exchange, whether the live answer kept the recorded
+ * shape (trace/shape-drift.ts), or why it was not re-sent. Stable JSON (DRIFT_FORMAT_VERSION) and a text form.
+ * Pure: the caller plans (drift-plan.ts), re-sends (proxy/live-resend.ts) and hands the answers in.
+ */
+import { compareExchangeShapes, type Exchange, formatShapeDrift, type ShapeDrift, type ToolReplayError, type Trace } from '../trace/index.ts'
+import { type DriftRequestKind, type PlannedExchange, recordedUpstream } from './drift-plan.ts'
+
+/** Version of `tr-proxy drift --json`. Bumped on any breaking change. */
+export const DRIFT_FORMAT_VERSION = 1 as const
+
+/** One exchange in the report. */
+export interface DriftedExchange {
+  seq: number
+  /** "GET https://api.test/items/1 #0". */
+  exchange: string
+  kind: DriftRequestKind
+  /** drift: the shape changed; same: it did not; skipped: not re-sent (see `reason`); failed: re-sent but not recorded. */
+  status: 'drift' | 'same' | 'skipped' | 'failed'
+  reason?: string
+  /** How the answers were compared: over HTTP, or as model calls (the LLM view). */
+  compared?: 'http' | 'llm'
+  changes: ShapeDrift[]
+  /** What was not compared, or what the re-sent request lacked (a redacted credential). */
+  notes: string[]
+  truncated?: boolean
+}
+
+/** One trace in the report. */
+export interface TraceDriftReport {
+  trace: string
+  /** Re-sent live (drift + same + failed). */
+  checked: number
+  drifted: number
+  skipped: number
+  failed: number
+  /** Where `--update` wrote the new trace (a store name or a file), when it did. */
+  updated?: string
+  exchanges: DriftedExchange[]
+}
+
+/** The whole report. */
+export interface DriftReport {
+  format: 'tool-replay-drift'
+  version: typeof DRIFT_FORMAT_VERSION
+  /** True when any exchange drifted or failed. */
+  drift: boolean
+  traces: TraceDriftReport[]
+}
+
+/** A live answer per re-sent seq: the live exchange (in `trace`) or the error that kept it from being recorded. */
+export type LiveAnswers = ReadonlyMap<number, { trace: Trace; exchange: Exchange } | { error: ToolReplayError }>
+
+/** Compares each re-sent exchange of `recorded` with its live answer. */
+export function traceDriftReport(recorded: Trace, plan: readonly PlannedExchange[], live: LiveAnswers): TraceDriftReport {
+  const exchanges = plan.map((p): DriftedExchange => {
+    const base = { seq: p.seq, exchange: p.label, kind: p.kind }
+    if (!p.send) return { ...base, status: 'skipped', reason: p.reason, changes: [], notes: [] }
+    const answer = live.get(p.seq)
+    const x = recorded.exchanges.find((e) => e.seq === p.seq)
+    const upstream = x && recordedUpstream(x)
+    if (!answer || !upstream || 'error' in answer) {
+      const reason = answer && 'error' in answer ? `${answer.error.code}: ${answer.error.message}` : 'no live answer'
+      return { ...base, status: 'failed', reason, changes: [], notes: p.notes }
+    }
+    const r = compareExchangeShapes({ trace: recorded, exchange: upstream }, answer)
+    return {
+      ...base,
+      status: r.changes.length > 0 ? 'drift' : 'same',
+      compared: r.compared,
+      changes: r.changes,
+      notes: [...p.notes, ...r.notes],
+      ...(r.truncated ? { truncated: true } : {}),
+    }
+  })
+  const count = (s: DriftedExchange['status']) => exchanges.filter((e) => e.status === s).length
+  return {
+    trace: recorded.meta.name,
+    checked: exchanges.length - count('skipped'),
+    drifted: count('drift'),
+    skipped: count('skipped'),
+    failed: count('failed'),
+    exchanges,
+  }
+}
+
+/** The report of several traces. */
+export function driftReport(traces: TraceDriftReport[]): DriftReport {
+  return { format: 'tool-replay-drift', version: DRIFT_FORMAT_VERSION, drift: traces.some((t) => t.drifted > 0 || t.failed > 0), traces }
+}
+
+/** The report as text: a summary line per trace, then each exchange with its changes and notes. */
+export function formatDriftText(report: DriftReport): string {
+  const lines: string[] = []
+  for (const t of report.traces) {
+    const failed = t.failed > 0 ? `, ${t.failed} failed` : ''
+    lines.push(
+      `drift of trace "${t.trace}": ${t.checked} re-sent live, ${t.drifted} drifted${failed}, ${t.checked - t.drifted - t.failed} unchanged, ${t.skipped} skipped`,
+    )
+    for (const e of t.exchanges) {
+      const tag = { drift: 'DRIFT', same: 'same ', skipped: 'skip ', failed: 'FAIL ' }[e.status]
+      lines.push(`  ${tag} ${e.exchange}${e.reason ? `: ${e.reason}` : ''}`)
+      for (const c of e.changes) lines.push(`      ${formatShapeDrift(c)}`)
+      if (e.truncated) lines.push('      … (more changes, or a body too big to take its whole shape)')
+      for (const n of e.notes) lines.push(`      note: ${n}`)
+    }
+    if (t.updated) lines.push(`  live answers written to ${t.updated} (the recorded trace is unchanged)`)
+    if (t.checked === 0) lines.push('  nothing was re-sent: every exchange was skipped (see the reasons above)')
+  }
+  return lines.join('\n')
+}
