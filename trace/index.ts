@@ -127,3 +127,25 @@ export {
   RECORDED_STATUS_MAX,
   RECORDED_STATUS_MIN,
 } from './validate.ts'
+export type { McpEvent, McpMessageKind, McpStdioTarget, TranscriptLine } from './mcp-wire.ts'
+/** MCP over stdio as exchanges: URLs, headers and the transcript a response body holds (see mcp-wire.ts). */
+export {
+  EVENT_KEY,
+  eventLine,
+  isJsonRpcResponse,
+  MCP_COMMAND_HEADER,
+  MCP_ID_HEADER,
+  MCP_MESSAGE_HEADER,
+  MCP_PROGRESS_TOKEN_HEADER,
+  MCP_SERVER_EXITED,
+  MCP_STDIO_SCHEME,
+  MCP_TRANSCRIPT_TYPE,
+  maskedCommandLine,
+  mcpMessageKind,
+  mcpStdioUrl,
+  PROGRESS_TOKEN,
+  parseMcpStdioUrl,
+  readTranscriptLine,
+  SERVER_NAME,
+  transcriptLines,
+} from './mcp-wire.ts'

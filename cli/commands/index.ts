@@ -13,6 +13,7 @@ import { fsckCommand } from './fsck.ts'
 import { importCommand } from './import.ts'
 import { importHarCommand } from './import-har.ts'
 import { lsCommand } from './ls.ts'
+import { mcpCommand } from './mcp.ts'
 import { recordCommand } from './record.ts'
 import { replayCommand } from './replay.ts'
 import { rmCommand } from './rm.ts'
@@ -42,6 +43,7 @@ export const COMMANDS: CommandModule[] = [
   recordCommand,
   replayCommand,
   serveCommand,
+  mcpCommand,
   sessionCommand,
   envCommand,
   caCommand,

@@ -1,0 +1,52 @@
+import { constants } from 'node:os'
+import { formatSummary, MODES, type Mode, openSession } from '../../engine/index.ts'
+import { assertServerName, localPort, runMcpStdio, serverNameFor } from '../../mcp/index.ts'
+import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
+import { EXIT_CODES } from '../exit-codes.ts'
+import { withStore } from '../open-store.ts'
+import { redactionFromArgs, redactionOptions } from '../redaction-flags.ts'
+import type { CommandModule } from './command.ts'
+import { commandArgv } from './record.ts'
+
+/** `tr-proxy mcp [--name NAME] [--mode MODE] [--trace NAME] -- <server command...>`: record or replay an MCP stdio server. */
+export const mcpCommand: CommandModule = {
+  command: 'mcp',
+  describe:
+    'Stand in for an MCP server over stdio (put `tr-proxy mcp --` before the server command in the client config): record its JSON-RPC conversation, or replay it without starting the server',
+  builder: (y) =>
+    redactionOptions(y)
+      .option('name', { type: 'string', describe: 'The server name in the trace (mcp+stdio://NAME/...); default from the command (server-filesystem, ...)' })
+      .option('mode', {
+        choices: MODES as unknown as string[],
+        describe: 'record, replay (strict: the server is never started), passthrough or update; default $TOOL_REPLAY_MODE, else replay',
+      })
+      .option('trace', { alias: 't', type: 'string', describe: 'Trace name; default $TOOL_REPLAY_TRACE, else "default"' }),
+  run: async (args, io) => {
+    const command = commandArgv(args)
+    if (command.length === 0) {
+      throw new ToolReplayError(ErrorCodes.USAGE, 'tr-proxy mcp needs the server command after `--`, e.g. tr-proxy mcp -- npx -y @modelcontextprotocol/server-filesystem .')
+    }
+    const server = typeof args.name === 'string' ? assertServerName(args.name) : serverNameFor(command)
+    const mode = String(args.mode ?? process.env.TOOL_REPLAY_MODE ?? 'replay') as Mode
+    if (!MODES.includes(mode)) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `TOOL_REPLAY_MODE="${mode}" is not a mode. Use one of: ${MODES.join(', ')}.`)
+    const trace = typeof args.trace === 'string' ? args.trace : process.env.TOOL_REPLAY_TRACE || 'default'
+    const redaction = await redactionFromArgs(args)
+    return withStore({ store: args.store }, async (store) => {
+      const session = await openSession({ mode, trace, store, redaction, labels: { recordedWith: 'mcp' } })
+      let exit: Awaited<ReturnType<typeof runMcpStdio>>
+      try {
+        exit = await runMcpStdio({ port: localPort(session), server, command })
+      } catch (err) {
+        await session.discard().catch(() => {})
+        throw err
+      }
+      const summary = await session.close()
+      if (!summary.ok) {
+        io.err(formatSummary(summary))
+        return EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
+      }
+      if (exit.signal) return 128 + ((constants.signals as Record<string, number>)[exit.signal] ?? 1)
+      return exit.code ?? 0
+    })
+  },
+}
