@@ -87,3 +87,6 @@ export {
   errorPhase,
   parseMaxBodyBytes,
 } from './transport-rules.ts'
+export type { RemoteSession, SharedSessionHost } from './session-share.ts'
+/** A session shared with child processes (the `tr-proxy mcp` wrapper an app's MCP client spawns), and finding one. */
+export { connectSharedSession, findSharedSession, SESSION_SOCKET_ENV, shareSession, sharedSessionDir } from './session-share.ts'

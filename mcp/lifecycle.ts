@@ -8,7 +8,7 @@
  * This file is the MCP path's copy of exactly those steps, kept small and in one place so it can be ported:
  * the protocol (framing, id mapping, notification order) stays in conversation.ts and never comes here.
  */
-import type { CapturedRequest, Decision, ExchangeRecorder, Mode, Playback, PlaybackChunk, Session } from '../engine/index.ts'
+import type { CapturedRequest, Decision, ExchangeRecorder, Mode, Playback, PlaybackChunk, RemoteSession, Session } from '../engine/index.ts'
 import type { Exchange, FaultKind, RecordedError } from '../trace/index.ts'
 
 /** What the MCP path needs of a session: its mode and trace, and a decision per message in arrival order. */
@@ -29,6 +29,11 @@ export function localPort(session: Session): SessionPort {
       return ticket.turn(() => session.handle(captured))
     },
   }
+}
+
+/** A port on a session another process owns (found with `findSharedSession`). */
+export function remotePort(remote: RemoteSession): SessionPort {
+  return { mode: remote.mode, trace: remote.trace, decide: (captured) => remote.handle(captured) }
 }
 
 /** A transcript line to play: its text and when it came, in ms after the message. */

@@ -7,6 +7,9 @@ import {
   faultVerdict,
   formatSummary,
   openSession,
+  SESSION_SOCKET_ENV,
+  type SharedSessionHost,
+  shareSession,
   type PaceOption,
   type Session,
   type SessionOptions,
@@ -132,14 +135,19 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
     if (o.command && o.command.length > 0) {
       const [cmd, ...args] = o.command as [string, ...string[]]
       let exit: CommandExit
+      // Child processes of the command that capture on their own (`tr-proxy mcp`) join this session's trace.
+      let shared: SharedSessionHost | undefined
       try {
-        exit = await runCommand(cmd, args, env)
+        shared = session && (await shareSession(session))
+        exit = await runCommand(cmd, args, shared ? { ...env, [SESSION_SOCKET_ENV]: shared.socketPath } : env)
       } catch (err) {
         // The command never started: discard the recording so the previous trace stays in place.
+        await shared?.close(0)
         await session?.discard().catch(() => {})
         await proxy.close().catch(() => {})
         throw err
       }
+      await shared?.close()
       return await finish(exit)
     }
     logListening(o, proxy, bundlePath, control?.socketPath)

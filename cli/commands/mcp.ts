@@ -1,6 +1,6 @@
 import { constants } from 'node:os'
-import { formatSummary, MODES, type Mode, openSession } from '../../engine/index.ts'
-import { assertServerName, localPort, runMcpStdio, serverNameFor } from '../../mcp/index.ts'
+import { findSharedSession, formatSummary, MODES, type Mode, openSession } from '../../engine/index.ts'
+import { assertServerName, localPort, remotePort, runMcpStdio, serverNameFor } from '../../mcp/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { EXIT_CODES } from '../exit-codes.ts'
 import { withStore } from '../open-store.ts'
@@ -20,7 +20,13 @@ export const mcpCommand: CommandModule = {
         choices: MODES as unknown as string[],
         describe: 'record, replay (strict: the server is never started), passthrough or update; default $TOOL_REPLAY_MODE, else replay',
       })
-      .option('trace', { alias: 't', type: 'string', describe: 'Trace name; default $TOOL_REPLAY_TRACE, else "default"' }),
+      .option('trace', { alias: 't', type: 'string', describe: 'Trace name; default $TOOL_REPLAY_TRACE, else "default"' })
+      .option('own-session', {
+        type: 'boolean',
+        default: false,
+        describe:
+          'Do not join the session of the run that started this process (tr-proxy record|replay -- app, or install() in the app); by default one found is joined and its trace gets the MCP messages',
+      }),
   run: async (args, io) => {
     const command = commandArgv(args)
     if (command.length === 0) {
@@ -30,6 +36,17 @@ export const mcpCommand: CommandModule = {
     const mode = String(args.mode ?? process.env.TOOL_REPLAY_MODE ?? 'replay') as Mode
     if (!MODES.includes(mode)) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `TOOL_REPLAY_MODE="${mode}" is not a mode. Use one of: ${MODES.join(', ')}.`)
     const trace = typeof args.trace === 'string' ? args.trace : process.env.TOOL_REPLAY_TRACE || 'default'
+    if (args['own-session'] !== true) {
+      const shared = await findSharedSession()
+      if (shared) {
+        try {
+          const exit = await runMcpStdio({ port: remotePort(shared), server, command })
+          return exitCodeOf(exit)
+        } finally {
+          shared.close()
+        }
+      }
+    }
     const redaction = await redactionFromArgs(args)
     return withStore({ store: args.store }, async (store) => {
       const session = await openSession({ mode, trace, store, redaction, labels: { recordedWith: 'mcp' } })
@@ -45,8 +62,13 @@ export const mcpCommand: CommandModule = {
         io.err(formatSummary(summary))
         return EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
       }
-      if (exit.signal) return 128 + ((constants.signals as Record<string, number>)[exit.signal] ?? 1)
-      return exit.code ?? 0
+      return exitCodeOf(exit)
     })
   },
+}
+
+/** The server's exit as this process's: its code, or 128 + the signal's number. */
+function exitCodeOf(exit: { code: number | null; signal: string | null }): number {
+  if (exit.signal) return 128 + ((constants.signals as Record<string, number>)[exit.signal] ?? 1)
+  return exit.code ?? 0
 }
