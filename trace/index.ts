@@ -147,5 +147,6 @@ export {
   parseMcpStdioUrl,
   readTranscriptLine,
   SERVER_NAME,
+  toolErrorTranscript,
   transcriptLines,
 } from './mcp-wire.ts'

@@ -181,3 +181,9 @@ export function maskedCommandLine(argv: readonly string[]): string {
     .join(' ')
     .replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
+
+/** The transcript of a made-up tool error result (a fault): its JSON-RPC id is null and mapped to the caller's on replay. */
+export function toolErrorTranscript(text: string): Uint8Array {
+  const line = JSON.stringify({ jsonrpc: '2.0', id: null, result: { content: [{ type: 'text', text }], isError: true } })
+  return new TextEncoder().encode(`${line}\n`)
+}

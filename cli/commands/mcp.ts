@@ -1,12 +1,12 @@
 import { constants } from 'node:os'
-import { findSharedSession, formatSummary, MODES, type Mode, openSession } from '../../engine/index.ts'
+import { FAULTS_SEED_ENV, faultVerdict, faultVerdictError, findSharedSession, formatFaultVerdict, formatSummary, MODES, type Mode, openSession } from '../../engine/index.ts'
 import { assertServerName, localPort, remotePort, runMcpStdio, serverNameFor } from '../../mcp/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { EXIT_CODES } from '../exit-codes.ts'
 import { withStore } from '../open-store.ts'
 import { redactionFromArgs, redactionOptions } from '../redaction-flags.ts'
 import type { CommandModule } from './command.ts'
-import { commandArgv } from './record.ts'
+import { commandArgv, faultsFromArgs } from './record.ts'
 
 /** `tr-proxy mcp [--name NAME] [--mode MODE] [--trace NAME] -- <server command...>`: record or replay an MCP stdio server. */
 export const mcpCommand: CommandModule = {
@@ -21,6 +21,12 @@ export const mcpCommand: CommandModule = {
         describe: 'record, replay (strict: the server is never started), passthrough or update; default $TOOL_REPLAY_MODE, else replay',
       })
       .option('trace', { alias: 't', type: 'string', describe: 'Trace name; default $TOOL_REPLAY_TRACE, else "default"' })
+      .option('faults', {
+        type: 'string',
+        describe:
+          'Faults file (YAML or JSON): inject its faults into the messages that go to the server (target: { mcp: { tool: NAME } }), then fail the run when a rule never fired or a contract broke',
+      })
+      .option('seed', { type: 'string', describe: `Faults seed (default $${FAULTS_SEED_ENV}, then the file's seed, then random)` })
       .option('own-session', {
         type: 'boolean',
         default: false,
@@ -36,7 +42,8 @@ export const mcpCommand: CommandModule = {
     const mode = String(args.mode ?? process.env.TOOL_REPLAY_MODE ?? 'replay') as Mode
     if (!MODES.includes(mode)) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `TOOL_REPLAY_MODE="${mode}" is not a mode. Use one of: ${MODES.join(', ')}.`)
     const trace = typeof args.trace === 'string' ? args.trace : process.env.TOOL_REPLAY_TRACE || 'default'
-    if (args['own-session'] !== true) {
+    const faults = await faultsFromArgs(args)
+    if (args['own-session'] !== true && !faults) {
       const shared = await findSharedSession()
       if (shared) {
         try {
@@ -49,7 +56,7 @@ export const mcpCommand: CommandModule = {
     }
     const redaction = await redactionFromArgs(args)
     return withStore({ store: args.store }, async (store) => {
-      const session = await openSession({ mode, trace, store, redaction, labels: { recordedWith: 'mcp' } })
+      const session = await openSession({ mode, trace, store, redaction, labels: { recordedWith: 'mcp' }, ...(faults ? { faults } : {}) })
       let exit: Awaited<ReturnType<typeof runMcpStdio>>
       try {
         exit = await runMcpStdio({ port: localPort(session), server, command })
@@ -61,6 +68,15 @@ export const mcpCommand: CommandModule = {
       if (!summary.ok) {
         io.err(formatSummary(summary))
         return EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
+      }
+      const verdict = await faultVerdict(session)
+      if (verdict) {
+        io.err(formatFaultVerdict(verdict))
+        const error = faultVerdictError(verdict)
+        if (error) {
+          io.err(`error ${error.code}: ${error.message}`)
+          return EXIT_CODES[error.code]
+        }
       }
       return exitCodeOf(exit)
     })

@@ -64,6 +64,8 @@ export interface WrapOptions {
   trace: string
   server: string[]
   name?: string
+  /** More flags for `tr-proxy mcp` (before `--`), e.g. ['--faults', file]. */
+  flags?: string[]
   /** Extra environment for the wrapper (the SDK passes only a safe default set otherwise). */
   env?: Record<string, string>
   client?: ClientOptions
@@ -73,7 +75,7 @@ export interface WrapOptions {
 
 /** Starts `tr-proxy mcp -- <server>` through the SDK's stdio transport and connects a client. */
 export async function connectWrapped(o: WrapOptions): Promise<WrappedClient> {
-  const args = [TR_PROXY, 'mcp', '--store', o.store, '--mode', o.mode, '--trace', o.trace, ...(o.name ? ['--name', o.name] : []), '--', ...o.server]
+  const args = [TR_PROXY, 'mcp', '--store', o.store, '--mode', o.mode, '--trace', o.trace, ...(o.name ? ['--name', o.name] : []), ...(o.flags ?? []), '--', ...o.server]
   const transport = new StdioClientTransport({ command: process.execPath, args, stderr: 'pipe', env: { PATH: process.env.PATH ?? '', ...o.env } })
   let err = ''
   transport.stderr?.on('data', (d: Buffer) => {
