@@ -1,5 +1,15 @@
 import { constants } from 'node:os'
-import { FAULTS_SEED_ENV, faultVerdict, faultVerdictError, findSharedSession, formatFaultVerdict, formatSummary, MODES, type Mode, openSession } from '../../engine/index.ts'
+import {
+  FAULTS_SEED_ENV,
+  faultVerdict,
+  faultVerdictError,
+  findSharedSession,
+  formatFaultVerdict,
+  formatSummary,
+  MODES,
+  type Mode,
+  openSession,
+} from '../../engine/index.ts'
 import { assertServerName, localPort, remotePort, runMcpStdio, serverNameFor } from '../../mcp/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { EXIT_CODES } from '../exit-codes.ts'
@@ -36,11 +46,15 @@ export const mcpCommand: CommandModule = {
   run: async (args, io) => {
     const command = commandArgv(args)
     if (command.length === 0) {
-      throw new ToolReplayError(ErrorCodes.USAGE, 'tr-proxy mcp needs the server command after `--`, e.g. tr-proxy mcp -- npx -y @modelcontextprotocol/server-filesystem .')
+      throw new ToolReplayError(
+        ErrorCodes.USAGE,
+        'tr-proxy mcp needs the server command after `--`, e.g. tr-proxy mcp -- npx -y @modelcontextprotocol/server-filesystem .',
+      )
     }
     const server = typeof args.name === 'string' ? assertServerName(args.name) : serverNameFor(command)
     const mode = String(args.mode ?? process.env.TOOL_REPLAY_MODE ?? 'replay') as Mode
-    if (!MODES.includes(mode)) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `TOOL_REPLAY_MODE="${mode}" is not a mode. Use one of: ${MODES.join(', ')}.`)
+    if (!MODES.includes(mode))
+      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `TOOL_REPLAY_MODE="${mode}" is not a mode. Use one of: ${MODES.join(', ')}.`)
     const trace = typeof args.trace === 'string' ? args.trace : process.env.TOOL_REPLAY_TRACE || 'default'
     const faults = await faultsFromArgs(args)
     if (args['own-session'] !== true && !faults) {
