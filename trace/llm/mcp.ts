@@ -209,6 +209,9 @@ export function mcpOutcome(v: McpView, max = 60): string {
         : s,
     )
   if (v.error) return `error${v.error.code !== undefined ? ` ${v.error.code}` : ''} ${quote(v.error.message)}`
+  const info = (v.result as { serverInfo?: { name?: unknown; version?: unknown }; protocolVersion?: unknown } | undefined) ?? {}
+  if (v.method === 'initialize' && info.serverInfo)
+    return `${String(info.serverInfo.name)} ${String(info.serverInfo.version)}${info.protocolVersion ? ` (protocol ${String(info.protocolVersion)})` : ''}`
   if (v.tools) return `${v.tools.length} tool${v.tools.length === 1 ? '' : 's'}: ${v.tools.slice(0, 6).join(', ')}${v.tools.length > 6 ? ', …' : ''}`
   if (v.content) return `${v.isError ? 'tool error ' : ''}${v.content.length === 0 ? '(no content)' : v.content.map((c) => quote(c)).join(' + ')}`
   if (v.answered) return quote(stringifyJson(v.result ?? null))
