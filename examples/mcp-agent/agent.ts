@@ -8,6 +8,7 @@
  * The `tr-proxy mcp` processes find the run's session by themselves (they are children of this process, which
  * runs under install()), so the model's HTTP calls and the MCP messages land in one trace.
  */
+import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
@@ -31,12 +32,15 @@ type ToolResult = { content?: Array<{ type: string; text?: string }>; isError?: 
 
 /** Starts one MCP server through `tr-proxy mcp` (strict replay never starts the server itself). */
 async function connect(name: string, server: string[], env: Record<string, string> = {}): Promise<Client> {
-  const spawnLog: Record<string, string> = process.env.MCP_AGENT_SPAWN_LOG ? { MCP_AGENT_SPAWN_LOG: process.env.MCP_AGENT_SPAWN_LOG } : {}
+  const log = process.env.MCP_AGENT_SPAWN_LOG
+  const spawnLog: Record<string, string> = log ? { MCP_AGENT_SPAWN_LOG: resolve(log) } : {}
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [TR_PROXY, 'mcp', '--name', name, '--', process.execPath, here('./launch-server.mjs'), ...server],
     cwd: WORKSPACE,
     env: { ...spawnLog, ...env },
+    // The servers' own start-up lines (recorded, and replayed too) are not part of this example's output.
+    stderr: 'ignore',
   })
   const client = new Client({ name: 'mcp-agent', version: '1.0.0' })
   await client.connect(transport)

@@ -190,7 +190,13 @@ export function mcpAsk(v: McpView, max = 80): string {
           .slice(0, max - 1)
           .join('')}…`
       : s
-  if (v.kind === 'launch') return `started${v.command ? ` (${clip(v.command)})` : ''}`
+  // File names only: the directories of a command line belong to the machine that recorded it.
+  const short = (c: string) =>
+    c
+      .split(' ')
+      .map((a) => a.replace(/^"?(?:[^\s"]*\/)+/, ''))
+      .join(' ')
+  if (v.kind === 'launch') return `started${v.command ? ` (${clip(short(v.command))})` : ''}`
   if (v.kind === 'reply') return `reply to ${v.method}`
   if (v.tool !== undefined) return `${v.method} ${v.tool} ${clip(stringifyJson(v.arguments ?? {}))}`
   if (v.uri !== undefined) return `${v.method} ${v.uri}`
