@@ -17,7 +17,16 @@ import { lstat, mkdir } from 'node:fs/promises'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type ErrorCode, ErrorCodes, type ErrorPhase, type Exchange, type HeaderPairs, type RecordedError, type ResponseHead, ToolReplayError } from '../trace/index.ts'
+import {
+  type ErrorCode,
+  ErrorCodes,
+  type ErrorPhase,
+  type Exchange,
+  type HeaderPairs,
+  type RecordedError,
+  type ResponseHead,
+  ToolReplayError,
+} from '../trace/index.ts'
 import type { ExchangeRecorder } from './exchange-recorder.ts'
 import type { FaultDecision } from './faults/index.ts'
 import type { CapturedRequest, Decision, Mode, Playback, PlaybackChunk, Session } from './session.ts'
@@ -282,7 +291,17 @@ function parentOf(pid: number): number | undefined {
  */
 export async function findSharedSession(env: NodeJS.ProcessEnv = process.env): Promise<RemoteSession | undefined> {
   const named = env[SESSION_SOCKET_ENV]
-  if (named) return connectSharedSession(named)
+  if (named) {
+    try {
+      return await connectSharedSession(named)
+    } catch (err) {
+      throw new ToolReplayError(
+        ErrorCodes.INVALID_OPTION,
+        `${SESSION_SOCKET_ENV}=${named} names a shared session, but none answers there (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the run that set it has ended. Unset it, or run this inside that run.`,
+        { cause: err },
+      )
+    }
+  }
   const dir = sharedSessionDir()
   let names: string[]
   try {

@@ -259,9 +259,7 @@ export class McpConversation {
     const how = signal ? `signal ${signal}` : `code ${code}`
     for (const open of this.#pending.values()) {
       open.closed = true
-      this.#track(
-        open.recorder.fail({ code: MCP_SERVER_EXITED, message: `The MCP server exited (${how}) before it answered.` }, 'response-body'),
-      )
+      this.#track(open.recorder.fail({ code: MCP_SERVER_EXITED, message: `The MCP server exited (${how}) before it answered.` }, 'response-body'))
     }
     this.#pending.clear()
     for (const open of this.#opens) this.#finish(open)
@@ -340,11 +338,16 @@ export class McpConversation {
     if (!this.#server || this.#exited) {
       const why = this.#exited ? 'the server has exited' : 'the server was not started (its launch was replayed)'
       void d.recorder.fail({ code: MCP_SERVER_EXITED, message: `Not forwarded: ${why}.` }, 'connect')
-      this.#refuse(m, 'TR_REPLAY_MISS', `Failed to forward MCP "${m.method}" to server "${this.#o.server}": ${why}. Record the whole conversation again (mode "record").`)
+      this.#refuse(
+        m,
+        'TR_REPLAY_MISS',
+        `Failed to forward MCP "${m.method}" to server "${this.#o.server}": ${why}. Record the whole conversation again (mode "record").`,
+      )
       return
     }
     // The previous latest message's transcript ends here unless it still waits for its answer.
-    if (this.#latest && this.#latest.requestKey === undefined) this.#finish(this.#latest)
+    const previous = this.#latest
+    if (previous && !(previous.requestKey !== undefined && this.#pending.get(previous.requestKey) === previous)) this.#finish(previous)
     if (m.kind === 'reply') this.#markReplied(idKey(m.id))
     const open = this.#open(d, m)
     this.#latest = open

@@ -76,10 +76,7 @@ export function commitEvidence(trace: Trace, rules: ReadonlyArray<EffectRule>): 
     const id = effectId(trace, x, real.response, rule)
     const group = callGroup(trace, x, rule.group)
     const seen =
-      x.outcome.kind === 'response' &&
-      x.outcome.response.status >= 200 &&
-      x.outcome.response.status <= 299 &&
-      (!mcp || mcpSucceeded(trace, x.outcome.response))
+      x.outcome.kind === 'response' && x.outcome.response.status >= 200 && x.outcome.response.status <= 299 && (!mcp || mcpSucceeded(trace, x.outcome.response))
     out.push({
       seq: x.seq,
       label: exchangeRef(x),

@@ -148,7 +148,12 @@ export function faultAction(rule: FaultRule, ctx: ActionContext): FaultAction {
       return {
         do: 'respond',
         delayMs: 0,
-        response: { status: 200, statusText: 'OK', headers: [['content-type', 'application/x-ndjson']], body: toolErrorTranscript(`${rule.options.text} ${note}`) },
+        response: {
+          status: 200,
+          statusText: 'OK',
+          headers: [['content-type', 'application/x-ndjson']],
+          body: toolErrorTranscript(`${rule.options.text} ${note}`),
+        },
       }
     case 'server_crash':
       return { do: 'crash' }

@@ -293,7 +293,8 @@ class FaultsReader {
       stream_cut: () => ({ after: this.streamPoint(o, at, rule) }),
       stream_error: () => ({ after: this.streamPoint(o, at, rule), code: code('ECONNRESET') }),
       tool_error: () => {
-        if (o.text !== undefined && typeof o.text !== 'string') this.fail(`${at}.text`, `is ${describe(o.text)}`, 'Write the error text the tool returns.', rule)
+        if (o.text !== undefined && typeof o.text !== 'string')
+          this.fail(`${at}.text`, `is ${describe(o.text)}`, 'Write the error text the tool returns.', rule)
         return { text: (o.text as string | undefined) ?? 'The tool failed.' }
       },
       server_crash: () => ({}),
