@@ -46,6 +46,12 @@ export interface ClientEnd {
   stderr(text: string): void
   /** The server ended (code and signal as recorded; null when unknown): the client's end closes too. */
   exit(code: number | null, signal: string | null): void
+  /**
+   * Replay: the next line was recorded in a later chunk, `gapMs` after the previous one; resolves when the client
+   * may read it as a read of its own (the SDK handles a notification a turn later than an answer, so a progress
+   * note and the answer merged into one read would lose the note).
+   */
+  between?(gapMs: number): Promise<void>
 }
 
 /** A running server, as the conversation drives it. */
@@ -452,7 +458,10 @@ export class McpConversation {
 
   async #playLines(answer: PlayedAnswer, map: Mapping | undefined, request: boolean): Promise<void> {
     let answered = false
-    for (const { text } of answer.lines) {
+    let previous: { chunk: number; atMs: number } | undefined
+    for (const { text, chunk, atMs } of answer.lines) {
+      if (previous && chunk !== previous.chunk && this.#o.client.between) await this.#o.client.between(Math.max(0, atMs - previous.atMs))
+      previous = { chunk, atMs }
       const line = readTranscriptLine(text)
       if (line.kind === 'event') {
         if (await this.#playEvent(line.event)) return

@@ -40,6 +40,8 @@ export function remotePort(remote: RemoteSession): SessionPort {
 export interface PlayedLine {
   text: string
   atMs: number
+  /** The recorded chunk the line ended in: lines of different chunks reached the client in different reads. */
+  chunk: number
 }
 
 /** A recorded (or made-up) answer, read whole: its transcript lines and, for a recorded failure, the error. */
@@ -84,18 +86,18 @@ export async function readPlayback(p: Playback): Promise<PlayedAnswer> {
   const lines: PlayedLine[] = []
   let pending = ''
   const decoder = new TextDecoder()
-  for (const c of chunks) {
+  for (const [chunk, c] of chunks.entries()) {
     pending += decoder.decode(c.bytes, { stream: true })
     let nl = pending.indexOf('\n')
     while (nl >= 0) {
       const text = pending.slice(0, nl).replace(/\r$/, '')
-      if (text !== '') lines.push({ text, atMs: c.atMs })
+      if (text !== '') lines.push({ text, atMs: c.atMs, chunk })
       pending = pending.slice(nl + 1)
       nl = pending.indexOf('\n')
     }
   }
   pending += decoder.decode()
-  if (pending.trim() !== '') lines.push({ text: pending, atMs: chunks.at(-1)?.atMs ?? 0 })
+  if (pending.trim() !== '') lines.push({ text: pending, atMs: chunks.at(-1)?.atMs ?? 0, chunk: chunks.length - 1 })
   if (p.kind === 'response') return { lines, injected: false }
   return { lines, error: p.error, injected: p.injected === true }
 }

@@ -12,6 +12,10 @@ import { McpConversation, type ServerEnd } from './conversation.ts'
 import { LineReader } from './framing.ts'
 import type { SessionPort } from './lifecycle.ts'
 
+/** Replay: the longest a recorded gap between two chunks of a transcript is kept (ms), and the shortest. */
+export const MAX_CHUNK_GAP_MS = 50
+export const MIN_CHUNK_GAP_MS = 2
+
 /** How long a server may take to exit after its input closed, then after SIGTERM, before it is killed (ms). */
 export const SERVER_EXIT_GRACE_MS = 2000
 
@@ -58,6 +62,12 @@ export async function runMcpStdio(o: McpStdioOptions): Promise<McpStdioExit> {
     client: {
       send: (line) => output.write(`${line}\n`),
       stderr: (text) => errors.write(text),
+      // A pipe merges writes the reader has not read yet: a flushed write and a short wait (the recorded gap,
+      // kept between MIN and MAX) give each recorded chunk its own read, as the proxy does for HTTP bodies.
+      between: (gapMs) =>
+        new Promise<void>((resolve) => {
+          output.write('', () => setTimeout(resolve, Math.min(MAX_CHUNK_GAP_MS, Math.max(MIN_CHUNK_GAP_MS, gapMs))))
+        }),
       exit: (code, signal) => {
         result.code = code
         result.signal = signal

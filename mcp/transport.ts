@@ -100,6 +100,8 @@ export function wrapMcpTransport(inner: McpTransport, options: WrapTransportOpti
       stderr: (text) => {
         if (!stderr.writableEnded) stderr.write(text)
       },
+      // In process, a macrotask between recorded chunks lets the SDK handle one before the next arrives.
+      between: () => new Promise<void>((resolve) => setImmediate(resolve)),
       exit: () => queueMicrotask(signalClose),
     },
     start: async (): Promise<ServerEnd> => {
