@@ -48,9 +48,9 @@ test('tr-proxy record|replay -- app: the app HTTP calls and its MCP server (spaw
   assert.equal(spawnsIn(log).length, 1, 'the MCP server never started in replay')
 
   const shown = await run(process.execPath, [TR_PROXY, 'show', '--store', store, 'agent'], env)
-  assert.match(shown.stdout, /GET http:\/\/127\.0\.0\.1:\d+\/forecast/)
-  assert.match(shown.stdout, /POST mcp\+stdio:\/\/memory\/tools\/call\/create_entities/)
-  assert.match(shown.stdout, /POST mcp\+stdio:\/\/memory\/tools\/call\/read_graph/)
+  assert.match(shown.stdout, /^#0 GET 127\.0\.0\.1:\d+\/forecast → 200$/m)
+  assert.match(shown.stdout, /^#\d mcp memory tools\/call create_entities \{"entities":\[\{"name":"Oslo".* → "\[\\n {2}\{/m)
+  assert.match(shown.stdout, /^#\d mcp memory tools\/call read_graph \{\} → /m)
 })
 
 test('install(): a `tr-proxy mcp` child and an in-process wrapped transport record into the app trace and replay offline', async (t) => {
@@ -68,9 +68,16 @@ test('install(): a `tr-proxy mcp` child and an in-process wrapped transport reco
       // 1: the MCP client spawns `tr-proxy mcp -- server` itself.
       const child = new Client({ name: 'a', version: '1.0.0' })
       await child.connect(
-        new StdioClientTransport({ command: process.execPath, args: [TR_PROXY, 'mcp', '--name', 'memory', '--', ...markedServer(log, npmServer('server-memory'))], env: memoryEnv }),
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [TR_PROXY, 'mcp', '--name', 'memory', '--', ...markedServer(log, npmServer('server-memory'))],
+          env: memoryEnv,
+        }),
       )
-      const a = await child.callTool({ name: 'create_entities', arguments: { entities: [{ name: 'Oslo', entityType: 'city', observations: [weather.forecast] }] } })
+      const a = await child.callTool({
+        name: 'create_entities',
+        arguments: { entities: [{ name: 'Oslo', entityType: 'city', observations: [weather.forecast] }] },
+      })
       await child.close()
       // 2: the same server through the in-process wrapper.
       const [cmd, ...args] = markedServer(log, npmServer('server-memory')) as [string, ...string[]]

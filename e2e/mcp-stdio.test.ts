@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict'
 import { existsSync, mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import { test } from 'node:test'
+import { pathToFileURL } from 'node:url'
 import { CreateMessageRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
 import { connectWrapped, fixtureServer, markedServer, npmServer, spawnsIn, tempDir } from './support/mcp-harness.ts'
 

@@ -75,7 +75,20 @@ export interface WrapOptions {
 
 /** Starts `tr-proxy mcp -- <server>` through the SDK's stdio transport and connects a client. */
 export async function connectWrapped(o: WrapOptions): Promise<WrappedClient> {
-  const args = [TR_PROXY, 'mcp', '--store', o.store, '--mode', o.mode, '--trace', o.trace, ...(o.name ? ['--name', o.name] : []), ...(o.flags ?? []), '--', ...o.server]
+  const args = [
+    TR_PROXY,
+    'mcp',
+    '--store',
+    o.store,
+    '--mode',
+    o.mode,
+    '--trace',
+    o.trace,
+    ...(o.name ? ['--name', o.name] : []),
+    ...(o.flags ?? []),
+    '--',
+    ...o.server,
+  ]
   const transport = new StdioClientTransport({ command: process.execPath, args, stderr: 'pipe', env: { PATH: process.env.PATH ?? '', ...o.env } })
   let err = ''
   transport.stderr?.on('data', (d: Buffer) => {
