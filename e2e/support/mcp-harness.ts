@@ -53,6 +53,8 @@ export interface WrappedClient {
   transport: StdioClientTransport
   /** Everything written on the wrapper's stderr so far (the server's stderr and Tool Replay's lines). */
   stderr(): string
+  /** Every message the client's transport received, in order: a method, or "answer ID" (the wire, before the SDK dispatches). */
+  wire: string[]
   /** The wrapper's exit code (128 + n for a signal). */
   exited: Promise<number | null>
 }
@@ -97,11 +99,20 @@ export async function connectWrapped(o: WrapOptions): Promise<WrappedClient> {
   const client = new Client({ name: 'e2e', version: '1.0.0' }, o.client)
   o.setup?.(client)
   await client.connect(transport)
+  // Logged before the SDK dispatches: it handles notifications a turn later than answers, so what its callbacks
+  // see of two messages that arrived in one read depends on timing; the wire order does not.
+  const wire: string[] = []
+  const dispatch = transport.onmessage
+  transport.onmessage = (m, extra) => {
+    const o = m as { method?: string; id?: unknown; params?: { progress?: unknown } }
+    wire.push(o.method ? `${o.method}${o.params?.progress !== undefined ? ` ${String(o.params.progress)}` : ''}` : `answer ${String(o.id)}`)
+    dispatch?.call(transport, m, extra as never)
+  }
   // The SDK keeps the child private; its exit code is what a crash replays as.
   const child = (transport as unknown as { _process?: ChildProcess })._process as ChildProcess
   const exited = new Promise<number | null>((resolve) => {
     if (child.exitCode !== null) resolve(child.exitCode)
     else child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 + 9 : null)))
   })
-  return { client, transport, stderr: () => err, exited }
+  return { client, transport, stderr: () => err, wire, exited }
 }
