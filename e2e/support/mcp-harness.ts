@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Client, type ClientOptions } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 
 /** The CLI entry a user's MCP config points at. */
 export const TR_PROXY = fileURLToPath(new URL('../../bin/tr-proxy.js', import.meta.url))
@@ -103,10 +104,10 @@ export async function connectWrapped(o: WrapOptions): Promise<WrappedClient> {
   // see of two messages that arrived in one read depends on timing; the wire order does not.
   const wire: string[] = []
   const dispatch = transport.onmessage
-  transport.onmessage = (m, extra) => {
+  transport.onmessage = (m: JSONRPCMessage) => {
     const o = m as { method?: string; id?: unknown; params?: { progress?: unknown } }
     wire.push(o.method ? `${o.method}${o.params?.progress !== undefined ? ` ${String(o.params.progress)}` : ''}` : `answer ${String(o.id)}`)
-    dispatch?.call(transport, m, extra as never)
+    dispatch?.call(transport, m)
   }
   // The SDK keeps the child private; its exit code is what a crash replays as.
   const child = (transport as unknown as { _process?: ChildProcess })._process as ChildProcess
