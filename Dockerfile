@@ -13,6 +13,7 @@ COPY store ./store
 COPY engine ./engine
 COPY lab ./lab
 COPY interceptor ./interceptor
+COPY mcp ./mcp
 COPY proxy ./proxy
 COPY cases ./cases
 COPY interop ./interop

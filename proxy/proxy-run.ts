@@ -7,13 +7,13 @@ import {
   faultVerdict,
   formatSummary,
   openSession,
-  SESSION_SOCKET_ENV,
-  type SharedSessionHost,
-  shareSession,
   type PaceOption,
+  SESSION_SOCKET_ENV,
   type Session,
   type SessionOptions,
   type SessionSummary,
+  type SharedSessionHost,
+  shareSession,
 } from '../engine/index.ts'
 import type { TraceStore } from '../store/index.ts'
 import { loadCertificateAuthority } from './certificate-authority.ts'

@@ -20,6 +20,7 @@ const BUILD_DIRS = [
   'store',
   'engine',
   'interceptor',
+  'mcp',
   'proxy',
   'cases',
   'cli',
