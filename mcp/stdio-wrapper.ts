@@ -16,8 +16,12 @@ import type { SessionPort } from './lifecycle.ts'
 export const MAX_CHUNK_GAP_MS = 50
 export const MIN_CHUNK_GAP_MS = 2
 
-/** How long a server may take to exit after its input closed, then after SIGTERM, before it is killed (ms). */
-export const SERVER_EXIT_GRACE_MS = 2000
+/**
+ * How long a server may take to exit after its input closed, then after SIGTERM, before it is killed (ms). Below
+ * the SDK's own 2 s (StdioClientTransport.close): the wrapper must be done, its trace written, before the client
+ * signals it.
+ */
+export const SERVER_EXIT_GRACE_MS = 800
 
 /** Options for `runMcpStdio`. */
 export interface McpStdioOptions {
@@ -53,6 +57,7 @@ export async function runMcpStdio(o: McpStdioOptions): Promise<McpStdioExit> {
   const output = o.output ?? process.stdout
   const errors = o.errors ?? process.stderr
   const result: McpStdioExit = { code: null, signal: null, spawned: 0 }
+  let stopServer: (() => void) | undefined
   const log = (line: string) => errors.write(`tr-proxy mcp (${o.server}): ${line}\n`)
   const conversation: McpConversation = new McpConversation({
     port: o.port,
@@ -73,9 +78,11 @@ export async function runMcpStdio(o: McpStdioOptions): Promise<McpStdioExit> {
         result.signal = signal
       },
     },
-    start: () => {
+    start: async () => {
       result.spawned++
-      return startServer(o.command, o.env ?? process.env, conversation)
+      const server = await startServer(o.command, o.env ?? process.env, conversation)
+      stopServer = server.stop
+      return server
     },
   })
   await conversation.launch().catch((err: unknown) => log((err as Error).message))
@@ -86,13 +93,26 @@ export async function runMcpStdio(o: McpStdioOptions): Promise<McpStdioExit> {
     conversation.clientClosed()
   })
   input.once('error', () => conversation.clientClosed())
-  await conversation.done
+  // A client that signals the wrapper (the SDK does after 2 s) ends the conversation as a closed input would:
+  // the server is stopped and the trace still completes.
+  const onSignal = () => {
+    stopServer?.()
+    conversation.clientClosed()
+  }
+  process.once('SIGTERM', onSignal)
+  process.once('SIGINT', onSignal)
+  try {
+    await conversation.done
+  } finally {
+    process.off('SIGTERM', onSignal)
+    process.off('SIGINT', onSignal)
+  }
   input.pause()
   return result
 }
 
 /** Spawns the server with piped stdio and wires its output into the conversation. */
-function startServer(command: readonly string[], env: NodeJS.ProcessEnv, conversation: McpConversation): Promise<ServerEnd> {
+function startServer(command: readonly string[], env: NodeJS.ProcessEnv, conversation: McpConversation): Promise<ServerEnd & { stop(): void }> {
   const [cmd, ...args] = command as [string, ...string[]]
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'], env })
@@ -132,6 +152,9 @@ function startServer(command: readonly string[], env: NodeJS.ProcessEnv, convers
         },
         kill: () => {
           child.kill('SIGKILL')
+        },
+        stop: () => {
+          child.kill('SIGTERM')
         },
       }),
     )
