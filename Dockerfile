@@ -14,10 +14,12 @@ COPY engine ./engine
 COPY capture ./capture
 COPY lab ./lab
 COPY interceptor ./interceptor
+COPY mcp ./mcp
 COPY proxy ./proxy
 COPY cases ./cases
 COPY assets ./assets
 COPY interop ./interop
+COPY inspector ./inspector
 COPY cli ./cli
 RUN npm ci --no-audit --no-fund
 RUN npm run build && npm pack --silent && tar -xzf tool-replay-*.tgz && rm tool-replay-*.tgz

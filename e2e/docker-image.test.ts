@@ -160,7 +160,7 @@ describe('the Docker image built from the Dockerfile runs serve and replay', { t
     const app = inStage(image, '.')
     const top = readdirSync(app).sort()
     assert.ok(top.includes('dist') && top.includes('bin') && top.includes('node_modules') && top.includes('package.json'), top.join(' '))
-    for (const source of ['cli', 'trace', 'engine', 'lab', 'proxy', 'interceptor', 'cases', 'assets', 'interop', 'store'])
+    for (const source of ['cli', 'trace', 'engine', 'lab', 'proxy', 'interceptor', 'mcp', 'cases', 'assets', 'interop', 'inspector', 'store'])
       assert.ok(!top.includes(source), `${source}/ sources in the image`)
     assert.ok(existsSync(join(app, 'dist', 'cli', 'main.js')))
     assert.ok(existsSync(join(app, 'node_modules', 'yargs')), 'production dependencies installed')

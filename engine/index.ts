@@ -73,6 +73,9 @@ export type { Mode, SessionOptions } from './session.ts'
 export { MODES, openSession, Session } from './session.ts'
 export type { FaultClock, FaultsInput, SessionFaultsOptions } from './session-faults.ts'
 export { loadSessionFaults, SessionFaults } from './session-faults.ts'
+export type { RemoteSession, SharedSessionHost } from './session-share.ts'
+/** A session shared with child processes (the `tr-proxy mcp` wrapper an app's MCP client spawns), and finding one. */
+export { connectSharedSession, findSharedSession, SESSION_SOCKET_ENV, sharedSessionDir, shareSession } from './session-share.ts'
 /** Runner glue for the ready-made test setups (internal): vitest hook registration, the end-of-file strict judgement. */
 export { judgeTestReplay, registerVitestFileHooks } from './test-hooks.ts'
 /** Which trace and mode a test file records or replays (TOOL_REPLAY_MODE, TOOL_REPLAY_TRACE as a group); whether a setup was preloaded. */

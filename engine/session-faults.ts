@@ -179,6 +179,11 @@ export class SessionFaults {
       if (action.delayMs <= 0) return this.#madeUp(decision, host, false)
       return this.#track(this.#wait(action.delayMs, host.signal).then((aborted) => this.#madeUp(decision, host, aborted)))
     }
+    if (action.do === 'crash') {
+      // The MCP path kills the server instead of handing it the message: recorded as never forwarded.
+      this.#planner.settle(decision, true)
+      return { kind: 'forward', recorder: host.recorder((x) => ({ ...x, fault: faultRecord(decision, null) })), fault: decision }
+    }
     if (action.do === 'delay') {
       this.#planner.settle(decision, true)
       let forwarded = false

@@ -18,6 +18,8 @@ import {
   type Session,
   type SessionFaults,
   type SessionSummary,
+  type SharedSessionHost,
+  shareSession,
 } from '../engine/index.ts'
 import { openStore, type TraceStore } from '../store/index.ts'
 import { ErrorCodes, type IdentityOptions, isToolReplayError, ToolReplayError } from '../trace/index.ts'
@@ -84,6 +86,8 @@ export interface InterceptorSession {
   readonly dispatcher: RecordReplayDispatcher
   /** The faults of this session (seed, coverage), when `faults` was given. */
   readonly faults: SessionFaults | undefined
+  /** The engine session itself: what other capture paths of this process join (`wrapMcpTransport(t, { session })`). */
+  readonly session: Session
   /** The summary so far (replayed, recorded, misses, overruns, unused). */
   summary(): SessionSummary
   /** Throws TR_REPLAY_INCOMPLETE when strict replay saw a miss, an overrun or an unused recording. */
@@ -172,6 +176,13 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
           cause: err,
         })
   }
+  // Processes the app starts that capture on their own (`tr-proxy mcp` as an MCP server command) join this trace.
+  let shared: SharedSessionHost | undefined
+  try {
+    shared = await shareSession(session)
+  } catch (err) {
+    process.emitWarning(`Tool Replay: child processes cannot join this session: ${(err as Error).message}`, { type: 'ToolReplayWarning' })
+  }
   const uninstall = () => {
     uninstallDispatcher()
     nodeHttp?.uninstall()
@@ -182,6 +193,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
     trace: options.trace,
     dispatcher,
     faults: session.faults,
+    session,
     summary: () => session.summary(),
     assertDone: () => session.assertDone(),
     uninstall,
@@ -189,6 +201,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
       closing ??= (async () => {
         uninstall()
         try {
+          await shared?.close()
           return await session.close()
         } finally {
           nodeHttp?.close()

@@ -10,10 +10,13 @@ import {
   formatSummary,
   openSession,
   redactText,
+  SESSION_SOCKET_ENV,
   type Session,
   type SessionOptions,
   type SessionSummary,
+  type SharedSessionHost,
   secretEnvValues,
+  shareSession,
 } from '../engine/index.ts'
 import type { TraceStore } from '../store/index.ts'
 import { type AppRun, OUTPUT_TAIL_BYTES, type OutputTail } from '../trace/index.ts'
@@ -138,14 +141,19 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
     if (o.command && o.command.length > 0) {
       const [cmd, ...args] = o.command as [string, ...string[]]
       let exit: CommandExit
+      // Child processes of the command that capture on their own (`tr-proxy mcp`) join this session's trace.
+      let shared: SharedSessionHost | undefined
       try {
-        exit = await runCommand(cmd, args, env, o.commandOptions)
+        shared = session && (await shareSession(session))
+        exit = await runCommand(cmd, args, shared ? { ...env, [SESSION_SOCKET_ENV]: shared.socketPath } : env, o.commandOptions)
       } catch (err) {
         // The command never started: discard the recording so the previous trace stays in place.
+        await shared?.close(0)
         await session?.discard().catch(() => {})
         await proxy.close().catch(() => {})
         throw err
       }
+      await shared?.close()
       // Stored with the recording (record, replay --record-as) when it closes: what the app made of the exchanges.
       session?.setAppRun(appRun(o.command, o.commandOptions?.cwd ?? process.cwd(), exit))
       return await finish(exit)

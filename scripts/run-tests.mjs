@@ -21,6 +21,7 @@ const unitDirs = [
   'capture',
   'lab',
   'interceptor',
+  'mcp',
   'proxy',
   'cases',
   'assets',

@@ -58,7 +58,7 @@ export type Outcome = { kind: 'response'; response: RecordedResponse } | { kind:
 /** Where an exchange came from: the wire, a fork's patch, or the live tail of a replay (it went to the real upstream). */
 export type ExchangeOrigin = 'recorded' | 'patched' | 'live'
 
-/** The faults Tool Replay can inject at the HTTP boundary. */
+/** The faults Tool Replay can inject at the HTTP boundary (and, `tool_error` and `server_crash`, into MCP stdio servers). */
 export const FAULT_KINDS = [
   'response_lost',
   'timeout',
@@ -69,6 +69,8 @@ export const FAULT_KINDS = [
   'blackout',
   'stream_cut',
   'stream_error',
+  'tool_error',
+  'server_crash',
 ] as const
 export type FaultKind = (typeof FAULT_KINDS)[number]
 

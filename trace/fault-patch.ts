@@ -50,6 +50,8 @@ export function parseFaultPatchAction(text: string, value: string): FaultPatchAc
     return { kind: 'fault', fault: 'none' }
   }
   if (!(FAULT_KINDS as readonly string[]).includes(fault)) invalid(text, `unknown fault "${fault}"`)
+  if (fault === 'tool_error' || fault === 'server_crash')
+    invalid(text, `${fault} is injected into a running MCP server, not forked in; record with a faults file, or fork the result by meaning (mcp.isError=true)`)
   if (fault === 'schema_drift')
     invalid(text, 'schema_drift cannot be forked in as one action; change the fields with $.path=JSON patches (or replace the body with body=@FILE)')
   const action: FaultPatchAction = { kind: 'fault', fault: fault as FaultKind }

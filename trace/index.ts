@@ -74,6 +74,8 @@ export type {
   LlmTraceDifference,
   LlmUsage,
   LlmView,
+  McpDiffDetail,
+  McpView,
   TimelineTurn,
 } from './llm/index.ts'
 export {
@@ -85,17 +87,42 @@ export {
   formatLlmDiffText,
   formatModelTurn,
   formatTimeline,
+  formatToolTurn,
   formatTurnLine,
   formatUsage,
   INPUT_TEXT_LIMIT,
   LLM_APIS,
   llmTimeline,
   llmView,
+  mcpView,
   parseLlmPatchAction,
   presentLlmView,
   turnOf,
   validateLlmPatch,
 } from './llm/index.ts'
+export type { McpEvent, McpMessageKind, McpStdioTarget, TranscriptLine } from './mcp-wire.ts'
+/** MCP over stdio as exchanges: URLs, headers and the transcript a response body holds (see mcp-wire.ts). */
+export {
+  EVENT_KEY,
+  eventLine,
+  isJsonRpcResponse,
+  MCP_COMMAND_HEADER,
+  MCP_ID_HEADER,
+  MCP_MESSAGE_HEADER,
+  MCP_PROGRESS_TOKEN_HEADER,
+  MCP_SERVER_EXITED,
+  MCP_STDIO_SCHEME,
+  MCP_TRANSCRIPT_TYPE,
+  maskedCommandLine,
+  mcpMessageKind,
+  mcpStdioUrl,
+  PROGRESS_TOKEN,
+  parseMcpStdioUrl,
+  readTranscriptLine,
+  SERVER_NAME,
+  toolErrorTranscript,
+  transcriptLines,
+} from './mcp-wire.ts'
 export type { ForkOptions, ForkResult, PatchAction, PatchNote, PatchSelector, PatchSpec, ResolvedPatch } from './patch.ts'
 export {
   canonicalPatchSpec,

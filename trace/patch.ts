@@ -19,6 +19,8 @@
  *              | "llm." LLM_TARGET "=" VALUE   change a model turn by meaning (trace/llm/llm-patch.ts):
  *                                              llm.output_text=JSON_STRING, llm.tool_call[N].name=NAME,
  *                                              llm.tool_call[N].arguments=JSON, llm.finish=VALUE
+ *              | "mcp." PATH "=" JSON          change an MCP answer by meaning (trace/llm/mcp-patch.ts):
+ *                                              mcp.result.content[0].text=JSON, mcp.isError=true, mcp.error.message=JSON
  *              | "fault=" KIND ["@" N]         inject a fault into one exchange, or "fault=none" to remove
  *                                              one (trace/fault-patch.ts)
  * Patches are resolved against the source before any is applied, then applied in order. A patch keeps its
@@ -46,6 +48,7 @@ import { headerValue } from './header-pairs.ts'
 import { canonicalJson, cloneJson, editJson, parseJson } from './json-codec.ts'
 import { formatJsonPath, parseJsonPath, setAtJsonPath } from './json-path.ts'
 import { applyLlmPatch, canonicalLlmAction, type LlmPatchAction, parseLlmPatchAction, validateLlmPatch } from './llm/index.ts'
+import { applyMcpPatch, canonicalMcpAction, type McpPatchAction, parseMcpPatchAction, validateMcpPatch } from './llm/mcp-patch.ts'
 import { normalizeUrl } from './request-identity.ts'
 import { assertValidBranch } from './validate.ts'
 
@@ -62,6 +65,7 @@ export type PatchAction =
   | { kind: 'error'; code: string; phase: ErrorPhase; bytes?: number }
   | { kind: 'response'; status: number }
   | LlmPatchAction
+  | McpPatchAction
   | FaultPatchAction
 
 /** A parsed patch. `text` is what the user wrote (kept for messages only; lineage stores the canonical form). */
@@ -106,7 +110,7 @@ export interface ForkOptions {
 
 const PHASES: readonly ErrorPhase[] = ['connect', 'request', 'response-headers', 'response-body']
 const SPEC_HELP =
-  'Write a patch as "SELECTOR ACTION", e.g. "#0 $.active=false" or "GET https://crm.test/customers/42 #0 status=503"; actions: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME, error=CODE[@PHASE], error=CODE@response-body:BYTES, response=CODE, llm.output_text="TEXT", llm.tool_call[N].name=NAME, llm.tool_call[N].arguments=JSON, llm.finish=VALUE, fault=KIND[@N], fault=none.'
+  'Write a patch as "SELECTOR ACTION", e.g. "#0 $.active=false" or "GET https://crm.test/customers/42 #0 status=503"; actions: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME, error=CODE[@PHASE], error=CODE@response-body:BYTES, response=CODE, llm.output_text="TEXT", llm.tool_call[N].name=NAME, llm.tool_call[N].arguments=JSON, llm.finish=VALUE, mcp.result.PATH=JSON, mcp.isError=true, fault=KIND[@N], fault=none.'
 
 function invalid(text: string, why: string): never {
   throw new ToolReplayError(ErrorCodes.INVALID_PATCH, `Invalid patch "${text}": ${why}. ${SPEC_HELP}`, { details: { patch: text } })
@@ -155,6 +159,7 @@ function parseAction(text: string, a: string): PatchAction {
     return { kind: 'json', path: formatJsonPath(parseJsonPath(path)), value }
   }
   if (a.startsWith('llm.')) return parseLlmPatchAction(text, a)
+  if (a.startsWith('mcp.')) return parseMcpPatchAction(text, a)
   let m: RegExpExecArray | null
   if ((m = /^body=@(.+)$/s.exec(a))) return { kind: 'body-file', file: m[1] as string }
   if ((m = /^fault=(.*)$/.exec(a))) return parseFaultPatchAction(text, m[1] as string)
@@ -246,6 +251,9 @@ export function canonicalPatchSpec(spec: PatchSpec): string {
     case 'llm':
       action = canonicalLlmAction(a)
       break
+    case 'mcp':
+      action = canonicalMcpAction(a)
+      break
     case 'fault':
       action = canonicalFaultAction(a)
       break
@@ -325,6 +333,7 @@ export function resolvePatches(source: Trace, patches: ReadonlyArray<string | Pa
     }
     // An llm.* patch also needs the right kind of exchange (a model turn, an existing tool call): checked now.
     if (patch.action.kind === 'llm') validateLlmPatch(source, matches[0] as Exchange, patch.text, patch.action)
+    if (patch.action.kind === 'mcp') validateMcpPatch(source, matches[0] as Exchange, patch.text, patch.action)
     if (patch.action.kind === 'fault') validateFaultPatch(matches[0] as Exchange, patch.text, patch.action)
     const spec = canonicalPatchSpec(patch)
     return { id: sha256(spec).slice(0, 12), spec, seq: (matches[0] as Exchange).seq, patch }
@@ -471,6 +480,11 @@ function applyPatch(trace: Pick<Trace, 'meta' | 'bodies'>, x: Exchange, r: Resol
       throw fail(`the file "${a.file}" was not read; call resolvePatchFile first`)
     case 'llm': {
       const out = applyLlmPatch(trace, x, r.patch.text, a)
+      setBodyChunks(trace, res, out.chunks, out.decoded)
+      return
+    }
+    case 'mcp': {
+      const out = applyMcpPatch(trace, x, r.patch.text, a)
       setBodyChunks(trace, res, out.chunks, out.decoded)
       return
     }

@@ -234,3 +234,25 @@ test('assertValidExchange and assertValidTrace throw a typed error naming the tr
     (err: unknown) => isToolReplayError(err, ErrorCodes.TRACE_INVALID) && /seq repeats seq 0/.test(err.message),
   )
 })
+
+test('MCP stdio URLs are valid request URLs; a host that is not a server name is not', () => {
+  const base = {
+    seq: 0,
+    request: { method: 'POST', url: 'mcp+stdio://filesystem/tools/call/write_file', headers: [], body: null },
+    outcome: {
+      kind: 'response',
+      response: { status: 200, statusText: 'OK', headers: [], body: { digest: '0'.repeat(64), size: 0, chunks: [] }, trailers: [] },
+    },
+    timing: { startMs: 0, headersMs: 0 },
+  } as const
+  assert.equal(exchangeProblem(base), undefined)
+  assert.equal(exchangeProblem({ ...base, request: { ...base.request, url: 'mcp+stdio://filesystem/' } }), undefined)
+  assert.match(
+    exchangeProblem({ ...base, request: { ...base.request, url: 'mcp+stdio://File System/x' } })?.problem ?? '',
+    /not an absolute URL|not an MCP stdio URL/,
+  )
+  assert.match(
+    exchangeProblem({ ...base, request: { ...base.request, url: 'ftp://x/y' } })?.problem ?? '',
+    /recorded requests are http:, https: or mcp\+stdio:/,
+  )
+})

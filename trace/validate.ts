@@ -11,7 +11,8 @@
  *   hangs proxy clients. 600-999 are refused too: fetch rejects them and no registered status lives there.
  * - the status text is a reason-phrase, and header and trailer fields are `token: field-value`: names are
  *   tokens, values hold HTAB, SP, visible ASCII and obs-text only (no CR, LF, NUL or other controls, nothing
- *   above U+00FF). Method is a token; the URL is absolute http(s).
+ *   above U+00FF). Method is a token; the URL is absolute http(s), or mcp+stdio for MCP messages over stdio
+ *   (trace/mcp-wire.ts: an MCP server's name as host, printable ASCII only).
  * - framing agrees with the body: at most one Content-Length, all digits; never together with
  *   Transfer-Encoding; equal to the body size for a whole response (at least the partial body's size for a
  *   failure mid-body). A HEAD request or a 204/304 response has an empty body (its Content-Length describes
@@ -43,6 +44,8 @@ const ERROR_CODE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/
 const DIGEST = /^[0-9a-f]{64}$/
 const DIGITS = /^[0-9]{1,15}$/
 const HTTP_SCHEME = /^\s*https?:/i
+/** MCP over stdio (trace/mcp-wire.ts): `mcp+stdio://<server>/<path>`, ASCII without spaces or controls. */
+const MCP_STDIO_URL = /^mcp\+stdio:\/\/[a-z0-9](?:[a-z0-9.-]{0,61}[a-z0-9])?\/[\x21-\x7e]*$/
 const PHASES = new Set(['connect', 'request', 'response-headers', 'response-body'])
 /** The longest wait a Node timer can make (about 24.8 days): recorded offsets beyond it cannot be paced. */
 export const MAX_RECORDED_MS = 2 ** 31 - 1
@@ -196,7 +199,11 @@ class Problems {
     if (typeof v !== 'string') this.fail(path, 'must be a string')
     // URL.canParse and a scheme test: half the cost of building a URL, on the replay path of every request.
     if (!URL.canParse(v)) this.fail(path, `is ${short(v)}, not an absolute URL`)
-    if (!HTTP_SCHEME.test(v)) this.fail(path, `has scheme "${v.slice(0, v.indexOf(':') + 1)}"; recorded requests are http: or https:`)
+    if (v.startsWith('mcp+stdio:')) {
+      if (!MCP_STDIO_URL.test(v)) this.fail(path, `is ${short(v)}, not an MCP stdio URL (mcp+stdio://SERVER/METHOD, SERVER in a-z 0-9 . -)`)
+      return
+    }
+    if (!HTTP_SCHEME.test(v)) this.fail(path, `has scheme "${v.slice(0, v.indexOf(':') + 1)}"; recorded requests are http:, https: or mcp+stdio:`)
   }
 
   response(v: unknown, path: string, o: { head: boolean; partial: boolean }): void {

@@ -16,6 +16,7 @@ import { importCommand } from './import.ts'
 import { importHarCommand } from './import-har.ts'
 import { inspectCommand } from './inspect.ts'
 import { lsCommand } from './ls.ts'
+import { mcpCommand } from './mcp.ts'
 import { recordCommand } from './record.ts'
 import { replayCommand } from './replay.ts'
 import { rmCommand } from './rm.ts'
@@ -47,6 +48,7 @@ export const COMMANDS: CommandModule[] = [
   recordCommand,
   replayCommand,
   serveCommand,
+  mcpCommand,
   sessionCommand,
   envCommand,
   caCommand,

@@ -85,7 +85,7 @@ export function proxyOptions(y: Argv): Argv {
 }
 
 /** Reads --faults and --seed before anything opens: a bad file must not start a run. */
-async function faultsFromArgs(args: Args): Promise<SessionFaultsOptions | undefined> {
+export async function faultsFromArgs(args: Args): Promise<SessionFaultsOptions | undefined> {
   const seed = typeof args.seed === 'string' || typeof args.seed === 'number' ? args.seed : undefined
   if (typeof args.faults !== 'string' || args.faults === '') {
     if (seed !== undefined) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, '--seed is the seed of a faults file: add --faults FILE, or drop --seed.')

@@ -5,6 +5,7 @@ import {
   formatAppRun,
   formatModelTurn,
   formatTimeline,
+  formatToolTurn,
   llmTimeline,
   presentLlmView,
   type TimelineTurn,
@@ -55,12 +56,17 @@ export const showCommand: CommandModule = {
           else io.out(formatModelTurn(turn))
           return 0
         }
+        if (turn?.mcp) {
+          if (args.json) io.out(JSON.stringify({ ok: true, view: 'llm', turn }))
+          else io.out(formatToolTurn(turn.seq, turn.method, turn.url, turn.mcp))
+          return 0
+        }
         const note = asked === 'llm' ? `(#${n} is not a model call Tool Replay reads: showing the HTTP view)\n` : ''
         if (args.json) io.out(JSON.stringify({ ok: true, view: 'http', exchange: x, bodies: bodiesOf(trace, x) }))
         else io.out(`${note}${fullExchange(trace, x)}`)
         return 0
       }
-      if (turns.some((t) => t.kind === 'model')) {
+      if (turns.some((t) => t.kind !== 'http')) {
         if (args.json) io.out(JSON.stringify({ ok: true, view: 'llm', meta: trace.meta, turns: turns.map(presentTurn) }))
         else io.out(withApp(trace, formatTimeline(trace.meta.name, turns)))
         return 0

@@ -23,6 +23,7 @@ const BUILD_DIRS = [
   'interceptor',
   'interop',
   'lab',
+  'mcp',
   'proxy',
   'cases',
   'lab',

@@ -1,7 +1,9 @@
 /**
  * Commit evidence: which requests of a trace committed an effect upstream. An effect is a request with a
  * non-safe method that reached the upstream and got a 2xx there, whatever the app was given: a response the
- * app never saw (`response_lost`) still committed. Pure, over a trace.
+ * app never saw (`response_lost`) still committed. An MCP stdio exchange (trace/mcp-wire.ts) committed when the
+ * server's transcript holds its answer as a result that is not a tool error (`isError: true`) or a JSON-RPC
+ * error. Pure, over a trace.
  */
 import {
   bodyBytes,
@@ -10,11 +12,15 @@ import {
   decodeContentEncoding,
   type Exchange,
   headerValue,
+  isJsonRpcResponse,
   type Outcome,
+  parseMcpStdioUrl,
   type RecordedResponse,
   selectJsonPath,
   type Trace,
+  transcriptLines,
   tryParseJson,
+  tryUtf8,
 } from '../../trace/index.ts'
 import type { EffectRule, ValueRef } from './fault-rules.ts'
 
@@ -65,9 +71,12 @@ export function commitEvidence(trace: Trace, rules: ReadonlyArray<EffectRule>): 
     if (SAFE_METHODS.has(x.request.method.toUpperCase())) continue
     const rule = rules.find((r) => r.target.matches(x.request.method, x.request.url))
     if (!rule) continue
+    const mcp = parseMcpStdioUrl(x.request.url) !== undefined
+    if (mcp && !mcpSucceeded(trace, real.response)) continue
     const id = effectId(trace, x, real.response, rule)
     const group = callGroup(trace, x, rule.group)
-    const seen = x.outcome.kind === 'response' && x.outcome.response.status >= 200 && x.outcome.response.status <= 299
+    const seen =
+      x.outcome.kind === 'response' && x.outcome.response.status >= 200 && x.outcome.response.status <= 299 && (!mcp || mcpSucceeded(trace, x.outcome.response))
     out.push({
       seq: x.seq,
       label: exchangeRef(x),
@@ -79,6 +88,22 @@ export function commitEvidence(trace: Trace, rules: ReadonlyArray<EffectRule>): 
     })
   }
   return out
+}
+
+/** True when an MCP transcript holds an answer that is a result, not a tool error or a JSON-RPC error. */
+function mcpSucceeded(trace: Trace, response: RecordedResponse): boolean {
+  let text: string | undefined
+  try {
+    text = tryUtf8(bodyBytes(trace, response.body))
+  } catch {
+    return false
+  }
+  if (text === undefined) return false
+  return transcriptLines(text).some((l) => {
+    if (l.kind !== 'message' || !isJsonRpcResponse(l.message)) return false
+    const result = l.message.result as { isError?: unknown } | undefined
+    return result !== undefined && result !== null && result.isError !== true
+  })
 }
 
 function effectId(trace: Trace, x: Exchange, response: RecordedResponse, rule: EffectRule): Pick<Effect, 'id' | 'idFrom'> {

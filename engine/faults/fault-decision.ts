@@ -12,6 +12,7 @@ import {
   providerFor,
   type StreamPoint,
   type SyntheticResponse,
+  toolErrorTranscript,
 } from '../../trace/index.ts'
 import type { DriftChange, FaultErrorCode, FaultRule, LatencyDistribution } from './fault-rules.ts'
 import { seededUnit } from './seeded-random.ts'
@@ -33,6 +34,7 @@ export interface FaultFailure {
  * - `forward-then-delay`: forward, then hold the upstream's answer for `delayMs` before passing it on.
  * - `forward-then-drift`: forward, then give the app the upstream's JSON with these changes.
  * - `forward-then-cut`: forward; pass the body on up to `after`, then end it cleanly (no `error`) or fail with `error`.
+ * - `crash`: (MCP stdio) kill the server instead of giving it the message; nothing is forwarded.
  */
 export type FaultAction =
   | { do: 'respond'; delayMs: number; response: SyntheticResponse }
@@ -43,6 +45,7 @@ export type FaultAction =
   | { do: 'forward-then-delay'; delayMs: number }
   | { do: 'forward-then-drift'; changes: DriftChange[] }
   | { do: 'forward-then-cut'; after: StreamPoint; error?: FaultFailure }
+  | { do: 'crash' }
 
 /** One rule's decision for one request: what the trace keeps of it (ExchangeFault, less the upstream's outcome), plus when and what. */
 export interface FaultDecision extends Omit<ExchangeFault, 'upstream'> {
@@ -53,12 +56,12 @@ export interface FaultDecision extends Omit<ExchangeFault, 'upstream'> {
 
 /** True when the action sends the request on to the upstream. */
 export function forwards(action: FaultAction): boolean {
-  return action.do !== 'respond' && action.do !== 'fail'
+  return action.do !== 'respond' && action.do !== 'fail' && action.do !== 'crash'
 }
 
 /** The phase an action acts in. */
 export function phaseOf(action: FaultAction): FaultPhase {
-  if (action.do === 'respond' || action.do === 'fail' || action.do === 'delay') return 'before-forward'
+  if (action.do === 'respond' || action.do === 'fail' || action.do === 'delay' || action.do === 'crash') return 'before-forward'
   return action.do === 'forward-then-cut' ? 'mid-body' : 'after-response'
 }
 
@@ -141,6 +144,19 @@ export function faultAction(rule: FaultRule, ctx: ActionContext): FaultAction {
       return { do: 'respond', delayMs: 0, response: providerErrorResponse(rule.options.provider ?? providerFor(ctx.url), 503, { requestId, rule: rule.id }) }
     case 'stream_cut':
       return { do: 'forward-then-cut', after: rule.options.after }
+    case 'tool_error':
+      return {
+        do: 'respond',
+        delayMs: 0,
+        response: {
+          status: 200,
+          statusText: 'OK',
+          headers: [['content-type', 'application/x-ndjson']],
+          body: toolErrorTranscript(`${rule.options.text} ${note}`),
+        },
+      }
+    case 'server_crash':
+      return { do: 'crash' }
     case 'stream_error':
       return {
         do: 'forward-then-cut',

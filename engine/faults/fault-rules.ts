@@ -56,6 +56,10 @@ export interface FaultOptionsByKind {
   stream_cut: { after: StreamPoint }
   /** The body breaks off with a connection reset. */
   stream_error: { after: StreamPoint; code: FaultErrorCode }
+  /** MCP: nothing forwarded; the tool call's answer is a tool error result (`isError: true`) with this text. */
+  tool_error: { text: string }
+  /** MCP: the server process is killed instead of getting the message; what it had not answered fails. */
+  server_crash: Record<string, never>
 }
 
 /** How a rule chooses among the requests its target matches. All given shapes must agree. */

@@ -9,10 +9,16 @@
  * - `/regex/flags`: a JavaScript regular expression tested (unanchored) against the whole URL; it needs a flag
  *   or one of \ ^ $ ( ) [ ] | + { }, since `/v1/models/` is a path.
  * Hosts are `api.openai.com`, `*.openai.com` (one label) or `127.0.0.1:8080` (with a port).
+ * MCP targets name what an MCP stdio exchange is about (trace/mcp-wire.ts): `{ mcp: { tool: write_file } }`,
+ * optionally `server` and `method` (default tools/call when a tool is named); `*` is a wildcard in each.
  */
+import { parseMcpStdioUrl } from '../../trace/index.ts'
 
 /** A target as written in a rules file. */
-export type TargetSpec = { method?: string | string[]; url: string } | { method?: string | string[]; host: string }
+export type TargetSpec =
+  | { method?: string | string[]; url: string }
+  | { method?: string | string[]; host: string }
+  | { mcp: { tool?: string; server?: string; method?: string } }
 
 /** A compiled target: tests a request in microseconds, and reads back as the text that was written. */
 export interface Target {
@@ -27,6 +33,7 @@ export class TargetSyntaxError extends Error {}
 
 /** Compiles a target; throws TargetSyntaxError naming what is wrong. */
 export function compileTarget(spec: TargetSpec): Target {
+  if ('mcp' in spec) return compileMcpTarget(spec)
   const methods = methodSet(spec.method)
   const methodLabel = methods ? [...methods].join('|') : '*'
   if ('url' in spec) {
@@ -42,6 +49,29 @@ export function compileTarget(spec: TargetSpec): Target {
     spec,
     label: `${methods ? `${methodLabel} ` : ''}host ${spec.host}`,
     matches: (method, url) => (methods === undefined || methods.has(method.toUpperCase())) && test(url),
+  }
+}
+
+function compileMcpTarget(spec: Extract<TargetSpec, { mcp: unknown }>): Target {
+  const { tool, server, method } = spec.mcp
+  if (tool === undefined && server === undefined && method === undefined) throw new TargetSyntaxError('mcp needs a tool, a server or a method')
+  const word = (v: string | undefined, what: string) => {
+    if (v === undefined) return () => true
+    if (v.trim() === '' || /\s/.test(v)) throw new TargetSyntaxError(`mcp.${what} "${v}" must be a name without spaces (* is a wildcard)`)
+    const re = new RegExp(`^${v.split('*').map(escapeRegExp).join('.*')}$`)
+    return (x: string | undefined) => x !== undefined && re.test(x)
+  }
+  const toolOk = word(tool, 'tool')
+  const serverOk = word(server, 'server')
+  const methodOk = word(method ?? (tool !== undefined ? 'tools/call' : undefined), 'method')
+  const parts = [server !== undefined ? `server ${server}` : '', tool !== undefined ? `tool ${tool}` : '', method !== undefined ? `method ${method}` : '']
+  return {
+    spec,
+    label: `mcp ${parts.filter(Boolean).join(' ')}`,
+    matches: (_method, url) => {
+      const t = parseMcpStdioUrl(url)
+      return t !== undefined && t.kind === 'message' && serverOk(t.server) && methodOk(t.method) && (tool === undefined || toolOk(t.tool))
+    },
   }
 }
 

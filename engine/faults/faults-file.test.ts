@@ -147,3 +147,35 @@ test('invalid files are TR_INVALID_FAULTS naming the rule id and field, and sayi
   rejects('rules: []\neffects: [{ target: { url: /x }, id: shipment.id }]\n', 'effects[0].id', 'JSON path', 'header:location')
   rejects('rulez: []\n', '(top level).rulez', 'Did you mean "rules"?')
 })
+
+test('MCP targets: a tool (and server, method) of an MCP stdio server; MCP kinds only there, and only MCP kinds', () => {
+  const config = parseFaults(`
+rules:
+  - { id: fails, target: { mcp: { tool: write_file } }, fault: tool_error, options: { text: disk full } }
+  - { id: crash, target: { mcp: { server: fs*, tool: "*" } }, fault: server_crash }
+effects:
+  - { target: { mcp: { tool: write_file } }, name: file write }
+contracts: [no-duplicate-effects]
+`)
+  const [fails, crash] = config.rules
+  assert.equal(fails?.target.label, 'mcp tool write_file')
+  assert.deepEqual(fails?.options, { text: 'disk full' })
+  assert.equal(fails?.target.matches('POST', 'mcp+stdio://filesystem/tools/call/write_file'), true)
+  assert.equal(fails?.target.matches('POST', 'mcp+stdio://filesystem/tools/call/read_file'), false)
+  assert.equal(fails?.target.matches('POST', 'mcp+stdio://filesystem/reply/sampling/createMessage'), false)
+  assert.equal(fails?.target.matches('POST', 'https://api.test/tools/call/write_file'), false)
+  assert.equal(crash?.target.matches('POST', 'mcp+stdio://fs-home/tools/call/anything'), true)
+  assert.equal(crash?.target.matches('POST', 'mcp+stdio://memory/tools/call/anything'), false)
+  assert.equal(config.effects[0]?.target.matches('POST', 'mcp+stdio://filesystem/tools/call/write_file'), true)
+  assert.throws(() => parseFaults('rules: [{ id: r, target: { mcp: { tool: x } }, fault: rate_limit }]'), {
+    code: ErrorCodes.INVALID_FAULTS,
+    message:
+      /rules\[0\] \(id "r"\)\.fault is rate_limit, which does not apply to an MCP target\. On an mcp target use one of tool_error, timeout, response_lost, latency, server_crash\./,
+  })
+  assert.throws(() => parseFaults('rules: [{ id: r, target: { url: /x }, fault: tool_error }]'), {
+    code: ErrorCodes.INVALID_FAULTS,
+    message: /fault is tool_error, which only applies to MCP servers/,
+  })
+  assert.throws(() => parseFaults('rules: [{ id: r, target: { mcp: {} }, fault: timeout }]'), { code: ErrorCodes.INVALID_FAULTS, message: /mcp needs a tool/ })
+  assert.throws(() => parseFaults('rules: [{ id: r, target: { mcp: { tool: x }, url: /y }, fault: timeout }]'), { code: ErrorCodes.INVALID_FAULTS })
+})

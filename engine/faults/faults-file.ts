@@ -72,6 +72,8 @@ export function faultsFromObject(raw: unknown, source = '<inline faults>'): Faul
 const TOP_KEYS = ['seed', 'rules', 'effects', 'contracts']
 const RULE_KEYS = ['id', 'target', 'fault', 'calls', 'first', 'probability', 'limit', 'window', 'quota', 'key', 'optional', 'options']
 const RULE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/
+/** The fault kinds an MCP target takes. */
+const MCP_KINDS: readonly FaultKind[] = ['tool_error', 'timeout', 'response_lost', 'latency', 'server_crash']
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 
 class FaultsReader {
@@ -141,6 +143,11 @@ class FaultsReader {
       fail('fault', o.fault === undefined ? 'is missing' : `is ${describe(o.fault)}`, `Use one of ${FAULT_KINDS.join(', ')}.`)
     const fault = o.fault as FaultKind
     const target = this.target(o.target, where('target'), ruleId)
+    const mcp = 'mcp' in target.spec
+    if (mcp && !MCP_KINDS.includes(fault))
+      fail('fault', `is ${fault}, which does not apply to an MCP target`, `On an mcp target use one of ${MCP_KINDS.join(', ')}.`)
+    if (!mcp && (fault === 'tool_error' || fault === 'server_crash'))
+      fail('fault', `is ${fault}, which only applies to MCP servers`, 'Target a tool: target: { mcp: { tool: write_file } }.')
     const base = { id: ruleId, target, optional: false }
     const rule = { ...base, fault, options: this.options(fault, o.options, where('options'), ruleId) } as FaultRule
     if (o.optional !== undefined) {
@@ -190,7 +197,8 @@ class FaultsReader {
 
   target(raw: unknown, at: string, rule?: string): Target {
     const o = this.object(raw, at, 'Write target: { method: POST, url: "/shipments" } or target: { host: api.openai.com }.', rule)
-    this.keys(o, at, ['method', 'url', 'host'], rule)
+    if (o.mcp !== undefined) return this.mcpTarget(o, at, rule)
+    this.keys(o, at, ['method', 'url', 'host', 'mcp'], rule)
     if ((o.url === undefined) === (o.host === undefined))
       this.fail(at, 'needs exactly one of "url" and "host"', 'Write target: { method: POST, url: "/shipments" } or target: { host: api.openai.com }.', rule)
     if (o.method !== undefined && typeof o.method !== 'string' && !(Array.isArray(o.method) && o.method.every((m) => typeof m === 'string'))) {
@@ -209,6 +217,20 @@ class FaultsReader {
     }
   }
 
+  mcpTarget(o: Record<string, unknown>, at: string, rule?: string): Target {
+    this.keys(o, at, ['mcp'], rule)
+    const m = this.object(o.mcp, `${at}.mcp`, 'Write target: { mcp: { tool: write_file } } (optionally server and method).', rule)
+    this.keys(m, `${at}.mcp`, ['tool', 'server', 'method'], rule)
+    for (const k of ['tool', 'server', 'method'])
+      if (m[k] !== undefined && typeof m[k] !== 'string') this.fail(`${at}.mcp.${k}`, `is ${describe(m[k])}`, 'Write a name, e.g. tool: write_file.', rule)
+    try {
+      return compileTarget({ mcp: m as { tool?: string; server?: string; method?: string } })
+    } catch (err) {
+      if (!(err instanceof TargetSyntaxError)) throw err
+      return this.fail(`${at}.mcp`, `is not usable: ${err.message}`, 'Write target: { mcp: { tool: write_file } }.', rule)
+    }
+  }
+
   options<K extends FaultKind>(kind: K, raw: unknown, at: string, rule: string): FaultOptionsByKind[K] {
     const o = raw === undefined ? {} : this.object(raw, at, 'Write options as an object.', rule)
     const known: Record<FaultKind, string[]> = {
@@ -221,6 +243,8 @@ class FaultsReader {
       blackout: ['mode', 'provider'],
       stream_cut: ['afterEvents', 'afterBytes'],
       stream_error: ['afterEvents', 'afterBytes', 'code'],
+      tool_error: ['text'],
+      server_crash: [],
     }
     this.keys(o, at, known[kind], rule)
     const code = (fallback: FaultErrorCode): FaultErrorCode => {
@@ -268,6 +292,12 @@ class FaultsReader {
       },
       stream_cut: () => ({ after: this.streamPoint(o, at, rule) }),
       stream_error: () => ({ after: this.streamPoint(o, at, rule), code: code('ECONNRESET') }),
+      tool_error: () => {
+        if (o.text !== undefined && typeof o.text !== 'string')
+          this.fail(`${at}.text`, `is ${describe(o.text)}`, 'Write the error text the tool returns.', rule)
+        return { text: (o.text as string | undefined) ?? 'The tool failed.' }
+      },
+      server_crash: () => ({}),
     }
     const options = out[kind]() as FaultOptionsByKind[K]
     if (kind === 'schema_drift' && (options as FaultOptionsByKind['schema_drift']).changes.length === 0)

@@ -14,6 +14,7 @@ import type { Trace } from '../exchange.ts'
 import { canonicalJson } from '../json-codec.ts'
 import { diffJson } from '../json-path.ts'
 import type { LlmMessage, LlmToolCall, LlmView } from './llm-types.ts'
+import { compareMcpViews, type McpView, mcpAsk, mcpLabel, mcpOutcome } from './mcp.ts'
 import { formatToolCall, llmTimeline, outcomePhrase, type TimelineTurn } from './timeline.ts'
 
 /** One difference between two model turns, in LLM terms. */
@@ -28,7 +29,8 @@ export interface LlmDiffDetail {
 
 /** A difference of the HTTP diff, re-read: `turn` says whether it is on a model turn; `llm` holds the LLM details. */
 export interface LlmTraceDifference extends TraceDifference {
-  turn: 'model' | 'http'
+  /** tool: an MCP message (its details are in tool terms). */
+  turn: 'model' | 'tool' | 'http'
   llm?: LlmDiffDetail[]
 }
 
@@ -52,9 +54,17 @@ export function diffTracesLlm(a: Trace, b: Trace, options: DiffOptions = {}): Ll
   const hidden: TraceDifference[] = []
   const seen = new Set<string>()
   for (const d of http.differences) {
+    const label = turnLabel(d)
+    const ma = d.a === undefined ? undefined : ta.get(d.a)?.mcp
+    const mb = d.b === undefined ? undefined : tb.get(d.b)?.mcp
+    if (ma || mb) {
+      const out = mcpDifference(d, label, ma, mb, seen)
+      if (out === 'hidden') hidden.push(d)
+      else if (out) differences.push(out)
+      continue
+    }
     const va = d.a === undefined ? undefined : ta.get(d.a)?.llm
     const vb = d.b === undefined ? undefined : tb.get(d.b)?.llm
-    const label = turnLabel(d)
     if (d.kind === 'exchange_missing' || d.kind === 'exchange_added') {
       const v = va ?? vb
       if (v)
@@ -101,6 +111,32 @@ export function diffTracesLlm(a: Trace, b: Trace, options: DiffOptions = {}): Ll
     modelTurns: { a: countModels(ta), b: countModels(tb) },
   }
   if (differences[0]) out.first = differences[0]
+  return out
+}
+
+/** A difference on MCP turns re-read in tool terms; 'hidden' when it has no meaning there (ids, chunking). */
+function mcpDifference(
+  d: TraceDifference,
+  label: string,
+  ma: McpView | undefined,
+  mb: McpView | undefined,
+  seen: Set<string>,
+): LlmTraceDifference | 'hidden' | undefined {
+  if (d.kind === 'exchange_missing' || d.kind === 'exchange_added') {
+    const m = (ma ?? mb) as McpView
+    const outcome = mcpOutcome(m)
+    const what = `${mcpAsk(m)}${outcome ? ` → ${outcome}` : ''}`
+    return { ...d, turn: 'tool', summary: `${label} ${mcpLabel(m)} ${d.kind === 'exchange_missing' ? 'missing in b' : 'added in b'} (${what})` }
+  }
+  if (!ma || !mb || d.kind === 'order_changed') return { ...d, turn: ma && mb ? 'tool' : 'http' }
+  const side = d.kind === 'request_changed' ? 'request' : 'response'
+  const key = `${d.a}/${d.b}/${side}`
+  if (seen.has(key)) return undefined
+  seen.add(key)
+  const llm = compareMcpViews(ma, mb).filter((x) => x.side === side)
+  if (llm.length === 0) return 'hidden'
+  const out: LlmTraceDifference = { ...d, turn: 'tool', llm, summary: `${label} ${mcpLabel(ma)} ${formatLlmDetail(llm[0] as LlmDiffDetail)}` }
+  if (d.attribution) out.attribution = d.attribution
   return out
 }
 
@@ -260,7 +296,8 @@ export function formatLlmDiffText(diff: LlmTraceDiff): string {
     lines.push(`first divergence: ${first.summary}${firstNote(first)}`)
     for (const d of diff.differences) {
       const where = [d.a !== undefined ? `a #${d.a}` : undefined, d.b !== undefined ? `b #${d.b}` : undefined].filter(Boolean).join(', ')
-      lines.push('', `${d.kind} ${d.turn === 'model' ? `${turnLabel(d)} model (${d.exchange})` : d.exchange} (${where})`)
+      const turnName = d.turn === 'model' ? `${turnLabel(d)} model (${d.exchange})` : d.turn === 'tool' ? `${turnLabel(d)} mcp (${d.exchange})` : d.exchange
+      lines.push('', `${d.kind} ${turnName} (${where})`)
       if (d.llm) for (const x of d.llm) lines.push(`  ${formatLlmDetail(x)}`)
       else for (const x of d.details) lines.push(`  ${formatDetail(x)}`)
       for (const at of d.attribution ?? []) lines.push(`  ${formatAttribution(at)}`)

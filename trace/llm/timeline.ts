@@ -8,11 +8,13 @@ import { faultTag } from '../fault-label.ts'
 import { stringifyJson } from '../json-codec.ts'
 import type { LlmToolCall, LlmView } from './llm-types.ts'
 import { llmView } from './llm-view.ts'
+import { type McpView, mcpAsk, mcpNotes, mcpOutcome, mcpView } from './mcp.ts'
 
 /** One exchange of a timeline. */
 export interface TimelineTurn {
   seq: number
-  kind: 'model' | 'http'
+  /** model: a model call; tool: an MCP message (over stdio or Streamable HTTP); http: anything else. */
+  kind: 'model' | 'tool' | 'http'
   method: string
   url: string
   status?: number
@@ -24,6 +26,8 @@ export interface TimelineTurn {
   fault?: string
   /** The LLM view, for model turns. */
   llm?: LlmView
+  /** The MCP view, for tool turns. */
+  mcp?: McpView
 }
 
 /** The timeline of a trace. Tool results are named from the tool calls of earlier turns where the request does not say. */
@@ -53,6 +57,12 @@ export function turnOf(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): Time
   if (v) {
     turn.kind = 'model'
     turn.llm = v
+    return turn
+  }
+  const m = mcpView(trace, x)
+  if (m) {
+    turn.kind = 'tool'
+    turn.mcp = m
   }
   return turn
 }
@@ -105,6 +115,7 @@ function flags(turn: TimelineTurn): string {
 /** One line of the timeline. The model name is printed when it differs from the previous model turn's. */
 export function formatTurnLine(turn: TimelineTurn, previousModel?: string): string {
   const v = turn.llm
+  if (turn.mcp) return formatToolLine(turn, turn.mcp)
   if (!v) {
     const outcome = turn.error ?? String(turn.status ?? '')
     return `#${turn.seq} ${turn.method} ${shortUrl(turn.url)} → ${outcome}${flags(turn)}`
@@ -116,10 +127,20 @@ export function formatTurnLine(turn: TimelineTurn, previousModel?: string): stri
   return `${line} → ${outcomePhrase(v)}${flags(turn)}`
 }
 
+/** `#4 mcp filesystem tools/call write_file {"path":"a.txt"} → "Successfully wrote to a.txt"`. */
+function formatToolLine(turn: TimelineTurn, m: McpView): string {
+  const outcome = mcpOutcome(m)
+  const notes = mcpNotes(m)
+  const head = `#${turn.seq} mcp ${m.server} ${mcpAsk(m)}`
+  return `${head}${outcome !== '' ? ` → ${outcome}` : ''}${notes.length > 0 ? ` (${notes.join(', ')})` : ''}${flags(turn)}`
+}
+
 /** The whole timeline as text: a header, then one line per exchange. */
 export function formatTimeline(name: string, turns: TimelineTurn[]): string {
   const models = turns.filter((t) => t.kind === 'model').length
-  const lines = [`trace "${name}": ${turns.length} exchange${turns.length === 1 ? '' : 's'}, ${models} model turn${models === 1 ? '' : 's'}`]
+  const tools = turns.filter((t) => t.kind === 'tool').length
+  const toolCount = tools > 0 ? `, ${tools} MCP message${tools === 1 ? '' : 's'}` : ''
+  const lines = [`trace "${name}": ${turns.length} exchange${turns.length === 1 ? '' : 's'}, ${models} model turn${models === 1 ? '' : 's'}${toolCount}`]
   let previous: string | undefined
   for (const t of turns) {
     lines.push(formatTurnLine(t, previous))

@@ -1,0 +1,104 @@
+import { constants } from 'node:os'
+import {
+  FAULTS_SEED_ENV,
+  faultVerdict,
+  faultVerdictError,
+  findSharedSession,
+  formatFaultVerdict,
+  formatSummary,
+  MODES,
+  type Mode,
+  openSession,
+} from '../../engine/index.ts'
+import { assertServerName, localPort, remotePort, runMcpStdio, serverNameFor } from '../../mcp/index.ts'
+import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
+import { EXIT_CODES } from '../exit-codes.ts'
+import { withStore } from '../open-store.ts'
+import { redactionFromArgs, redactionOptions } from '../redaction-flags.ts'
+import type { CommandModule } from './command.ts'
+import { commandArgv, faultsFromArgs } from './record.ts'
+
+/** `tr-proxy mcp [--name NAME] [--mode MODE] [--trace NAME] -- <server command...>`: record or replay an MCP stdio server. */
+export const mcpCommand: CommandModule = {
+  command: 'mcp',
+  describe:
+    'Stand in for an MCP server over stdio (put `tr-proxy mcp --` before the server command in the client config): record its JSON-RPC conversation, or replay it without starting the server',
+  builder: (y) =>
+    redactionOptions(y)
+      .option('name', { type: 'string', describe: 'The server name in the trace (mcp+stdio://NAME/...); default from the command (server-filesystem, ...)' })
+      .option('mode', {
+        choices: MODES as unknown as string[],
+        describe: 'record, replay (strict: the server is never started), passthrough or update; default $TOOL_REPLAY_MODE, else replay',
+      })
+      .option('trace', { alias: 't', type: 'string', describe: 'Trace name; default $TOOL_REPLAY_TRACE, else "default"' })
+      .option('faults', {
+        type: 'string',
+        describe:
+          'Faults file (YAML or JSON): inject its faults into the messages that go to the server (target: { mcp: { tool: NAME } }), then fail the run when a rule never fired or a contract broke',
+      })
+      .option('seed', { type: 'string', describe: `Faults seed (default $${FAULTS_SEED_ENV}, then the file's seed, then random)` })
+      .option('own-session', {
+        type: 'boolean',
+        default: false,
+        describe:
+          'Do not join the session of the run that started this process (tr-proxy record|replay -- app, or install() in the app); by default one found is joined and its trace gets the MCP messages',
+      }),
+  run: async (args, io) => {
+    const command = commandArgv(args)
+    if (command.length === 0) {
+      throw new ToolReplayError(
+        ErrorCodes.USAGE,
+        'tr-proxy mcp needs the server command after `--`, e.g. tr-proxy mcp -- npx -y @modelcontextprotocol/server-filesystem .',
+      )
+    }
+    const server = typeof args.name === 'string' ? assertServerName(args.name) : serverNameFor(command)
+    const mode = String(args.mode ?? process.env.TOOL_REPLAY_MODE ?? 'replay') as Mode
+    if (!MODES.includes(mode))
+      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `TOOL_REPLAY_MODE="${mode}" is not a mode. Use one of: ${MODES.join(', ')}.`)
+    const trace = typeof args.trace === 'string' ? args.trace : process.env.TOOL_REPLAY_TRACE || 'default'
+    const faults = await faultsFromArgs(args)
+    if (args['own-session'] !== true && !faults) {
+      const shared = await findSharedSession()
+      if (shared) {
+        try {
+          const exit = await runMcpStdio({ port: remotePort(shared), server, command })
+          return exitCodeOf(exit)
+        } finally {
+          shared.close()
+        }
+      }
+    }
+    const redaction = await redactionFromArgs(args)
+    return withStore({ store: args.store }, async (store) => {
+      const session = await openSession({ mode, trace, store, redaction, labels: { recordedWith: 'mcp' }, ...(faults ? { faults } : {}) })
+      let exit: Awaited<ReturnType<typeof runMcpStdio>>
+      try {
+        exit = await runMcpStdio({ port: localPort(session), server, command })
+      } catch (err) {
+        await session.discard().catch(() => {})
+        throw err
+      }
+      const summary = await session.close()
+      if (!summary.ok) {
+        io.err(formatSummary(summary))
+        return EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
+      }
+      const verdict = await faultVerdict(session)
+      if (verdict) {
+        io.err(formatFaultVerdict(verdict))
+        const error = faultVerdictError(verdict)
+        if (error) {
+          io.err(`error ${error.code}: ${error.message}`)
+          return EXIT_CODES[error.code]
+        }
+      }
+      return exitCodeOf(exit)
+    })
+  },
+}
+
+/** The server's exit as this process's: its code, or 128 + the signal's number. */
+function exitCodeOf(exit: { code: number | null; signal: string | null }): number {
+  if (exit.signal) return 128 + ((constants.signals as Record<string, number>)[exit.signal] ?? 1)
+  return exit.code ?? 0
+}

@@ -1,0 +1,328 @@
+/**
+ * A session shared with the processes an app starts, so a capture path running in a child process (the
+ * `tr-proxy mcp` wrapper an MCP client spawns) records into and replays from the same trace as the app's own
+ * HTTP exchanges. The process that owns the session serves it on a Unix socket in a private per-user
+ * directory, named by its pid; a child finds it by walking up its ancestors (MCP clients start stdio servers
+ * with a scrubbed environment, the TypeScript SDK passes only HOME, LOGNAME, PATH, SHELL, TERM and USER, so
+ * an environment variable alone would not reach it). `TOOL_REPLAY_SESSION_SOCKET` still wins when set.
+ *
+ * The protocol is newline-delimited JSON, one connection per child: `hello`; `handle` (the engine decides:
+ * replay with the playback read whole, forward with a recorder id, or fail); recorder calls; the playback a
+ * fault gives the client. Bodies travel base64. The owner takes the arrival ticket and calls `handle`, so
+ * the child's messages take their place among the app's requests.
+ */
+import { execFileSync } from 'node:child_process'
+import { readdirSync, readFileSync, rmSync } from 'node:fs'
+import { lstat, mkdir } from 'node:fs/promises'
+import { createConnection, createServer, type Server, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import {
+  type ErrorCode,
+  ErrorCodes,
+  type ErrorPhase,
+  type Exchange,
+  type HeaderPairs,
+  type RecordedError,
+  type ResponseHead,
+  ToolReplayError,
+} from '../trace/index.ts'
+import type { CapturedRequest, Decision, ExchangeRecorder, Playback, PlaybackChunk } from './decision.ts'
+import type { FaultDecision } from './faults/index.ts'
+import type { Mode, Session } from './session.ts'
+
+/** Names a shared session's socket explicitly (wins over the ancestor lookup). */
+export const SESSION_SOCKET_ENV = 'TOOL_REPLAY_SESSION_SOCKET'
+
+/** How far up the process tree a child looks for a shared session. */
+const MAX_ANCESTORS = 32
+
+/** The private per-user directory of shared-session sockets. */
+export function sharedSessionDir(): string {
+  return join(tmpdir(), `tool-replay-${process.getuid?.() ?? 'user'}`, 'sessions')
+}
+
+/** A session being served to child processes. */
+export interface SharedSessionHost {
+  readonly socketPath: string
+  /** Stops sharing: waits up to `graceMs` (default 5 s) for connected children to finish, then cuts them off. */
+  close(graceMs?: number): Promise<void>
+}
+
+/** How long closing waits for children still connected. */
+const CHILD_GRACE_MS = 5000
+
+let shares = 0
+
+/**
+ * Serves `session` to child processes until `close()`. The socket is `<dir>/<pid>-<n>.sock`.
+ * @example
+ * const host = await shareSession(session) // children's `tr-proxy mcp` joins it
+ * ...; await host.close()
+ */
+export async function shareSession(session: Session): Promise<SharedSessionHost> {
+  const dir = sharedSessionDir()
+  await mkdir(dir, { recursive: true, mode: 0o700 })
+  const st = await lstat(dir)
+  if (!st.isDirectory() || (process.getuid && st.uid !== process.getuid()) || (st.mode & 0o077) !== 0) {
+    throw new ToolReplayError(ErrorCodes.STORE_IO, `Refusing to share a session through ${dir}: that directory is not private to this user. Remove it.`)
+  }
+  const socketPath = join(dir, `${process.pid}-${++shares}.sock`)
+  rmSync(socketPath, { force: true })
+  const sockets = new Set<Socket>()
+  const server: Server = createServer((socket) => {
+    sockets.add(socket)
+    socket.once('close', () => sockets.delete(socket))
+    serveConnection(session, socket)
+  })
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(socketPath, () => resolve())
+  })
+  server.unref()
+  return {
+    socketPath,
+    close: async (graceMs = CHILD_GRACE_MS) => {
+      rmSync(socketPath, { force: true })
+      const closed = new Promise<void>((r) => server.close(() => r()))
+      // A child still recording (an MCP server wrapper whose client is shutting down) gets a bounded time to
+      // hand its last lines over before the session closes.
+      if (sockets.size > 0) {
+        let timer: NodeJS.Timeout | undefined
+        const ended = Promise.all([...sockets].map((s) => new Promise<void>((r) => s.once('close', () => r()))))
+        await Promise.race([ended, new Promise<void>((r) => (timer = setTimeout(r, graceMs)))])
+        clearTimeout(timer)
+      }
+      for (const s of sockets) s.destroy()
+      await closed
+    },
+  }
+}
+
+type Wire = Record<string, unknown>
+
+const b64 = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64')
+const unb64 = (text: string) => new Uint8Array(Buffer.from(text, 'base64'))
+
+function lines(socket: Socket, onLine: (value: Wire) => void): void {
+  let pending = ''
+  socket.setEncoding('utf8')
+  socket.on('data', (chunk: string) => {
+    pending += chunk
+    let nl = pending.indexOf('\n')
+    while (nl >= 0) {
+      const text = pending.slice(0, nl)
+      pending = pending.slice(nl + 1)
+      if (text !== '') onLine(JSON.parse(text) as Wire)
+      nl = pending.indexOf('\n')
+    }
+  })
+  socket.on('error', () => {})
+}
+
+async function wirePlayback(p: Playback): Promise<Wire> {
+  const chunks: Array<{ b64: string; atMs: number }> = []
+  if (Array.isArray(p.chunks)) for (const c of p.chunks) chunks.push({ b64: b64(c.bytes), atMs: c.atMs })
+  else for await (const c of p.chunks) chunks.push({ b64: b64(c.bytes), atMs: c.atMs })
+  if (p.kind === 'response') return { kind: 'response', head: p.head, headersMs: p.headersMs, trailers: p.trailers, chunks }
+  return { kind: 'error', error: p.error, headersMs: p.headersMs, ...(p.head ? { head: p.head } : {}), injected: p.injected === true, chunks }
+}
+
+function playbackOf(w: Wire): Playback {
+  const chunks: PlaybackChunk[] = (w.chunks as Array<{ b64: string; atMs: number }>).map((c) => ({ bytes: unb64(c.b64), atMs: c.atMs }))
+  if (w.kind === 'response') {
+    return { kind: 'response', head: w.head as ResponseHead, headersMs: w.headersMs as number, trailers: w.trailers as HeaderPairs, chunks }
+  }
+  const p: Playback = { kind: 'error', error: w.error as RecordedError, headersMs: w.headersMs as number, chunks }
+  if (w.head) p.head = w.head as ResponseHead
+  if (w.injected) p.injected = true
+  return p
+}
+
+/** The owner's side of one child's connection. */
+function serveConnection(session: Session, socket: Socket): void {
+  const recorders = new Map<number, ExchangeRecorder>()
+  let next = 0
+  const send = (value: Wire) => {
+    if (!socket.destroyed) socket.write(`${JSON.stringify(value)}\n`)
+  }
+  socket.once('close', () => {
+    // The child is gone: what it was recording ends as a failure, not as a hang until the session closes.
+    for (const r of recorders.values()) void r.fail({ code: 'ECONNRESET', message: 'The capturing child process went away.' }).catch(() => {})
+    recorders.clear()
+  })
+  lines(socket, (m) => {
+    if (m.op === 'hello') send({ id: m.id, mode: session.mode, trace: session.trace, pid: process.pid })
+    else if (m.op === 'handle') void handleOne(m)
+    else if (m.op === 'rec') record(m)
+  })
+  const handleOne = async (m: Wire) => {
+    const r = m.request as { method: string; url: string; headers: HeaderPairs; body: string | null }
+    const captured: CapturedRequest = { method: r.method, url: r.url, headers: r.headers, body: r.body === null ? null : unb64(r.body) }
+    try {
+      const ticket = session.arrival()
+      const d: Decision = await ticket.turn(() => session.handle(captured))
+      const fault = d.kind !== 'fail' && d.fault ? { fault: { kind: d.fault.kind, rule: d.fault.rule } } : {}
+      if (d.kind === 'fail') send({ id: m.id, kind: 'fail', error: { code: d.error.code, message: d.error.message } })
+      else if (d.kind === 'replay') send({ id: m.id, kind: 'replay', exchange: d.exchange, playback: await wirePlayback(d.playback), ...fault })
+      else {
+        const rid = ++next
+        recorders.set(rid, d.recorder)
+        send({ id: m.id, kind: 'forward', rid, client: d.client !== undefined, ...fault })
+        if (d.client) void d.client.then(wirePlayback).then((playback) => send({ op: 'client', rid, playback }))
+      }
+    } catch (err) {
+      send({ id: m.id, kind: 'fail', error: { code: ErrorCodes.INTERNAL, message: (err as Error)?.message ?? String(err) } })
+    }
+  }
+  const record = (m: Wire) => {
+    const r = recorders.get(m.rid as number)
+    if (!r) return
+    if (m.call === 'start') r.responseStart(m.head as ResponseHead)
+    else if (m.call === 'data') void r.responseData(unb64(m.b64 as string))
+    else {
+      recorders.delete(m.rid as number)
+      if (m.call === 'end') void r.responseEnd(m.trailers as HeaderPairs | undefined).catch(() => {})
+      else void r.fail(m.error as { code?: string; message: string }, m.phase as ErrorPhase | undefined).catch(() => {})
+    }
+  }
+}
+
+/** A session served by another process, as a child uses it. */
+export interface RemoteSession {
+  readonly mode: Mode
+  readonly trace: string
+  /** The pid of the process that owns the session. */
+  readonly ownerPid: number
+  /** Takes the request's place in the owner's arrival order and decides, as `Session.handle` does. */
+  handle(captured: CapturedRequest): Promise<Decision>
+  close(): void
+}
+
+/** Connects to a shared session's socket; rejects when nothing answers there. */
+export function connectSharedSession(socketPath: string, timeoutMs = 2000): Promise<RemoteSession> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection(socketPath)
+    const waiting = new Map<number, (w: Wire) => void>()
+    const clients = new Map<number, (p: Playback) => void>()
+    let id = 0
+    const send = (value: Wire) => socket.write(`${JSON.stringify(value)}\n`)
+    const ask = (value: Wire) => new Promise<Wire>((r) => waiting.set(++id, r) && send({ ...value, id }))
+    const timer = setTimeout(() => {
+      socket.destroy()
+      reject(new ToolReplayError(ErrorCodes.STORE_IO, `No shared session answered on ${socketPath} within ${timeoutMs} ms.`))
+    }, timeoutMs)
+    socket.once('error', (err) => {
+      clearTimeout(timer)
+      reject(err)
+    })
+    socket.once('close', () => {
+      for (const w of waiting.values()) w({ kind: 'fail', error: { code: ErrorCodes.STORE_CLOSED, message: 'The process that owns the session went away.' } })
+      waiting.clear()
+    })
+    lines(socket, (m) => {
+      if (m.op === 'client') clients.get(m.rid as number)?.(playbackOf(m.playback as Wire))
+      else {
+        waiting.get(m.id as number)?.(m)
+        waiting.delete(m.id as number)
+      }
+    })
+    const recorderFor = (rid: number): ExchangeRecorder => ({
+      recording: true,
+      responseStart: (head) => send({ op: 'rec', rid, call: 'start', head }),
+      responseData: (chunk) => {
+        send({ op: 'rec', rid, call: 'data', b64: b64(chunk) })
+        return undefined
+      },
+      responseEnd: async (trailers) => {
+        send({ op: 'rec', rid, call: 'end', ...(trailers ? { trailers } : {}) })
+      },
+      fail: async (error, phase) => {
+        send({ op: 'rec', rid, call: 'fail', error, ...(phase ? { phase } : {}) })
+      },
+    })
+    socket.once('connect', async () => {
+      const hello = await ask({ op: 'hello' })
+      clearTimeout(timer)
+      resolve({
+        mode: hello.mode as Mode,
+        trace: hello.trace as string,
+        ownerPid: hello.pid as number,
+        close: () => socket.end(),
+        handle: async (captured) => {
+          const body = captured.body === null ? null : b64(captured.body)
+          const w = await ask({ op: 'handle', request: { method: captured.method, url: captured.url, headers: captured.headers, body } })
+          // Only the fault's kind and rule cross: a child carries a decision out, the owner keeps its record.
+          const withFault = w.fault ? { fault: w.fault as FaultDecision } : {}
+          if (w.kind === 'fail') {
+            const e = w.error as { code: string; message: string }
+            return { kind: 'fail', error: new ToolReplayError(e.code as ErrorCode, e.message) }
+          }
+          if (w.kind === 'replay') return { kind: 'replay', exchange: w.exchange as Exchange, playback: playbackOf(w.playback as Wire), ...withFault }
+          const rid = w.rid as number
+          const client = w.client ? new Promise<Playback>((r) => clients.set(rid, r)) : undefined
+          return { kind: 'forward', recorder: recorderFor(rid), ...(client ? { client } : {}), ...withFault }
+        },
+      })
+    })
+  })
+}
+
+/** The parent of a process, or undefined when it cannot be read (Linux: /proc; macOS and others: ps). */
+function parentOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+    return Number.isSafeInteger(ppid) && ppid > 0 ? ppid : undefined
+  } catch {
+    if (process.platform === 'win32' || process.platform === 'linux') return undefined
+    try {
+      const ppid = Number(execFileSync('ps', ['-o', 'ppid=', '-p', String(pid)], { encoding: 'utf8', timeout: 2000 }).trim())
+      return Number.isSafeInteger(ppid) && ppid > 0 ? ppid : undefined
+    } catch {
+      return undefined
+    }
+  }
+}
+
+/**
+ * The shared session of the nearest ancestor that serves one (or the socket TOOL_REPLAY_SESSION_SOCKET
+ * names), connected; undefined when there is none.
+ */
+export async function findSharedSession(env: NodeJS.ProcessEnv = process.env): Promise<RemoteSession | undefined> {
+  const named = env[SESSION_SOCKET_ENV]
+  if (named) {
+    try {
+      return await connectSharedSession(named)
+    } catch (err) {
+      throw new ToolReplayError(
+        ErrorCodes.INVALID_OPTION,
+        `${SESSION_SOCKET_ENV}=${named} names a shared session, but none answers there (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the run that set it has ended. Unset it, or run this inside that run.`,
+        { cause: err },
+      )
+    }
+  }
+  const dir = sharedSessionDir()
+  let names: string[]
+  try {
+    names = readdirSync(dir)
+  } catch {
+    return undefined
+  }
+  let pid: number | undefined = process.ppid
+  for (let i = 0; i < MAX_ANCESTORS && pid !== undefined && pid > 1; i++) {
+    const prefix = `${pid}-`
+    const mine = names
+      .filter((n) => n.startsWith(prefix) && n.endsWith('.sock'))
+      .sort((a, b) => Number(b.slice(prefix.length, -5)) - Number(a.slice(prefix.length, -5)))
+    for (const n of mine) {
+      try {
+        return await connectSharedSession(join(dir, n))
+      } catch {
+        // A socket left by a process that died (its pid reused): keep looking.
+      }
+    }
+    pid = parentOf(pid)
+  }
+  return undefined
+}
