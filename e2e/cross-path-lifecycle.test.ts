@@ -175,33 +175,48 @@ const EXPECTED = [
   'closed before head: failed',
   'reset after head: failed',
   'abandoned stream: first-read',
+  'in flight at close: whole stream',
 ]
 
-/** Runs the scenario on one path in one mode; resolves with what the app saw, the summary and how long close() took after it. */
+/**
+ * Runs the scenario on one path in one mode, then closes the session while one more stream is in flight.
+ * Resolves with what the app saw, the summary, and how long close() ran on after that last request settled.
+ */
 async function runPath(path: PathName, mode: 'record' | 'replay', trace: string): Promise<{ seen: string[]; summary: SessionSummary; closeMs: number }> {
+  let client: Client
+  let close: () => Promise<SessionSummary>
   if (path === 'proxy') {
     const proxy = await startTestProxy({ store, storeDir, mode, trace, maxBodyBytes: MAX_BODY })
     const agent = new ProxyAgent({ uri: proxy.url })
-    try {
-      const seen = await scenario(fetchClient(agent))
-      const t0 = performance.now()
+    client = fetchClient(agent)
+    close = async () => {
       const summary = await proxy.close()
-      return { seen, summary, closeMs: performance.now() - t0 }
-    } finally {
       await agent.close()
+      return summary
     }
+  } else {
+    const tr = await install({ mode, trace, store, maxBodyBytes: MAX_BODY, nodeHttp: path === 'node:http' })
+    client = path === 'fetch' ? fetchClient() : nodeHttpClient()
+    close = () => tr.close()
   }
-  const tr = await install({ mode, trace, store, maxBodyBytes: MAX_BODY, nodeHttp: path === 'node:http' })
   let seen: string[]
   try {
-    seen = await scenario(path === 'fetch' ? fetchClient() : nodeHttpClient())
+    seen = await scenario(client)
   } catch (err) {
-    await tr.close()
+    await close()
     throw err
   }
-  const t0 = performance.now()
-  const summary = await tr.close()
-  return { seen, summary, closeMs: performance.now() - t0 }
+  // A stream still arriving when the session closes: close() waits for it, and not a moment longer.
+  let settledAt = 0
+  const late = client({ method: 'GET', path: '/sse?n=4&gap=50' }).then((outcome) => {
+    settledAt = performance.now()
+    return outcome
+  })
+  await delay(30)
+  const summary = await close()
+  const closedAt = performance.now()
+  seen.push(`in flight at close: ${(await late).split('\n').length > 4 ? 'whole stream' : await late}`)
+  return { seen, summary, closeMs: closedAt - settledAt }
 }
 
 /** A trace as one line per exchange: URL, then status and body size, or the recorded failure and its phase. */
@@ -219,7 +234,7 @@ test('every path: the same outcomes live and in strict replay, the same recordin
     const trace = `lifecycle-${path.replace(':', '-')}`
     const recorded = await runPath(path, 'record', trace)
     assert.deepEqual(recorded.seen, EXPECTED, `${path}: what the app saw live`)
-    // Measured from the moment the app's last request settled: no grace period (2 s in-process, 5 s proxy) waited out.
+    // From the moment the app's last request settled: no grace period (2 s in-process, 5 s proxy) waited out.
     assert.ok(recorded.closeMs < 1000, `${path}: close() took ${Math.round(recorded.closeMs)} ms after the last request settled`)
     outlines.push(await outline(trace))
 
@@ -234,6 +249,9 @@ test('every path: the same outcomes live and in strict replay, the same recordin
     )
     assert.deepEqual(replayed.summary.unused, [], `${path}: every recording was used, the aborted one included`)
     assert.ok(replayed.closeMs < 1000, `${path}: replay close() took ${Math.round(replayed.closeMs)} ms`)
+    process.stdout.write(
+      `# ${path}: close() ended ${Math.round(recorded.closeMs)} ms (record) and ${Math.round(replayed.closeMs)} ms (replay) after the last request settled\n`,
+    )
   }
   assert.deepEqual(outlines[0], [
     `GET /json 200 ${JSON_BODY.length}`,
@@ -241,6 +259,7 @@ test('every path: the same outcomes live and in strict replay, the same recordin
     'POST /echo UND_ERR_ABORTED connect',
     'GET /hangup UND_ERR_SOCKET response-headers',
     'GET /reset ECONNRESET response-body',
+    'GET /sse 200 148',
     'GET /sse 200 148',
   ])
   assert.deepEqual(outlines[1], outlines[0], 'node:http recorded what fetch recorded')
