@@ -24,11 +24,14 @@ export interface TimelineTurn {
   fault?: string
   /** The LLM view, for model turns. */
   llm?: LlmView
+  /** The agent this model turn runs as, once a handoff named it (OpenAI Agents SDK). */
+  agent?: string
 }
 
 /** The timeline of a trace. Tool results are named from the tool calls of earlier turns where the request does not say. */
 export function llmTimeline(trace: Trace): TimelineTurn[] {
   const names = new Map<string, string>()
+  let agent: string | undefined
   return trace.exchanges.map((x) => {
     const turn = turnOf(trace, x)
     const v = turn.llm
@@ -36,6 +39,10 @@ export function llmTimeline(trace: Trace): TimelineTurn[] {
       for (const m of v.input) if (m.role === 'tool' && m.name === undefined && m.toolCallId && names.has(m.toolCallId)) m.name = names.get(m.toolCallId)
       for (const r of v.toolResults) if (r.name === undefined && names.has(r.callId)) r.name = names.get(r.callId)
       for (const c of v.toolCalls) if (c.id !== undefined) names.set(c.id, c.name)
+      // The run belongs to the agent the latest handoff named, until the next one.
+      const handedTo = v.toolResults.findLast((r) => r.handoff !== undefined)?.handoff
+      if (handedTo !== undefined) agent = handedTo
+      if (agent !== undefined) turn.agent = agent
     }
     return turn
   })
@@ -73,6 +80,11 @@ export function formatToolCall(c: LlmToolCall, max = 80): string {
   return `${c.name || '(no name)'} ${argumentsShown(c, max)}`
 }
 
+/** `handoff → Spanish agent (transfer_to_spanish_agent)` or `tool_call get_weather {...}`. */
+function callPhrase(c: LlmToolCall, max: number): string {
+  return c.handoff !== undefined ? `handoff → ${c.handoff} (${c.name})` : `tool_call ${formatToolCall(c, max)}`
+}
+
 function argumentsShown(c: LlmToolCall, max: number): string {
   if (c.argumentsValid) return clip(stringifyJson(c.arguments), max)
   return c.argumentsText === '' ? '(no arguments)' : `${quoteText(c.argumentsText, max)} (not JSON)`
@@ -84,8 +96,8 @@ export function outcomePhrase(v: LlmView): string {
   const parts: string[] = []
   if (v.outputText !== '') parts.push(quoteText(v.outputText))
   if (v.refusal) parts.push(`refusal ${quoteText(v.refusal)}`)
-  if (v.toolCalls.length === 1) parts.push(`tool_call ${formatToolCall(v.toolCalls[0] as LlmToolCall)}`)
-  else if (v.toolCalls.length > 1) parts.push(`tool_calls ${v.toolCalls.map((c) => formatToolCall(c, 40)).join(', ')}`)
+  if (v.toolCalls.length === 1) parts.push(callPhrase(v.toolCalls[0] as LlmToolCall, 80))
+  else if (v.toolCalls.length > 1) parts.push(`tool_calls ${v.toolCalls.map((c) => (c.handoff !== undefined ? callPhrase(c, 40) : formatToolCall(c, 40))).join(', ')}`)
   return parts.length > 0 ? parts.join(' + ') : '(no output)'
 }
 
@@ -111,8 +123,10 @@ export function formatTurnLine(turn: TimelineTurn, previousModel?: string): stri
   }
   let line = `#${turn.seq} model`
   if (v.model !== undefined && v.model !== previousModel) line += ` ${v.model}`
+  if (turn.agent !== undefined) line += ` [${turn.agent}]`
   if (v.attempt !== undefined && v.attempt > 0) line += ` (retry ${v.attempt})`
-  if (v.toolResults.length > 0) line += ` ← ${v.toolResults.map((r) => `tool_result ${r.name ?? r.callId} ${quoteText(r.output, 40)}`).join(', ')}`
+  if (v.toolResults.length > 0)
+    line += ` ← ${v.toolResults.map((r) => (r.handoff !== undefined ? `handoff to ${r.handoff}` : `tool_result ${r.name || r.callId} ${quoteText(r.output, 40)}`)).join(', ')}`
   return `${line} → ${outcomePhrase(v)}${flags(turn)}`
 }
 
