@@ -31,7 +31,6 @@ export interface TimelineTurn {
 /** The timeline of a trace. Tool results are named from the tool calls of earlier turns where the request does not say. */
 export function llmTimeline(trace: Trace): TimelineTurn[] {
   const names = new Map<string, string>()
-  let agent: string | undefined
   return trace.exchanges.map((x) => {
     const turn = turnOf(trace, x)
     const v = turn.llm
@@ -39,9 +38,8 @@ export function llmTimeline(trace: Trace): TimelineTurn[] {
       for (const m of v.input) if (m.role === 'tool' && m.name === undefined && m.toolCallId && names.has(m.toolCallId)) m.name = names.get(m.toolCallId)
       for (const r of v.toolResults) if (r.name === undefined && names.has(r.callId)) r.name = names.get(r.callId)
       for (const c of v.toolCalls) if (c.id !== undefined) names.set(c.id, c.name)
-      // The run belongs to the agent the latest handoff named, until the next one.
-      const handedTo = v.toolResults.findLast((r) => r.handoff !== undefined)?.handoff
-      if (handedTo !== undefined) agent = handedTo
+      // A turn whose history holds a handoff runs as the agent the latest one named.
+      const agent = v.input.findLast((m) => m.handoff !== undefined)?.handoff
       if (agent !== undefined) turn.agent = agent
     }
     return turn
@@ -101,7 +99,7 @@ export function outcomePhrase(v: LlmView): string {
   return parts.length > 0 ? parts.join(' + ') : '(no output)'
 }
 
-const NATURAL_FINISH = new Set(['stop', 'tool_calls', 'function_call', 'completed', 'end_turn', 'tool_use', 'stop_sequence'])
+const NATURAL_FINISH = new Set(['stop', 'tool_calls', 'function_call', 'completed', 'end_turn', 'tool_use', 'stop_sequence', 'STOP'])
 
 /** `[finish length]`, `[stream cut]`, `[patched ID]`, `[fault ...]`: what a reader must not miss about a turn. */
 function flags(turn: TimelineTurn): string {
