@@ -76,6 +76,19 @@ const openaiChatToolStream: Scenario = async (c) => {
   return { chunks, finish, calls }
 }
 
+/** Chat Completions in a tool loop: two streamed tool calls, the app's tool results (echoing the call ids), the streamed answer. */
+const openaiToolLoop: Scenario = async (c) => {
+  const client = openai(c)
+  const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: prompt(c, "What's the weather like in San Francisco and Boston?") }]
+  const first = await client.chat.completions.stream({ model: 'gpt-3.5-turbo', messages, tools: [WEATHER_TOOL] }).finalChatCompletion()
+  const message = first.choices[0]?.message
+  const calls = (message?.tool_calls ?? []).flatMap((t) => (t.type === 'function' ? [t] : []))
+  messages.push({ role: 'assistant', content: message?.content ?? null, tool_calls: calls })
+  for (const call of calls) messages.push({ role: 'tool', tool_call_id: call.id, content: `Sunny in ${JSON.parse(call.function.arguments).location}` })
+  const second = await client.chat.completions.stream({ model: 'gpt-3.5-turbo', messages, tools: [WEATHER_TOOL] }).finalChatCompletion()
+  return { calls: calls.map((t) => t.function.name), text: second.choices[0]?.message.content?.slice(0, 40) }
+}
+
 /** Chat Completions streamed as text with a final usage chunk. */
 const openaiChatTextStream: Scenario = async (c) => {
   let text = ''
@@ -257,6 +270,7 @@ export const SCENARIOS: Record<string, Scenario> = {
   'openai-chat': openaiChat,
   'openai-chat-tool-stream': openaiChatToolStream,
   'openai-chat-text-stream': openaiChatTextStream,
+  'openai-tool-loop': openaiToolLoop,
   'openai-responses': openaiResponses,
   'openai-responses-stream': openaiResponsesStream,
   'openai-structured': openaiStructured,
