@@ -47,7 +47,20 @@ type Observations = Record<string, Record<string, unknown>>
 
 /** `tr-proxy MODE ... -- node llm-app.ts SCENARIOS`; resolves with the exit code, the app's observations and stderr. */
 async function wrapped(mode: 'record' | 'replay', trace: string, scenarios: readonly string[]) {
-  const args = [BIN, mode, ...(mode === 'replay' ? ['--strict'] : []), '--store', storeDir, ...llm.proxyArgs, '--trace', trace, '--', process.execPath, APP, ...scenarios]
+  const args = [
+    BIN,
+    mode,
+    ...(mode === 'replay' ? ['--strict'] : []),
+    '--store',
+    storeDir,
+    ...llm.proxyArgs,
+    '--trace',
+    trace,
+    '--',
+    process.execPath,
+    APP,
+    ...scenarios,
+  ]
   const child = spawn(process.execPath, args, { env: { ...process.env, ...appEnv(llm.config) }, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
@@ -81,7 +94,10 @@ describe('Gemini, Bedrock, the Agents SDK and Ollama through tr-proxy -- node ap
     const connections = llm.providers.connections
     const rep = await wrapped('replay', TRACE, API_SCENARIO_NAMES)
     assert.equal(rep.code, 0, rep.stderr)
-    assert.match(rep.stderr, new RegExp(`replay of trace "${TRACE}": 13 replayed, 0 recorded, 0 passed through; 0 unmatched, 0 over the recorded count, 0 unused`))
+    assert.match(
+      rep.stderr,
+      new RegExp(`replay of trace "${TRACE}": 13 replayed, 0 recorded, 0 passed through; 0 unmatched, 0 over the recorded count, 0 unused`),
+    )
     assert.equal(llm.providers.connections, connections, 'replay opened a provider connection')
     assert.deepEqual(rep.observed, live)
   })

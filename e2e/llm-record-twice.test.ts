@@ -91,10 +91,12 @@ describe('one tool-calling run recorded twice is the same run in LLM terms', { t
     } finally {
       await store.close()
     }
-    for (const name of TOOL_LOOPS) assert.equal((observed[0]?.[name] as { threw?: unknown }).threw, undefined, name)
+    for (const name of TOOL_LOOPS) assert.equal((observed[0]?.[name] as { threw?: unknown } | undefined)?.threw, undefined, name)
+    assert.deepEqual(observed[1], observed[0], 'the app saw the same run twice')
     await assertSameRun('twice-interceptor-1', 'twice-interceptor-2', new RegExp(ECHOED_IDS.map((r) => r.source).join('|')))
-    const [a] = await readTraces('twice-interceptor-1')
-    const rawText = JSON.stringify(diffTraces(a as Trace, (await readTraces('twice-interceptor-2'))[0] as Trace, { volatile: false }).differences)
+    // Every API's echo differed: Chat tool_call_id, Anthropic tool_use_id, Responses call_id, Bedrock toolUseId.
+    const [a, b] = (await readTraces('twice-interceptor-1', 'twice-interceptor-2')) as [Trace, Trace]
+    const rawText = JSON.stringify(diffTraces(a, b, { volatile: false }).differences)
     for (const id of ECHOED_IDS) assert.match(rawText, id, `the app echoed a fresh id (${id.source}) in the second recording`)
   })
 

@@ -89,7 +89,8 @@ export function refusalShape(url: string | undefined): RefusalShape {
   }
   const path = u.pathname
   if (/\/models\/[^/]+:[A-Za-z]+$/.test(path) || /(?:^|\.)googleapis\.com$/.test(u.hostname)) return 'google'
-  if (/^\/model\/[^/]+\/(?:converse|converse-stream|invoke|invoke-with-response-stream)$/.test(path) || /\.amazonaws\.com(?:\.cn)?$/.test(u.hostname)) return 'aws'
+  if (/^\/model\/[^/]+\/(?:converse|converse-stream|invoke|invoke-with-response-stream)$/.test(path) || /\.amazonaws\.com(?:\.cn)?$/.test(u.hostname))
+    return 'aws'
   if (/^\/api\/(?:chat|generate|embed|embeddings|show|tags|ps|pull|push|create|copy|delete|version)$/.test(path)) return 'ollama'
   return 'openai-anthropic'
 }

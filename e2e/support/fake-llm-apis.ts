@@ -46,7 +46,10 @@ export function randomChars(n: number, alphabet = ALNUM): string {
   const bytes = randomBytes(n)
   return Array.from(bytes, (b) => alphabet[b % alphabet.length]).join('')
 }
-const hex = (n: number) => randomBytes(Math.ceil(n / 2)).toString('hex').slice(0, n)
+const hex = (n: number) =>
+  randomBytes(Math.ceil(n / 2))
+    .toString('hex')
+    .slice(0, n)
 
 // ---- Gemini -------------------------------------------------------------------------------------------------
 
@@ -110,7 +113,7 @@ const FRAME_HEADERS = (type: string) =>
 
 /** A ConverseStream frame as Bedrock writes one: the payload's keys sorted, padded with a `p` of random length. */
 function bedrockFrame(type: string, payload: Json): Uint8Array {
-  const padded: Json = { ...payload, p: ALNUM.slice(0, 1 + (randomBytes(1)[0] as number) % ALNUM.length) }
+  const padded: Json = { ...payload, p: ALNUM.slice(0, 1 + ((randomBytes(1)[0] as number) % ALNUM.length)) }
   const sorted = Object.fromEntries(Object.entries(padded).sort(([a], [b]) => (a < b ? -1 : 1)))
   return encodeEventStreamFrame(FRAME_HEADERS(type), Buffer.from(JSON.stringify(sorted)))
 }
@@ -162,9 +165,7 @@ export async function bedrock(res: ServerResponse, path: string, body: Json): Pr
 
 // ---- OpenAI Responses for an Agents SDK run with a handoff ----------------------------------------------------
 
-const responsesFixture = parseJson(
-  (parseJson(read('openai/responses-nonstream-text.json')) as { response: { body: string } }).response.body,
-) as Json
+const responsesFixture = parseJson((parseJson(read('openai/responses-nonstream-text.json')) as { response: { body: string } }).response.body) as Json
 const responsesHeaders = (parseJson(read('openai/responses-nonstream-text.json')) as { response: { headers: Record<string, string | string[]> } }).response
   .headers
 
@@ -223,7 +224,7 @@ export async function agentsResponses(res: ServerResponse, body: Json): Promise<
 
 /** Durations in ns, as Ollama reports them; they differ on every call. */
 const durations = () => ({
-  total_duration: 4_000_000_000 + (randomBytes(2).readUInt16BE() * 1000),
+  total_duration: 4_000_000_000 + randomBytes(2).readUInt16BE() * 1000,
   load_duration: 5_000_000 + randomBytes(2).readUInt16BE(),
   prompt_eval_count: 26,
   prompt_eval_duration: 130_000_000 + randomBytes(2).readUInt16BE(),
@@ -250,8 +251,16 @@ export async function ollama(res: ServerResponse, path: string, body: Json): Pro
     lines.push({ model, created_at: at(), message: { role: 'assistant', content: '' }, done: true, done_reason: 'stop', ...durations() })
   } else {
     const key = path === '/api/chat' ? 'message' : 'response'
-    for (const piece of OLLAMA_PIECES) lines.push({ model, created_at: at(), [key]: key === 'message' ? { role: 'assistant', content: piece } : piece, done: false })
-    const last: Json = { model, created_at: at(), [key]: key === 'message' ? { role: 'assistant', content: '' } : '', done: true, done_reason: 'stop', ...durations() }
+    for (const piece of OLLAMA_PIECES)
+      lines.push({ model, created_at: at(), [key]: key === 'message' ? { role: 'assistant', content: piece } : piece, done: false })
+    const last: Json = {
+      model,
+      created_at: at(),
+      [key]: key === 'message' ? { role: 'assistant', content: '' } : '',
+      done: true,
+      done_reason: 'stop',
+      ...durations(),
+    }
     if (key === 'response') last.context = [1, 2, 3]
     lines.push(last)
   }

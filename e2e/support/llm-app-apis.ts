@@ -89,14 +89,20 @@ const geminiStreamToolLoop: Scenario = async (c) => {
 const bedrock = (c: LlmAppConfig) =>
   new BedrockRuntimeClient({
     region: 'us-east-1',
-    requestHandler: new NodeHttpHandler({ httpsAgent: c.bedrockHttpsAgent ?? new https.Agent({ keepAlive: true, proxyEnv: process.env } as https.AgentOptions) }),
+    requestHandler: new NodeHttpHandler({
+      httpsAgent: c.bedrockHttpsAgent ?? new https.Agent({ keepAlive: true, proxyEnv: process.env } as https.AgentOptions),
+    }),
     ...(c.bedrockEndpoint ? { endpoint: c.bedrockEndpoint } : {}),
     ...(c.aws ? { credentials: c.aws } : {}),
   })
 
 const MODEL_ID = 'anthropic.claude-3-5-sonnet-20241022-v2:0'
 const PART_TOOLS: Tool[] = ['get_resistor_value', 'get_capacitor_value'].map((name) => ({
-  toolSpec: { name, description: `Look up a ${name.split('_')[1]} by reference`, inputSchema: { json: { type: 'object', properties: { ref: { type: 'string' } } } } },
+  toolSpec: {
+    name,
+    description: `Look up a ${name.split('_')[1]} by reference`,
+    inputSchema: { json: { type: 'object', properties: { ref: { type: 'string' } } } },
+  },
 }))
 const partValue = (name: string | undefined, input: unknown) => `${name === 'get_resistor_value' ? '4.7k' : '100nF'} (${JSON.stringify(input)})`
 

@@ -37,7 +37,9 @@ export function formatModelTurn(turn: TimelineTurn): string {
   if (v.toolResults.length > 0) {
     lines.push('', 'tool results sent back:')
     for (const r of v.toolResults)
-      lines.push(`  ${r.name ?? '?'}${r.callId ? ` (${r.callId})` : ''}${r.isError ? ' error' : ''}${r.handoff ? ` handoff to ${r.handoff}` : ''}: ${quoteText(r.output, 200)}`)
+      lines.push(
+        `  ${r.name ?? '?'}${r.callId ? ` (${r.callId})` : ''}${r.isError ? ' error' : ''}${r.handoff ? ` handoff to ${r.handoff}` : ''}: ${quoteText(r.output, 200)}`,
+      )
   }
   lines.push('', 'output:')
   for (const r of v.reasoning) lines.push(`  reasoning: ${indent(r)}`)

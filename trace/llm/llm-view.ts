@@ -13,10 +13,10 @@ import { readConverseEvents, readConverseRequest, readConverseResponse } from '.
 import { trailingToolResults } from './content.ts'
 import { detectLlmApi } from './detect.ts'
 import { decodedResponse, requestJson } from './exchange-bodies.ts'
-import { obj, str } from './json-access.ts'
-import type { LlmApi, LlmRequestPart, LlmResponsePart, LlmStreamEvent, LlmView } from './llm-types.ts'
 import { readGeminiEvents, readGeminiRequest, readGeminiResponse } from './gemini.ts'
 import { markHandoffs } from './handoff.ts'
+import { obj, str } from './json-access.ts'
+import type { LlmApi, LlmRequestPart, LlmResponsePart, LlmStreamEvent, LlmView } from './llm-types.ts'
 import { readOllamaChatRequest, readOllamaEvents, readOllamaGenerateRequest, readOllamaResponse } from './ollama.ts'
 import { readChatEvents, readChatRequest, readChatResponse } from './openai-chat.ts'
 import { readResponsesEvents, readResponsesRequest, readResponsesResponse } from './openai-responses.ts'
@@ -79,7 +79,8 @@ export function readLlmView(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange):
   if (response) view.status = response.head.status
   if (x.outcome.kind === 'error') view.error = `${x.outcome.error.code} during ${x.outcome.error.phase}`
   if (response && response.head.status >= 400) {
-    view.error = errorMessage(response.json, response.head.headers) ?? `HTTP ${response.head.status}${response.head.statusText ? ` ${response.head.statusText}` : ''}`
+    view.error =
+      errorMessage(response.json, response.head.headers) ?? `HTTP ${response.head.status}${response.head.statusText ? ` ${response.head.statusText}` : ''}`
     return view
   }
   let rs: LlmResponsePart | undefined

@@ -21,7 +21,9 @@ function calls(list: unknown, start = 0): LlmToolCall[] {
 }
 
 function images(m: Record<string, unknown>): string {
-  return arr(m.images).map(() => '[image]').join('\n')
+  return arr(m.images)
+    .map(() => '[image]')
+    .join('\n')
 }
 
 /** Reads an `/api/chat` request body. Ollama streams unless `stream` is false. */

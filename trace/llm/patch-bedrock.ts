@@ -43,7 +43,9 @@ export function planConverseStream(events: StreamEvent[], e: LlmEdit): StreamPla
     return plan
   }
   const deltas = (key: 'text' | 'toolUse', block?: number) =>
-    events.filter((ev) => ev.type === 'contentBlockDelta' && obj(ev.data.delta)?.[key] !== undefined && (block === undefined || index(ev.data.contentBlockIndex) === block))
+    events.filter(
+      (ev) => ev.type === 'contentBlockDelta' && obj(ev.data.delta)?.[key] !== undefined && (block === undefined || index(ev.data.contentBlockIndex) === block),
+    )
   if (e.field === 'output_text') {
     const texts = deltas('text').filter((ev) => typeof obj(ev.data.delta)?.text === 'string')
     if (texts.length === 0) throw noText()

@@ -3,8 +3,9 @@
  * order, as the SDK's `functionCalls` lists them) and `finishReason`, in a JSON body or across the chunks of
  * an `alt=sse` stream (text re-split over the recorded text parts). No part or chunk is added or removed.
  */
-import { arr, obj, str } from './json-access.ts'
+
 import { firstCandidate } from './gemini.ts'
+import { arr, obj, str } from './json-access.ts'
 import { type JsonPlan, type LlmEdit, PlanError, type StreamEvent, StreamPlan } from './patch-plan.ts'
 import { splitLike } from './sse-segments.ts'
 

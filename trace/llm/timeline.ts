@@ -95,7 +95,8 @@ export function outcomePhrase(v: LlmView): string {
   if (v.outputText !== '') parts.push(quoteText(v.outputText))
   if (v.refusal) parts.push(`refusal ${quoteText(v.refusal)}`)
   if (v.toolCalls.length === 1) parts.push(callPhrase(v.toolCalls[0] as LlmToolCall, 80))
-  else if (v.toolCalls.length > 1) parts.push(`tool_calls ${v.toolCalls.map((c) => (c.handoff !== undefined ? callPhrase(c, 40) : formatToolCall(c, 40))).join(', ')}`)
+  else if (v.toolCalls.length > 1)
+    parts.push(`tool_calls ${v.toolCalls.map((c) => (c.handoff !== undefined ? callPhrase(c, 40) : formatToolCall(c, 40))).join(', ')}`)
   return parts.length > 0 ? parts.join(' + ') : '(no output)'
 }
 
