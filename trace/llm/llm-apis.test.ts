@@ -7,12 +7,13 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { test } from 'node:test'
 import { buildTrace, type TraceItem } from '../../e2e/fixtures/fixture-trace.ts'
+import { mulberry32, mutate } from '../../e2e/fixtures/json-mutation.ts'
 import { decodeEventStream, encodeEventStreamFrame, encodeEventStreamHeaders } from '../eventstream.ts'
 import type { Exchange, Trace } from '../exchange.ts'
 import { parseJson } from '../json-codec.ts'
 import { parsePatchSpec } from '../patch.ts'
 import { applyLlmPatch, type LlmPatchAction } from './llm-patch.ts'
-import { llmView } from './llm-view.ts'
+import { llmView, readLlmView } from './llm-view.ts'
 import { llmTimeline } from './timeline.ts'
 
 const fixture = (path: string) => readFileSync(new URL(`../../e2e/fixtures/${path}`, import.meta.url), 'utf8')
@@ -304,6 +305,65 @@ test('Agents SDK handoff: the transfer_to_* call and its {"assistant": NAME} res
   assert.equal(first?.llm?.toolCalls[0]?.handoff, 'Spanish agent')
   assert.equal(second?.agent, 'Spanish agent')
   assert.equal(second?.llm?.toolResults[0]?.handoff, 'Spanish agent')
+})
+
+// ---- fuzz -----------------------------------------------------------------------------------------------------
+
+/** The items above, as JSON to mutate: request body and each response event's (or frame's, or line's) JSON. */
+function fuzzSources(): Array<{ item: TraceItem; framing: 'sse' | 'json' | 'eventstream' | 'ndjson' }> {
+  const lines = [
+    { model: 'm', message: { role: 'assistant', content: 'a', tool_calls: [{ function: { name: 'f', arguments: { x: 1 } } }] }, done: false },
+    { model: 'm', message: { role: 'assistant', content: '' }, done: true, done_reason: 'stop', prompt_eval_count: 1, eval_count: 2 },
+  ]
+  return [
+    { item: geminiItem(geminiJson, 1, false), framing: 'json' },
+    { item: geminiItem(geminiStream, 1, true), framing: 'sse' },
+    { item: converseItem('/converse', ASK, [fixture('bedrock/converse-parallel-tool-calls.json')], false), framing: 'json' },
+    { item: converseItem('/converse-stream', ASK, frames(), true), framing: 'eventstream' },
+    {
+      item: {
+        method: 'POST',
+        url: 'http://127.0.0.1:11434/api/chat',
+        requestBody: JSON.stringify({ model: 'm', messages: [{ role: 'tool', content: 'x', tool_name: 'f' }] }),
+        headers: [['content-type', 'application/x-ndjson']],
+        chunks: ndjson(lines),
+      },
+      framing: 'ndjson',
+    },
+  ]
+}
+
+function mutatedChunk(chunk: string | Uint8Array, framing: string, rnd: () => number): string | Uint8Array {
+  if (framing === 'eventstream') {
+    const f = decodeEventStream(chunk as Uint8Array).frames[0]
+    if (!f) return chunk
+    return encodeEventStreamFrame(f.rawHeaders, Buffer.from(JSON.stringify(mutate(JSON.parse(Buffer.from(f.payload).toString()), rnd))))
+  }
+  const c = String(chunk)
+  const at = c.indexOf('{')
+  const end = c.lastIndexOf('}') + 1
+  return at < 0 ? c : `${c.slice(0, at)}${JSON.stringify(mutate(JSON.parse(c.slice(at, end)), rnd))}${c.slice(end)}`
+}
+
+test('fuzz: 1000 mutated Gemini, Bedrock and Ollama exchanges; the readers never throw (no safety net)', () => {
+  const sources = fuzzSources()
+  const rnd = mulberry32(19)
+  let views = 0
+  for (let i = 0; i < 1000; i++) {
+    const { item, framing } = sources[i % sources.length] as (typeof sources)[number]
+    const chunks = [...(item.chunks ?? [])]
+    const r = rnd()
+    const mutated: TraceItem = { ...item, chunks }
+    if (r < 0.25) mutated.requestBody = JSON.stringify(mutate(JSON.parse(item.requestBody ?? '{}'), rnd))
+    else if (r < 0.35) mutated.chunks = chunks.slice(0, Math.floor(rnd() * chunks.length))
+    else {
+      const k = Math.floor(rnd() * chunks.length)
+      chunks[k] = mutatedChunk(chunks[k] as string | Uint8Array, framing, rnd)
+    }
+    const t = buildTrace('fuzz', [mutated])
+    if (readLlmView(t, t.exchanges[0] as Exchange)) views++
+  }
+  assert.ok(views > 700, `only ${views} of 1000 mutated exchanges were read as model calls`)
 })
 
 // ---- helpers --------------------------------------------------------------------------------------------------
