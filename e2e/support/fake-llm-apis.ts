@@ -22,8 +22,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import { gzipSync } from 'node:zlib'
-import { decodeEventStream, encodeEventStreamFrame, encodeEventStreamHeaders } from '../../trace/eventstream.ts'
-import { parseJson, stringifyJson } from '../../trace/index.ts'
+import { decodeEventStream, encodeEventStreamFrame, encodeEventStreamHeaders, parseJson, stringifyJson } from '../../trace/index.ts'
 
 /** The host names these fakes answer for (TLS certificates are issued for the https ones). */
 export const GEMINI_HOST = 'generativelanguage.googleapis.test'
