@@ -52,3 +52,39 @@ test('the playback form is the same response as one chunk without delay', () => 
   assert.equal(p.headersMs, 0)
   assert.equal(new TextDecoder().decode(chunks[0]?.bytes).includes('"TR_REPLAY_EXHAUSTED: over"'), true)
 })
+
+const missFor = (url: string) =>
+  new ToolReplayError(ErrorCodes.REPLAY_MISS, `Failed to replay "POST ${url}": no recorded exchange matches.`, {
+    details: { request: { method: 'POST', url } },
+  })
+const bodyOf = (r: ReturnType<typeof refusalResponse>) => parseJson(new TextDecoder().decode(r.body)) as Record<string, unknown>
+
+test('each API gets the error shape its clients read: Google, AWS, Ollama; the same 403, no-retry and marker headers', () => {
+  const google = refusalResponse(missFor('https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:generateContent'))
+  const g = bodyOf(google).error as { code: number; message: string; status: string }
+  assert.deepEqual([g.code, g.status], [403, 'PERMISSION_DENIED'])
+  assert.match(g.message, /^TR_REPLAY_MISS: Failed to replay "POST https:\/\/generativelanguage/)
+
+  const aws = refusalResponse(missFor('https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-5-sonnet-20241022-v2%3A0/converse'))
+  assert.equal(header(aws.headers, 'x-amzn-errortype'), 'ToolReplayRefusedException')
+  assert.deepEqual(Object.keys(bodyOf(aws)).sort(), ['__type', 'message'])
+  assert.match(String(bodyOf(aws).message), /^TR_REPLAY_MISS: /)
+  // A Bedrock path on another host (a gateway, a local fake) is still Bedrock.
+  assert.equal(header(refusalResponse(missFor('https://llm-gateway.test/model/m/converse-stream')).headers, 'x-amzn-errortype'), 'ToolReplayRefusedException')
+
+  // The ollama client shows `error` as the message: it must be the text, not an object.
+  const ollama = bodyOf(refusalResponse(missFor('http://127.0.0.1:11434/api/chat')))
+  assert.equal(typeof ollama.error, 'string')
+  assert.match(String(ollama.error), /^TR_REPLAY_MISS: Failed to replay "POST http:\/\/127\.0\.0\.1:11434\/api\/chat"/)
+
+  // Exhausted recordings name the request as "METHOD url"; errors without one get the OpenAI + Anthropic shape.
+  const exhausted = new ToolReplayError(ErrorCodes.REPLAY_EXHAUSTED, 'over', { details: { request: 'POST http://localhost:11434/api/generate' } })
+  assert.equal(typeof bodyOf(refusalResponse(exhausted)).error, 'string')
+  assert.equal(bodyOf(refusalResponse(new ToolReplayError(ErrorCodes.STORE_CLOSED, 'closed'))).type, 'error')
+  for (const r of [google, aws]) {
+    assert.equal(r.status, 403)
+    assert.equal(header(r.headers, 'x-should-retry'), 'false')
+    assert.equal(header(r.headers, ERROR_HEADER), 'TR_REPLAY_MISS')
+    assert.equal(header(r.headers, 'content-length'), String(r.body.byteLength))
+  }
+})

@@ -37,3 +37,19 @@ test('redaction changes nothing outside the redacted paths (issue 7: the store c
   const outside = (s: string) => s.replace(/"(x|t1|t2|\[REDACTED\])"/g, '""')
   assert.equal(outside(out), outside(text))
 })
+
+test('SigV4: the signature, session token, date and a body digest are redacted; a payload mode is kept', () => {
+  const r = new Redactor()
+  const signed: Array<[string, string]> = [
+    ['Authorization', 'AWS4-HMAC-SHA256 Credential=ASIAEXAMPLE/20250101/us-east-1/bedrock/aws4_request, SignedHeaders=host, Signature=abc'],
+    ['X-Amz-Security-Token', 'IQoJb3JpZ2luX2VjEXAMPLE'],
+    ['X-Amz-Date', '20250101T000000Z'],
+    ['x-amz-content-sha256', 'd270059894f4c87afbc64a39479af6f61ddc2ec667ca6121941f48e21423cb5d'],
+    ['amz-sdk-request', 'attempt=1; max=3'],
+  ]
+  assert.deepEqual(
+    r.headers(signed).map(([, v]) => v),
+    [REDACTED, REDACTED, REDACTED, REDACTED, 'attempt=1; max=3'],
+  )
+  assert.deepEqual(r.headers([['x-amz-content-sha256', 'UNSIGNED-PAYLOAD']]), [['x-amz-content-sha256', 'UNSIGNED-PAYLOAD']])
+})

@@ -20,7 +20,12 @@ export interface RedactionOptions {
   queryParams?: string[]
 }
 
-/** Headers that carry credentials. Matched case-insensitively. */
+/**
+ * Headers that carry credentials. Matched case-insensitively. AWS SigV4 requests carry the signature in
+ * `authorization`, the session token in `x-amz-security-token`, and what was signed in `x-amz-date` and
+ * `x-amz-content-sha256`; the last is redacted only where it is the body's digest (it follows the body, which
+ * is stored anyway), not where it names a mode (`UNSIGNED-PAYLOAD`, `STREAMING-...`).
+ */
 export const DEFAULT_REDACTED_HEADERS: readonly string[] = [
   'authorization',
   'proxy-authorization',
@@ -31,7 +36,12 @@ export const DEFAULT_REDACTED_HEADERS: readonly string[] = [
   'x-goog-api-key',
   'openai-organization',
   'openai-project',
+  'x-amz-security-token',
+  'x-amz-date',
+  'x-amz-content-sha256',
 ]
+
+const BODY_DIGEST = /^[0-9a-f]{64}$/i
 
 /** Query parameters that carry credentials in some APIs. */
 /** `key` is Google's (Gemini, Maps) API-key parameter. */
@@ -62,6 +72,7 @@ export class Redactor {
       if (!this.#headerLengths.has(k.length)) continue
       const lower = k.toLowerCase()
       if (!this.#headers.has(lower)) continue
+      if (lower === 'x-amz-content-sha256' && !BODY_DIGEST.test(v)) continue
       out ??= pairs.map(([name, value]) => [name, value])
       // Keep Set-Cookie's cookie name and attributes: they matter to behaviour, the value is the secret.
       out[i] = [k, lower === 'set-cookie' ? redactSetCookie(v) : REDACTED]

@@ -123,6 +123,8 @@ export class ReverseRoutes {
 export const KNOWN_BASE_URLS: ReadonlyArray<{ variable: string; upstream: string }> = [
   { variable: 'OPENAI_BASE_URL', upstream: 'https://api.openai.com/v1' },
   { variable: 'ANTHROPIC_BASE_URL', upstream: 'https://api.anthropic.com' },
+  // @google/genai reads it for the Gemini API (googleapis/js-genai src/node/node_client.ts).
+  { variable: 'GOOGLE_GEMINI_BASE_URL', upstream: 'https://generativelanguage.googleapis.com' },
 ]
 
 /**

@@ -231,3 +231,31 @@ test('method + URL pairs only inside the gap the identity pairs leave', () => {
     ],
   )
 })
+
+test('rate-limit headers (x-ratelimit-*, anthropic-ratelimit-*), accept-encoding and AWS per-call headers do not count', () => {
+  const withHeaders = (name: string, n: string) => {
+    const t = trace(name, [
+      {
+        url: 'https://api.anthropic.com/v1/messages',
+        headers: [
+          ['anthropic-ratelimit-requests-remaining', n],
+          ['x-ratelimit-remaining-tokens', n],
+        ],
+      },
+    ])
+    const x = t.exchanges[0] as Exchange
+    x.request.headers = [
+      ['accept-encoding', n === '1' ? 'gzip, deflate' : 'br, gzip, deflate'],
+      ['amz-sdk-invocation-id', `id-${n}`],
+      ['amz-sdk-request', `attempt=${n}; max=3`],
+      ['x-amz-date', `2025010${n}T000000Z`],
+      ['x-amz-user-agent', `aws-sdk-js/3.${n}`],
+    ]
+    return t
+  }
+  assert.equal(diffTraces(withHeaders('a', '1'), withHeaders('b', '2')).equal, true)
+  assert.equal(
+    diffTraces(withHeaders('a', '1'), withHeaders('b', '2'), { volatile: false }).differences[0]?.details.some((d) => d.path === 'accept-encoding'),
+    false,
+  )
+})

@@ -14,11 +14,14 @@
  */
 import { bodyBytes, tryUtf8 } from './body.ts'
 import { decodeContentEncoding } from './content-encoding.ts'
+import { decodeEventStream, eventStreamFramesAsJson, isAwsEventStream } from './eventstream.ts'
 import type { BodyRef, Exchange, FaultKind, FaultPhase, HeaderPairs, Trace } from './exchange.ts'
 import { upstreamPhrase } from './fault-label.ts'
 import { headerValue } from './header-pairs.ts'
 import { canonicalJson, parseJson } from './json-codec.ts'
 import { diffJson, parseJsonPath, replaceAtJsonPath } from './json-path.ts'
+import { collectModelIds, collectStrings, withRoles } from './model-ids.ts'
+import { isNdjson, parseNdjson } from './ndjson.ts'
 import { computeIdentity, type IdentityOptions, normalizeUrl } from './request-identity.ts'
 import { isEventStream, parseSse, sseEventsAsJson } from './sse.ts'
 
@@ -114,7 +117,10 @@ export interface TraceDiff {
 
 /** Options for `diffTraces`. Defaults ignore volatile fields; `volatile: false` compares everything. */
 export interface DiffOptions {
-  /** Ignore the default volatile fields (dates, request ids, generated ids, `created`). Default true. */
+  /**
+   * Ignore the default volatile fields (dates, request ids, generated ids, `created`) and compare the ids a model
+   * made by their role (trace/model-ids.ts) rather than their value. Default true.
+   */
   volatile?: boolean
   /** Extra JSON paths removed from every JSON body (request and response) before comparing. Wildcards allowed. */
   ignorePaths?: string[]
@@ -142,6 +148,12 @@ export const DEFAULT_VOLATILE_KEYS: readonly string[] = [
   'system_fingerprint',
   // OpenAI stream padding: random per response, it hides token lengths and carries no meaning.
   'obfuscation',
+  // Timings a provider reports in its body: Ollama's (ns) and Bedrock's metrics.
+  'total_duration',
+  'load_duration',
+  'prompt_eval_duration',
+  'eval_duration',
+  'latencyMs',
 ]
 
 /** Headers treated as volatile by default: per-request ids, clocks, transport framing. */
@@ -160,7 +172,17 @@ export const DEFAULT_VOLATILE_HEADERS: readonly string[] = [
   'x-runtime',
   'openai-processing-ms',
   'x-envoy-upstream-service-time',
+  'x-amzn-bedrock-invocation-latency',
   'user-agent',
+  // SDK and runtime versions, which differ between machines, not between runs of the app.
+  'x-amz-user-agent',
+  'x-goog-api-client',
+  // AWS SigV4 and the AWS SDK's per-call headers: a clock, a session token, a body digest, an invocation id, the attempt.
+  'x-amz-date',
+  'x-amz-security-token',
+  'x-amz-content-sha256',
+  'amz-sdk-invocation-id',
+  'amz-sdk-request',
   'authorization',
   'proxy-authorization',
   'cookie',
@@ -172,15 +194,18 @@ export const DEFAULT_VOLATILE_HEADERS: readonly string[] = [
   'connection',
   'keep-alive',
 ]
-const VOLATILE_HEADER_PREFIXES = ['x-stainless-', 'x-ratelimit-']
-// Compared after decoding, so transport encoding and framing never count as a difference.
-const FRAMING_HEADERS = ['content-length', 'content-encoding', 'transfer-encoding']
+const VOLATILE_HEADER_PREFIXES = ['x-stainless-', 'x-ratelimit-', 'anthropic-ratelimit-']
+// Compared after decoding, so transport encoding and framing never count as a difference. What encodings a
+// client accepts is framing too: paths and clients offer different lists for the same request.
+const FRAMING_HEADERS = ['content-length', 'content-encoding', 'transfer-encoding', 'accept-encoding']
 
 interface Side {
   trace: Trace
   ids: string[]
   mu: string[]
   labels: string[]
+  /** Model-made ids by value → role (empty with `volatile: false`). */
+  roles: Map<string, string>
 }
 
 /** Compares trace A (before) with trace B (after). Pure. */
@@ -190,15 +215,17 @@ export function diffTraces(a: Trace, b: Trace, options: DiffOptions = {}): Trace
   const volatile = options.volatile ?? true
   const keys = new Set([...(volatile ? DEFAULT_VOLATILE_KEYS : []), ...(options.ignoreKeys ?? [])])
   const headers = new Set([...(volatile ? DEFAULT_VOLATILE_HEADERS : []), ...(options.ignoreHeaders ?? []).map((h) => h.toLowerCase())])
+  const A = side(a, options.identity, volatile)
+  const B = side(b, options.identity, volatile)
   const cmp: Comparer = {
     keys,
     paths: options.ignorePaths ?? [],
     headers,
     volatile,
     max: options.maxDetails ?? 20,
+    rolesA: A.roles,
+    rolesB: B.roles,
   }
-  const A = side(a, options.identity)
-  const B = side(b, options.identity)
 
   // Pass 1: identity + occurrence.
   const aMatch = new Array<number | undefined>(a.exchanges.length).fill(undefined)
@@ -309,13 +336,14 @@ export function diffTraces(a: Trace, b: Trace, options: DiffOptions = {}): Trace
   }
 }
 
-function side(trace: Trace, identity: IdentityOptions | undefined): Side {
+function side(trace: Trace, identity: IdentityOptions | undefined, volatile: boolean): Side {
   const ids: string[] = []
   const mu: string[] = []
   const labels: string[] = []
   const seen = new Map<string, number>()
+  const roles = volatile ? modelIdRoles(trace) : new Map<string, string>()
   for (const x of trace.exchanges) {
-    const body = x.request.body ? bodyBytes(trace, x.request.body) : null
+    const body = x.request.body ? withRolesBytes(bodyBytes(trace, x.request.body), trace, x, roles) : null
     ids.push(computeIdentity({ method: x.request.method, url: x.request.url, headers: x.request.headers, body }, identity).key)
     const key = `${x.request.method.toUpperCase()} ${safeNormalize(x.request.url)}`
     mu.push(key)
@@ -323,7 +351,31 @@ function side(trace: Trace, identity: IdentityOptions | undefined): Side {
     seen.set(key, n + 1)
     labels.push(`${x.request.method.toUpperCase()} ${x.request.url} #${n}`)
   }
-  return { trace, ids, mu, labels }
+  return { trace, ids, mu, labels, roles }
+}
+
+/** The ids the model made in a trace's responses, by value, named by role in the order they first appear. */
+function modelIdRoles(trace: Trace): Map<string, string> {
+  const roles = new Map<string, string>()
+  const sent = new Set<string>()
+  for (const x of trace.exchanges) {
+    const req = decodeBody(trace, x.request.body, x.request.headers)
+    if (req.kind === 'json' || req.kind === 'events') collectStrings(req.value, sent)
+    const res = x.outcome.kind === 'response' ? x.outcome.response : x.outcome.error.partial
+    if (!res) continue
+    const decoded = decodeBody(trace, res.body, res.headers)
+    if (decoded.kind === 'json' || decoded.kind === 'events') collectModelIds(decoded.value, sent, roles)
+  }
+  return roles
+}
+
+/** A JSON request body with its model ids replaced by their roles (for alignment by identity); other bodies as they are. */
+function withRolesBytes(bytes: Uint8Array, trace: Trace, x: Exchange, roles: ReadonlyMap<string, string>): Uint8Array {
+  if (roles.size === 0 || !x.request.body) return bytes
+  const decoded = decodeBody(trace, x.request.body, x.request.headers)
+  if (decoded.kind !== 'json') return bytes
+  const replaced = withRoles(decoded.value, roles)
+  return replaced === decoded.value ? bytes : new TextEncoder().encode(canonicalJson(replaced))
 }
 
 function safeNormalize(url: string): string {
@@ -403,6 +455,8 @@ interface Comparer {
   headers: Set<string>
   volatile: boolean
   max: number
+  rolesA: ReadonlyMap<string, string>
+  rolesB: ReadonlyMap<string, string>
 }
 
 function compareRequests(a: Trace, ax: Exchange, b: Trace, bx: Exchange, cmp: Comparer): DiffDetail[] {
@@ -471,7 +525,11 @@ function ignoredHeader(name: string, cmp: Comparer): boolean {
   return cmp.volatile && VOLATILE_HEADER_PREFIXES.some((p) => name.startsWith(p))
 }
 
-type Decoded = { kind: 'json'; value: unknown } | { kind: 'events'; value: unknown[] } | { kind: 'text'; value: string } | { kind: 'bytes'; value: Uint8Array }
+type Decoded =
+  | { kind: 'json'; value: unknown }
+  | { kind: 'events'; value: unknown[]; padded?: boolean }
+  | { kind: 'text'; value: string }
+  | { kind: 'bytes'; value: Uint8Array }
 
 function decodeBody(trace: Trace, ref: BodyRef | null, headers: HeaderPairs): Decoded {
   if (!ref) return { kind: 'bytes', value: new Uint8Array(0) }
@@ -482,9 +540,13 @@ function decodeBody(trace: Trace, ref: BodyRef | null, headers: HeaderPairs): De
     // Undecodable: compare the bytes as recorded.
     return { kind: 'bytes', value: bytes }
   }
+  const type = headerValue(headers, 'content-type')
+  // AWS event stream frames, compared as their events; Bedrock pads each payload with a random `p`.
+  if (isAwsEventStream(type)) return { kind: 'events', value: eventStreamFramesAsJson(decodeEventStream(bytes).frames), padded: true }
   const text = tryUtf8(bytes)
   if (text === undefined) return { kind: 'bytes', value: bytes }
-  if (isEventStream(headerValue(headers, 'content-type'))) return { kind: 'events', value: sseEventsAsJson(parseSse(text)) }
+  if (isEventStream(type)) return { kind: 'events', value: sseEventsAsJson(parseSse(text)) }
+  if (isNdjson(type)) return { kind: 'events', value: parseNdjson(text) }
   const t = text.trimStart()
   if (t.startsWith('{') || t.startsWith('[') || /json/i.test(headerValue(headers, 'content-type') ?? '')) {
     try {
@@ -510,8 +572,9 @@ function compareBodies(
   const da = decodeBody(a, ra, ha)
   const db = decodeBody(b, rb, hb)
   if ((da.kind === 'json' && db.kind === 'json') || (da.kind === 'events' && db.kind === 'events')) {
-    let va = da.value
-    let vb = db.value
+    let va = withRoles(da.value, cmp.rolesA)
+    let vb = withRoles(db.value, cmp.rolesB)
+    const padded = da.kind === 'events' && db.kind === 'events' && da.padded === true && db.padded === true && cmp.volatile
     for (const p of cmp.paths) {
       // For events the paths apply to each event's data: '$.id' ignores every event's data.id.
       const path = da.kind === 'events' ? p.replace(/^\$/, '$[*].data') : p
@@ -520,7 +583,7 @@ function compareBodies(
     }
     const field = da.kind === 'events' ? 'events' : 'body'
     return diffJson(va, vb, 1000)
-      .filter((d) => !isVolatile(d.path, d.before, d.after, cmp))
+      .filter((d) => !isVolatile(d.path, d.before, d.after, cmp) && !(padded && /^\$\[\d+\]\.data\.p$/.test(d.path)))
       .map((d) => detail(s, field, d.path, d.before, d.after))
   }
   if (da.kind === 'text' && db.kind === 'text') {

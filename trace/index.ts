@@ -19,6 +19,9 @@ export type { ErrorCode } from './errors.ts'
 export { ErrorCodes, isToolReplayError, ToolReplayError } from './errors.ts'
 export type { StreamPoint } from './event-stream-cut.ts'
 export { cutBody, StreamCutter } from './event-stream-cut.ts'
+/** AWS event streams (Bedrock's ConverseStream): frames decoded, CRC-checked, and encoded again. */
+export type { DecodedEventStream, EventStreamFrame } from './eventstream.ts'
+export { decodeEventStream, encodeEventStreamFrame, encodeEventStreamHeaders, eventStreamFramesAsJson, isAwsEventStream } from './eventstream.ts'
 export type {
   AppExit,
   AppRun,

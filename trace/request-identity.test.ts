@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { sha256 } from './digest.ts'
 import { computeIdentity, describeIdentityDifferences, normalizeUrl } from './request-identity.ts'
 
 const enc = new TextEncoder()
@@ -92,4 +93,34 @@ test('integers past 2^53 keep every digit; ordinary numbers stay canonical', () 
   const b = computeIdentity(req('https://a.test/x', '{"id":12345678901234567891}'))
   assert.notEqual(a.key, b.key)
   assert.equal(computeIdentity(req('https://a.test/x', '{"n":1.0,"m":1e2}')).key, computeIdentity(req('https://a.test/x', '{"n":1,"m":100}')).key)
+})
+
+test('SigV4 and AWS SDK per-call headers never take part, even when included; x-amz-content-sha256 only when it is not the body digest', () => {
+  const body = new TextEncoder().encode('{"messages":[]}')
+  const req = (headers: Array<[string, string]>) => ({ method: 'POST', url: 'https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse', headers, body })
+  const options = { includeHeaders: ['content-type', 'x-amz-date', 'x-amz-security-token', 'amz-sdk-invocation-id', 'amz-sdk-request', 'x-amz-content-sha256'] }
+  const a = computeIdentity(
+    req([
+      ['x-amz-date', '20250101T000000Z'],
+      ['x-amz-security-token', 'A'],
+      ['amz-sdk-invocation-id', '1'],
+      ['amz-sdk-request', 'attempt=1; max=3'],
+      ['x-amz-content-sha256', sha256(body)],
+    ]),
+    options,
+  )
+  const b = computeIdentity(
+    req([
+      ['x-amz-date', '20250102T000000Z'],
+      ['x-amz-security-token', 'B'],
+      ['amz-sdk-invocation-id', '2'],
+      ['amz-sdk-request', 'attempt=2; max=3'],
+      ['x-amz-content-sha256', '[REDACTED]'],
+    ]),
+    options,
+  )
+  assert.equal(a.key, b.key)
+  assert.deepEqual(a.parts.headers, [])
+  const unsigned = computeIdentity(req([['x-amz-content-sha256', 'UNSIGNED-PAYLOAD']]), options)
+  assert.deepEqual(unsigned.parts.headers, [['x-amz-content-sha256', 'UNSIGNED-PAYLOAD']])
 })

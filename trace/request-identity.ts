@@ -58,8 +58,15 @@ export const ALWAYS_IGNORED_HEADERS: readonly string[] = [
   'x-request-id',
   'idempotency-key',
   'content-length',
+  // AWS SigV4 and the AWS SDK's per-call headers: a clock, a session token, an invocation id, the attempt.
+  'x-amz-date',
+  'x-amz-security-token',
+  'amz-sdk-invocation-id',
+  'amz-sdk-request',
 ]
 const ALWAYS_IGNORED_PREFIXES = ['x-stainless-']
+/** `x-amz-content-sha256` is the body's digest when it is 64 hex digits (or redacted): the body is matched itself. */
+const FOLLOWS_BODY = /^(?:[0-9a-f]{64}|\[REDACTED\])$/i
 
 export interface RequestIdentity {
   /** SHA-256 of the canonical JSON of the parts (or of the custom string). */
@@ -79,6 +86,7 @@ export function computeIdentity(request: IdentityRequest, options: IdentityOptio
   for (const [rawName, value] of request.headers) {
     const name = rawName.toLowerCase()
     if (!include.has(name) || isAlwaysIgnored(name)) continue
+    if (name === 'x-amz-content-sha256' && FOLLOWS_BODY.test(value.trim())) continue
     const list = grouped.get(name) ?? []
     list.push(name === 'content-type' && boundary ? value.replace(boundary, 'BOUNDARY') : value.trim())
     grouped.set(name, list)

@@ -14,14 +14,21 @@
  *   items sent so far); other streams → a text stream; otherwise the non-streamed answer.
  * - Messages (Anthropic, streamed): no tool_result yet → text + a tool_use with `input_json_delta`s;
  *   after it → a text answer.
+ * - Gemini, Bedrock, the Agents SDK's Responses calls and Ollama (plain HTTP, its own port): fake-llm-apis.ts.
+ *
+ * With `freshIds`, every answer carries newly minted ids where the recording has model-made ones (completion,
+ * response, item, tool call and tool use ids, encrypted reasoning), consistently within the answer, as the real
+ * APIs mint them: two recordings of one run then differ exactly where real ones do.
  */
 import { readFileSync } from 'node:fs'
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer, type Server } from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
-import { createSecureContext, type SecureContext } from 'node:tls'
+import { createSecureContext, type SecureContext, type TLSSocket } from 'node:tls'
 import { gzipSync } from 'node:zlib'
 import { parseJson, stringifyJson } from '../../trace/index.ts'
+import { AGENTS_HOST, agentsResponses, BEDROCK_HOST, bedrock, GEMINI_HOST, gemini, ollama, ollamaError, randomChars } from './fake-llm-apis.ts'
 
 /** The host names the fake answers for (TLS certificates are issued for these). */
 export const OPENAI_HOST = 'api.openai.test'
@@ -44,10 +51,39 @@ export interface ProviderRequest {
 /** A running fake provider. */
 export interface FakeProviders {
   port: number
-  /** TCP connections accepted so far (replay must add none). */
+  /** The plain-HTTP port Ollama's native API answers on (127.0.0.1). */
+  ollamaPort: number
+  /** TCP connections accepted so far, on both ports (replay must add none). */
   readonly connections: number
   requests: ProviderRequest[]
   close(): Promise<void>
+}
+
+/** Options of the fakes. */
+export interface FakeProviderOptions {
+  /** Mint fresh model-made ids in every recorded answer, as the real APIs do (default: answer the recordings as they are). */
+  freshIds?: boolean
+}
+
+const ID_PATTERN = /\b(?:chatcmpl-|call_|resp_|msg_|fc_|rs_|toolu_|srvtoolu_)[A-Za-z0-9]{8,}/g
+const ENCRYPTED = /"encrypted_content":"([^"]+)"/g
+
+/**
+ * The body with every model-made id replaced by a new random one of the same shape, each old id by the same
+ * new id throughout (a streamed answer repeats its ids), and encrypted reasoning by new bytes of its length.
+ */
+function mintIds(body: string): string {
+  const ids = new Map<string, string>()
+  const fresh = (old: string) => {
+    let id = ids.get(old)
+    if (!id) {
+      const prefix = /^[a-z]+[-_]/.exec(old)?.[0] ?? ''
+      id = `${prefix}${randomChars(old.length - prefix.length)}`
+      ids.set(old, id)
+    }
+    return id
+  }
+  return body.replace(ID_PATTERN, fresh).replace(ENCRYPTED, (_, v: string) => `"encrypted_content":"${fresh(v)}"`)
 }
 
 interface Fixture {
@@ -114,14 +150,19 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const HEAD_DELAY_MS = 5
 const EVENT_DELAY_MS = 1
 
+/** Set per request from the server's options: whether answers get fresh ids. */
+const freshIdsFor = new WeakMap<ServerResponse, boolean>()
+const minted = (res: ServerResponse, body: string) => (freshIdsFor.get(res) ? mintIds(body) : body)
+
 async function sendJson(
   req: IncomingMessage,
   res: ServerResponse,
   status: number,
   statusText: string,
   headers: OutgoingHttpHeaders,
-  body: string,
+  recorded: string,
 ): Promise<void> {
+  const body = minted(res, recorded)
   await sleep(HEAD_DELAY_MS)
   const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))
   const bytes = gzip ? gzipSync(body) : Buffer.from(body)
@@ -135,7 +176,9 @@ async function sendJson(
 }
 
 /** Streams `events`, one write each; with `cutAfter`, the connection dies after that many events. */
-async function sendEvents(res: ServerResponse, headers: OutgoingHttpHeaders, events: string[], cutAfter?: number): Promise<void> {
+async function sendEvents(res: ServerResponse, headers: OutgoingHttpHeaders, recorded: string[], cutAfter?: number): Promise<void> {
+  // One answer: its events share the ids minted for it.
+  const events = freshIdsFor.get(res) ? mintIds(recorded.join('\u0000')).split('\u0000') : recorded
   await sleep(HEAD_DELAY_MS)
   res.writeHead(200, 'OK', headers)
   for (const [i, event] of events.entries()) {
@@ -231,14 +274,15 @@ async function messages(res: ServerResponse, body: Json): Promise<void> {
  * @example
  * const providers = await startFakeProviders({ [OPENAI_HOST]: pki.certs[OPENAI_HOST], ... })
  */
-export async function startFakeProviders(certs: Record<string, { cert: string; key: string }>): Promise<FakeProviders> {
+export async function startFakeProviders(certs: Record<string, { cert: string; key: string }>, options: FakeProviderOptions = {}): Promise<FakeProviders> {
   const contexts = new Map<string, SecureContext>(Object.entries(certs).map(([host, c]) => [host, createSecureContext(c)]))
   const fallback = (certs[OPENAI_HOST] ?? Object.values(certs)[0]) as { cert: string; key: string }
   const requests: ProviderRequest[] = []
   const attempts = new Map<string, number>()
   let connections = 0
   const sockets = new Set<Socket>()
-  const server: Server = createServer({ ...fallback, SNICallback: (name, cb) => cb(null, contexts.get(name)) }, (req, res) => {
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
+    freshIdsFor.set(res, options.freshIds === true)
     const parts: Buffer[] = []
     req.on('data', (c: Buffer) => parts.push(c))
     req.on('end', () => {
@@ -247,29 +291,40 @@ export async function startFakeProviders(certs: Record<string, { cert: string; k
       const path = (req.url ?? '/').split('?')[0] as string
       requests.push({ host, method: req.method ?? 'GET', path, headers: req.headers, body: raw })
       const body = (raw ? parseJson(raw) : {}) as Json
+      const plain = (req.socket as TLSSocket).encrypted !== true
       let answer: Promise<void>
       if (OPENAI_HOSTS.has(host) && path === '/v1/chat/completions') answer = chatCompletions(req, res, body, attempts, raw)
       else if (OPENAI_HOSTS.has(host) && path === '/v1/responses') answer = responses(req, res, body)
       else if (ANTHROPIC_HOSTS.has(host) && path === '/v1/messages') answer = messages(res, body)
+      else if (host === GEMINI_HOST && /^\/v1(?:beta|alpha)?\/models\/[^/]+:(?:stream)?[gG]enerateContent$/.test(path)) answer = gemini(req, res, path, body)
+      else if (host === BEDROCK_HOST && /^\/model\/[^/]+\/converse(?:-stream)?$/.test(path)) answer = bedrock(res, path, body)
+      else if (host === AGENTS_HOST && path === '/v1/responses') answer = agentsResponses(res, body)
+      else if (plain && (path === '/api/chat' || path === '/api/generate')) answer = ollama(res, path, body)
+      else if (plain) answer = Promise.resolve(ollamaError(res, 404, `fake ollama: nothing at ${req.method} ${path}`))
       else answer = sendJson(req, res, 404, 'Not Found', {}, errorBody(`fake provider: nothing at ${req.method} ${host}${path}`, 'invalid_request_error', null))
       answer.catch(() => res.destroy())
     })
-  })
-  server.on('connection', (socket: Socket) => {
-    connections++
-    sockets.add(socket)
-    socket.on('close', () => sockets.delete(socket))
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  }
+  const server: Server = createServer({ ...fallback, SNICallback: (name, cb) => cb(null, contexts.get(name)) }, handler)
+  const ollamaServer = createHttpServer(handler)
+  for (const s of [server, ollamaServer]) {
+    s.on('connection', (socket: Socket) => {
+      connections++
+      sockets.add(socket)
+      socket.on('close', () => sockets.delete(socket))
+    })
+    await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
+  }
   return {
     port: (server.address() as AddressInfo).port,
+    ollamaPort: (ollamaServer.address() as AddressInfo).port,
     get connections() {
       return connections
     },
     requests,
     async close() {
       for (const s of sockets) s.destroy()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await Promise.all([server, ollamaServer].map((s) => new Promise<void>((resolve) => s.close(() => resolve()))))
     },
   }
 }

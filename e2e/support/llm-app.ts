@@ -16,46 +16,12 @@ import { jsonSchema, stepCountIs, streamText, tool } from 'ai'
 import OpenAI from 'openai'
 import { zodResponseFormat } from 'openai/helpers/zod'
 import { z } from 'zod'
+import { API_SCENARIOS } from './llm-app-apis.ts'
+import { type LlmAppConfig, type Observation, type ObservedError, observe, prompt, type Scenario } from './llm-observe.ts'
 import { CHANGED } from './llm-scenarios.ts'
 
-/** Where the app sends its model calls, and with which (dummy) keys. */
-export interface LlmAppConfig {
-  openaiBaseURL: string
-  anthropicBaseURL: string
-  openaiApiKey: string
-  anthropicApiKey: string
-  /** When set, the first prompt of a scenario is changed, the n-th way (a request the recording never saw). */
-  changed?: number
-}
+export type { LlmAppConfig, ObservedError } from './llm-observe.ts'
 
-/** What the app saw when an SDK call failed. */
-export interface ObservedError {
-  name: string
-  message: string
-  status?: number
-  /** ms from the SDK call to the app's catch. */
-  elapsedMs: number
-}
-
-type Observation = Record<string, unknown>
-type Scenario = (config: LlmAppConfig) => Promise<Observation>
-
-/** Runs `call`, returning its result or what the app saw of its error (with the time it took to arrive). */
-async function observe<T>(call: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: ObservedError }> {
-  const t0 = performance.now()
-  try {
-    return { ok: true, value: await call() }
-  } catch (err) {
-    const e = err as Error & { status?: number; statusCode?: number }
-    const status = e.status ?? e.statusCode
-    return {
-      ok: false,
-      error: { name: e.constructor?.name ?? e.name, message: e.message, ...(status === undefined ? {} : { status }), elapsedMs: performance.now() - t0 },
-    }
-  }
-}
-
-const prompt = (config: LlmAppConfig, text: string) => (config.changed === undefined ? text : `${text} (asked differently #${config.changed})`)
 const openai = (c: LlmAppConfig) => new OpenAI({ apiKey: c.openaiApiKey, baseURL: c.openaiBaseURL })
 
 const WEATHER_TOOL = {
@@ -108,6 +74,19 @@ const openaiChatToolStream: Scenario = async (c) => {
   }
   const calls = Object.values(args).map((a) => ({ id: a.id, name: a.name, arguments: JSON.parse(a.arguments) as unknown }))
   return { chunks, finish, calls }
+}
+
+/** Chat Completions in a tool loop: two streamed tool calls, the app's tool results (echoing the call ids), the streamed answer. */
+const openaiToolLoop: Scenario = async (c) => {
+  const client = openai(c)
+  const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: prompt(c, "What's the weather like in San Francisco and Boston?") }]
+  const first = await client.chat.completions.stream({ model: 'gpt-3.5-turbo', messages, tools: [WEATHER_TOOL] }).finalChatCompletion()
+  const message = first.choices[0]?.message
+  const calls = (message?.tool_calls ?? []).flatMap((t) => (t.type === 'function' ? [t] : []))
+  messages.push({ role: 'assistant', content: message?.content ?? null, tool_calls: calls })
+  for (const call of calls) messages.push({ role: 'tool', tool_call_id: call.id, content: `Sunny in ${JSON.parse(call.function.arguments).location}` })
+  const second = await client.chat.completions.stream({ model: 'gpt-3.5-turbo', messages, tools: [WEATHER_TOOL] }).finalChatCompletion()
+  return { calls: calls.map((t) => t.function.name), text: second.choices[0]?.message.content?.slice(0, 40) }
 }
 
 /** Chat Completions streamed as text with a final usage chunk. */
@@ -291,6 +270,7 @@ export const SCENARIOS: Record<string, Scenario> = {
   'openai-chat': openaiChat,
   'openai-chat-tool-stream': openaiChatToolStream,
   'openai-chat-text-stream': openaiChatTextStream,
+  'openai-tool-loop': openaiToolLoop,
   'openai-responses': openaiResponses,
   'openai-responses-stream': openaiResponsesStream,
   'openai-structured': openaiStructured,
@@ -300,6 +280,7 @@ export const SCENARIOS: Record<string, Scenario> = {
   'anthropic-tool-loop': anthropicToolLoop,
   'ai-tool-loop': aiToolLoop,
   'langchain-tool-loop': langchainToolLoop,
+  ...API_SCENARIOS,
 }
 
 /**
@@ -330,6 +311,14 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     anthropicBaseURL: env.ANTHROPIC_BASE_URL ?? '',
     openaiApiKey: env.OPENAI_API_KEY ?? '',
     anthropicApiKey: env.ANTHROPIC_API_KEY ?? '',
+    ...(env.GOOGLE_GEMINI_BASE_URL ? { geminiBaseURL: env.GOOGLE_GEMINI_BASE_URL } : {}),
+    ...(env.GEMINI_API_KEY ? { geminiApiKey: env.GEMINI_API_KEY } : {}),
+    ...(env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME ? { bedrockEndpoint: env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME } : {}),
+    ...(env.AWS_ACCESS_KEY_ID
+      ? { aws: { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY ?? '', sessionToken: env.AWS_SESSION_TOKEN ?? '' } }
+      : {}),
+    ...(env.AGENTS_OPENAI_BASE_URL ? { agentsBaseURL: env.AGENTS_OPENAI_BASE_URL } : {}),
+    ...(env.OLLAMA_HOST ? { ollamaHost: env.OLLAMA_HOST } : {}),
   })
   process.stdout.write(`${JSON.stringify(results)}\n`)
 }

@@ -105,3 +105,62 @@ test('differences keep observation order: an HTTP tool difference before a model
     JSON.stringify(missing.differences.map((x) => x.summary)),
   )
 })
+
+/** A parallel tool-call loop whose model made the ids `made`, and whose app answered them with the ids `echoed`. */
+function loopWithIds(name: string, made: [string, string], echoed: [string, string] = made) {
+  const user = { role: 'user', content: 'Weather in Oslo and Bergen?' }
+  const calls = made.map((id, i) => ({ id, name: 'get_weather', arguments: JSON.stringify({ city: ['Oslo', 'Bergen'][i] }) }))
+  return buildTrace(name, [
+    chatTurn({ messages: [user], toolCalls: calls, id: `chatcmpl-${made[0]}` }),
+    chatTurn({
+      messages: [
+        user,
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+        },
+        { role: 'tool', tool_call_id: echoed[0], content: 'rain' },
+        { role: 'tool', tool_call_id: echoed[1], content: 'sun' },
+      ],
+      content: 'Rain in Oslo, sun in Bergen.',
+      id: `chatcmpl-${made[1]}`,
+    }),
+  ])
+}
+
+test('ids the model made and the app echoes back compare by role: the same run with other ids is equal, a swapped echo is not', () => {
+  // Ids without digits: no "generated id" pattern hides them, only their role does.
+  const a = loopWithIds('a', ['call_abcdefghijkl', 'call_mnopqrstuvwx'])
+  const b = loopWithIds('b', ['call_QWERTYUIOPAS', 'call_ZXCVBNMLKJHG'])
+  assert.equal(diffTraces(a, b, { volatile: false }).equal, false, 'byte for byte, the ids differ')
+  assert.equal(diffTraces(a, b).equal, true)
+  assert.equal(diffTracesLlm(a, b).equal, true)
+  assert.deepEqual(
+    diffTraces(a, b).alignment.map((p) => p.by),
+    ['identity', 'identity'],
+    'aligned by identity once ids are roles',
+  )
+
+  const swapped = loopWithIds('swapped', ['call_QWERTYUIOPAS', 'call_ZXCVBNMLKJHG'], ['call_ZXCVBNMLKJHG', 'call_QWERTYUIOPAS'])
+  const d = diffTracesLlm(a, swapped)
+  assert.equal(d.equal, false)
+  assert.equal(d.first?.summary, '#1 model request $.messages[2].tool_call_id: "⟨model id 2⟩" → "⟨model id 3⟩"')
+})
+
+test('a value the app sent before any response is compared by value, even where a response repeats it', () => {
+  const turn = (name: string, user: string) =>
+    buildTrace(name, [
+      {
+        method: 'POST',
+        url: 'https://api.test/v1/jobs',
+        requestBody: JSON.stringify({ user_id: user }),
+        body: JSON.stringify({ job_id: 'job_abcdefgh', user_id: user }),
+      },
+    ])
+  const d = diffTraces(turn('a', 'alice-0001'), turn('b', 'bobby-0002'))
+  assert.deepEqual(
+    d.differences.flatMap((x) => x.details.map((y) => y.path)),
+    ['$.user_id', '$.user_id'],
+  )
+})

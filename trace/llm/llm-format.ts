@@ -6,6 +6,10 @@ const API_NAMES: Record<LlmView['api'], string> = {
   'openai.chat': 'OpenAI Chat Completions',
   'openai.responses': 'OpenAI Responses',
   'anthropic.messages': 'Anthropic Messages',
+  'google.gemini': 'Google Gemini generateContent',
+  'aws.bedrock.converse': 'AWS Bedrock Converse',
+  'ollama.chat': 'Ollama chat',
+  'ollama.generate': 'Ollama generate',
 }
 
 /** Longest input message text shown, in characters; longer ones are cut with their length noted. */
@@ -21,7 +25,10 @@ export function formatModelTurn(turn: TimelineTurn): string {
   lines.push(`${turn.method} ${turn.url} → ${turn.error ?? turn.status ?? ''}`)
   if (v.model !== undefined)
     lines.push(`model: ${v.model}${v.requestModel !== undefined && v.requestModel !== v.model ? ` (asked for ${v.requestModel})` : ''}`)
-  if (v.attempt !== undefined) lines.push(`attempt: ${v.attempt === 0 ? 'first try' : `retry ${v.attempt}`} (x-stainless-retry-count: ${v.attempt})`)
+  if (v.attempt !== undefined) {
+    const header = v.api === 'aws.bedrock.converse' ? `amz-sdk-request: attempt=${v.attempt + 1}` : `x-stainless-retry-count: ${v.attempt}`
+    lines.push(`attempt: ${v.attempt === 0 ? 'first try' : `retry ${v.attempt}`} (${header})`)
+  }
   if (v.tools.length > 0) lines.push(`tools offered: ${v.tools.join(', ')}`)
   lines.push('', `input (${v.input.length} message${v.input.length === 1 ? '' : 's'}):`)
   v.input.forEach((m, i) => {
@@ -29,14 +36,17 @@ export function formatModelTurn(turn: TimelineTurn): string {
   })
   if (v.toolResults.length > 0) {
     lines.push('', 'tool results sent back:')
-    for (const r of v.toolResults) lines.push(`  ${r.name ?? '?'} (${r.callId})${r.isError ? ' error' : ''}: ${quoteText(r.output, 200)}`)
+    for (const r of v.toolResults)
+      lines.push(
+        `  ${r.name ?? '?'}${r.callId ? ` (${r.callId})` : ''}${r.isError ? ' error' : ''}${r.handoff ? ` handoff to ${r.handoff}` : ''}: ${quoteText(r.output, 200)}`,
+      )
   }
   lines.push('', 'output:')
   for (const r of v.reasoning) lines.push(`  reasoning: ${indent(r)}`)
   if (v.outputText !== '') lines.push(`  text: ${indent(v.outputText)}`)
   if (v.refusal) lines.push(`  refusal: ${indent(v.refusal)}`)
   v.toolCalls.forEach((c, i) => {
-    lines.push(`  tool_call[${i}] ${formatToolCall(c, 400)}${c.id !== undefined ? ` (id ${c.id})` : ''}`)
+    lines.push(`  tool_call[${i}] ${formatToolCall(c, 400)}${c.id !== undefined ? ` (id ${c.id})` : ''}${c.handoff ? ` handoff to ${c.handoff}` : ''}`)
   })
   if (v.outputText === '' && v.toolCalls.length === 0 && !v.refusal) lines.push('  (none)')
   if (v.error !== undefined) lines.push(`error: ${v.error}`)

@@ -282,7 +282,7 @@ test('rechunkLike: chunk boundaries follow events, also when a recorded chunk en
 test('streams with CRLF line ends keep them; a gzip-compressed stream is stored decoded, one chunk per event', () => {
   const f = readExchangeFixture('openai/chat-completions-stream-parallel-tool-calls.json')
   const crlf = itemFromFixture(f)
-  crlf.chunks = (crlf.chunks ?? []).map((c) => c.replaceAll('\n', '\r\n'))
+  crlf.chunks = (crlf.chunks ?? []).map((c) => String(c).replaceAll('\n', '\r\n'))
   const { branch } = fork([crlf], ['#0 llm.tool_call[0].arguments={"location":"Oslo"}'])
   assert.ok(!/[^\r]\n/.test(text(branch)), 'every line still ends in CRLF')
   assert.equal(view(branch)?.toolCalls[0]?.argumentsText, '{"location":"Oslo"}')

@@ -15,14 +15,18 @@ import type { Exchange, Trace } from '../exchange.ts'
 import { headerValue } from '../header-pairs.ts'
 import { canonicalJson, editJson, parseJson, stringifyJson, tryParseJson } from '../json-codec.ts'
 import { decodedResponse } from './exchange-bodies.ts'
-import { obj, str } from './json-access.ts'
+import { obj } from './json-access.ts'
 import type { LlmApi, LlmView } from './llm-types.ts'
 import { llmView } from './llm-view.ts'
 import { planAnthropicJson, planAnthropicStream } from './patch-anthropic.ts'
+import { planConverseJson, planConverseStream } from './patch-bedrock.ts'
+import { planGeminiJson, planGeminiStream } from './patch-gemini.ts'
+import { planOllamaJson, planOllamaStream } from './patch-ollama.ts'
 import { planChatJson, planChatStream } from './patch-openai-chat.ts'
 import { planResponsesJson, planResponsesStream } from './patch-openai-responses.ts'
 import { type JsonPlan, type LlmEdit, type LlmPatchTarget, PlanError, type StreamEvent, type StreamPlan } from './patch-plan.ts'
-import { chunkPerEvent, rechunkLike, renderSegment, splitSseSegments } from './sse-segments.ts'
+import { chunkPerEvent, rechunkLike } from './sse-segments.ts'
+import { type StreamBody, streamBody } from './stream-body.ts'
 
 /** A parsed `llm.*` patch action. */
 export interface LlmPatchAction {
@@ -99,6 +103,18 @@ const FINISH: Record<LlmApi, { values: string[]; aliases: Record<string, string>
     values: ['end_turn', 'max_tokens', 'stop_sequence', 'tool_use', 'pause_turn', 'refusal', 'model_context_window_exceeded'],
     aliases: { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', content_filter: 'refusal' },
   },
+  // google.genai FinishReason; a function call ends with STOP.
+  'google.gemini': {
+    values: ['STOP', 'MAX_TOKENS', 'SAFETY', 'RECITATION', 'LANGUAGE', 'OTHER', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'MALFORMED_FUNCTION_CALL'],
+    aliases: { stop: 'STOP', end_turn: 'STOP', tool_calls: 'STOP', length: 'MAX_TOKENS', max_tokens: 'MAX_TOKENS', content_filter: 'SAFETY' },
+  },
+  // Bedrock Converse StopReason.
+  'aws.bedrock.converse': {
+    values: ['end_turn', 'tool_use', 'max_tokens', 'stop_sequence', 'guardrail_intervened', 'content_filtered', 'model_context_window_exceeded'],
+    aliases: { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', content_filter: 'content_filtered' },
+  },
+  'ollama.chat': { values: ['stop', 'length', 'load', 'unload'], aliases: { end_turn: 'stop', tool_calls: 'stop', max_tokens: 'length' } },
+  'ollama.generate': { values: ['stop', 'length', 'load', 'unload'], aliases: { end_turn: 'stop', max_tokens: 'length' } },
 }
 
 /** The finish a value means for an API: `{finish, detail}`, or undefined when the API has no such finish. */
@@ -132,7 +148,7 @@ export function resolveLlmEdit(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchang
       text,
       trace,
       x,
-      'is not an LLM exchange: Tool Replay reads OpenAI Chat Completions, OpenAI Responses and Anthropic Messages (a POST whose path and JSON body have their shape). Patch it with $.path=JSON or body=@FILE instead.',
+      'is not an LLM exchange: Tool Replay reads OpenAI Chat Completions and Responses, Anthropic Messages, Gemini generateContent, Bedrock Converse and Ollama chat/generate (a POST whose path and JSON body have their shape). Patch it with $.path=JSON or body=@FILE instead.',
     )
   }
   if ((view.status ?? 200) >= 300)
@@ -188,28 +204,37 @@ export function validateLlmPatch(trace: Pick<Trace, 'bodies' | 'meta'>, x: Excha
   }
 }
 
-type Planned =
-  | { kind: 'json'; text: string; edits: JsonPlan }
-  | { kind: 'stream'; text: string; segments: ReturnType<typeof splitSseSegments>; plan: StreamPlan }
+type Planned = { kind: 'json'; text: string; edits: JsonPlan } | { kind: 'stream'; stream: StreamBody; plan: StreamPlan }
+
+const JSON_PLANS: Record<LlmApi, (body: Record<string, unknown>, e: LlmEdit) => JsonPlan> = {
+  'openai.chat': planChatJson,
+  'openai.responses': planResponsesJson,
+  'anthropic.messages': planAnthropicJson,
+  'google.gemini': planGeminiJson,
+  'aws.bedrock.converse': planConverseJson,
+  'ollama.chat': planOllamaJson,
+  'ollama.generate': planOllamaJson,
+}
+
+const STREAM_PLANS: Record<LlmApi, (events: StreamEvent[], e: LlmEdit) => StreamPlan> = {
+  'openai.chat': planChatStream,
+  'openai.responses': planResponsesStream,
+  'anthropic.messages': planAnthropicStream,
+  'google.gemini': planGeminiStream,
+  'aws.bedrock.converse': planConverseStream,
+  'ollama.chat': planOllamaStream,
+  'ollama.generate': planOllamaStream,
+}
 
 function plan(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange, api: LlmApi, edit: LlmEdit): Planned {
   const res = decodedResponse(trace, x)
-  if (!res || res.text === undefined) throw new PlanError('its response body is not readable text')
-  if (res.events) {
-    const segments = splitSseSegments(res.text)
-    const events: StreamEvent[] = []
-    segments.forEach((s, seg) => {
-      const data = s.data === undefined ? undefined : obj(tryParseJson(s.data)?.value)
-      if (data) events.push({ seg, type: str(data.type) ?? s.event ?? '', data })
-    })
-    const p =
-      api === 'openai.chat' ? planChatStream(events, edit) : api === 'openai.responses' ? planResponsesStream(events, edit) : planAnthropicStream(events, edit)
-    return { kind: 'stream', text: res.text, segments, plan: p }
-  }
+  if (!res) throw new PlanError('its response body is not readable')
+  const stream = streamBody(res)
+  if (stream) return { kind: 'stream', stream, plan: STREAM_PLANS[api](stream.events, edit) }
+  if (res.text === undefined) throw new PlanError('its response body is not readable text')
   const body = obj(res.json)
   if (!body) throw new PlanError('its response body is not a JSON object')
-  const edits = api === 'openai.chat' ? planChatJson(body, edit) : api === 'openai.responses' ? planResponsesJson(body, edit) : planAnthropicJson(body, edit)
-  return { kind: 'json', text: res.text, edits }
+  return { kind: 'json', text: res.text, edits: JSON_PLANS[api](body, edit) }
 }
 
 /** The patched response body, cut into chunks like the recording, and whether it is now stored decoded. */
@@ -236,9 +261,12 @@ export function applyLlmPatch(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange
   if (planned.kind === 'json') {
     result = { chunks: [{ bytes: new TextEncoder().encode(editJson(planned.text, planned.edits)), atMs: chunksBefore[0]?.atMs ?? 0 }], decoded }
   } else {
-    const before = planned.segments.map((s) => s.raw)
-    const after = planned.segments.map((s, i) => renderSegment(s, planned.plan.edits.get(i)))
-    result = { chunks: decoded ? chunkPerEvent(after, chunksBefore) : rechunkLike(before, after, chunksBefore), decoded }
+    const { stream, plan: p } = planned
+    const after = stream.raw.map((raw, i) => {
+      const e = p.edits.get(i)
+      return e ? stream.render(i, e) : raw
+    })
+    result = { chunks: decoded ? chunkPerEvent(after, chunksBefore) : rechunkLike(stream.raw, after, chunksBefore), decoded }
   }
   checkPatched(trace, x, text, edit, result)
   return result

@@ -5,10 +5,18 @@
  */
 
 /** The model APIs Tool Replay reads. OpenAI-compatible servers at any host count as the OpenAI APIs. */
-export type LlmApi = 'openai.chat' | 'openai.responses' | 'anthropic.messages'
+export type LlmApi = 'openai.chat' | 'openai.responses' | 'anthropic.messages' | 'google.gemini' | 'aws.bedrock.converse' | 'ollama.chat' | 'ollama.generate'
 
 /** Every API the LLM view reads, in the order detection tries them. */
-export const LLM_APIS: readonly LlmApi[] = ['openai.chat', 'openai.responses', 'anthropic.messages']
+export const LLM_APIS: readonly LlmApi[] = [
+  'openai.chat',
+  'openai.responses',
+  'anthropic.messages',
+  'google.gemini',
+  'aws.bedrock.converse',
+  'ollama.chat',
+  'ollama.generate',
+]
 
 /** A tool call the model asked for (or that a request carries as history). */
 export interface LlmToolCall {
@@ -22,6 +30,8 @@ export interface LlmToolCall {
   argumentsText: string
   /** False when the arguments text is not valid JSON. */
   argumentsValid: boolean
+  /** For a handoff (OpenAI Agents SDK `transfer_to_*` tool): the agent it hands the run to. */
+  handoff?: string
 }
 
 /** One input message: role and its text (non-text parts as placeholders such as "[image]"). */
@@ -34,8 +44,10 @@ export interface LlmMessage {
   toolCallId?: string
   /** For a tool result: the tool's name, when the request (or the trace) says which call it answers. */
   name?: string
-  /** For a tool result the app marked as failed (Anthropic `is_error`). */
+  /** For a tool result the app marked as failed (Anthropic `is_error`, Bedrock `status: "error"`). */
   isError?: boolean
+  /** For a tool result that completes a handoff (`{"assistant": NAME}`): the agent that takes over. */
+  handoff?: string
   /** Set by `presentLlmView` when `text` was shortened: the original length. */
   truncatedFrom?: number
 }
@@ -46,6 +58,8 @@ export interface LlmToolResult {
   name?: string
   output: string
   isError?: boolean
+  /** The agent a handoff hands the run to (OpenAI Agents SDK: the tool output `{"assistant": NAME}`). */
+  handoff?: string
   /** Set by `presentLlmView` when `output` was shortened: the original length. */
   truncatedFrom?: number
 }
@@ -86,7 +100,7 @@ export interface LlmView {
   /** Responses `incomplete_details.reason` (e.g. "max_output_tokens"). */
   finishDetail?: string
   usage?: LlmUsage
-  /** The SDK's retry attempt (`x-stainless-retry-count`; 0 is the first try). */
+  /** The SDK's retry attempt (`x-stainless-retry-count`, or the AWS SDK's `amz-sdk-request: attempt=N`; 0 is the first try). */
   attempt?: number
   /** HTTP status of the response (absent for a network error). */
   status?: number
@@ -121,8 +135,10 @@ export interface LlmResponsePart {
   error?: string
 }
 
-/** One stream event: its `event:` name and its data, parsed as JSON where it is JSON. */
+/** One stream event: its `event:` name (an AWS event stream's `:event-type`) and its data, parsed as JSON where it is JSON. */
 export interface LlmStreamEvent {
   event?: string
+  /** An AWS event stream exception frame (`:message-type: exception`; `event` is its `:exception-type`). */
+  exception?: boolean
   data: unknown
 }

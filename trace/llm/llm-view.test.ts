@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { buildTrace, type ExchangeFixture, itemFromFixture, readExchangeFixture, sseChunks, type TraceItem } from '../../e2e/fixtures/fixture-trace.ts'
+import { mulberry32, mutate } from '../../e2e/fixtures/json-mutation.ts'
 import { bodyFromBytes } from '../body.ts'
 import type { Exchange, Trace } from '../exchange.ts'
 import { stringifyJson } from '../json-codec.ts'
@@ -165,44 +166,6 @@ test('the SDK retry attempt comes from x-stainless-retry-count', () => {
 })
 
 // --- fuzz: damaged and unexpected shapes never make the readers throw ---------------------------------
-
-function mulberry32(seed: number): () => number {
-  let a = seed
-  return () => {
-    a = (a + 0x6d2b79f5) | 0
-    let t = Math.imul(a ^ (a >>> 15), 1 | a)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
-const ODD: unknown[] = [null, 0, -1, 1e308, 4294967296, '', 'x', [], {}, true, [null], { type: 'text' }, '[DONE]']
-
-/** Replaces one random node of a JSON value with an odd value (or deletes it). */
-function mutate(value: unknown, rnd: () => number): unknown {
-  const nodes: Array<{ parent: Record<string, unknown> | unknown[]; key: string | number }> = []
-  const walk = (v: unknown) => {
-    if (Array.isArray(v)) {
-      v.forEach((c, i) => {
-        nodes.push({ parent: v, key: i })
-        walk(c)
-      })
-    } else if (v !== null && typeof v === 'object') {
-      for (const [k, c] of Object.entries(v)) {
-        nodes.push({ parent: v as Record<string, unknown>, key: k })
-        walk(c)
-      }
-    }
-  }
-  const copy = structuredClone(value)
-  walk(copy)
-  const n = nodes[Math.floor(rnd() * nodes.length)]
-  if (!n) return ODD[Math.floor(rnd() * ODD.length)]
-  const odd = ODD[Math.floor(rnd() * ODD.length)]
-  if (rnd() < 0.15 && !Array.isArray(n.parent)) delete (n.parent as Record<string, unknown>)[n.key as string]
-  else (n.parent as Record<string, unknown>)[n.key as string] = structuredClone(odd)
-  return copy
-}
 
 function mutatedItem(f: ExchangeFixture, rnd: () => number): TraceItem {
   const item = itemFromFixture(f)

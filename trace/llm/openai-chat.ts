@@ -1,5 +1,5 @@
 /**
- * OpenAI Chat Completions (and OpenAI-compatible servers: vLLM, Ollama, Groq, OpenRouter, Azure, ...):
+ * OpenAI Chat Completions (and OpenAI-compatible servers: vLLM, Ollama, Groq (`x_groq.usage`), OpenRouter, Azure, ...):
  * the request's messages and tools; the response as JSON, or as `chat.completion.chunk` events
  * reassembled (content deltas joined, tool calls by `index` with their argument fragments joined).
  * Only choice 0 is read (requests with `n` > 1 show their first choice).
@@ -141,7 +141,8 @@ export function readChatEvents(events: LlmStreamEvent[]): LlmResponsePart {
 function setModelAndUsage(part: LlmResponsePart, body: Record<string, unknown>): void {
   const model = str(body.model)
   if (model) part.model = model
-  const usage = obj(body.usage)
+  // Groq streams its usage in the final chunk's `x_groq.usage` (same fields as `usage`).
+  const usage = obj(body.usage) ?? obj(obj(body.x_groq)?.usage)
   if (!usage) return
   const u: LlmUsage = {}
   const set = (k: keyof LlmUsage, v: unknown) => {

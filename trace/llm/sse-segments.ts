@@ -3,6 +3,7 @@
  * leave every other byte (comments, `event:` lines, line endings, `[DONE]`) as it was recorded, and so the
  * rewritten body can be cut into as many chunks, at the same events, as the recording.
  */
+import { concatBytes } from '../body.ts'
 import type { BodyChunk } from '../exchange.ts'
 import { editJson, type JsonEdit } from '../json-codec.ts'
 
@@ -81,15 +82,24 @@ export function renderSegment(seg: SseSegment, edit: SegmentEdit | undefined): s
 
 const enc = new TextEncoder()
 
+/** A stream's segment as bytes: an SSE event's text, an NDJSON line, an AWS event stream frame. */
+export type Segment = string | Uint8Array
+
+const bytesOf = (s: Segment): Uint8Array => (typeof s === 'string' ? enc.encode(s) : s)
+
 /**
  * Cuts a rewritten stream into as many chunks as the recording, at the same places: a recorded chunk that
  * ended at the end of event k ends at the end of rewritten event k; one that ended inside an event ends at
  * the same proportion of the rewritten event. Each chunk keeps its recorded time.
  */
-export function rechunkLike(before: string[], after: string[], chunks: ReadonlyArray<BodyChunk>): Array<{ bytes: Uint8Array; atMs: number }> {
-  const bytes = enc.encode(after.join(''))
-  const oldLens = before.map((s) => enc.encode(s).byteLength)
-  const newLens = after.map((s) => enc.encode(s).byteLength)
+export function rechunkLike(
+  before: ReadonlyArray<Segment>,
+  after: ReadonlyArray<Segment>,
+  chunks: ReadonlyArray<BodyChunk>,
+): Array<{ bytes: Uint8Array; atMs: number }> {
+  const bytes = concatBytes(after.map(bytesOf))
+  const oldLens = before.map((s) => bytesOf(s).byteLength)
+  const newLens = after.map((s) => bytesOf(s).byteLength)
   const oldStarts = starts(oldLens)
   const newStarts = starts(newLens)
   const out: Array<{ bytes: Uint8Array; atMs: number }> = []
@@ -113,10 +123,10 @@ export function rechunkLike(before: string[], after: string[], chunks: ReadonlyA
 }
 
 /** One chunk per event, at times spread over the recorded chunks (for compressed recordings, whose chunk boundaries say nothing about events). */
-export function chunkPerEvent(after: string[], chunks: ReadonlyArray<BodyChunk>): Array<{ bytes: Uint8Array; atMs: number }> {
+export function chunkPerEvent(after: ReadonlyArray<Segment>, chunks: ReadonlyArray<BodyChunk>): Array<{ bytes: Uint8Array; atMs: number }> {
   return after.map((s, i) => {
     const c = chunks[Math.min(chunks.length - 1, Math.floor((i * chunks.length) / Math.max(after.length, 1)))]
-    return { bytes: enc.encode(s), atMs: c?.atMs ?? 0 }
+    return { bytes: bytesOf(s), atMs: c?.atMs ?? 0 }
   })
 }
 

@@ -28,6 +28,8 @@ export interface TimelineTurn {
   llm?: LlmView
   /** The MCP view, for tool turns. */
   mcp?: McpView
+  /** The agent this model turn runs as, once a handoff named it (OpenAI Agents SDK). */
+  agent?: string
 }
 
 /** The timeline of a trace. Tool results are named from the tool calls of earlier turns where the request does not say. */
@@ -40,6 +42,9 @@ export function llmTimeline(trace: Trace): TimelineTurn[] {
       for (const m of v.input) if (m.role === 'tool' && m.name === undefined && m.toolCallId && names.has(m.toolCallId)) m.name = names.get(m.toolCallId)
       for (const r of v.toolResults) if (r.name === undefined && names.has(r.callId)) r.name = names.get(r.callId)
       for (const c of v.toolCalls) if (c.id !== undefined) names.set(c.id, c.name)
+      // A turn whose history holds a handoff runs as the agent the latest one named.
+      const agent = v.input.findLast((m) => m.handoff !== undefined)?.handoff
+      if (agent !== undefined) turn.agent = agent
     }
     return turn
   })
@@ -83,6 +88,11 @@ export function formatToolCall(c: LlmToolCall, max = 80): string {
   return `${c.name || '(no name)'} ${argumentsShown(c, max)}`
 }
 
+/** `handoff → Spanish agent (transfer_to_spanish_agent)` or `tool_call get_weather {...}`. */
+function callPhrase(c: LlmToolCall, max: number): string {
+  return c.handoff !== undefined ? `handoff → ${c.handoff} (${c.name})` : `tool_call ${formatToolCall(c, max)}`
+}
+
 function argumentsShown(c: LlmToolCall, max: number): string {
   if (c.argumentsValid) return clip(stringifyJson(c.arguments), max)
   return c.argumentsText === '' ? '(no arguments)' : `${quoteText(c.argumentsText, max)} (not JSON)`
@@ -94,12 +104,13 @@ export function outcomePhrase(v: LlmView): string {
   const parts: string[] = []
   if (v.outputText !== '') parts.push(quoteText(v.outputText))
   if (v.refusal) parts.push(`refusal ${quoteText(v.refusal)}`)
-  if (v.toolCalls.length === 1) parts.push(`tool_call ${formatToolCall(v.toolCalls[0] as LlmToolCall)}`)
-  else if (v.toolCalls.length > 1) parts.push(`tool_calls ${v.toolCalls.map((c) => formatToolCall(c, 40)).join(', ')}`)
+  if (v.toolCalls.length === 1) parts.push(callPhrase(v.toolCalls[0] as LlmToolCall, 80))
+  else if (v.toolCalls.length > 1)
+    parts.push(`tool_calls ${v.toolCalls.map((c) => (c.handoff !== undefined ? callPhrase(c, 40) : formatToolCall(c, 40))).join(', ')}`)
   return parts.length > 0 ? parts.join(' + ') : '(no output)'
 }
 
-const NATURAL_FINISH = new Set(['stop', 'tool_calls', 'function_call', 'completed', 'end_turn', 'tool_use', 'stop_sequence'])
+const NATURAL_FINISH = new Set(['stop', 'tool_calls', 'function_call', 'completed', 'end_turn', 'tool_use', 'stop_sequence', 'STOP'])
 
 /** `[finish length]`, `[stream cut]`, `[patched ID]`, `[fault ...]`: what a reader must not miss about a turn. */
 function flags(turn: TimelineTurn): string {
@@ -122,8 +133,10 @@ export function formatTurnLine(turn: TimelineTurn, previousModel?: string): stri
   }
   let line = `#${turn.seq} model`
   if (v.model !== undefined && v.model !== previousModel) line += ` ${v.model}`
+  if (turn.agent !== undefined) line += ` [${turn.agent}]`
   if (v.attempt !== undefined && v.attempt > 0) line += ` (retry ${v.attempt})`
-  if (v.toolResults.length > 0) line += ` ← ${v.toolResults.map((r) => `tool_result ${r.name ?? r.callId} ${quoteText(r.output, 40)}`).join(', ')}`
+  if (v.toolResults.length > 0)
+    line += ` ← ${v.toolResults.map((r) => (r.handoff !== undefined ? `handoff to ${r.handoff}` : `tool_result ${r.name || r.callId} ${quoteText(r.output, 40)}`)).join(', ')}`
   return `${line} → ${outcomePhrase(v)}${flags(turn)}`
 }
 
