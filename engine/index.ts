@@ -77,6 +77,8 @@ export { loadSessionFaults, SessionFaults } from './session-faults.ts'
 export { judgeTestReplay, registerVitestFileHooks } from './test-hooks.ts'
 /** Which trace and mode a test file records or replays (TOOL_REPLAY_MODE, TOOL_REPLAY_TRACE as a group); whether a setup was preloaded. */
 export { loadedAsTestPreload, resolveTestTrace, traceNameForTestFile } from './test-trace.ts'
+export type { RedactedTrace } from './trace-redaction.ts'
+export { redactTrace } from './trace-redaction.ts'
 export type { ExchangeProgress } from './transport-rules.ts'
 export {
   bodyTooLarge,

@@ -133,3 +133,44 @@ test('documents that are not traces: a case manifest or test file', () => {
   )
   assert.equal(maskSecret('short'), 'sh… (5 chars)')
 })
+
+test('scan reads raw JSON text: every occurrence of a repeated key, an escaped key, a comment, JSON cut short or broken', () => {
+  const paths = { redaction: { bodyPaths: ['$.password'] } }
+  const body = (text: string, type = 'application/json') => where(trace({ resHeaders: [['content-type', type]], resBody: Buffer.from(text) }), paths)
+  // JSON.parse keeps the last key: a secret in the first (or the last) of two is found either way.
+  assert.deepEqual(body('{"password":"SECRET","password":"[REDACTED]"}'), ['response body $.password: unredacted-body-path'])
+  assert.deepEqual(body('{"password":"[REDACTED]","password":"SECRET"}'), ['response body $.password (repeated key, occurrence 2): unredacted-body-path'])
+  assert.deepEqual(body(String.raw`{"password":"[REDACTED]","pa\u0073sword":"SECRET"}`), [
+    'response body $.password (repeated key, occurrence 2): unredacted-body-path',
+  ])
+  // A comment is no field, but it is on disk: a configured key written in it, or a credential's shape.
+  assert.deepEqual(body(`{"password":"[REDACTED]" /* "password": "SECRET" */, "a": 1 // ${OPENAI}\n}`), [
+    'response body comment at offset 25: "password": unredacted-body-path',
+    'response body comment at offset 60: openai-key',
+  ])
+  assert.deepEqual(body('{"id":1,"password":"SECR'), ['response body $.password: unredacted-body-path'], 'cut short')
+  assert.deepEqual(body('{"id":1} trailing "password": "SECRET"', 'text/plain'), ['response body after offset 9: "password": unredacted-body-path'], 'broken')
+  assert.deepEqual(body('{"password":"a"}\n{"password":"SECRET"}', 'application/x-ndjson'), [
+    'response body $.password: unredacted-body-path',
+    'response body value #2 $.password: unredacted-body-path',
+  ])
+  // An escaped credential in a key or a value, in a repeated key: found decoded.
+  const escaped = OPENAI.replace('-', '\\u002d')
+  assert.deepEqual(body(`{"note":"a","note":"${escaped}","${escaped}":1}`, 'text/plain'), ['response body $.note: openai-key', 'response body $: openai-key'])
+})
+
+test('a faulted exchange: what the upstream really answered is scanned too', () => {
+  const t = trace({})
+  const leaked = bodyFromBytes(Buffer.from(JSON.stringify({ token: OPENAI })))
+  t.bodies.set(leaked.ref.digest, leaked.bytes)
+  const x = t.exchanges[0] as Exchange
+  x.fault = {
+    rule: 'r',
+    kind: 'server_error',
+    phase: 'after-response',
+    seed: 's',
+    call: 1,
+    upstream: { kind: 'response', response: { status: 200, statusText: 'OK', headers: [['x-api-key', 'k-1']], trailers: [], body: leaked.ref } },
+  }
+  assert.deepEqual(where(t), ['response upstream header x-api-key: unredacted-header', 'response upstream body $.token: openai-key'])
+})

@@ -50,6 +50,7 @@ export const ErrorCodes = {
   CONTRACT_VIOLATED: 'TR_CONTRACT_VIOLATED',
   // secrets
   SECRET_FOUND: 'TR_SECRET_FOUND',
+  BODY_NOT_REDACTED: 'TR_BODY_NOT_REDACTED',
   // generic
   INTERNAL: 'TR_INTERNAL',
 } as const
