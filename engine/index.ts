@@ -74,7 +74,7 @@ export { MODES, openSession, Session } from './session.ts'
 export type { FaultClock, FaultsInput, SessionFaultsOptions } from './session-faults.ts'
 export { loadSessionFaults, SessionFaults } from './session-faults.ts'
 /** Runner glue for the ready-made test setups (internal): vitest hook registration, the end-of-file strict judgement. */
-export { judgeTestReplay, registerVitestFileHooks } from './test-hooks.ts'
+export { judgeTestReplay, lateRequestRefusal, registerVitestFileHooks } from './test-hooks.ts'
 /** Which trace and mode a test file records or replays (TOOL_REPLAY_MODE, TOOL_REPLAY_TRACE as a group); whether a setup was preloaded. */
 export { loadedAsTestPreload, resolveTestTrace, traceNameForTestFile } from './test-trace.ts'
 export type { RedactedTrace } from './trace-redaction.ts'
