@@ -52,9 +52,11 @@ export class Redactor {
       if (!this.#headerLengths.has(k.length)) continue
       const lower = k.toLowerCase()
       if (!this.#headers.has(lower)) continue
-      out ??= pairs.map(([name, value]) => [name, value])
       // Keep Set-Cookie's cookie name and attributes: they matter to behaviour, the value is the secret.
-      out[i] = [k, lower === 'set-cookie' ? redactSetCookie(v) : REDACTED]
+      const redacted = lower === 'set-cookie' ? redactSetCookie(v) : REDACTED
+      if (redacted === v) continue // already redacted (an import, a fork of a recording)
+      out ??= pairs.map(([name, value]) => [name, value])
+      out[i] = [k, redacted]
     }
     return out ?? pairs
   }
@@ -69,12 +71,12 @@ export class Redactor {
       return url
     }
     let changed = false
-    if (u.password) {
+    if (u.password && decodeURIComponent(u.password) !== REDACTED) {
       u.password = REDACTED
       changed = true
     }
-    for (const name of [...u.searchParams.keys()]) {
-      if (this.#queryParams.has(name.toLowerCase())) {
+    for (const [name, value] of [...u.searchParams]) {
+      if (this.#queryParams.has(name.toLowerCase()) && value !== REDACTED) {
         u.searchParams.set(name, REDACTED)
         changed = true
       }

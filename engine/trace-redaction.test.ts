@@ -122,3 +122,28 @@ function refs(x: Exchange): BodyRef[] {
   }
   return out
 }
+
+test('a trace redacted once is not changed again (an import or a fork of a recording)', () => {
+  const bodies = new Map<string, Uint8Array>()
+  const keep = keeper(bodies)
+  const x: Exchange = {
+    seq: 0,
+    request: {
+      method: 'POST',
+      url: `https://u:${SECRET}@api.test/x?key=${SECRET}&q=1`,
+      headers: [
+        ['authorization', `Bearer ${SECRET}`],
+        ['cookie', `sid=${SECRET}`],
+      ],
+      body: keep(`{"password":"${SECRET}"}`),
+    },
+    outcome: { kind: 'response', response: response(keep('{}'), [...json, ['set-cookie', `sid=${SECRET}; Path=/`]]) },
+    timing: { startMs: 0, headersMs: 1 },
+  }
+  const redactor = new Redactor({ bodyPaths: ['$.password'] })
+  const once = redactTrace({ meta: { name: 't', format: 1 }, exchanges: [x], bodies }, redactor)
+  assert.equal(once.changed, 1)
+  const twice = redactTrace(once.trace, redactor)
+  assert.equal(twice.changed, 0)
+  assert.equal(twice.trace.exchanges[0], once.trace.exchanges[0])
+})
