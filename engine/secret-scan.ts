@@ -2,8 +2,9 @@
  * Finds what looks like a credential in a trace, on decoded content: compressed bodies are decompressed,
  * JSON is read from its raw text token by token (trace/json-text.ts), so every occurrence of a repeated key,
  * every key and string decoded (an escaped secret or key), comments, and JSON cut short or broken half-way are
- * all searched — not only what JSON.parse would keep; event streams and other text are searched whole. Pure: the caller reads traces (from the store API, trace files or case directories) and decides
- * what a finding means (`tr-proxy scan` exits non-zero). A finding names where the value is and shows only a
+ * all searched — not only what JSON.parse would keep; event streams and other text are searched whole. Pure:
+ * the caller reads traces (from the store API, trace files or case directories) and decides what a finding
+ * means (`tr-proxy scan` exits non-zero). A finding names where the value is and shows only a
  * masked preview, so a scan report never leaks what it found.
  *
  * What counts: API keys of well-known shapes (`sk-...`, `sk-ant-...`, `AKIA...`/`ASIA...`, `ghp_...`,
@@ -18,6 +19,7 @@ import {
   type HeaderPairs,
   headerValue,
   isEventStream,
+  type JsonTextComment,
   type JsonTextValue,
   jsonPathMatches,
   type Outcome,
@@ -230,6 +232,7 @@ class Scanner {
     })
     const occurrences = new Map<string, number>()
     const found = new Set<string>()
+    const comments: JsonTextComment[] = []
     let read = false
     const reading = readJsonText(text, {
       key: (k) => this.text(k.text, at(k.path, k.document), undefined, found),
@@ -243,14 +246,15 @@ class Scanner {
         const where = n > 1 ? `${place.where} (repeated key, occurrence ${n})` : place.where
         this.#unredacted({ ...place, where }, v, text)
       },
-      comment: (c) => {
-        read = true
-        const where = { ...place, where: `${place.where} comment at offset ${c.offset}` }
-        this.text(c.text, where, undefined, found)
-        this.#keysInText(c.text, where)
-      },
+      comment: (c) => comments.push(c),
     })
+    // Comments alone (a script's header) do not make text JSON.
     if (!read && reading.status === 'invalid') return false
+    for (const c of comments) {
+      const where = { ...place, where: `${place.where} comment at offset ${c.offset}` }
+      this.text(c.text, where, undefined, found)
+      this.#keysInText(c.text, where)
+    }
     if (reading.status !== 'json') {
       // What is left after JSON broke off: searched as text, skipping what the JSON reading already reported.
       const rest = text.slice(reading.end)

@@ -51,7 +51,7 @@ test('text cut short, broken, or not JSON: what was read is visited, and the rea
   assert.deepEqual(visits('hello').lines, [])
   // A raw control character in a string: still read as a string, but not JSON.
   const flawed = visits('{"a":"x\ty"}')
-  assert.equal(flawed.reading.status, 'invalid')
+  assert.deepEqual(flawed.reading, { status: 'invalid', documents: 1, end: 11 }, 'read to its end, every value visited')
   assert.ok(flawed.lines.includes('0:a=string@5+5 x\ty'))
 })
 

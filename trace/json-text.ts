@@ -88,7 +88,7 @@ export interface JsonTextReading {
   status: 'json' | 'cut' | 'invalid'
   /** Complete top-level values read. */
   documents: number
-  /** Where reading stopped: the text's length, or the offset of the first thing that is not JSON. */
+  /** Where reading stopped (everything before was visited): the text's length, or where it stopped being JSON. */
   end: number
 }
 
@@ -112,7 +112,7 @@ class JsonTextReader {
   readonly #frames: Frame[] = []
   #want: Want = 'value'
   #documents = 0
-  /** Where a token was flawed but still readable (a bad escape, a raw control character in a string). */
+  /** Where a token was flawed but still readable (a bad escape, a raw control character in a string): not JSON. */
   #flawed: number | undefined
 
   constructor(text: string, visitor: JsonTextVisitor) {
@@ -221,8 +221,8 @@ class JsonTextReader {
   }
 
   #stop(status: JsonTextReading['status'], end: number): JsonTextReading {
-    if (this.#flawed !== undefined) return { status: 'invalid', documents: this.#documents, end: this.#flawed }
-    return { status, documents: this.#documents, end }
+    // A flawed token was read past (everything up to `end` was visited), but the text is not JSON.
+    return { status: this.#flawed === undefined ? status : 'invalid', documents: this.#documents, end }
   }
 }
 
