@@ -17,6 +17,7 @@ import { connect, type Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { after, before, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { type TLSSocket, connect as tlsConnect } from 'node:tls'
 import { openSession } from '../engine/index.ts'
 import { DEFAULT_PROXY_LIMITS, loadCertificateAuthority, type ProxyServer, startProxy } from '../proxy/index.ts'
 import { createMemoryStore } from '../store/index.ts'
@@ -36,7 +37,7 @@ async function proxyWith(limits: Parameters<typeof startProxy>[0]['limits']): Pr
 
 /** A client that never reads: it connects, sends `first`, then (if `drip`) one more head byte a second. */
 interface Deaf {
-  socket: Socket
+  socket: Socket | TLSSocket
   /** When its socket closed (ms since the attack began), or undefined while open. */
   closedAt: number | undefined
 }
@@ -142,6 +143,72 @@ test('520 clients that send a head one byte a second and never read: every valid
     assert.equal(open, 0, `${open} of 520 slow clients still hold a connection ${Math.round(performance.now() - attack.began)} ms into the attack`)
   } finally {
     attack.stop()
+    await proxy.close({ graceMs: 100 })
+  }
+})
+
+/** Deaf clients inside TLS tunnels: CONNECT, the proxy's TLS, then a head one byte a second; never read. */
+async function deafTlsTunnels(port: number, count: number): Promise<{ clients: Deaf[]; stop: () => void }> {
+  const began = performance.now()
+  const clients = await Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<Deaf>((resolve, reject) => {
+          const raw = connect(port, '127.0.0.1')
+          raw.on('error', () => {})
+          raw.once('error', reject)
+          raw.once('connect', () => raw.write(`CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n`))
+          raw.once('data', () => {
+            const socket = tlsConnect({ socket: raw, servername: 'api.test', rejectUnauthorized: false })
+            const client: Deaf = { socket, closedAt: undefined }
+            socket.on('error', () => {})
+            socket.once('close', () => (client.closedAt = performance.now() - began))
+            socket.once('secureConnect', () => {
+              socket.pause() // never reads
+              socket.write('GET /hello HTTP/1.1\r\nHost: api.test\r\nX-Slow: ')
+              resolve(client)
+            })
+          })
+        }),
+    ),
+  )
+  const timer = setInterval(() => {
+    for (const c of clients) if (c.closedAt === undefined && c.socket.writable) c.socket.write('a')
+  }, 1000)
+  return {
+    clients,
+    stop: () => {
+      clearInterval(timer)
+      for (const c of clients) c.socket.destroy()
+    },
+  }
+}
+
+test('inside CONNECT tunnels too (plain and TLS): a head dripped to a client that never reads is answered 408 and closed', async () => {
+  const headersTimeoutMs = 1500
+  const proxy = await proxyWith({ headersTimeoutMs, closeGraceMs: 500 })
+  // Plain HTTP inside the tunnel (as clients that tunnel http:// do), and HTTPS through the proxy's MITM.
+  const plain = await deafClients(
+    proxy.port,
+    10,
+    `CONNECT 127.0.0.1:${up.port} HTTP/1.1\r\nHost: 127.0.0.1:${up.port}\r\n\r\nGET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: `,
+    true,
+  )
+  const tls = await deafTlsTunnels(proxy.port, 10)
+  const all = [...plain.clients, ...tls.clients]
+  try {
+    // Head timeout, a sweep, the close grace and a second for the next byte to meet the closed socket, plus slack.
+    const bound = headersTimeoutMs + 375 + 500 + 1000 + 10_000
+    for (let waited = 0; all.some((c) => c.closedAt === undefined) && waited < bound; waited += 100) await sleep(100)
+    assert.deepEqual(
+      [plain.clients, tls.clients].map((list) => list.filter((c) => c.closedAt === undefined).length),
+      [0, 0],
+      'slow tunnels still open (plain, TLS)',
+    )
+  } finally {
+    plain.stop()
+    tls.stop()
     await proxy.close({ graceMs: 100 })
   }
 })

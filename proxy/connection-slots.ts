@@ -9,6 +9,8 @@
  *   progress (no whole head yet, an idle keep-alive connection) or with an answer its client has not read, once
  *   that one has held it for EVICTABLE_AFTER_MS; only when none qualifies is the new connection refused (503).
  * - a client that leaves an answer unread for `clientReadTimeoutMs` (bytes wait for it, none leave) is dropped.
+ * - inside a CONNECT tunnel the head and request timeouts are enforced here: Node checks them only for
+ *   connections of a server that listens, and the tunnel's HTTP server is handed its sockets.
  * A request in progress whose client reads (a head received, its answer moving), a WebSocket passed through and
  * a tunnel's request are never evicted. Node's own head and request timeouts (408) stay the first line.
  */
@@ -30,8 +32,10 @@ export interface SlotLimits {
   closeGraceMs: number
   /** How long an answer may wait unread (no byte leaving) before the connection is dropped. */
   clientReadTimeoutMs: number
-  /** The shortest timeout in play: eviction never waits longer than this. */
+  /** A request's head must arrive within this (also the longest an evictable connection must have waited). */
   headersTimeoutMs: number
+  /** ... and its whole request within this. */
+  requestTimeoutMs: number
 }
 
 /** One client connection and what it is doing. */
@@ -44,6 +48,10 @@ interface Slot {
   requests: number
   /** A WebSocket (or other upgrade) passed through: long-lived by design. */
   upgraded: boolean
+  /** A CONNECT tunnel: its head and request timeouts are this file's to enforce. */
+  tunnel: boolean
+  /** The request in progress and when its head arrived (`req.complete` says whether its body has too). */
+  request: { since: number; req: IncomingMessage } | undefined
   /** When it last began to wait for a request (accepted, or its last answer finished). */
   idleSince: number
   /** Since when bytes wait for the client without any leaving, and how many had left then. */
@@ -81,7 +89,10 @@ export class ConnectionSlots {
     this.#stats = stats
     // Node checks its own timeouts on an interval too; unread answers are checked as often.
     const every = Math.max(10, Math.min(1000, Math.floor(Math.min(limits.headersTimeoutMs, limits.clientReadTimeoutMs) / 4)))
-    this.#sweep = setInterval(() => this.#dropUnread(), every)
+    this.#sweep = setInterval(() => {
+      this.#dropUnread()
+      this.#timeOutTunnels()
+    }, every)
     this.#sweep.unref()
   }
 
@@ -98,12 +109,29 @@ export class ConnectionSlots {
       endAndDrop(socket, rawErrorResponse(503, ErrorCodes.PROXY_BAD_REQUEST, message), this.#limits.closeGraceMs)
       return false
     }
-    const slot: Slot = { raw: socket, http: socket, active: 0, requests: 0, upgraded: false, idleSince: Date.now(), stalled: undefined, released: false }
+    const slot: Slot = {
+      raw: socket,
+      http: socket,
+      active: 0,
+      requests: 0,
+      upgraded: false,
+      tunnel: false,
+      request: undefined,
+      idleSince: Date.now(),
+      stalled: undefined,
+      released: false,
+    }
     this.#open++
     this.#slots.add(slot)
     this.#bySocket.set(socket, slot)
     socket.once('close', () => this.#release(slot))
     return true
+  }
+
+  /** The connection became a CONNECT tunnel. */
+  tunneled(socket: Duplex): void {
+    const slot = this.#bySocket.get(socket)
+    if (slot) slot.tunnel = true
   }
 
   /** HTTP on this connection now runs on `to` (a tunnel's TLS socket wrapping `from`). */
@@ -116,7 +144,7 @@ export class ConnectionSlots {
 
   /** Watches both listeners: requests, their answers and upgrades mark a connection busy; their errors drop it. */
   watch(server: Server): void {
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => this.#requestStarted(req.socket, res))
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => this.#requestStarted(req, res))
     server.on('upgrade', (req: IncomingMessage) => {
       const slot = this.#bySocket.get(req.socket)
       if (slot) slot.upgraded = true
@@ -129,13 +157,16 @@ export class ConnectionSlots {
     clearInterval(this.#sweep)
   }
 
-  #requestStarted(socket: Duplex, res: ServerResponse): void {
-    const slot = this.#bySocket.get(socket)
+  #requestStarted(req: IncomingMessage, res: ServerResponse): void {
+    const slot = this.#bySocket.get(req.socket)
     if (!slot) return
     slot.active++
     slot.requests++
+    const request = { since: Date.now(), req }
+    slot.request = request
     res.once('close', () => {
       slot.active--
+      if (slot.request === request) slot.request = undefined
       if (slot.active === 0) slot.idleSince = Date.now()
     })
   }
@@ -199,6 +230,22 @@ export class ConnectionSlots {
         // A reset, not a close: a close would keep the kernel sending its unread bytes for minutes.
         resetConnection(slot.http)
       }
+    }
+  }
+
+  /** In a tunnel, a head later than headersTimeoutMs, or a request later than requestTimeoutMs, gets 408 and goes. */
+  #timeOutTunnels(): void {
+    const now = Date.now()
+    for (const slot of this.#slots) {
+      if (!slot.tunnel || slot.upgraded) continue
+      const late =
+        slot.active === 0
+          ? now - slot.idleSince >= this.#limits.headersTimeoutMs
+          : slot.request !== undefined && !slot.request.req.complete && now - slot.request.since >= this.#limits.requestTimeoutMs
+      if (!late) continue
+      this.#stats.badRequests++
+      this.#release(slot)
+      endAndDrop(slot.http, rawErrorResponse(408, ErrorCodes.PROXY_BAD_REQUEST, 'The request head or body did not arrive in time.'), this.#limits.closeGraceMs)
     }
   }
 

@@ -177,6 +177,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   })
   outer.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     router.connect(req, socket)
+    slots.tunneled(socket)
     connect(req, socket, head)
   })
   outer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => router.upgrade(req, socket, head, undefined))
