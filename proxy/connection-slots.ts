@@ -96,16 +96,11 @@ export class ConnectionSlots {
     this.#sweep.unref()
   }
 
-  /** Connections holding a slot now. */
-  get open(): number {
-    return this.#open
-  }
-
   /** A new connection: true when it has a slot (a stale holder may be evicted for it); else it was refused with a 503. */
   admit(socket: Socket): boolean {
     if (this.#open >= this.#limits.maxConnections && !this.#evictOne()) {
       this.#stats.badRequests++
-      const message = `Tool Replay proxy has ${this.#limits.maxConnections} connections open, its limit, and each is sending a request or reading its answer; retry later or raise --max-connections.`
+      const message = `Tool Replay proxy has ${this.#limits.maxConnections} connections open, its limit, and none can be given up (each is busy with a request, or opened less than ${EVICTABLE_AFTER_MS} ms ago); retry later or raise --max-connections.`
       endAndDrop(socket, rawErrorResponse(503, ErrorCodes.PROXY_BAD_REQUEST, message), this.#limits.closeGraceMs)
       return false
     }
