@@ -5,7 +5,8 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { openStore, openStoreOps } from '../store/index.ts'
 import { bodyFromBytes, ErrorCodes, type Trace } from '../trace/index.ts'
-import { EXIT_CODES } from './exit-codes.ts'
+import { COMMANDS } from './commands/index.ts'
+import { EXIT_CODES, EXIT_DIFFERENT, EXIT_OK } from './exit-codes.ts'
 import { runCli } from './main.ts'
 
 function capture() {
@@ -165,6 +166,46 @@ describe('tr-proxy CLI (in-process)', () => {
       }
       assert.match(stdout.join(''), /--store/)
     }
+  })
+
+  test('--help texts take their exit codes from the exit-code table', async () => {
+    const help = async (args: string[]) => {
+      const stdout: string[] = []
+      const write = process.stdout.write
+      process.stdout.write = ((chunk: string) => {
+        stdout.push(String(chunk))
+        return true
+      }) as typeof process.stdout.write
+      try {
+        assert.equal(await runCli([...args, '--help'], capture().io), 0)
+      } finally {
+        process.stdout.write = write
+      }
+      return stdout.join('')
+    }
+    const known = new Set([EXIT_OK, EXIT_DIFFERENT, ...Object.values(EXIT_CODES)])
+    const texts = new Map<string, string>([['', await help([])]])
+    for (const c of COMMANDS) {
+      const name = String(c.command).split(' ')[0] as string
+      texts.set(name, await help([name]))
+    }
+    for (const [name, text] of texts) {
+      // Yargs wraps lines: join them so "exit\n   69" still reads as one mention.
+      const flat = text.replace(/\s+/g, ' ')
+      for (const m of flat.matchAll(/\bexits? (?:with )?(\d+)|\((?:exit )?(\d+)\)/gi)) {
+        const code = Number(m[1] ?? m[2])
+        assert.ok(known.has(code), `tr-proxy ${name} --help names exit code ${code}, which is not in cli/exit-codes.ts: "${m[0]}"`)
+      }
+    }
+    const flat = (name: string) => (texts.get(name) ?? '').replace(/\s+/g, ' ')
+    assert.match(flat('replay'), new RegExp(`Exit ${EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]} on any miss`))
+    const v = EXIT_CODES
+    assert.match(
+      flat('verify'),
+      new RegExp(
+        `integrity \\(exit ${v[ErrorCodes.CASE_INTEGRITY]}\\), strict replay \\(${v[ErrorCodes.REPLAY_INCOMPLETE]}\\), app error \\(${v[ErrorCodes.CASE_APP_ERROR]}\\), behavioural regression \\(${v[ErrorCodes.CASE_REGRESSION]}\\)`,
+      ),
+    )
   })
 
   test('every error code has an exit code', () => {

@@ -22,6 +22,7 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.HAR_INVALID]: 65,
   [ErrorCodes.ASSETS_INVALID]: 65,
   [ErrorCodes.EXPORT_UNSUPPORTED]: 65,
+  [ErrorCodes.BODY_NOT_REDACTED]: 65,
   [ErrorCodes.TRACE_NOT_FOUND]: 66,
   [ErrorCodes.TRACE_EXISTS]: 66,
   [ErrorCodes.CASE_EXISTS]: 66,

@@ -1,7 +1,7 @@
 import type { Argv } from 'yargs'
 import { loadConfig, mergeRedaction, type RedactionOptions } from '../engine/index.ts'
 
-/** The redaction flags of record, replay and serve (and `scan`, which checks stores against them). */
+/** The redaction flags of record, replay, serve, import, import-har and fork (and `scan`, which checks stores against them). */
 export function redactionOptions(y: Argv): Argv {
   return y
     .option('redact-header', {
@@ -30,4 +30,10 @@ export async function redactionFromArgs(args: Record<string, unknown>): Promise<
     queryParams: list(args['redact-query']),
     bodyPaths: list(args['redact-body-path']),
   })
+}
+
+/** The line that says an import or a fork stored redacted values ('' when nothing was redacted). */
+export function redactedNote(changed: number): string {
+  if (changed === 0) return ''
+  return `\nRedacted credentials in ${changed} exchange${changed === 1 ? '' : 's'} before storing (headers, query parameters, URL passwords, configured body paths), as a recording does.`
 }

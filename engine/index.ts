@@ -77,9 +77,11 @@ export type { RemoteSession, SharedSessionHost } from './session-share.ts'
 /** A session shared with child processes (the `tr-proxy mcp` wrapper an app's MCP client spawns), and finding one. */
 export { connectSharedSession, findSharedSession, SESSION_SOCKET_ENV, sharedSessionDir, shareSession } from './session-share.ts'
 /** Runner glue for the ready-made test setups (internal): vitest hook registration, the end-of-file strict judgement. */
-export { judgeTestReplay, registerVitestFileHooks } from './test-hooks.ts'
+export { judgeTestReplay, lateRequestRefusal, registerVitestFileHooks } from './test-hooks.ts'
 /** Which trace and mode a test file records or replays (TOOL_REPLAY_MODE, TOOL_REPLAY_TRACE as a group); whether a setup was preloaded. */
 export { loadedAsTestPreload, resolveTestTrace, traceNameForTestFile } from './test-trace.ts'
 /** Credentials in free text (a command's output and command line) replaced by [REDACTED]. */
 export { redactText, secretEnvValues } from './text-redaction.ts'
+export type { RedactedTrace } from './trace-redaction.ts'
+export { redactTrace } from './trace-redaction.ts'
 export { CLIENT_ABORT_CODE, clientAbortError, DEFAULT_MAX_BODY_BYTES, parseMaxBodyBytes } from './transport-rules.ts'

@@ -1,31 +1,70 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { bodyFromBytes, type Exchange } from '../trace/index.ts'
+import type { HeaderPairs } from '../trace/index.ts'
 import { REDACTED, Redactor } from './redaction.ts'
 
-test('Redactor.exchange redacts URL, request and response headers, trailers and partial responses; bodies untouched', () => {
-  const body = bodyFromBytes(new TextEncoder().encode('{"token":"kept"}')).ref
-  const partial = { status: 200, statusText: 'OK', headers: [['set-cookie', 'sid=abc; Path=/']] as Array<[string, string]>, trailers: [], body }
-  const x: Exchange = {
-    seq: 0,
-    request: { method: 'GET', url: 'https://u:pw@api.test/x?key=AIza123&q=1', headers: [['Authorization', 'Bearer sk-1']], body },
-    outcome: { kind: 'error', error: { code: 'ECONNRESET', message: 'reset', phase: 'response-body', partial } },
-    timing: { startMs: 0, headersMs: 1 },
-  }
-  const r = new Redactor().exchange(x)
-  assert.equal(r.request.url, `https://u:${encodeURIComponent(REDACTED)}@api.test/x?key=${encodeURIComponent(REDACTED)}&q=1`)
-  assert.deepEqual(r.request.headers, [['Authorization', REDACTED]])
-  assert.equal(r.outcome.kind === 'error' && r.outcome.error.partial?.headers[0]?.[1], `sid=${REDACTED}; Path=/`)
-  assert.equal(r.request.body, body)
-  assert.equal(x.request.headers[0]?.[1], 'Bearer sk-1', 'the input is not changed')
-  const ok = new Redactor({ headers: ['x-tenant'] }).exchange({
-    ...x,
-    outcome: { kind: 'response', response: { ...partial, headers: [['X-Tenant', 't1']], trailers: [['x-tenant', 't2']] } },
-  })
-  assert.deepEqual(ok.outcome.kind === 'response' && [ok.outcome.response.headers, ok.outcome.response.trailers], [
-    [['X-Tenant', REDACTED]],
-    [['x-tenant', REDACTED]],
-  ])
+const JSON_TYPE: HeaderPairs = [['content-type', 'application/json']]
+const enc = new TextEncoder()
+const dec = new TextDecoder()
+const redact = (paths: string[], text: string, headers: HeaderPairs = JSON_TYPE) =>
+  dec.decode(new Redactor({ bodyPaths: paths }).body(enc.encode(text), headers))
+const R = JSON.stringify(REDACTED)
+
+test('a repeated key is redacted at every occurrence (JSON.parse keeps the last one, other parsers the first)', () => {
+  const out = redact(['$.password'], '{"password":"x","password":"SECRET"}')
+  assert.equal(out, `{"password":${R},"password":${R}}`)
+  assert.equal(JSON.parse(out).password, REDACTED, 'what a server reads (last key wins) is redacted')
+  // Nested: the repeated key is the parent, and the path runs through both copies.
+  assert.equal(
+    redact(['$.user.password'], '{"user":{"password":"a"},"user":{"password":"SECRET","name":"n"}}'),
+    `{"user":{"password":${R}},"user":{"password":${R},"name":"n"}}`,
+  )
+  // Wildcards and array members, repeated keys inside them.
+  assert.equal(
+    redact(['$.items[*].token'], '{"items":[{"token":"a","token":"SECRET"},{"id":1,"token":"b"}]}'),
+    `{"items":[{"token":${R},"token":${R}},{"id":1,"token":${R}}]}`,
+  )
+})
+
+test('keys are compared decoded: an escaped key is the same key, and the escape stays as it was', () => {
+  assert.equal(redact(['$.password'], String.raw`{"pa\u0073sword":"SECRET","password":"x"}`), String.raw`{"pa\u0073sword":${R},"password":${R}}`)
+  // An escaped secret value is replaced whole.
+  assert.equal(redact(['$.token'], String.raw`{"token":"SE\u0043RET"}`), `{"token":${R}}`)
+})
+
+test('what a lenient server also reads: JSONC comments and trailing commas, JSON Lines, leading whitespace without a JSON type', () => {
+  assert.equal(
+    redact(['$.password'], '{\n  // the login\n  "password": "SECRET", /* old */ "password": "SECRET2",\n}'),
+    `{\n  // the login\n  "password": ${R}, /* old */ "password": ${R},\n}`,
+  )
+  assert.equal(redact(['$.token'], '{"token":"a"}\n{"token":"SECRET"}\n', [['content-type', 'application/x-ndjson']]), `{"token":${R}}\n{"token":${R}}\n`)
+  assert.equal(redact(['$.token'], '  \n{"token":"SECRET"}', [['content-type', 'text/plain']]), `  \n{"token":${R}}`)
+})
+
+test('a body cut short or broken half-way is redacted as far as it reads', () => {
+  assert.equal(redact(['$.password'], '{"id":1,"password":"SECR'), `{"id":1,"password":${R}`)
+  assert.equal(redact(['$.password'], '{"password":"SECRET", oops'), `{"password":${R}, oops`)
+})
+
+test('surgical and idempotent: other bytes stay, a redacted container swallows what is inside, an already redacted body is the same object', () => {
+  const text = '{ "n": 12345678901234567890, "creds": {"key": "k", "key": "SECRET"}, "keep": 1.50 }'
+  assert.equal(redact(['$.creds', '$.creds.key'], text), `{ "n": 12345678901234567890, "creds": ${R}, "keep": 1.50 }`)
+  const done = enc.encode(`{"password":${R},"password":${R}}`)
+  const r = new Redactor({ bodyPaths: ['$.password'] })
+  assert.equal(r.body(done, JSON_TYPE), done)
+  const notJson = enc.encode('password=SECRET')
+  assert.equal(r.body(notJson, [['content-type', 'application/x-www-form-urlencoded']]), notJson)
+})
+
+test('nesting depth costs no stack', () => {
+  const deep = `${'['.repeat(200_000)}{"password":"SECRET"}${']'.repeat(200_000)}`
+  assert.equal(redact(['$.password'], deep), deep, 'not at $.password')
+  const out = redact(['$[0][0][0].password'], `[[[{"password":"SECRET"}]]]`)
+  assert.equal(out, `[[[{"password":${R}}]]]`)
+})
+
+test('a body path that does not parse is refused when the redactor is made, not per body', () => {
+  assert.throws(() => new Redactor({ bodyPaths: ['password'] }), { code: 'TR_INVALID_OPTION' })
 })
 
 test('redaction changes nothing outside the redacted paths (issue 7: the store changed 12345678901234567890 and 1.50)', () => {

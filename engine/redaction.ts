@@ -1,14 +1,4 @@
-import {
-  type Exchange,
-  editJson,
-  type HeaderPairs,
-  headerValue,
-  type JsonEdit,
-  type RecordedResponse,
-  selectJsonPath,
-  tryParseJson,
-  tryUtf8,
-} from '../trace/index.ts'
+import { type HeaderPairs, headerValue, jsonPathMatches, type PathSegment, parseJsonPath, readJsonText, tryUtf8 } from '../trace/index.ts'
 
 /** What is scrubbed before anything reaches the store. Secrets never persist. */
 export interface RedactionOptions {
@@ -54,13 +44,13 @@ export class Redactor {
   readonly #headers: Set<string>
   /** Lengths of the redacted names: most header names are ruled out without a lowercase copy. */
   readonly #headerLengths: Set<number>
-  readonly #bodyPaths: string[]
+  readonly #bodyPaths: PathSegment[][]
   readonly #queryParams: Set<string>
 
   constructor(options: RedactionOptions = {}) {
     this.#headers = new Set([...DEFAULT_REDACTED_HEADERS, ...(options.headers ?? [])].map((h) => h.toLowerCase()))
     this.#headerLengths = new Set([...this.#headers].map((h) => h.length))
-    this.#bodyPaths = options.bodyPaths ?? []
+    this.#bodyPaths = (options.bodyPaths ?? []).map((p) => parseJsonPath(p))
     this.#queryParams = new Set([...DEFAULT_REDACTED_QUERY_PARAMS, ...(options.queryParams ?? [])].map((q) => q.toLowerCase()))
   }
 
@@ -73,9 +63,11 @@ export class Redactor {
       const lower = k.toLowerCase()
       if (!this.#headers.has(lower)) continue
       if (lower === 'x-amz-content-sha256' && !BODY_DIGEST.test(v)) continue
-      out ??= pairs.map(([name, value]) => [name, value])
       // Keep Set-Cookie's cookie name and attributes: they matter to behaviour, the value is the secret.
-      out[i] = [k, lower === 'set-cookie' ? redactSetCookie(v) : REDACTED]
+      const redacted = lower === 'set-cookie' ? redactSetCookie(v) : REDACTED
+      if (redacted === v) continue // already redacted (an import, a fork of a recording)
+      out ??= pairs.map(([name, value]) => [name, value])
+      out[i] = [k, redacted]
     }
     return out ?? pairs
   }
@@ -90,12 +82,12 @@ export class Redactor {
       return url
     }
     let changed = false
-    if (u.password) {
+    if (u.password && decodeURIComponent(u.password) !== REDACTED) {
       u.password = REDACTED
       changed = true
     }
-    for (const name of [...u.searchParams.keys()]) {
-      if (this.#queryParams.has(name.toLowerCase())) {
+    for (const [name, value] of [...u.searchParams]) {
+      if (this.#queryParams.has(name.toLowerCase()) && value !== REDACTED) {
         u.searchParams.set(name, REDACTED)
         changed = true
       }
@@ -103,50 +95,64 @@ export class Redactor {
     return changed ? u.toString() : url
   }
 
-  /**
-   * An exchange from outside a capture path (a HAR import) with URL, headers and trailers redacted, as a
-   * recording would have stored them. Bodies are left as they are: JSON-path redaction of stored bodies
-   * happens while recording, where the decoded body is at hand.
-   */
-  exchange(x: Exchange): Exchange {
-    const response = (r: RecordedResponse): RecordedResponse => ({ ...r, headers: this.headers(r.headers), trailers: this.headers(r.trailers) })
-    const o = x.outcome
-    return {
-      ...x,
-      request: { ...x.request, url: this.url(x.request.url), headers: this.headers(x.request.headers) },
-      outcome:
-        o.kind === 'response'
-          ? { kind: 'response', response: response(o.response) }
-          : { kind: 'error', error: o.error.partial ? { ...o.error, partial: response(o.error.partial) } : o.error },
-    }
-  }
-
   /** True when bodies need a look (some JSON paths are configured). */
   get hasBodyPaths(): boolean {
     return this.#bodyPaths.length > 0
   }
 
-  /** Redacts configured JSON paths in a JSON body; other bodies come back unchanged (same object). */
+  /**
+   * Redacts configured JSON paths in a JSON body; other bodies come back unchanged (same object).
+   * Every occurrence is redacted, as a server could read any of them: a repeated key
+   * (`{"password":"x","password":"SECRET"}`: JSON.parse keeps the last, some parsers the first), an escaped
+   * key (`"pa\u0073sword"`), JSONC (comments, trailing commas), each value of JSON Lines, and what a body
+   * cut short holds before its end.
+   */
   body(bytes: Uint8Array, headers: HeaderPairs): Uint8Array {
     if (this.#bodyPaths.length === 0 || bytes.byteLength === 0) return bytes
     const type = headerValue(headers, 'content-type') ?? ''
     const encoding = headerValue(headers, 'content-encoding')
     if (encoding && encoding !== 'identity') return bytes
-    if (!type.includes('json') && bytes[0] !== 0x7b && bytes[0] !== 0x5b) return bytes
+    if (!type.includes('json') && !startsLikeJson(bytes)) return bytes
     const text = tryUtf8(bytes)
     if (text === undefined) return bytes
-    const parsed = tryParseJson(text)
-    if (parsed === undefined) return bytes
-    // Surgical: only the redacted values' bytes change (big numbers, spacing and key order elsewhere stay).
-    const edits: JsonEdit[] = []
-    for (const p of this.#bodyPaths) {
-      for (const hit of selectJsonPath(parsed.value, p)) {
-        if (hit.value !== REDACTED) edits.push({ path: hit.path as Array<string | number>, value: REDACTED })
-      }
-    }
-    if (edits.length === 0) return bytes
-    return new TextEncoder().encode(editJson(text, edits))
+    const redacted = redactJsonText(text, this.#bodyPaths)
+    return redacted === text ? bytes : new TextEncoder().encode(redacted)
   }
+}
+
+/**
+ * `text` with every value at `paths` replaced by "[REDACTED]"; surgical: only those values' bytes change
+ * (big numbers, spacing, key order and escapes elsewhere stay). Returns `text` itself when nothing changed.
+ */
+function redactJsonText(text: string, paths: ReadonlyArray<ReadonlyArray<PathSegment>>): string {
+  const spans: Array<{ offset: number; length: number }> = []
+  readJsonText(text, {
+    value: (v) => {
+      if (v.kind === 'string' && v.text === REDACTED && !v.cut) return
+      if (paths.some((p) => jsonPathMatches(p, v.path))) spans.push({ offset: v.offset, length: v.length })
+    },
+  })
+  if (spans.length === 0) return text
+  // Values arrive innermost first; a redacted container swallows what was redacted inside it.
+  spans.sort((a, b) => a.offset - b.offset || b.length - a.length)
+  const parts: string[] = []
+  let at = 0
+  for (const span of spans) {
+    if (span.offset < at) continue
+    parts.push(text.slice(at, span.offset), JSON.stringify(REDACTED))
+    at = span.offset + span.length
+  }
+  parts.push(text.slice(at))
+  return parts.join('')
+}
+
+/** True when the first byte after ASCII whitespace opens an object or an array. */
+function startsLikeJson(bytes: Uint8Array): boolean {
+  for (const b of bytes) {
+    if (b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d) continue
+    return b === 0x7b || b === 0x5b
+  }
+  return false
 }
 
 function redactSetCookie(value: string): string {

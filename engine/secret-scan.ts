@@ -1,14 +1,16 @@
 /**
  * Finds what looks like a credential in a trace, on decoded content: compressed bodies are decompressed,
- * JSON is walked value by value (so an escaped secret is found too), event streams and text are searched
- * whole. Pure: the caller reads traces (from the store API, trace files or case directories) and decides
- * what a finding means (`tr-proxy scan` exits non-zero). A finding names where the value is and shows only a
+ * JSON is read from its raw text token by token (trace/json-text.ts), so every occurrence of a repeated key,
+ * every key and string decoded (an escaped secret or key), comments, and JSON cut short or broken half-way are
+ * all searched — not only what JSON.parse would keep; event streams and other text are searched whole. Pure:
+ * the caller reads traces (from the store API, trace files or case directories) and decides what a finding
+ * means (`tr-proxy scan` exits non-zero). A finding names where the value is and shows only a
  * masked preview, so a scan report never leaks what it found.
  *
  * What counts: API keys of well-known shapes (`sk-...`, `sk-ant-...`, `AKIA...`/`ASIA...`, `ghp_...`,
  * `AIza...`), bearer tokens, JWTs and private-key PEM blocks anywhere; and, whatever their shape, values of
  * the headers, query parameters and JSON body paths that redaction covers (the defaults plus the configured
- * ones) that are not `[REDACTED]`.
+ * ones) that are not `[REDACTED]`, at every occurrence (a key named in a comment counts too).
  */
 import {
   decodeContentEncoding,
@@ -17,12 +19,15 @@ import {
   type HeaderPairs,
   headerValue,
   isEventStream,
-  isExactNumber,
+  type JsonTextComment,
+  type JsonTextValue,
+  jsonPathMatches,
+  type Outcome,
   type PathSegment,
+  parseJsonPath,
   type RecordedResponse,
-  selectJsonPath,
+  readJsonText,
   type Trace,
-  tryParseJson,
 } from '../trace/index.ts'
 import { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_QUERY_PARAMS, REDACTED, type RedactionOptions } from './redaction.ts'
 
@@ -85,9 +90,7 @@ export function scanTrace(trace: Trace, options: ScanOptions = {}): SecretFindin
 /** Findings in a JSON document or text that is not a trace (a case manifest, a generated test file). */
 export function scanDocument(name: string, text: string, options: ScanOptions = {}): SecretFinding[] {
   const s = new Scanner({ meta: { name, format: 1 }, exchanges: [], bodies: new Map() }, options.redaction ?? {})
-  const json = tryParseJson(text)
-  if (json) s.json(json.value, { side: 'trace', where: '' }, [])
-  else s.text(text, { side: 'trace', where: 'text' })
+  if (!s.jsonText(text, { side: 'trace', where: '' })) s.text(text, { side: 'trace', where: 'text' })
   return s.findings
 }
 
@@ -100,19 +103,35 @@ export function maskSecret(value: string): string {
 
 type Place = { seq?: number; side: SecretFinding['side']; where: string }
 
+/** A `"key": value` pair in text that is not read as JSON (a comment, the rest of broken JSON). */
+const KEY_VALUE = /"((?:[^"\\\n]|\\.)*)"\s*:\s*("(?:[^"\\\n]|\\.)*"?|[^\s,}\]/]+)/g
+
+/** A JSON string literal decoded, or the raw text when it is not one. */
+function decodeLiteral(raw: string): string {
+  if (!raw.startsWith('"')) return raw
+  try {
+    return JSON.parse(raw.endsWith('"') && raw.length > 1 ? raw : `${raw}"`) as string
+  } catch {
+    return raw.slice(1)
+  }
+}
+
 class Scanner {
   readonly findings: SecretFinding[] = []
   readonly #trace: Trace
   readonly #headers: Set<string>
   readonly #query: Set<string>
-  readonly #bodyPaths: string[]
+  readonly #bodyPaths: PathSegment[][]
+  /** The last key of each configured body path: what a `"key": value` in a comment is checked against. */
+  readonly #bodyKeys: Set<string>
   readonly #seen = new Set<string>()
 
   constructor(trace: Trace, redaction: RedactionOptions) {
     this.#trace = trace
     this.#headers = new Set([...DEFAULT_REDACTED_HEADERS, ...(redaction.headers ?? [])].map((h) => h.toLowerCase()))
     this.#query = new Set([...DEFAULT_REDACTED_QUERY_PARAMS, ...(redaction.queryParams ?? [])].map((q) => q.toLowerCase()))
-    this.#bodyPaths = redaction.bodyPaths ?? []
+    this.#bodyPaths = (redaction.bodyPaths ?? []).map((p) => parseJsonPath(p))
+    this.#bodyKeys = new Set(this.#bodyPaths.map((p) => p.at(-1)).filter((k): k is string => typeof k === 'string' && k !== '*'))
   }
 
   add(place: Place, kind: SecretKind, value: string): void {
@@ -135,18 +154,24 @@ class Scanner {
     this.fields(x.request.headers, { ...req, where: 'header' })
     if (x.request.body) this.body(x.request.body, x.request.headers, { ...req, where: 'body' })
     const res = { seq: x.seq, side: 'response' as const }
-    if (x.outcome.kind === 'response') this.response(x.outcome.response, res)
+    this.outcome(x.outcome, res, '')
+    // A faulted exchange also keeps what the upstream really answered (the app got something else).
+    if (x.fault?.upstream) this.outcome(x.fault.upstream, res, 'upstream ')
+  }
+
+  outcome(o: Outcome, place: { seq: number; side: 'response' }, prefix: string): void {
+    if (o.kind === 'response') this.response(o.response, place, prefix)
     else {
-      this.text(x.outcome.error.message, { ...res, where: 'error message' })
-      if (x.outcome.error.partial) this.response(x.outcome.error.partial, res)
+      this.text(o.error.message, { ...place, where: `${prefix}error message` })
+      if (o.error.partial) this.response(o.error.partial, place, prefix)
     }
   }
 
-  response(r: RecordedResponse, place: { seq: number; side: 'response' }): void {
-    this.text(r.statusText, { ...place, where: 'status text' })
-    this.fields(r.headers, { ...place, where: 'header' })
-    this.fields(r.trailers, { ...place, where: 'trailer' })
-    this.body(r.body, r.headers, { ...place, where: 'body' })
+  response(r: RecordedResponse, place: { seq: number; side: 'response' }, prefix = ''): void {
+    this.text(r.statusText, { ...place, where: `${prefix}status text` })
+    this.fields(r.headers, { ...place, where: `${prefix}header` })
+    this.fields(r.trailers, { ...place, where: `${prefix}trailer` })
+    this.body(r.body, r.headers, { ...place, where: `${prefix}body` })
   }
 
   url(url: string, place: Place): void {
@@ -189,42 +214,80 @@ class Scanner {
         bytes = raw // not decodable as declared: search what is there
       }
     }
-    const json = tryParseJson(bytes)
-    if (json) {
-      this.json(json.value, place, [])
-      for (const p of this.#bodyPaths) {
-        for (const hit of selectJsonPath(json.value, p)) {
-          if (hit.value !== REDACTED && hit.value !== null && hit.value !== undefined) {
-            this.add(
-              { ...place, where: `${place.where} ${formatJsonPath(hit.path)}` },
-              'unredacted-body-path',
-              typeof hit.value === 'string' ? hit.value : JSON.stringify(hit.value),
-            )
-          }
-        }
-      }
-      return
-    }
     const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
     const stream = isEventStream(headerValue(headers, 'content-type'))
+    if (!stream && this.jsonText(text, place)) return
     this.text(text, place, (offset) => (stream ? `event #${(text.slice(0, offset).match(/\r?\n\r?\n/g) ?? []).length}` : `at offset ${offset}`))
   }
 
-  json(value: unknown, place: Place, path: PathSegment[]): void {
-    const at = () => ({ ...place, where: `${place.where} ${formatJsonPath(path)}`.trim() })
-    if (typeof value === 'string') this.text(value, at())
-    else if (Array.isArray(value)) {
-      for (const [i, v] of value.entries()) this.json(v, place, [...path, i])
-    } else if (value !== null && typeof value === 'object' && !isExactNumber(value)) {
-      for (const [k, v] of Object.entries(value)) {
-        this.text(k, at())
-        this.json(v, place, [...path, k])
-      }
+  /**
+   * Searches JSON text from its raw form: every key and string decoded, every occurrence of a configured body
+   * path (repeated keys too), comments; when the text breaks off or stops being JSON, the rest is searched as
+   * text. False when nothing of it reads as JSON (search it as text instead).
+   */
+  jsonText(text: string, place: Place): boolean {
+    const at = (path: ReadonlyArray<string | number>, document: number) => ({
+      ...place,
+      where: `${place.where}${document > 0 ? ` value #${document + 1}` : ''} ${formatJsonPath(path as PathSegment[])}`.trim(),
+    })
+    const occurrences = new Map<string, number>()
+    const found = new Set<string>()
+    const comments: JsonTextComment[] = []
+    let read = false
+    const reading = readJsonText(text, {
+      key: (k) => this.text(k.text, at(k.path, k.document), undefined, found),
+      value: (v) => {
+        read = true
+        if (v.kind === 'string') this.text(v.text as string, at(v.path, v.document), undefined, found)
+        if (!this.#bodyPaths.some((p) => jsonPathMatches(p, v.path))) return
+        const place = at(v.path, v.document)
+        const n = (occurrences.get(place.where) ?? 0) + 1
+        occurrences.set(place.where, n)
+        const where = n > 1 ? `${place.where} (repeated key, occurrence ${n})` : place.where
+        this.#unredacted({ ...place, where }, v, text)
+      },
+      comment: (c) => comments.push(c),
+    })
+    // Comments alone (a script's header) do not make text JSON.
+    if (!read && reading.status === 'invalid') return false
+    for (const c of comments) {
+      const where = { ...place, where: `${place.where} comment at offset ${c.offset}` }
+      this.text(c.text, where, undefined, found)
+      this.#keysInText(c.text, where)
+    }
+    if (reading.status !== 'json') {
+      // What is left after JSON broke off: searched as text, skipping what the JSON reading already reported.
+      const rest = text.slice(reading.end)
+      const where = { ...place, where: `${place.where} after offset ${reading.end}` }
+      this.text(rest, place, (offset) => `at offset ${reading.end + offset}`, undefined, found)
+      this.#keysInText(rest, where)
+    }
+    return true
+  }
+
+  /** A value at a configured body path that is not `[REDACTED]` (or null). */
+  #unredacted(place: Place, v: JsonTextValue, text: string): void {
+    if (v.kind === 'null' || (v.kind === 'string' && v.text === REDACTED && !v.cut)) return
+    this.add(place, 'unredacted-body-path', v.kind === 'string' ? (v.text as string) : text.slice(v.offset, v.offset + v.length))
+  }
+
+  /** `"key": value` pairs in text that is not read as JSON, whose key is the last name of a configured body path. */
+  #keysInText(text: string, place: Place): void {
+    if (this.#bodyKeys.size === 0) return
+    KEY_VALUE.lastIndex = 0
+    for (let m = KEY_VALUE.exec(text); m !== null; m = KEY_VALUE.exec(text)) {
+      const key = decodeLiteral(`"${m[1]}"`)
+      const value = decodeLiteral(m[2] as string)
+      if (this.#bodyKeys.has(key) && value !== REDACTED && value !== 'null' && value !== '')
+        this.add({ ...place, where: `${place.where}: "${key}"` }, 'unredacted-body-path', value)
     }
   }
 
-  /** Pattern search; `locate` names the position of a match inside a long text. */
-  text(text: string, place: Place, locate?: (offset: number) => string): void {
+  /**
+   * Pattern search; `locate` names the position of a match inside a long text. Matches go into `record`;
+   * those already in `skip` are not reported again (text searched after its JSON reading).
+   */
+  text(text: string, place: Place, locate?: (offset: number) => string, record?: Set<string>, skip?: ReadonlySet<string>): void {
     const found = new Set<string>()
     for (const [kind, re] of SECRET_SHAPES) {
       re.lastIndex = 0
@@ -232,6 +295,8 @@ class Scanner {
         // "Bearer sk-..." is one credential: reported once, by its more specific kind.
         if (kind === 'bearer-token' && found.has(m[0].replace(/^Bearer\s+/i, ''))) continue
         found.add(m[0])
+        record?.add(m[0])
+        if (skip?.has(m[0])) continue
         this.add(locate ? { ...place, where: `${place.where} ${locate(m.index)}` } : place, kind, m[0])
       }
     }

@@ -1,14 +1,18 @@
 /**
  * The control API of `tr-proxy serve`: a tiny HTTP server on a Unix socket in the store directory, a
  * listener of its own, so nothing sent to the proxy port can ever reach it. Each serve has its own socket,
- * named by its proxy port (`<store>/proxy-control-<port>.sock`), so several serves can share a store.
+ * named by its proxy port (`<store>/proxy-control-<port>.sock`), so several serves can share a store. When
+ * that path is too long for a Unix socket, the socket lives where the store's own socket does then: in a
+ * directory of the temp dir private to this user (`tool-replay-<uid>`, 0700, checked before use), never in
+ * the shared temp dir itself, where another user could reach it and open sessions or read traces.
  * Its routes (status, the default session's end, named sessions opened and closed) are in control-routes.ts.
  */
 import { createHash } from 'node:crypto'
 import { readdirSync, rmSync } from 'node:fs'
+import { lstat, mkdir } from 'node:fs/promises'
 import { createServer, request, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import type { Session, SessionSummary } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { type ControlContext, createControlRoutes } from './control-routes.ts'
@@ -18,13 +22,37 @@ const SOCKET_NAME = /^proxy-control-(\d{1,5})\.sock$/
 
 /**
  * The control socket of the serve whose proxy listens on `port`: `<store>/proxy-control-<port>.sock`, or a
- * name in the temp dir (with a hash of the store path) when that path is too long for a Unix socket.
+ * name (with a hash of the store path) in this user's private temp directory when that path is too long for a
+ * Unix socket (about 107 bytes on Linux, 103 on macOS).
  */
 export function controlSocketPath(storeDir: string, port: number): string {
   const abs = resolve(storeDir)
   const inDir = join(abs, `proxy-control-${port}.sock`)
   if (Buffer.byteLength(inDir) <= 100) return inDir
-  return join(tmpdir(), `${tempPrefix(abs)}${port}.sock`)
+  return join(privateTempDir(), `${tempPrefix(abs)}${port}.sock`)
+}
+
+/** This user's directory in the temp dir, shared with the store's own fallback socket (store/level-store.ts). */
+function privateTempDir(): string {
+  return join(tmpdir(), `tool-replay-${process.getuid?.() ?? 'user'}`)
+}
+
+/**
+ * Makes sure a socket outside the store goes into a directory only this user can enter: created 0700, and
+ * refused (TR_PROXY_START_FAILED) when it is a symlink, someone else's, or open to others.
+ */
+async function assertPrivateSocketDir(socketPath: string): Promise<void> {
+  const parent = dirname(socketPath)
+  if (parent !== privateTempDir() || process.platform === 'win32') return
+  await mkdir(parent, { recursive: true, mode: 0o700 })
+  const st = await lstat(parent)
+  if (!st.isDirectory() || st.uid !== process.getuid?.() || (st.mode & 0o077) !== 0) {
+    throw new ToolReplayError(
+      ErrorCodes.PROXY_START_FAILED,
+      `Failed to start the control API on ${socketPath}: ${parent} is not a directory private to this user (it is ${st.isSymbolicLink() ? 'a symlink' : `mode ${(st.mode & 0o777).toString(8)}, owner uid ${st.uid}`}), so another user could reach the socket. Remove that directory, or use a shorter --store path so the socket can live inside the store.`,
+      { details: { socket: socketPath, directory: parent } },
+    )
+  }
 }
 
 function tempPrefix(absStore: string): string {
@@ -72,9 +100,9 @@ export async function listServes(storeDir: string, timeoutMs = 2000): Promise<Se
     ...namesIn(abs)
       .filter((n) => SOCKET_NAME.test(n))
       .map((n) => join(abs, n)),
-    ...namesIn(tmpdir())
+    ...namesIn(privateTempDir())
       .filter((n) => n.startsWith(prefix) && /^\d{1,5}\.sock$/.test(n.slice(prefix.length)))
-      .map((n) => join(tmpdir(), n)),
+      .map((n) => join(privateTempDir(), n)),
   ]
   const answers = await Promise.all(sockets.map((p) => getStatus(p, timeoutMs)))
   return answers.filter((a): a is ServeStatus => a !== undefined).sort((a, b) => Number(new URL(a.proxy).port) - Number(new URL(b.proxy).port))
@@ -128,6 +156,7 @@ export type ControlApiOptions = Omit<ControlContext, 'proxy' | 'socketPath'>
  * proxy keeps answering, with the 403 refusal TR_STORE_CLOSED for every request that falls to it.
  */
 export async function startControlApi(proxy: ProxyServer<Session | undefined>, socketPath: string, options: ControlApiOptions = {}): Promise<ControlApi> {
+  await assertPrivateSocketDir(socketPath)
   const routes = createControlRoutes({ ...options, proxy, socketPath })
   const server: Server = createServer(routes.handle)
   // Another serve answering here (same port on another loopback address) keeps its socket; a socket file

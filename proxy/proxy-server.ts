@@ -12,19 +12,20 @@ import { DEFAULT_DRAIN_AFTER_ABORT_MS, type PaceOption, parsePace } from '../cap
 import { parseMaxBodyBytes, type Session, type SessionSummary } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
+import { ConnectionSlots } from './connection-slots.ts'
 import { createExchangeHandler, createStats, type ProxyStats } from './exchange-handler.ts'
 import { ProxySessions } from './proxy-sessions.ts'
 import { RequestRouter } from './request-router.ts'
 import type { TunnelTarget } from './request-target.ts'
 import { DEFAULT_CHUNK_GAP_MS } from './response-target.ts'
-import { rawErrorResponse, sendProxyError } from './responses.ts'
+import { sendProxyError } from './responses.ts'
 import { type ReverseMount, ReverseRoutes } from './reverse-routes.ts'
 import { createConnectHandler, createUpgradeHandler } from './tunnels.ts'
 import { createUpstreamAgent, type UpstreamOptions } from './upstream.ts'
 
 export type { ProxyStats } from './exchange-handler.ts'
 
-/** Limits that keep slow or numerous clients from exhausting the proxy. All in ms except the count. */
+/** Limits that keep slow or numerous clients from exhausting the proxy (connection-slots.ts). All in ms except the count. */
 export interface ProxyLimits {
   /** A client must send a request's whole head within this time (default 30000); else 408 and closed. */
   headersTimeoutMs?: number
@@ -32,8 +33,15 @@ export interface ProxyLimits {
   requestTimeoutMs?: number
   /** An idle keep-alive connection is closed after this time (default 5000). */
   keepAliveTimeoutMs?: number
-  /** Connections open at once (default 512); more are answered 503 with an explanation and closed. */
+  /**
+   * Connections open at once (default 512). At the cap, a new one takes the slot of the connection that has held
+   * one longest without a request in progress (or with its answer unread); when none has, it is answered 503.
+   */
   maxConnections?: number
+  /** A connection the proxy answered with an error (408, 400, 503) is destroyed this long after, read or not (default 2000). */
+  closeGraceMs?: number
+  /** A client that leaves an answer unread this long (bytes wait, none leave) is dropped (default 30000). */
+  clientReadTimeoutMs?: number
 }
 
 /** Defaults for ProxyLimits. */
@@ -42,6 +50,8 @@ export const DEFAULT_PROXY_LIMITS: Readonly<Required<ProxyLimits>> = Object.free
   requestTimeoutMs: 300_000,
   keepAliveTimeoutMs: 5_000,
   maxConnections: 512,
+  closeGraceMs: 2_000,
+  clientReadTimeoutMs: 30_000,
 })
 
 /** Options for `startProxy`. */
@@ -134,8 +144,9 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     reverse,
     stats,
     exchangeHandler: (s, arrival) => createExchangeHandler({ ...handlerContext, session: s, arrival }),
-    upgradeHandler: (s) => createUpgradeHandler({ session: s, stats, upstream: options.upstream ?? {} }),
+    upgradeHandler: (s) => createUpgradeHandler({ session: s, stats, upstream: options.upstream ?? {}, closeGraceMs: limits.closeGraceMs }),
     self: () => ({ host, port, url: `http://${listening()}` }),
+    closeGraceMs: limits.closeGraceMs,
   })
   const onRequest = requestEntry(router, inflight)
 
@@ -148,13 +159,18 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   }
   const outer: Server = createServer(serverOptions, (req, res) => onRequest(req, res, undefined))
   const inner: Server = createServer(serverOptions, (req, res) => onRequest(req, res, tunnelTargets.get(req.socket)))
+  const slots = new ConnectionSlots(limits, stats)
   const connect = createConnectHandler({
     ca,
     stats,
     track,
     handshakeTimeoutMs: limits.headersTimeoutMs,
+    closeGraceMs: limits.closeGraceMs,
     progress: (socket) => router.progress(socket),
-    inherit: (from, to) => router.inherit(from, to),
+    inherit: (from, to) => {
+      router.inherit(from, to)
+      slots.layer(from, to)
+    },
     serve: (socket, target) => {
       tunnelTargets.set(socket, target)
       inner.emit('connection', socket)
@@ -162,15 +178,17 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   })
   outer.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     router.connect(req, socket)
+    slots.tunneled(socket)
     connect(req, socket, head)
   })
   outer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => router.upgrade(req, socket, head, undefined))
   inner.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => router.upgrade(req, socket, head, tunnelTargets.get(req.socket)))
-  capConnections(outer, limits.maxConnections, stats, (socket) => {
+  outer.on('connection', (socket: Socket) => {
+    if (!slots.admit(socket)) return
     router.accepted(socket)
     track(socket)
   })
-  for (const server of [outer, inner]) answerClientErrors(server, stats)
+  for (const server of [outer, inner]) slots.watch(server)
 
   await ca.warmUp()
   await listen(outer, host, options.port ?? 0)
@@ -187,6 +205,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     ca,
     stats,
     close(closeOptions = {}) {
+      slots.close()
       closed ??= shutDown({ outer, inner, inflight, sockets, agent, session, sessions }, closeOptions.graceMs ?? 5000)
       return closed as Promise<SessionSummary>
     },
@@ -215,39 +234,6 @@ function requestEntry(router: RequestRouter, inflight: Set<Promise<void>>) {
       void tracked.finally(() => inflight.delete(tracked))
     }
   }
-}
-
-/** Accepts connections up to `max`; past it, each is refused with a 503 that says why instead of dropped silently. */
-function capConnections(server: Server, max: number, stats: ProxyStats, accept: (socket: Socket) => void): void {
-  let connections = 0
-  server.on('connection', (socket: Socket) => {
-    if (connections >= max) {
-      stats.badRequests++
-      socket.on('error', () => socket.destroy())
-      socket.end(
-        rawErrorResponse(
-          503,
-          ErrorCodes.PROXY_BAD_REQUEST,
-          `Tool Replay proxy has ${max} connections open, its limit; retry later or raise --max-connections.`,
-        ),
-      )
-      return
-    }
-    connections++
-    socket.once('close', () => connections--)
-    accept(socket)
-  })
-}
-
-/** Answers what Node's HTTP parser rejects: a timeout with 408, garbage with 400, a reset by closing. */
-function answerClientErrors(server: Server, stats: ProxyStats): void {
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    stats.badRequests++
-    if (!socket.writable || err.code === 'ECONNRESET') socket.destroy()
-    else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT')
-      socket.end(rawErrorResponse(408, ErrorCodes.PROXY_BAD_REQUEST, 'The request head or body did not arrive in time.'))
-    else socket.end(rawErrorResponse(400, ErrorCodes.PROXY_BAD_REQUEST, `Malformed HTTP request (${err.code ?? err.message}). Send HTTP/1.1 to the proxy.`))
-  })
 }
 
 /** Stops accepting, gives requests in flight `graceMs`, then closes every socket, the upstream agent and the sessions. */

@@ -12,6 +12,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Session, Ticket } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { endAndDrop } from './connection-slots.ts'
 import type { ProxyStats } from './exchange-handler.ts'
 import type { ProxySessions } from './proxy-sessions.ts'
 import { refusalBytes, sendRefusal } from './refusal.ts'
@@ -37,6 +38,8 @@ export interface RequestRouterOptions {
   upgradeHandler(session: Session): UpgradeHandler
   /** The address the proxy listens on, once it does. */
   self(): { host: string; port: number; url: string }
+  /** How long a refused connection stays open for its client to read why (connection-slots.ts). */
+  closeGraceMs: number
 }
 
 /** Decides each request's session, upstream and arrival place, then hands it to that session's handler. */
@@ -117,9 +120,10 @@ export class RequestRouter {
     if (session instanceof ToolReplayError || routed instanceof ToolReplayError) {
       this.#refused(req)
       if (session instanceof ToolReplayError) this.#noteRefusal(req, target, choice)
-      socket.on('error', () => socket.destroy())
-      socket.end(
+      endAndDrop(
+        socket,
         session instanceof ToolReplayError ? refusalBytes(session) : rawErrorResponse(404, ErrorCodes.PROXY_BAD_REQUEST, (routed as ToolReplayError).message),
+        this.#o.closeGraceMs,
       )
       return
     }

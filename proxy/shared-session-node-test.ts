@@ -7,7 +7,8 @@
  *
  * Each file opens a session named after it (trace from TOOL_REPLAY_TRACE / the file, as the interceptor's
  * setup names them), runs with its fetch and its children routed through that session, and closes it after
- * its tests; a strict replay that saw any miss, overrun or unused recording fails the run.
+ * its tests; a strict replay that saw any miss, overrun or unused recording fails the run, and any request made
+ * after that judgement (the file's own after() hooks run after the setup's) is refused and fails it too.
  */
 import { after } from 'node:test'
 import { loadedAsTestPreload } from '../engine/index.ts'
@@ -29,7 +30,14 @@ export async function setupProxySession(options: SharedSessionSetupOptions = {})
   if (!current) {
     current = startSharedSessionSetup(options)
     const setup = await current
-    after(() => finishSharedSessionSetup(setup).then(() => undefined))
+    after(async () => {
+      try {
+        await finishSharedSessionSetup(setup)
+      } finally {
+        // Restoring the previous dispatcher would let the file's own after() hooks, run after this one, go live.
+        if (setup.session.mode === 'replay') await setup.refuseLateRequests()
+      }
+    })
   }
   return (await current).session
 }

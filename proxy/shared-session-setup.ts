@@ -5,8 +5,10 @@
  * runs, this process's fetch goes through that session and child processes inherit proxy variables carrying
  * its name (`http://NAME:x@127.0.0.1:PORT`); at the end the session closes and strict replay judges it.
  */
-import { type Dispatcher, getGlobalDispatcher, setGlobalDispatcher } from 'undici'
-import { judgeTestReplay, type Mode, resolveTestTrace, type SessionSummary } from '../engine/index.ts'
+import { readFile } from 'node:fs/promises'
+import { rootCertificates } from 'node:tls'
+import { Dispatcher, getGlobalDispatcher, ProxyAgent, setGlobalDispatcher } from 'undici'
+import { judgeTestReplay, lateRequestRefusal, type Mode, resolveTestTrace, type SessionSummary } from '../engine/index.ts'
 import { sessionNameFrom } from './session-choice.ts'
 import { openSharedSession, type SharedProxyAddress, type SharedProxySession } from './shared-session.ts'
 
@@ -27,6 +29,12 @@ export interface SharedSessionSetup {
   session: SharedProxySession
   /** Restores the dispatcher and variables, closes the session, resolves with its summary. */
   finish(): Promise<SessionSummary>
+  /**
+   * After a strict replay's judgement: this process's requests and its children's keep naming the closed
+   * session, so the serve refuses them instead of letting them go out live, and each one in this process
+   * fails the run (engine lateRequestRefusal).
+   */
+  refuseLateRequests(): Promise<void>
 }
 
 /** Opens the file's session on the shared proxy, routes this process and its children through it. */
@@ -51,6 +59,50 @@ export async function startSharedSessionSetup(options: SharedSessionSetupOptions
       if (previousDispatcher) setGlobalDispatcher(previousDispatcher)
       return session.close()
     },
+    async refuseLateRequests() {
+      Object.assign(process.env, session.env)
+      if (options.global === false) return
+      const ca = await readFile(session.caPath, 'utf8')
+      const proxy = new ProxyAgent({ uri: session.proxyUrl, requestTls: { ca: [...rootCertificates, ca] } })
+      setGlobalDispatcher(new LateRequestGuard(session.trace, proxy))
+    },
+  }
+}
+
+/** Marks each request the run failed (it came after the judgement), then sends it to the serve, which refuses it. */
+class LateRequestGuard extends Dispatcher {
+  readonly #trace: string
+  readonly #proxy: Dispatcher
+
+  constructor(trace: string, proxy: Dispatcher) {
+    super()
+    this.#trace = trace
+    this.#proxy = proxy
+  }
+
+  override dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    lateRequestRefusal(this.#trace, opts.method, new URL(opts.path, opts.origin ?? 'http://localhost').href)
+    return this.#proxy.dispatch(opts, handler)
+  }
+
+  override close(): Promise<void>
+  override close(callback: () => void): void
+  override close(callback?: () => void): Promise<void> | undefined {
+    if (!callback) return this.#proxy.close()
+    this.#proxy.close(callback)
+    return undefined
+  }
+
+  override destroy(): Promise<void>
+  override destroy(err: Error | null): Promise<void>
+  override destroy(callback: () => void): void
+  override destroy(err: Error | null, callback: () => void): void
+  override destroy(a?: Error | null | (() => void), b?: () => void): Promise<void> | undefined {
+    const err = typeof a === 'function' ? null : (a ?? null)
+    const callback = typeof a === 'function' ? a : b
+    if (!callback) return this.#proxy.destroy(err)
+    this.#proxy.destroy(err, callback)
+    return undefined
   }
 }
 

@@ -10,6 +10,7 @@ import type { Session } from '../engine/index.ts'
 import { ErrorCodes, headerPairsFromRaw } from '../trace/index.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
 import { registerTunnelSocket } from './connection-reset.ts'
+import { endAndDrop } from './connection-slots.ts'
 import type { ProxyStats } from './exchange-handler.ts'
 import { refusalBytes } from './refusal.ts'
 import { parseAuthority, requestUrl, type TunnelTarget } from './request-target.ts'
@@ -31,6 +32,8 @@ export interface ConnectContext {
   track(socket: Duplex): void
   /** How long a tunnel may take to send its first byte and finish the TLS handshake. */
   handshakeTimeoutMs: number
+  /** How long a refused connection stays open for its client to read why (connection-slots.ts). */
+  closeGraceMs: number
 }
 
 /** Returns the `connect` listener: answers 200, then intercepts TLS (or serves plain HTTP) inside the tunnel. */
@@ -75,7 +78,7 @@ export function createConnectHandler(ctx: ConnectContext): (req: IncomingMessage
     const parsed = parseAuthority(authority)
     if (!parsed) {
       ctx.stats.badRequests++
-      socket.end(rawErrorResponse(400, ErrorCodes.PROXY_BAD_REQUEST, `CONNECT target "${authority}" is not host:port.`))
+      endAndDrop(socket, rawErrorResponse(400, ErrorCodes.PROXY_BAD_REQUEST, `CONNECT target "${authority}" is not host:port.`), ctx.closeGraceMs)
       return
     }
     ctx.stats.tunnels++
@@ -107,6 +110,8 @@ export interface UpgradeContext {
   session: Session
   stats: ProxyStats
   upstream: UpstreamOptions
+  /** How long a refused connection stays open for its client to read why (connection-slots.ts). */
+  closeGraceMs: number
 }
 
 /** Returns the `upgrade` listener: the engine decides; live modes pass through unrecorded, strict replay refuses. */
@@ -116,17 +121,17 @@ export function createUpgradeHandler(ctx: UpgradeContext): (req: IncomingMessage
     const url = requestUrl(req, target)
     if (!url) {
       ctx.stats.badRequests++
-      socket.end(rawErrorResponse(400, ErrorCodes.PROXY_BAD_REQUEST, `Upgrade request "${req.url}" is not in absolute form.`))
+      endAndDrop(socket, rawErrorResponse(400, ErrorCodes.PROXY_BAD_REQUEST, `Upgrade request "${req.url}" is not in absolute form.`), ctx.closeGraceMs)
       return
     }
     // Strict replay keeps a refused upgrade in the ledger, so a run that swallows the failed socket still fails.
     const decision = ctx.session.handleUpgrade({ method: req.method ?? 'GET', url: url.href, headers: headerPairsFromRaw(req.rawHeaders), body: null })
     if (decision.kind === 'fail') {
       ctx.stats.refused++
-      socket.end(refusalBytes(decision.error))
+      endAndDrop(socket, refusalBytes(decision.error), ctx.closeGraceMs)
       return
     }
     ctx.stats.upgrades++
-    void passUpgradeThrough(req, socket, head, url, ctx.upstream)
+    void passUpgradeThrough(req, socket, head, url, ctx.upstream, ctx.closeGraceMs)
   }
 }

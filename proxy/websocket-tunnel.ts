@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { ErrorCodes } from '../trace/index.ts'
+import { endAndDrop } from './connection-slots.ts'
 import { connectRaw, type UpstreamOptions } from './upstream.ts'
 
 /**
@@ -8,7 +9,14 @@ import { connectRaw, type UpstreamOptions } from './upstream.ts'
  * model holds request/response exchanges, not message streams. Strict replay refuses upgrades instead
  * (see proxy-server.ts), so replay still never opens a connection.
  */
-export async function passUpgradeThrough(req: IncomingMessage, client: Duplex, head: Buffer, target: URL, options: UpstreamOptions): Promise<void> {
+export async function passUpgradeThrough(
+  req: IncomingMessage,
+  client: Duplex,
+  head: Buffer,
+  target: URL,
+  options: UpstreamOptions,
+  closeGraceMs: number,
+): Promise<void> {
   const secure = target.protocol === 'https:' || target.protocol === 'wss:'
   const port = Number(target.port) || (secure ? 443 : 80)
   let upstream: Duplex
@@ -16,8 +24,10 @@ export async function passUpgradeThrough(req: IncomingMessage, client: Duplex, h
     upstream = await connectRaw(options, target.hostname, port, secure)
   } catch (err) {
     const message = `Upstream failed: ${(err as Error).message}`
-    client.end(
+    endAndDrop(
+      client,
       `HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\nx-tool-replay-error: ${ErrorCodes.UPSTREAM_FAILED}\r\ncontent-length: ${Buffer.byteLength(message)}\r\nconnection: close\r\n\r\n${message}`,
+      closeGraceMs,
     )
     return
   }

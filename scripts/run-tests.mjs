@@ -2,15 +2,11 @@
 // Runs the test suite with Node's built-in runner (type stripping, no build step).
 //   node scripts/run-tests.mjs [unit|e2e|all] [extra node --test args]
 // Unit tests live beside the code (*.test.ts); end-to-end tests in e2e/.
+// First: on a Node too old for the sources it stops here, saying what to run instead.
+import './require-node.mjs'
 import { spawnSync } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-
-const [major, minor] = process.versions.node.split('.').map(Number)
-if (major < 22 || (major === 22 && minor < 19)) {
-  console.error(`Tool Replay needs Node >= 22.19 (this is ${process.version}). Run: PATH="$(scripts/ensure-node.sh 22):$PATH" npm test`)
-  process.exit(1)
-}
 
 const which = process.argv[2] && !process.argv[2].startsWith('-') ? process.argv[2] : 'all'
 const extra = process.argv.slice(which === process.argv[2] ? 3 : 2)

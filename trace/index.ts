@@ -63,7 +63,9 @@ export {
   tryParseJson,
 } from './json-codec.ts'
 export type { JsonDifference, PathSegment } from './json-path.ts'
-export { diffJson, formatJsonPath, parseJsonPath, replaceAtJsonPath, selectJsonPath, setAtJsonPath } from './json-path.ts'
+export { diffJson, formatJsonPath, jsonPathMatches, parseJsonPath, replaceAtJsonPath, selectJsonPath, setAtJsonPath } from './json-path.ts'
+export type { JsonTextComment, JsonTextKey, JsonTextKind, JsonTextReading, JsonTextValue, JsonTextVisitor } from './json-text.ts'
+export { readJsonText } from './json-text.ts'
 export type {
   LlmApi,
   LlmDiffDetail,

@@ -6,7 +6,9 @@
  * (`12345678901234567890`, `1.50`, `1e3`, `-0`) is parsed as a `JSON.rawJSON` value holding that text, so
  * `stringifyJson` prints it back byte for byte and two big IDs that differ in the last digit never compare
  * equal. Other numbers stay plain numbers. Rewrites are surgical (`editJson`): only the bytes of the
- * edited values change; whitespace, key order and escapes elsewhere are kept.
+ * edited values change; whitespace, key order and escapes elsewhere are kept. Where the parsed value is not
+ * enough — redaction and the secret scan must see every occurrence of a repeated key, comments, text cut
+ * short — the text is read token by token by json-text.ts, with the same scanner.
  *
  * @note Uses the native JSON.parse source-text access and JSON.rawJSON (TC39 "JSON.parse source text
  * access", V8 11.4+, Node >= 21), and jsonc-parser (the VS Code JSON scanner) for the offsets of values.

@@ -89,6 +89,19 @@ export function selectJsonPath(value: unknown, path: string | ReadonlyArray<Path
   return current
 }
 
+/**
+ * True when a concrete place (`path`, as readJsonText reports it) is one that `pattern` selects: same length,
+ * each segment equal or a wildcard. Array indexes match number segments only, object keys string segments only.
+ */
+export function jsonPathMatches(pattern: ReadonlyArray<PathSegment>, path: ReadonlyArray<string | number>): boolean {
+  if (pattern.length !== path.length) return false
+  for (let i = 0; i < pattern.length; i++) {
+    const want = pattern[i]
+    if (want !== '*' && want !== path[i]) return false
+  }
+  return true
+}
+
 /** Returns a copy of `value` with every place the path selects removed (or replaced by `replacement`). */
 export function replaceAtJsonPath(value: unknown, path: string | ReadonlyArray<PathSegment>, replacement?: { value: unknown }): unknown {
   const segs = typeof path === 'string' ? parseJsonPath(path) : path

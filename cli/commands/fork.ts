@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
+import { Redactor, redactTrace } from '../../engine/index.ts'
 import { traceDigest } from '../../store/index.ts'
 import {
   assertTraceName,
@@ -12,6 +13,7 @@ import {
   ToolReplayError,
 } from '../../trace/index.ts'
 import { withExistingStore } from '../open-store.ts'
+import { redactedNote, redactionFromArgs, redactionOptions } from '../redaction-flags.ts'
 import type { CommandModule } from './command.ts'
 
 /** `tr-proxy fork SOURCE --to BRANCH --patch SPEC...`: a new trace with patched outcomes and lineage. */
@@ -20,7 +22,7 @@ export const forkCommand: CommandModule = {
   describe:
     'Fork a trace: copy it as BRANCH with patched responses (JSON path, body, status, header, error, or a model answer by meaning); the source is untouched',
   builder: (y) =>
-    y
+    redactionOptions(y)
       .positional('source', { type: 'string', describe: 'Trace to fork' })
       .option('to', { type: 'string', demandOption: true, describe: 'Name of the new trace (the branch)' })
       .option('patch', {
@@ -60,6 +62,7 @@ export const forkCommand: CommandModule = {
     }
     const to = String(args.to)
     assertTraceName(to, '--to trace name')
+    const redactor = new Redactor(await redactionFromArgs(args))
     return withExistingStore({ store: args.store }, async (store) => {
       const source = await store.readTrace(String(args.source))
       if (!args.force && (await store.hasTrace(to))) {
@@ -68,7 +71,10 @@ export const forkCommand: CommandModule = {
           `Cannot fork "${source.meta.name}" to "${to}": a trace with that name exists. Pick another name or pass --force.`,
         )
       }
-      const { trace: branch, notes } = forkTraceWithNotes(source, { name: to, sourceDigest: traceDigest(source), patches: resolved })
+      const forked = forkTraceWithNotes(source, { name: to, sourceDigest: traceDigest(source), patches: resolved })
+      const { notes } = forked
+      // A patch (a body file, a JSON value) is new content: the branch is redacted like a recording.
+      const { trace: branch, changed } = redactTrace(forked.trace, redactor)
       await store.putTrace(branch, { overwrite: Boolean(args.force) })
       const applied = resolvePatches(source, resolved)
       if (args.json) {
@@ -78,6 +84,7 @@ export const forkCommand: CommandModule = {
             source: source.meta.name,
             branch: to,
             lineage: branch.meta.lineage,
+            redacted: changed,
             patches: applied.map((p) => ({
               id: p.id,
               spec: p.spec,
@@ -95,7 +102,7 @@ export const forkCommand: CommandModule = {
           // What the patch adjusted to keep the exchange coherent (a dropped encoding, a fixed length, a cut body).
           for (const n of notes) if (n.id === p.id && n.seq === p.seq) lines.push(`      ${n.note}`)
         }
-        io.out(lines.join('\n'))
+        io.out(`${lines.join('\n')}${redactedNote(changed)}`)
       }
       return 0
     })

@@ -66,7 +66,18 @@ export function proxyOptions(y: Argv): Argv {
       type: 'number',
       describe: `Idle keep-alive connections close after this time (default ${DEFAULT_PROXY_LIMITS.keepAliveTimeoutMs})`,
     })
-    .option('max-connections', { type: 'number', describe: `Connections open at once; more are answered 503 (default ${DEFAULT_PROXY_LIMITS.maxConnections})` })
+    .option('max-connections', {
+      type: 'number',
+      describe: `Connections open at once; at the cap a newcomer takes the slot of one that sent no whole request (or left its answer unread) for 1 s, else it is answered 503 (default ${DEFAULT_PROXY_LIMITS.maxConnections})`,
+    })
+    .option('close-grace-ms', {
+      type: 'number',
+      describe: `A connection answered with an error (408, 400, 503) is destroyed this long after, whether or not the client reads (default ${DEFAULT_PROXY_LIMITS.closeGraceMs})`,
+    })
+    .option('client-read-timeout-ms', {
+      type: 'number',
+      describe: `A client that leaves its answer unread this long is dropped (default ${DEFAULT_PROXY_LIMITS.clientReadTimeoutMs})`,
+    })
     .option('pace', {
       type: 'string',
       default: 'chunks',
@@ -108,6 +119,8 @@ export function limitsFromArgs(args: Args): ProxyLimits {
     ['request-timeout-ms', 'requestTimeoutMs'],
     ['keep-alive-timeout-ms', 'keepAliveTimeoutMs'],
     ['max-connections', 'maxConnections'],
+    ['close-grace-ms', 'closeGraceMs'],
+    ['client-read-timeout-ms', 'clientReadTimeoutMs'],
   ] as const
   for (const [flag, key] of flags) {
     const v = args[flag]

@@ -1,18 +1,20 @@
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
+import { EXIT_CODES } from '../exit-codes.ts'
 import type { CommandModule } from './command.ts'
 import { proxyOptions, runProxyCommand } from './record.ts'
+
+const REPLAY_FAILED = EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
 
 /** `tr-proxy replay --strict [--record-as NAME] [--tail live] [-- cmd ...]`: serve a trace offline. */
 export const replayCommand: CommandModule = {
   command: 'replay',
-  describe:
-    'Replay a trace through the proxy, never contacting an upstream; with `-- cmd ...` exit 69 when the command missed, overran or left recordings unused',
+  describe: `Replay a trace through the proxy, never contacting an upstream; with \`-- cmd ...\` exit ${REPLAY_FAILED} when the command missed, overran or left recordings unused`,
   builder: (y) =>
     proxyOptions(y)
       .option('strict', {
         type: 'boolean',
         default: true,
-        describe: 'Exit 6 on any miss, overrun or unused recording (--no-strict: still refuse, exit with the command code)',
+        describe: `Exit ${REPLAY_FAILED} on any miss, overrun or unused recording (--no-strict: still refuse, exit with the command code)`,
       })
       .option('record-as', { type: 'string', describe: 'Also record what the app did against the trace, as this trace (for diff)' })
       .option('tail', {

@@ -1,13 +1,14 @@
+import { ErrorCodes } from '../../trace/index.ts'
+import { EXIT_CODES } from '../exit-codes.ts'
 import { storeDir } from '../open-store.ts'
 import { redactionFromArgs, redactionOptions } from '../redaction-flags.ts'
 import { type ScanReport, scanTarget, secretsFound } from '../scan-target.ts'
 import type { CommandModule } from './command.ts'
 
-/** `tr-proxy scan [STORE|FILE|CASE]`: look for credentials in decoded traces; exit 77 on any finding. */
+/** `tr-proxy scan [STORE|FILE|CASE]`: look for credentials in decoded traces; exit TR_SECRET_FOUND's code on any finding. */
 export const scanCommand: CommandModule = {
   command: 'scan [target]',
-  describe:
-    'Search a store, a trace file, a case or a directory of trace files for values that look like credentials (decoded: compressed bodies, JSON values, store values); exit 77 on any',
+  describe: `Search a store, a trace file, a case or a directory of trace files for values that look like credentials (decoded: compressed bodies, raw JSON text, store values); exit ${EXIT_CODES[ErrorCodes.SECRET_FOUND]} on any`,
   builder: (y) =>
     redactionOptions(y)
       .positional('target', { type: 'string', describe: 'Store directory, trace file, case directory or directory of trace files (default: the store)' })

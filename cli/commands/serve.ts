@@ -2,6 +2,7 @@ import type { Mode } from '../../engine/index.ts'
 import { MODES } from '../../engine/index.ts'
 import { listServes } from '../../proxy/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
+import { EXIT_CODES } from '../exit-codes.ts'
 import { table } from '../format.ts'
 import { storeDir } from '../open-store.ts'
 import type { Io } from '../output.ts'
@@ -11,8 +12,7 @@ import { proxyOptions, runProxyCommand } from './record.ts'
 /** `tr-proxy serve --mode MODE`: a long-running proxy with a control API on its own Unix socket in the store; `--list` shows the running ones. */
 export const serveCommand: CommandModule = {
   command: 'serve',
-  describe:
-    'Run the proxy until SIGINT/SIGTERM, with a control API (GET /status, POST /session/end, POST /sessions, DELETE /sessions/NAME) on <store>/proxy-control-<port>.sock; named sessions are picked per request (x-tool-replay-session header or http://NAME:x@host:port); in replay, exit 69 if strict replay saw any problem. --list shows the serves running on the store',
+  describe: `Run the proxy until SIGINT/SIGTERM, with a control API (GET /status, POST /session/end, POST /sessions, DELETE /sessions/NAME) on <store>/proxy-control-<port>.sock; named sessions are picked per request (x-tool-replay-session header or http://NAME:x@host:port); in replay, exit ${EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]} if strict replay saw any problem. --list shows the serves running on the store`,
   builder: (y) =>
     proxyOptions(y)
       .option('mode', { choices: [...MODES], default: 'replay', describe: 'Session mode' })
@@ -42,7 +42,7 @@ export const serveCommand: CommandModule = {
       args,
       io,
       { mode, trace: String(args.trace), ...(recordAs ? { recordAs } : {}), ...(args.tail === 'live' ? { tail: 'live' as const } : {}) },
-      // A replay that saw misses, overruns or unused recordings exits 69 when it stops, like `replay`.
+      // A replay that saw misses, overruns or unused recordings exits with TR_REPLAY_INCOMPLETE's code when it stops, like `replay`.
       { strict: true, control: true, sessionsOnly: Boolean(args['sessions-only']) },
     )
   },

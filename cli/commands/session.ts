@@ -13,8 +13,7 @@ import { DEFAULT_PROXY_PORT } from './record.ts'
  */
 export const sessionCommand: CommandModule = {
   command: 'session <action> [name]',
-  describe:
-    'Open, close or list named sessions on a running `tr-proxy serve` (its own trace, mode and strict ledger each); open prints the proxy URL that selects it (http://NAME:x@host:port), close its summary (exit 69 when a strict replay saw a problem)',
+  describe: `Open, close or list named sessions on a running \`tr-proxy serve\` (its own trace, mode and strict ledger each); open prints the proxy URL that selects it (http://NAME:x@host:port), close its summary (exit ${EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]} when a strict replay saw a problem)`,
   builder: (y) =>
     y
       .positional('action', { choices: ['open', 'close', 'ls'], describe: 'open NAME, close NAME, or ls' })

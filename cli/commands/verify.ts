@@ -1,11 +1,13 @@
 import { resolve } from 'node:path'
 import { verifyCase } from '../../cases/index.ts'
+import { ErrorCodes } from '../../trace/index.ts'
+import { EXIT_CODES } from '../exit-codes.ts'
 import type { CommandModule } from './command.ts'
 
-/** `tr-proxy verify DIR`: integrity, strict replay, expectation. Exit 0, or the code of what broke (7/6/9/8). */
+/** `tr-proxy verify DIR`: integrity, strict replay, expectation. Exit 0, or the code of what broke (cli/exit-codes.ts). */
 export const verifyCommand: CommandModule = {
   command: 'verify <dir>',
-  describe: 'Verify a regression case: integrity (71), strict replay (69), app error (73), behavioural regression (72); never writes into the case',
+  describe: `Verify a regression case: integrity (exit ${EXIT_CODES[ErrorCodes.CASE_INTEGRITY]}), strict replay (${EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]}), app error (${EXIT_CODES[ErrorCodes.CASE_APP_ERROR]}), behavioural regression (${EXIT_CODES[ErrorCodes.CASE_REGRESSION]}); never writes into the case`,
   builder: (y) => y.positional('dir', { type: 'string', describe: 'Case directory (holds manifest.json)' }),
   run: async (args, io) => {
     const result = await verifyCase(resolve(String(args.dir)))
