@@ -103,7 +103,8 @@ export function summarizeProfile(label: string, file: string, top = 12): Profile
   let total = 0
   for (const [id, us] of selfUs) {
     const frame = (byId.get(id) as CpuProfileNode).callFrame
-    if (frame.functionName === '(idle)') continue
+    // Idle time is not work, and node:inspector's frames are the profiler stopping itself.
+    if (frame.functionName === '(idle)' || frame.url === 'node:inspector') continue
     total += us
     const name = frame.functionName || '(anonymous)'
     const where = shortWhere(frame.url, frame.lineNumber)

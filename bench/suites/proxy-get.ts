@@ -1,0 +1,178 @@
+/**
+ * Proxy replay throughput: GET of a 1 KB body with 50 keep-alive connections, plain HTTP and HTTPS through
+ * CONNECT, against a bare server (the limit) and the proxies a user would pick instead, interleaved in rounds.
+ * Every server runs in this process; the load runs in a child process (bench/clients/load.ts), the same
+ * client for every side of a wire: autocannon for plain HTTP, undici keep-alive loops for HTTPS (autocannon
+ * cannot CONNECT). Each side gets the same warm-up, then the same number of requests; req/s is that number
+ * over the time the client took.
+ *
+ * How each side is set up, and why that is fair:
+ * - ours, forward (HTTP_PROXY clients: absolute-form request line) and reverse mode (`--reverse`, a base URL:
+ *   origin-form), strict replay of a trace holding exactly one recording per request (replay never repeats a
+ *   recording); a fresh proxy and session each round, whose summary must come out clean (every recording
+ *   used once, no miss, no overrun): the strict accounting is checked under load, not switched off.
+ * - bare: node:http(s) answering the same bytes and headers from memory, nothing else: the limit.
+ * - talkback: its replay mode (`record: DISABLED`, `fallbackMode: NOT_FOUND`), one tape recorded by talkback
+ *   itself from the bare server, `allowHeaders: []` so it matches on method, URL and body like ours. talkback
+ *   is a base-URL server only (no CONNECT), so it takes origin-form requests; over HTTPS it is its own TLS
+ *   server (`https.enabled`), which is compared for information only (no MITM to pay for).
+ * - mockttp: an intercepting proxy (`getLocal` with a generated CA), `recordTraffic: false`, one preloaded
+ *   `forGet(url).thenReply(...)` rule per wire: the proxy-form requests ours gets, CONNECT + TLS for HTTPS.
+ * talkback and mockttp answer a tape or rule any number of times; ours checks each recording is used once.
+ *
+ *   node --conditions=tool-replay-source bench/suites/proxy-get.ts        (BENCH_QUICK=1, BENCH_ROUNDS=N)
+ */
+import { mkdtemp, rm } from 'node:fs/promises'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createMemoryStore, openSession } from 'tool-replay'
+import { loadCertificateAuthority, parseReverse, startProxy } from 'tool-replay/proxy'
+import { request } from 'undici'
+import { interleave, median, PROFILE, pick, runSuite, type Side } from '../lib/harness.ts'
+import { profiled, summarizeProfile } from '../lib/profile.ts'
+import { repeatedGetTrace, runChild, startBare, startMockttp, startTalkback, testPki } from '../lib/servers.ts'
+
+const CONNECTIONS = 50
+const AMOUNT = Number(process.env.BENCH_AMOUNT ?? pick(8000, 30000))
+const WARM = pick(1000, 3000)
+const BODY = Buffer.alloc(1024, 'x')
+const HEADERS: Array<[string, string]> = [
+  ['content-type', 'application/octet-stream'],
+  ['content-length', String(BODY.byteLength)],
+]
+
+interface Load {
+  total: number
+  ms: number
+  rps: number
+  errors: number
+}
+
+function bareHandler(_req: IncomingMessage, res: ServerResponse): void {
+  res.writeHead(200, HEADERS)
+  res.end(BODY)
+}
+
+type Job = { kind: 'autocannon'; url: string; path: string; host?: string } | { kind: 'undici'; url: string; ca?: string; proxy?: string }
+
+/** Warm-up, then the measured run; both must answer every request with 200. */
+async function load(job: Job): Promise<number> {
+  let rps = Number.NaN
+  for (const amount of [WARM, AMOUNT]) {
+    const r = await runChild<Load>('clients/load.ts', [JSON.stringify({ ...job, amount, connections: CONNECTIONS })])
+    if (r.errors > 0 || r.total !== amount) throw new Error(`bench: ${JSON.stringify({ ...job, ca: undefined })} answered ${r.total}/${amount} with ${r.errors} errors`)
+    rps = r.rps
+  }
+  return rps
+}
+
+await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP and HTTPS through CONNECT', async (report) => {
+  const dir = await mkdtemp(join(tmpdir(), 'tr-bench-proxy-'))
+  const pki = await testPki(dir)
+  const ca = await loadCertificateAuthority(join(dir, 'store'))
+  report.setup(`${CONNECTIONS} keep-alive connections, ${WARM} warm-up + ${AMOUNT} measured requests per side and round; load from a child process`)
+
+  const bareHttp = await startBare(bareHandler)
+  const bareHttps = await startBare(bareHandler, pki)
+  const tapes = join(dir, 'tapes')
+  const recorder = await startTalkback({ host: `http://127.0.0.1:${bareHttp.port}`, tapes, record: 'NEW' })
+  await (await request(`${recorder.url}/kb`)).body.arrayBuffer()
+  recorder.close()
+  const tbHttp = await startTalkback({ host: `http://127.0.0.1:${bareHttp.port}`, tapes })
+  const tbHttps = await startTalkback({ host: `http://127.0.0.1:${bareHttp.port}`, tapes, https: { keyPath: pki.keyPath, certPath: pki.certPath } })
+  const mock = await startMockttp()
+  await mock.server.forGet('http://bench.test/kb').thenReply(200, BODY, Object.fromEntries(HEADERS))
+  await mock.server.forGet('https://bench.test/kb').thenReply(200, BODY, Object.fromEntries(HEADERS))
+  // mockttp's own url is https://localhost:PORT once HTTPS is on; clients reach it as a plain proxy, like ours.
+  const mockUrl = `http://127.0.0.1:${mock.server.port}`
+
+  let traceNo = 0
+  const notes: string[] = []
+  /** Our proxy for one round: a fresh strict session over exactly WARM + AMOUNT recordings of `url`. */
+  const ours = (url: string, drive: (proxyUrl: string, caPem: string) => Job, reverse?: string) => async () => {
+    const store = createMemoryStore()
+    const trace = `bench-${++traceNo}`
+    await store.putTrace(repeatedGetTrace(trace, url, WARM + AMOUNT, BODY, HEADERS))
+    const session = await openSession({ mode: 'replay', trace, store })
+    const proxy = await startProxy({ session, ca, ...(reverse ? { reverse: parseReverse([reverse]) } : {}) })
+    try {
+      return await load(drive(proxy.url, proxy.ca.certPem))
+    } finally {
+      const summary = await proxy.close()
+      await store.close()
+      if (!summary.ok) throw new Error(`bench: strict replay was not clean: ${JSON.stringify({ misses: summary.misses.length, exhausted: summary.exhausted.length, unused: summary.unused.length })}`)
+      notes.push(trace)
+    }
+  }
+  const oursSides: Record<string, Side> = {
+    'ours forward': ours('http://bench.test/kb', (proxyUrl) => ({ kind: 'autocannon', url: proxyUrl, path: 'http://bench.test/kb', host: 'bench.test' })),
+    'ours reverse': ours('http://bench.test/kb', (proxyUrl) => ({ kind: 'autocannon', url: proxyUrl, path: '/kb' }), 'http://bench.test'),
+    'ours HTTPS MITM': ours('https://bench.test/kb', (proxyUrl, caPem) => ({ kind: 'undici', url: 'https://bench.test/kb', proxy: proxyUrl, ca: caPem })),
+  }
+
+  report.setup('plain HTTP (autocannon):')
+  const http = await interleave(
+    {
+      'ours forward': oursSides['ours forward'] as Side,
+      'ours reverse': oursSides['ours reverse'] as Side,
+      bare: () => load({ kind: 'autocannon', url: `http://127.0.0.1:${bareHttp.port}`, path: '/kb' }),
+      talkback: () => load({ kind: 'autocannon', url: tbHttp.url, path: '/kb' }),
+      mockttp: () => load({ kind: 'autocannon', url: mockUrl, path: 'http://bench.test/kb', host: 'bench.test' }),
+    },
+    undefined,
+    500,
+  )
+  report.setup('HTTPS (undici loops; CONNECT through the proxies):')
+  const https = await interleave(
+    {
+      'ours HTTPS MITM': oursSides['ours HTTPS MITM'] as Side,
+      'bare HTTPS': () => load({ kind: 'undici', url: `https://127.0.0.1:${bareHttps.port}/kb`, ca: pki.caPem }),
+      'mockttp MITM': () => load({ kind: 'undici', url: 'https://bench.test/kb', proxy: mockUrl, ca: mock.caPem }),
+      'talkback HTTPS server': () => load({ kind: 'undici', url: `${tbHttps.url}/kb`, ca: pki.caPem }),
+    },
+    undefined,
+    500,
+  )
+  const all = { ...http, ...https }
+  const m = (name: string) => median(all[name] as number[])
+  const row = (id: string, ours: string, peer: string, label: string, target?: { kind: 'min'; value: number; text: string }) =>
+    report.row({
+      id,
+      metric: label,
+      ours: m(ours),
+      unit: 'req/s',
+      peer: { name: peer, value: m(peer) },
+      ratio: m(ours) / m(peer),
+      ratioText: `x ${peer}`,
+      ...(target ? { target } : {}),
+      rounds: { ours: all[ours] as number[], peer: all[peer] as number[] },
+    })
+  const ofBare = { kind: 'min' as const, value: 0.8, text: '>= 0.80x' }
+  const ofTalkback = { kind: 'min' as const, value: 1.3, text: '>= 1.3x' }
+  row('proxy.http.forward.vs-bare', 'ours forward', 'bare', 'proxy replay, plain HTTP forward (absolute-form) vs bare server', ofBare)
+  row('proxy.http.forward.vs-talkback', 'ours forward', 'talkback', 'proxy replay, plain HTTP forward vs talkback', ofTalkback)
+  row('proxy.http.forward.vs-mockttp', 'ours forward', 'mockttp', 'proxy replay, plain HTTP forward vs mockttp proxy')
+  row('proxy.http.reverse.vs-bare', 'ours reverse', 'bare', 'proxy replay, reverse mode (base URL) vs bare server', ofBare)
+  row('proxy.http.reverse.vs-talkback', 'ours reverse', 'talkback', 'proxy replay, reverse mode vs talkback', ofTalkback)
+  row('proxy.https.mitm.vs-bare', 'ours HTTPS MITM', 'bare HTTPS', 'proxy replay, HTTPS via CONNECT + MITM vs bare HTTPS server', {
+    kind: 'min',
+    value: 0.6,
+    text: '>= 0.60x',
+  })
+  row('proxy.https.mitm.vs-mockttp', 'ours HTTPS MITM', 'mockttp MITM', 'proxy replay, HTTPS MITM vs mockttp MITM')
+  row('proxy.https.mitm.vs-talkback', 'ours HTTPS MITM', 'talkback HTTPS server', 'proxy replay, HTTPS MITM vs talkback as HTTPS server (no MITM)')
+
+  if (PROFILE) {
+    for (const [name, side] of Object.entries(oursSides)) {
+      const { file } = await profiled(`proxy ${name}`, side)
+      report.profile(summarizeProfile(`proxy ${name} (the proxy process; load in a child)`, file))
+    }
+  }
+  tbHttp.close()
+  tbHttps.close()
+  await mock.server.stop()
+  bareHttp.close()
+  bareHttps.close()
+  await rm(dir, { recursive: true, force: true })
+})
