@@ -14,11 +14,11 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer as createHttpsServer } from 'node:https'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { openSession, type PaceOption } from 'tool-replay/engine'
+import { createRecordReplayDispatcher } from 'tool-replay/interceptor'
+import { loadCertificateAuthority, proxyEnvironment, startProxy, writeCaBundle } from 'tool-replay/proxy'
+import { createMemoryStore, type TraceStore } from 'tool-replay/store'
 import { Agent, fetch as undiciFetch } from 'undici'
-import { openSession, type PaceOption } from '../engine/index.ts'
-import { createRecordReplayDispatcher } from '../interceptor/index.ts'
-import { loadCertificateAuthority, proxyEnvironment, startProxy, writeCaBundle } from '../proxy/index.ts'
-import { createMemoryStore, type TraceStore } from '../store/index.ts'
 
 const STREAMS = Number(process.env.STREAMS ?? 100)
 const EVENTS = 50

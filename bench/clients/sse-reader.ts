@@ -10,9 +10,7 @@ import { inBatches, readCounted } from '../lib/sse.ts'
 
 const job = JSON.parse(process.argv[2] as string) as { urls: string[]; proxy?: string; tunnel?: boolean; ca?: string }
 const tls = job.ca ? { ca: job.ca } : {}
-const dispatcher: Dispatcher = job.proxy
-  ? new ProxyAgent({ uri: job.proxy, requestTls: tls, proxyTunnel: job.tunnel ?? false })
-  : new Agent({ connect: tls })
+const dispatcher: Dispatcher = job.proxy ? new ProxyAgent({ uri: job.proxy, requestTls: tls, proxyTunnel: job.tunnel ?? false }) : new Agent({ connect: tls })
 const t0 = performance.now()
 const reads = await inBatches(job.urls.length, async (i) => {
   const res = await fetch(job.urls[i] as string, { dispatcher })

@@ -86,8 +86,8 @@ export interface Metric {
   /** ours against peer, oriented as `ratioText` says (e.g. "x SnapshotAgent calls/s"). */
   ratio?: number
   ratioText?: string
-  /** The target, on the ratio when there is one, else on `ours`. */
-  target?: Target
+  /** The target: on the ratio, or on `ours` when `on` says so (absolute targets such as import time). */
+  target?: Target & { on?: 'ratio' | 'ours' }
   /** Other conditions of the target (e.g. every chunk its own read); the row passes only if these hold too. */
   conditions?: Array<{ text: string; ok: boolean }>
   pass?: boolean
@@ -99,7 +99,7 @@ export interface Metric {
 /** Fills `pass` from the target and the conditions. */
 export function judged(m: Metric): Metric {
   if (!m.target) return m
-  const value = m.ratio ?? m.ours
+  const value = m.target.on === 'ours' || m.ratio === undefined ? m.ours : m.ratio
   const meets = m.target.kind === 'min' ? value >= m.target.value : value <= m.target.value
   return { ...m, pass: meets && (m.conditions ?? []).every((c) => c.ok) }
 }
@@ -156,7 +156,8 @@ export interface SuiteReport {
 function formatRow(m: Metric): string {
   const ratio = m.ratio === undefined ? '' : ` = ${fmt(m.ratio)}${m.ratioText ?? ''}`
   const peer = m.peer ? ` vs ${m.peer.name} ${fmt(m.peer.value)} ${m.unit}` : ''
-  return `${m.metric}: ${fmt(m.ours)} ${m.unit}${peer}${ratio}${m.target ? ` (target ${m.target.text}: ${m.pass ? 'met' : 'MISSED'})` : ''}`
+  const target = m.target ? ` (target ${m.target.text}: ${m.pass ? 'met' : 'MISSED'})` : ''
+  return `${m.metric}: ${fmt(m.ours)} ${m.unit}${peer}${ratio}${target}${m.note ? `; ${m.note}` : ''}`
 }
 
 /** The final table: metric, ours, peer/limit, ratio, target, result. */
@@ -171,6 +172,10 @@ export function formatTable(rows: readonly Metric[]): string {
   ])
   const head = ['metric', 'ours', 'peer / limit', 'ratio', 'target', 'result']
   const widths = head.map((h, i) => Math.min(i === 4 ? 60 : 90, Math.max(h.length, ...cells.map((c) => (c[i] as string).length))))
-  const line = (c: string[]) => c.map((s, i) => s.padEnd(widths[i] as number)).join('  ').trimEnd()
+  const line = (c: string[]) =>
+    c
+      .map((s, i) => s.padEnd(widths[i] as number))
+      .join('  ')
+      .trimEnd()
   return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join('\n')
 }

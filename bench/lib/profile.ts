@@ -97,7 +97,9 @@ export function summarizeProfile(label: string, file: string, top = 12): Profile
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile
   const byId = new Map(profile.nodes.map((n) => [n.id, n]))
   const selfUs = new Map<number, number>()
-  profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)))
+  profile.samples.forEach((id, i) => {
+    selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0))
+  })
   const fns = new Map<string, { name: string; where: string; us: number }>()
   const areas = new Map<string, number>()
   let total = 0

@@ -11,10 +11,13 @@ import { type AddressInfo, createServer as createNetServer } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { getLocal, type Mockttp } from 'mockttp'
-import talkback from 'talkback'
-import type { Exchange, Trace } from 'tool-replay'
+import talkbackModule from 'talkback'
+import type { Exchange, SessionSummary, Trace } from 'tool-replay'
 import { loadCertificateAuthority } from 'tool-replay/proxy'
 import { bodyFromBytes, TRACE_FORMAT_VERSION } from 'tool-replay/trace'
+
+/** talkback's factory. Its typings declare an ES default export, but the module is `module.exports = talkback`. */
+export const talkback = talkbackModule as unknown as (typeof talkbackModule)['default']
 
 /** The conditions flag, so children import `tool-replay/*` from the sources as this process does. */
 export const NODE_ARGS = ['--conditions=tool-replay-source']
@@ -127,4 +130,11 @@ export async function runChild<T>(script: string, args: string[], env?: NodeJS.P
   } catch {
     throw new Error(`bench: ${script} printed no JSON: ${out}\n${err}`)
   }
+}
+
+/** Throws unless a strict replay's summary is clean: every recording used once, no miss, no overrun. */
+export function assertCleanReplay(summary: SessionSummary, what: string): void {
+  if (summary.ok) return
+  const counts = { misses: summary.misses.length, exhausted: summary.exhausted.length, unused: summary.unused.length }
+  throw new Error(`bench: strict replay of ${what} was not clean: ${JSON.stringify(counts)}`)
 }

@@ -87,7 +87,11 @@ export async function recordedChunks(store: TraceStore, trace: string): Promise<
 }
 
 /** How many streams were read in exactly their recorded chunks, and the range of recorded chunk counts. */
-export function exactReads(urls: readonly string[], reads: readonly StreamRead[], recorded: Map<string, number>): { exact: number; min: number; max: number; meanReads: number } {
+export function exactReads(
+  urls: readonly string[],
+  reads: readonly StreamRead[],
+  recorded: Map<string, number>,
+): { exact: number; min: number; max: number; meanReads: number } {
   let exact = 0
   const counts = urls.map((u) => recorded.get(u) ?? Number.NaN)
   reads.forEach((r, i) => {

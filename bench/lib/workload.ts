@@ -59,7 +59,10 @@ export async function startWorkloadServer(calls: readonly Call[]): Promise<{ url
 }
 
 /** A fetch as the app calls it (the built-in one, undici's with a dispatcher bound, or a patched global). */
-export type FetchLike = (url: string, init?: { method?: string; body?: string; headers?: Record<string, string> }) => Promise<{
+export type FetchLike = (
+  url: string,
+  init?: { method?: string; body?: string; headers?: Record<string, string> },
+) => Promise<{
   status: number
   arrayBuffer(): Promise<ArrayBuffer>
 }>
@@ -68,7 +71,10 @@ export type FetchLike = (url: string, init?: { method?: string; body?: string; h
 export async function drive(base: string, calls: readonly Call[], fetch: FetchLike): Promise<number> {
   const t0 = performance.now()
   for (const c of calls) {
-    const res = await fetch(`${base}${c.path}`, c.body === undefined ? undefined : { method: 'POST', body: c.body, headers: { 'content-type': 'application/json' } })
+    const res = await fetch(
+      `${base}${c.path}`,
+      c.body === undefined ? undefined : { method: 'POST', body: c.body, headers: { 'content-type': 'application/json' } },
+    )
     const bytes = await res.arrayBuffer()
     const expected = typeof c.response === 'string' ? Buffer.byteLength(c.response) : c.response.byteLength
     if (res.status !== 200 || bytes.byteLength !== expected) throw new Error(`bench: ${c.method} ${c.path} gave ${res.status} with ${bytes.byteLength} bytes`)

@@ -111,7 +111,9 @@ await runSuite('in-process', 'In-process replay and record: 2,000 mixed fetch ca
     agent.disableNetConnect()
     const pool = agent.get(upstream.url)
     for (const c of calls) {
-      pool.intercept({ path: c.path, method: c.method, ...(c.body ? { body: c.body } : {}) }).reply(200, c.response, { headers: { 'content-type': c.contentType } })
+      pool
+        .intercept({ path: c.path, method: c.method, ...(c.body ? { body: c.body } : {}) })
+        .reply(200, c.response, { headers: { 'content-type': c.contentType } })
     }
     const ms = await drive(upstream.url, calls, viaDispatcher(agent))
     await agent.close()

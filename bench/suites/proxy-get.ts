@@ -31,7 +31,7 @@ import { loadCertificateAuthority, parseReverse, startProxy } from 'tool-replay/
 import { request } from 'undici'
 import { interleave, median, PROFILE, pick, runSuite, type Side } from '../lib/harness.ts'
 import { profiled, summarizeProfile } from '../lib/profile.ts'
-import { repeatedGetTrace, runChild, startBare, startMockttp, startTalkback, testPki } from '../lib/servers.ts'
+import { assertCleanReplay, repeatedGetTrace, runChild, startBare, startMockttp, startTalkback, testPki } from '../lib/servers.ts'
 
 const CONNECTIONS = 50
 const AMOUNT = Number(process.env.BENCH_AMOUNT ?? pick(8000, 30000))
@@ -61,7 +61,8 @@ async function load(job: Job): Promise<number> {
   let rps = Number.NaN
   for (const amount of [WARM, AMOUNT]) {
     const r = await runChild<Load>('clients/load.ts', [JSON.stringify({ ...job, amount, connections: CONNECTIONS })])
-    if (r.errors > 0 || r.total !== amount) throw new Error(`bench: ${JSON.stringify({ ...job, ca: undefined })} answered ${r.total}/${amount} with ${r.errors} errors`)
+    if (r.errors > 0 || r.total !== amount)
+      throw new Error(`bench: ${JSON.stringify({ ...job, ca: undefined })} answered ${r.total}/${amount} with ${r.errors} errors`)
     rps = r.rps
   }
   return rps
@@ -88,7 +89,6 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
   const mockUrl = `http://127.0.0.1:${mock.server.port}`
 
   let traceNo = 0
-  const notes: string[] = []
   /** Our proxy for one round: a fresh strict session over exactly WARM + AMOUNT recordings of `url`. */
   const ours = (url: string, drive: (proxyUrl: string, caPem: string) => Job, reverse?: string) => async () => {
     const store = createMemoryStore()
@@ -96,14 +96,13 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
     await store.putTrace(repeatedGetTrace(trace, url, WARM + AMOUNT, BODY, HEADERS))
     const session = await openSession({ mode: 'replay', trace, store })
     const proxy = await startProxy({ session, ca, ...(reverse ? { reverse: parseReverse([reverse]) } : {}) })
-    try {
-      return await load(drive(proxy.url, proxy.ca.certPem))
-    } finally {
-      const summary = await proxy.close()
-      await store.close()
-      if (!summary.ok) throw new Error(`bench: strict replay was not clean: ${JSON.stringify({ misses: summary.misses.length, exhausted: summary.exhausted.length, unused: summary.unused.length })}`)
-      notes.push(trace)
-    }
+    const rps = await load(drive(proxy.url, proxy.ca.certPem)).catch(async (err) => {
+      await proxy.close()
+      throw err
+    })
+    assertCleanReplay(await proxy.close(), trace)
+    await store.close()
+    return rps
   }
   const oursSides: Record<string, Side> = {
     'ours forward': ours('http://bench.test/kb', (proxyUrl) => ({ kind: 'autocannon', url: proxyUrl, path: 'http://bench.test/kb', host: 'bench.test' })),

@@ -31,7 +31,8 @@ await runSuite('proxy-record', `Record vs live through the proxy: ${CALLS} mixed
   const memory = createMemoryStore()
   report.setup(`${CALLS} sequential calls (the in-process workload), client: undici fetch in a child process via the proxy (absolute-form)`)
 
-  const client = (proxy?: string) => runChild<{ ms: number }>('clients/sequential.ts', [JSON.stringify({ base: upstream.url, calls: CALLS, ...(proxy ? { proxy } : {}) })])
+  const client = (proxy?: string) =>
+    runChild<{ ms: number }>('clients/sequential.ts', [JSON.stringify({ base: upstream.url, calls: CALLS, ...(proxy ? { proxy } : {}) })])
   let traceNo = 0
   const viaProxy = (mode: Mode, store: TraceStore) => async () => {
     const session = await openSession({ mode, trace: `proxy-rec-${++traceNo}`, store })

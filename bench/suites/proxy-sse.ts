@@ -21,7 +21,7 @@ import { createMemoryStore, openSession } from 'tool-replay'
 import { loadCertificateAuthority, parseReverse, startProxy } from 'tool-replay/proxy'
 import { interleave, median, PROFILE, runSuite, type Side } from '../lib/harness.ts'
 import { profiled, summarizeProfile } from '../lib/profile.ts'
-import { runChild, startTalkback, testPki } from '../lib/servers.ts'
+import { assertCleanReplay, runChild, startTalkback, testPki } from '../lib/servers.ts'
 import { CONCURRENCY, EVENTS, exactReads, GAP_MS, recordedChunks, STREAMS, type StreamRead, startSseServer, streamBytes } from '../lib/sse.ts'
 
 interface Read {
@@ -41,7 +41,9 @@ await runSuite('proxy-sse', `Chunk-exact SSE replay through the proxy: ${STREAMS
   const ca = await loadCertificateAuthority(join(dir, 'store'))
   const store = createMemoryStore()
   const upstream = { ca: pki.caPem, resolve: { 'sse.test:80': { host: '127.0.0.1', port: plain.port }, 'sse.test:443': { host: '127.0.0.1', port: tls.port } } }
-  report.setup(`${STREAMS} SSE streams x ${EVENTS} events (${GAP_MS} ms apart live), ${CONCURRENCY} at a time; client: undici fetch in a child process, reads counted`)
+  report.setup(
+    `${STREAMS} SSE streams x ${EVENTS} events (${GAP_MS} ms apart live), ${CONCURRENCY} at a time; client: undici fetch in a child process, reads counted`,
+  )
 
   const read = async (job: { urls: string[]; proxy?: string; tunnel?: boolean; ca?: string }): Promise<Read> => {
     const r = await runChild<Read>('clients/sse-reader.ts', [JSON.stringify(job)])
@@ -72,16 +74,17 @@ await runSuite('proxy-sse', `Chunk-exact SSE replay through the proxy: ${STREAMS
   const tbHttps = await startTalkback({ host, tapes, https: { keyPath: pki.keyPath, certPath: pki.certPath } })
 
   const last: Record<string, Read> = {}
-  const ours = (trace: 'plain' | 'https', job: (proxyUrl: string) => { urls: string[]; proxy?: string; tunnel?: boolean; ca?: string }, reverse?: string) => async () => {
-    const session = await openSession({ mode: 'replay', trace, store })
-    const proxy = await startProxy({ session, ca, ...(reverse ? { reverse: parseReverse([reverse]) } : {}) })
-    try {
-      return await read(job(proxy.url))
-    } finally {
-      const summary = await proxy.close()
-      if (!summary.ok) throw new Error(`bench: strict SSE replay (${trace}) was not clean`)
+  const ours =
+    (trace: 'plain' | 'https', job: (proxyUrl: string) => { urls: string[]; proxy?: string; tunnel?: boolean; ca?: string }, reverse?: string) => async () => {
+      const session = await openSession({ mode: 'replay', trace, store })
+      const proxy = await startProxy({ session, ca, ...(reverse ? { reverse: parseReverse([reverse]) } : {}) })
+      const r = await read(job(proxy.url)).catch(async (err) => {
+        await proxy.close()
+        throw err
+      })
+      assertCleanReplay(await proxy.close(), `SSE ${trace}`)
+      return r
     }
-  }
   const timed = (name: string, run: () => Promise<Read>) => async () => {
     const r = await run()
     last[name] = r
@@ -116,7 +119,10 @@ await runSuite('proxy-sse', `Chunk-exact SSE replay through the proxy: ${STREAMS
       ratioText: 'x talkback',
       target: { kind: 'min', value: 1.0, text: '>= 1.0x' },
       conditions: [
-        { text: `every chunk its own read (${exact.exact}/${STREAMS} streams, mean ${exact.meanReads.toFixed(1)} of ${exact.min}-${exact.max})`, ok: exact.exact === STREAMS },
+        {
+          text: `every chunk its own read (${exact.exact}/${STREAMS} streams, mean ${exact.meanReads.toFixed(1)} of ${exact.min}-${exact.max})`,
+          ok: exact.exact === STREAMS,
+        },
       ],
       rounds: { ours: ms[name] as number[], peer: ms[peer] as number[] },
     })

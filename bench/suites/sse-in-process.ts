@@ -13,24 +13,40 @@
  *
  *   node --conditions=tool-replay-source bench/suites/sse-in-process.ts
  */
+
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { HttpResponse, http } from 'msw2'
 import { setupServer } from 'msw2/node'
 import { createMemoryStore, openSession } from 'tool-replay'
 import { createRecordReplayDispatcher } from 'tool-replay/interceptor'
 import { Agent, type Dispatcher, SnapshotAgent, fetch as undiciFetch } from 'undici'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { faster, interleave, median, PROFILE, runSuite } from '../lib/harness.ts'
 import { profiled, summarizeProfile } from '../lib/profile.ts'
-import { CONCURRENCY, EVENTS, exactReads, GAP_MS, inBatches, readCounted, recordedChunks, STREAMS, type StreamRead, sseEvent, startSseServer, streamBytes } from '../lib/sse.ts'
+import {
+  CONCURRENCY,
+  EVENTS,
+  exactReads,
+  GAP_MS,
+  inBatches,
+  readCounted,
+  recordedChunks,
+  STREAMS,
+  type StreamRead,
+  sseEvent,
+  startSseServer,
+  streamBytes,
+} from '../lib/sse.ts'
 
 await runSuite('sse-in-process', `Chunk-exact SSE replay in-process: ${STREAMS} streams x ${EVENTS} events`, async (report) => {
   const upstream = await startSseServer()
   const base = `http://127.0.0.1:${upstream.port}`
   const urls = Array.from({ length: STREAMS }, (_, i) => `${base}/stream/${i}`)
   const dir = await mkdtemp(join(tmpdir(), 'tr-bench-sse-'))
-  report.setup(`${STREAMS} SSE streams x ${EVENTS} events (${GAP_MS} ms apart live), ${CONCURRENCY} at a time; reads counted by the app (for await over fetch's body)`)
+  report.setup(
+    `${STREAMS} SSE streams x ${EVENTS} events (${GAP_MS} ms apart live), ${CONCURRENCY} at a time; reads counted by the app (for await over fetch's body)`,
+  )
 
   const readAll = async (dispatcher: Dispatcher | undefined): Promise<{ ms: number; reads: StreamRead[] }> => {
     const t0 = performance.now()

@@ -1,0 +1,56 @@
+/**
+ * `import('tool-replay/interceptor')` from the packed package (bench/lib/packed.ts: `npm pack`, installed into a
+ * scratch project, compiled JS with its production dependencies as users get it), timed in a fresh Node
+ * process each time (performance.now() around the dynamic import), against importing undici and touching
+ * `SnapshotAgent` in a fresh process from the same project (undici installed there as our dependency),
+ * interleaved in rounds. Target: <= 100 ms.
+ *
+ *   node --conditions=tool-replay-source bench/suites/import.ts
+ */
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { interleave, median, PROFILE, pick, runSuite } from '../lib/harness.ts'
+import { packedProject } from '../lib/packed.ts'
+import { childProfiles, cpuProfArgs, summarizeProfile } from '../lib/profile.ts'
+
+const SOURCES: Record<string, string> = {
+  'tool-replay/interceptor':
+    "const t0 = performance.now(); const m = await import('tool-replay/interceptor'); if (typeof m.install !== 'function') throw new Error('no install'); process.stdout.write(String(performance.now() - t0))",
+  'undici SnapshotAgent':
+    "const t0 = performance.now(); const { SnapshotAgent } = await import('undici'); if (typeof SnapshotAgent !== 'function') throw new Error('no SnapshotAgent'); process.stdout.write(String(performance.now() - t0))",
+}
+
+async function importMs(cwd: string, source: string, nodeArgs: string[] = []): Promise<number> {
+  const child = spawn(process.execPath, [...nodeArgs, '--input-type=module', '-e', source], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  child.stdout.on('data', (c: Buffer) => (out += c))
+  child.stderr.on('data', (c: Buffer) => (err += c))
+  const [code] = await once(child, 'exit')
+  if (code !== 0) throw new Error(`bench: import failed (${code}): ${err}`)
+  return Number(out)
+}
+
+await runSuite('import', "import('tool-replay/interceptor') from the packed package", async (report) => {
+  const packed = await packedProject()
+  report.setup(`packed tool-replay installed in ${packed.dir}; a fresh node process per import`)
+  const ms = await interleave(Object.fromEntries(Object.entries(SOURCES).map(([name, source]) => [name, () => importMs(packed.dir, source)])), pick(5, 11), 50)
+  const ours = median(ms['tool-replay/interceptor'] as number[])
+  const peer = median(ms['undici SnapshotAgent'] as number[])
+  report.row({
+    id: 'import.interceptor',
+    metric: "import('tool-replay/interceptor'), packed, fresh process",
+    ours,
+    unit: 'ms',
+    peer: { name: 'SnapshotAgent import', value: peer },
+    ratio: ours / peer,
+    ratioText: 'x SnapshotAgent time',
+    target: { kind: 'max', value: 100, text: '<= 100 ms', on: 'ours' },
+    rounds: { ours: ms['tool-replay/interceptor'] as number[], peer: ms['undici SnapshotAgent'] as number[] },
+  })
+  if (PROFILE) {
+    const prof = cpuProfArgs('import tool-replay-interceptor')
+    await importMs(packed.dir, SOURCES['tool-replay/interceptor'] as string, prof.args)
+    for (const file of childProfiles(prof.dir)) report.profile(summarizeProfile("import('tool-replay/interceptor') (whole process)", file))
+  }
+})
