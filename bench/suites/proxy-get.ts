@@ -19,15 +19,20 @@
  * - mockttp: an intercepting proxy (`getLocal` with a generated CA), `recordTraffic: false`, one preloaded
  *   `forGet(url).thenReply(...)` rule per wire: the proxy-form requests ours gets, CONNECT + TLS for HTTPS.
  * talkback and mockttp answer a tape or rule any number of times; ours checks each recording is used once.
+ * Also the new-host MITM handshake (CONNECT + TLS to a host never seen, so a leaf is made) against the same
+ * host again (leaf cached), target <= 10 ms.
  *
  *   node --conditions=tool-replay-source bench/suites/proxy-get.ts        (BENCH_QUICK=1, BENCH_ROUNDS=N)
  */
+import { once } from 'node:events'
 import { mkdtemp, rm } from 'node:fs/promises'
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { connect as tlsConnect } from 'node:tls'
 import { createMemoryStore, openSession } from 'tool-replay'
-import { loadCertificateAuthority, parseReverse, startProxy } from 'tool-replay/proxy'
+import { type CertificateAuthority, loadCertificateAuthority, parseReverse, startProxy } from 'tool-replay/proxy'
 import { request } from 'undici'
 import { interleave, median, PROFILE, pick, runSuite, type Side } from '../lib/harness.ts'
 import { profiled, summarizeProfile } from '../lib/profile.ts'
@@ -47,6 +52,38 @@ interface Load {
   ms: number
   rps: number
   errors: number
+}
+
+const NEW_HOSTS = 30
+
+/** ms from sending CONNECT to a finished TLS handshake with the proxy's leaf for `host`. */
+async function handshakeMs(port: number, host: string, caPem: string): Promise<number> {
+  const t0 = performance.now()
+  const socket = connect(port, '127.0.0.1')
+  await once(socket, 'connect')
+  socket.write(`CONNECT ${host}:443 HTTP/1.1\r\nHost: ${host}:443\r\n\r\n`)
+  await once(socket, 'data')
+  const tls = tlsConnect({ socket, servername: host, ca: caPem })
+  await once(tls, 'secureConnect')
+  const ms = performance.now() - t0
+  tls.destroy()
+  return ms
+}
+
+/** The MITM cost of a host never seen (a leaf made) against the same host again (leaf cached), medians. */
+async function handshakes(ca: CertificateAuthority): Promise<{ newHost: number; cached: number }> {
+  const store = createMemoryStore()
+  await store.putTrace(repeatedGetTrace('hosts', 'https://bench.test/kb', 1, BODY, HEADERS))
+  const proxy = await startProxy({ session: await openSession({ mode: 'replay', trace: 'hosts', store }), ca })
+  await handshakeMs(proxy.port, 'warmup.bench.test', ca.certPem)
+  const fresh: number[] = []
+  const cached: number[] = []
+  for (let i = 0; i < NEW_HOSTS; i++) {
+    fresh.push(await handshakeMs(proxy.port, `h${i}.bench.test`, ca.certPem))
+    cached.push(await handshakeMs(proxy.port, `h${i}.bench.test`, ca.certPem))
+  }
+  await proxy.close()
+  return { newHost: median(fresh), cached: median(cached) }
 }
 
 function bareHandler(_req: IncomingMessage, res: ServerResponse): void {
@@ -161,6 +198,18 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
   })
   row('proxy.https.mitm.vs-mockttp', 'ours HTTPS MITM', 'mockttp MITM', 'proxy replay, HTTPS MITM vs mockttp MITM')
   row('proxy.https.mitm.vs-talkback', 'ours HTTPS MITM', 'talkback HTTPS server', 'proxy replay, HTTPS MITM vs talkback as HTTPS server (no MITM)')
+
+  const hs = await handshakes(ca)
+  report.row({
+    id: 'proxy.https.new-host-handshake',
+    metric: `new-host MITM handshake: CONNECT + TLS (median of ${NEW_HOSTS}), vs the same host again`,
+    ours: hs.newHost,
+    unit: 'ms',
+    peer: { name: 'cached leaf', value: hs.cached },
+    ratio: hs.newHost / hs.cached,
+    ratioText: 'x cached',
+    target: { kind: 'max', value: 10, text: '<= 10 ms', on: 'ours' },
+  })
 
   if (PROFILE) {
     for (const [name, side] of Object.entries(oursSides)) {
