@@ -39,7 +39,7 @@ import { profiled, summarizeProfile } from '../lib/profile.ts'
 import { assertCleanReplay, repeatedGetTrace, runChild, startBare, startMockttp, startTalkback, testPki } from '../lib/servers.ts'
 
 const CONNECTIONS = 50
-const AMOUNT = Number(process.env.BENCH_AMOUNT ?? pick(8000, 30000))
+const AMOUNT = Number(process.env.BENCH_AMOUNT ?? pick(5000, 30000))
 const WARM = pick(1000, 3000)
 const BODY = Buffer.alloc(1024, 'x')
 const HEADERS: Array<[string, string]> = [
