@@ -41,7 +41,7 @@ const chosen = SUITES.filter((s) => !only || only.includes(s))
 async function runSuiteProcess(name: string, dir: string): Promise<SuiteResult | { suite: string; error: string }> {
   const out = join(dir, `${name}.json`)
   const script = fileURLToPath(new URL(`./suites/${name}.ts`, import.meta.url))
-  const child = spawn(process.execPath, [...NODE_ARGS, script], { stdio: ['ignore', 'inherit', 'pipe'], env: { ...process.env, BENCH_RESULT: out } })
+  const child = spawn(process.execPath, [...NODE_ARGS, '--disable-warning=ExperimentalWarning', script], { stdio: ['ignore', 'inherit', 'pipe'], env: { ...process.env, BENCH_RESULT: out } })
   let tail = ''
   child.stderr.on('data', (c: Buffer) => {
     process.stderr.write(c)
