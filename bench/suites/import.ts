@@ -31,6 +31,31 @@ async function importMs(cwd: string, source: string, nodeArgs: string[] = []): P
   return Number(out)
 }
 
+/**
+ * Which modules the import loads, counted by package (Node's module.registerHooks sees every ESM and CommonJS
+ * load after it is registered): what to trim when the import is slow.
+ */
+async function modulesLoaded(cwd: string): Promise<string> {
+  const source = `import { registerHooks } from 'node:module'
+const seen = new Map()
+registerHooks({ load(url, context, next) {
+  const m = /node_modules[/]((?:@[^/]+[/])?[^/]+)[/](?:dist[/])?([^/]*)/.exec(url)
+  const key = m ? (m[1] === 'tool-replay' ? 'tool-replay/' + m[2] : m[1]) : url.startsWith('node:') ? 'node: built-ins' : 'other'
+  seen.set(key, (seen.get(key) ?? 0) + 1)
+  return next(url, context)
+} })
+await import('tool-replay/interceptor')
+const total = [...seen.values()].reduce((a, b) => a + b, 0)
+process.stdout.write(total + ' in all: ' + [...seen].sort((a, b) => b[1] - a[1]).slice(0, 14).map(([k, n]) => k + ' ' + n).join(', '))`
+  const child = spawn(process.execPath, ['--input-type=module', '-e', source], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  let err = ''
+  child.stdout.on('data', (c: Buffer) => (out += c))
+  child.stderr.on('data', (c: Buffer) => (err += c))
+  const [code] = await once(child, 'exit')
+  return code === 0 ? out : `(could not count: ${err.trim().split('\n')[0]})`
+}
+
 await runSuite('import', "import('tool-replay/interceptor') from the packed package", async (report) => {
   const packed = await packedProject()
   report.setup(`packed tool-replay installed in ${packed.dir}; a fresh node process per import`)
@@ -49,6 +74,7 @@ await runSuite('import', "import('tool-replay/interceptor') from the packed pack
     rounds: { ours: ms['tool-replay/interceptor'] as number[], peer: ms['undici SnapshotAgent'] as number[] },
   })
   if (PROFILE) {
+    report.setup(`modules import('tool-replay/interceptor') loads, by package: ${await modulesLoaded(packed.dir)}`)
     const prof = cpuProfArgs('import tool-replay-interceptor')
     await importMs(packed.dir, SOURCES['tool-replay/interceptor'] as string, prof.args)
     for (const file of childProfiles(prof.dir)) report.profile(summarizeProfile("import('tool-replay/interceptor') (whole process)", file))
