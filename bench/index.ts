@@ -41,7 +41,10 @@ const chosen = SUITES.filter((s) => !only || only.includes(s))
 async function runSuiteProcess(name: string, dir: string): Promise<SuiteResult | { suite: string; error: string }> {
   const out = join(dir, `${name}.json`)
   const script = fileURLToPath(new URL(`./suites/${name}.ts`, import.meta.url))
-  const child = spawn(process.execPath, [...NODE_ARGS, '--disable-warning=ExperimentalWarning', script], { stdio: ['ignore', 'inherit', 'pipe'], env: { ...process.env, BENCH_RESULT: out } })
+  const child = spawn(process.execPath, [...NODE_ARGS, '--disable-warning=ExperimentalWarning', script], {
+    stdio: ['ignore', 'inherit', 'pipe'],
+    env: { ...process.env, BENCH_RESULT: out },
+  })
   let tail = ''
   child.stderr.on('data', (c: Buffer) => {
     process.stderr.write(c)
@@ -64,7 +67,7 @@ const rows: Metric[] = ok.flatMap((r) => r.rows)
 const lines = [
   '',
   `Tool Replay benchmarks (${QUICK ? 'BENCH_QUICK' : 'full'}), Node ${process.version}, ${new Date().toISOString()}, ${((performance.now() - t0) / 1000).toFixed(0)} s`,
-  'Ratios of medians over interleaved rounds against peers measured in the same run; "ratio" says which way is better.',
+  'ours, peer: medians over interleaved rounds, peers measured in the same run; ratio: median of the per-round ratios (which way is better: see its unit).',
   '',
   ...ok.flatMap((r) => [`${r.title}:`, ...r.setup.map((s) => `  ${s}`)]),
   '',

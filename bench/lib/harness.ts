@@ -93,11 +93,24 @@ export interface Metric {
   pass?: boolean
   /** Per-round values, ours then peer. */
   rounds?: { ours: number[]; peer?: number[] }
+  /**
+   * How the ratio follows from one round's values. When given, `ratio` becomes the median of the per-round
+   * ratios (each round's two sides ran minutes apart at most, so a machine whose load drifts over the run skews
+   * it less than a ratio of medians taken from different rounds), and `ratioOfMedians` keeps the other one.
+   */
+  ratioOf?: 'ours/peer' | 'peer/ours'
+  ratioOfMedians?: number
   note?: string
 }
 
-/** Fills `pass` from the target and the conditions. */
+/** Fills the paired ratio (see `ratioOf`) and `pass` from the target and the conditions. */
 export function judged(m: Metric): Metric {
+  const ours = m.rounds?.ours ?? []
+  const peer = m.rounds?.peer ?? []
+  if (m.ratioOf && ours.length > 0 && ours.length === peer.length) {
+    const perRound = ours.map((o, i) => (m.ratioOf === 'ours/peer' ? o / (peer[i] as number) : (peer[i] as number) / o))
+    m = { ...m, ratioOfMedians: m.ratio, ratio: median(perRound) }
+  }
   if (!m.target) return m
   const value = m.target.on === 'ours' || m.ratio === undefined ? m.ours : m.ratio
   const meets = m.target.kind === 'min' ? value >= m.target.value : value <= m.target.value

@@ -118,6 +118,7 @@ await runSuite('cold-start', 'Cold start of the packed CLI: first replayed answe
       unit: 'ms',
       peer: { name: peer, value: m(peer) },
       ratio: m('tr-proxy replay') / m(peer),
+      ratioOf: 'ours/peer',
       ratioText: `x ${peer} time`,
       rounds: { ours: ms['tr-proxy replay'] as number[], peer: ms[peer] as number[] },
     })

@@ -69,6 +69,7 @@ await runSuite('import', "import('tool-replay/interceptor') from the packed pack
     unit: 'ms',
     peer: { name: 'SnapshotAgent import', value: peer },
     ratio: ours / peer,
+    ratioOf: 'ours/peer',
     ratioText: 'x SnapshotAgent time',
     target: { kind: 'max', value: 100, text: '<= 100 ms', on: 'ours' },
     rounds: { ours: ms['tool-replay/interceptor'] as number[], peer: ms['undici SnapshotAgent'] as number[] },

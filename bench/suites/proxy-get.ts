@@ -180,6 +180,7 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
       unit: 'req/s',
       peer: { name: peer, value: m(peer) },
       ratio: m(ours) / m(peer),
+      ratioOf: 'ours/peer',
       ratioText: `x ${peer}`,
       ...(target ? { target } : {}),
       rounds: { ours: all[ours] as number[], peer: all[peer] as number[] },

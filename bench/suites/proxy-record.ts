@@ -64,6 +64,7 @@ await runSuite('proxy-record', `Record vs live through the proxy: ${CALLS} mixed
       unit: 'ms',
       peer: { name: 'passthrough', value: m('passthrough') },
       ratio: m(name) / m('passthrough'),
+      ratioOf: 'ours/peer',
       ratioText: 'x live time',
       target: { kind: 'max', value: 1.1, text: '<= 1.10x' },
       rounds: { ours: ms[name] as number[], peer: ms.passthrough as number[] },
@@ -76,6 +77,7 @@ await runSuite('proxy-record', `Record vs live through the proxy: ${CALLS} mixed
     unit: 'ms',
     peer: { name: 'direct', value: m('live, no proxy') },
     ratio: m('record (LevelDB store)') / m('live, no proxy'),
+    ratioOf: 'ours/peer',
     ratioText: 'x direct time',
     rounds: { ours: ms['record (LevelDB store)'] as number[], peer: ms['live, no proxy'] as number[] },
   })

@@ -116,6 +116,7 @@ await runSuite('proxy-sse', `Chunk-exact SSE replay through the proxy: ${STREAMS
       unit: 'streams/s',
       peer: { name: `${peer} (${meanReads(peer).toFixed(1)} reads)`, value: (STREAMS / m(peer)) * 1000 },
       ratio: m(peer) / m(name),
+      ratioOf: 'peer/ours',
       ratioText: 'x talkback',
       target: { kind: 'min', value: 1.0, text: '>= 1.0x' },
       conditions: [

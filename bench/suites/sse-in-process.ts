@@ -130,6 +130,7 @@ await runSuite('sse-in-process', `Chunk-exact SSE replay in-process: ${STREAMS} 
     unit: 'streams/s',
     peer: { name: 'SnapshotAgent (1 read)', value: (STREAMS / m('SnapshotAgent')) * 1000 },
     ratio: faster(1 / m('ours'), 1 / m('SnapshotAgent')),
+    ratioOf: 'peer/ours',
     ratioText: 'x SnapshotAgent',
     target: { kind: 'min', value: 0.8, text: '>= 0.8x' },
     conditions: [{ text: `every chunk its own read (${exact.exact}/${STREAMS} streams)`, ok: exact.exact === STREAMS }],
@@ -142,6 +143,7 @@ await runSuite('sse-in-process', `Chunk-exact SSE replay in-process: ${STREAMS} 
     unit: 'streams/s',
     peer: { name: `msw 2 (${meanReads('msw').toFixed(0)} reads)`, value: (STREAMS / m('msw 2 stream')) * 1000 },
     ratio: faster(1 / m('ours'), 1 / m('msw 2 stream')),
+    ratioOf: 'peer/ours',
     ratioText: 'x msw',
     rounds: { ours: ms.ours as number[], peer: ms['msw 2 stream'] as number[] },
   })
