@@ -32,6 +32,8 @@ async function cannon(job: CannonJob) {
     url: job.url,
     connections: job.connections,
     amount: job.amount,
+    // A loaded machine can stall a request for seconds; a timeout is an error, so leave room.
+    timeout: 30,
     requests: [{ method: 'GET', path: job.path, ...(job.host ? { headers: { host: job.host } } : {}) }],
   })
   const ms = result.finish.getTime() - result.start.getTime()

@@ -94,12 +94,23 @@ function bareHandler(_req: IncomingMessage, res: ServerResponse): void {
 type Job = { kind: 'autocannon'; url: string; path: string; host?: string } | { kind: 'undici'; url: string; ca?: string; proxy?: string }
 
 /** Warm-up, then the measured run; both must answer every request with 200. */
-async function load(job: Job): Promise<number> {
+/** Errors a peer's side had, by side (a few failed requests under load are noted, not fatal, for peers). */
+const peerErrors: Record<string, number> = {}
+
+/**
+ * Warm-up, then the measured run. Ours must answer every request with 200 (its replay is strict: a lost
+ * request is a failure); a peer may lose up to 1% under load, which is noted on its rows.
+ */
+async function load(job: Job, peer?: string): Promise<number> {
   let rps = Number.NaN
   for (const amount of [WARM, AMOUNT]) {
     const r = await runChild<Load>('clients/load.ts', [JSON.stringify({ ...job, amount, connections: CONNECTIONS })])
-    if (r.errors > 0 || r.total !== amount)
+    const lost = amount - r.total
+    if (peer && lost <= amount / 100) {
+      if (lost > 0 || r.errors > 0) peerErrors[peer] = (peerErrors[peer] ?? 0) + Math.max(lost, r.errors)
+    } else if (r.errors > 0 || lost !== 0) {
       throw new Error(`bench: ${JSON.stringify({ ...job, ca: undefined })} answered ${r.total}/${amount} with ${r.errors} errors`)
+    }
     rps = r.rps
   }
   return rps
@@ -152,9 +163,9 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
     {
       'ours forward': oursSides['ours forward'] as Side,
       'ours reverse': oursSides['ours reverse'] as Side,
-      bare: () => load({ kind: 'autocannon', url: `http://127.0.0.1:${bareHttp.port}`, path: '/kb' }),
-      talkback: () => load({ kind: 'autocannon', url: tbHttp.url, path: '/kb' }),
-      mockttp: () => load({ kind: 'autocannon', url: mockUrl, path: 'http://bench.test/kb', host: 'bench.test' }),
+      bare: () => load({ kind: 'autocannon', url: `http://127.0.0.1:${bareHttp.port}`, path: '/kb' }, 'bare'),
+      talkback: () => load({ kind: 'autocannon', url: tbHttp.url, path: '/kb' }, 'talkback'),
+      mockttp: () => load({ kind: 'autocannon', url: mockUrl, path: 'http://bench.test/kb', host: 'bench.test' }, 'mockttp'),
     },
     undefined,
     500,
@@ -163,9 +174,9 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
   const https = await interleave(
     {
       'ours HTTPS MITM': oursSides['ours HTTPS MITM'] as Side,
-      'bare HTTPS': () => load({ kind: 'undici', url: `https://127.0.0.1:${bareHttps.port}/kb`, ca: pki.caPem }),
-      'mockttp MITM': () => load({ kind: 'undici', url: 'https://bench.test/kb', proxy: mockUrl, ca: mock.caPem }),
-      'talkback HTTPS server': () => load({ kind: 'undici', url: `${tbHttps.url}/kb`, ca: pki.caPem }),
+      'bare HTTPS': () => load({ kind: 'undici', url: `https://127.0.0.1:${bareHttps.port}/kb`, ca: pki.caPem }, 'bare HTTPS'),
+      'mockttp MITM': () => load({ kind: 'undici', url: 'https://bench.test/kb', proxy: mockUrl, ca: mock.caPem }, 'mockttp MITM'),
+      'talkback HTTPS server': () => load({ kind: 'undici', url: `${tbHttps.url}/kb`, ca: pki.caPem }, 'talkback HTTPS server'),
     },
     undefined,
     500,
@@ -184,6 +195,7 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
       ratioText: `x ${peer}`,
       ...(target ? { target } : {}),
       rounds: { ours: all[ours] as number[], peer: all[peer] as number[] },
+      ...(peerErrors[peer] ? { note: `${peer} failed ${peerErrors[peer]} request(s) over the run (under 1% a side; rate counts answered ones)` } : {}),
     })
   const ofBare = { kind: 'min' as const, value: 0.8, text: '>= 0.80x' }
   const ofTalkback = { kind: 'min' as const, value: 1.3, text: '>= 1.3x' }
