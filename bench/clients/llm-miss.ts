@@ -5,38 +5,51 @@
  * miss, on a cold process, a cold proxy and a new MITM host. Prints `{ ms, at, status, message }`: ms from the
  * call to the error the app sees, `at` the wall time then (performance.timeOrigin based).
  */
-import { createOpenAI } from '@ai-sdk/openai'
-import Anthropic from '@anthropic-ai/sdk'
-import { ChatOpenAI } from '@langchain/openai'
-import { streamText } from 'ai'
-import OpenAI from 'openai'
-
-const OPENAI = { apiKey: 'sk-bench-dummy', baseURL: 'https://api.openai.test/v1' }
+// Each SDK is imported only when its call runs, as an app that uses one of them loads only that one.
+// Provider hosts the trace never recorded; BENCH_*_BASE point the app at the limit's bare server instead.
+const OPENAI = { apiKey: 'sk-bench-dummy', baseURL: process.env.BENCH_OPENAI_BASE ?? 'https://api.openai.test/v1' }
+const ANTHROPIC_BASE = process.env.BENCH_ANTHROPIC_BASE ?? 'https://api.anthropic.test'
 const PROMPT = 'What is the weather in Lisbon?'
 
-const calls: Record<string, () => Promise<unknown>> = {
+/** Per SDK: imports it and makes its client (not timed), then returns the call (timed). */
+const setups: Record<string, () => Promise<() => Promise<unknown>>> = {
   openai: async () => {
-    const stream = await new OpenAI(OPENAI).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: PROMPT }], stream: true })
-    for await (const _ of stream);
+    const { default: OpenAI } = await import('openai')
+    const client = new OpenAI(OPENAI)
+    return async () => {
+      const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: PROMPT }], stream: true })
+      for await (const _ of stream);
+    }
   },
   anthropic: async () => {
-    const client = new Anthropic({ apiKey: 'sk-ant-bench-dummy', baseURL: 'https://api.anthropic.test' })
-    const stream = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: PROMPT }], stream: true })
-    for await (const _ of stream);
+    const { default: Anthropic } = await import('@anthropic-ai/sdk')
+    const client = new Anthropic({ apiKey: 'sk-ant-bench-dummy', baseURL: ANTHROPIC_BASE })
+    return async () => {
+      const stream = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: PROMPT }], stream: true })
+      for await (const _ of stream);
+    }
   },
   ai: async () => {
-    const result = streamText({ model: createOpenAI(OPENAI)('gpt-4o-mini'), prompt: PROMPT, onError: () => {} })
-    for await (const part of result.fullStream) if (part.type === 'error') throw part.error
+    const [{ createOpenAI }, { streamText }] = await Promise.all([import('@ai-sdk/openai'), import('ai')])
+    const model = createOpenAI(OPENAI)('gpt-4o-mini')
+    return async () => {
+      const result = streamText({ model, prompt: PROMPT, onError: () => {} })
+      for await (const part of result.fullStream) if (part.type === 'error') throw part.error
+    }
   },
   langchain: async () => {
+    const { ChatOpenAI } = await import('@langchain/openai')
     const model = new ChatOpenAI({ model: 'gpt-4o-mini', apiKey: OPENAI.apiKey, configuration: { baseURL: OPENAI.baseURL } })
-    for await (const _ of await model.stream(PROMPT));
+    return async () => {
+      for await (const _ of await model.stream(PROMPT));
+    }
   },
 }
 
 const sdk = process.argv[2] as string
-const call = calls[sdk]
-if (!call) throw new Error(`llm-miss: unknown SDK ${sdk}`)
+const setup = setups[sdk]
+if (!setup) throw new Error(`llm-miss: unknown SDK ${sdk}`)
+const call = await setup()
 const t0 = performance.now()
 try {
   await call()

@@ -9,6 +9,8 @@
  *   bench/clients/llm-miss.ts SDK` (forward proxy, HTTPS MITM to a host never recorded, so the first request is
  *   the miss); the app times its streamed call to the error it sees (target < 300 ms, issue 16: the Vercel AI
  *   SDK took 479 ms). The run must end with exit 69, one unmatched request and the SDK's error a 403.
+ *   Its limit: the same app and SDK in a cold process, pointed (base URL, no proxy) at a bare HTTPS server that
+ *   answers our refusal (engine `refusalResponse`) at once: what the SDK and Node cost without Tool Replay.
  *
  *   node --conditions=tool-replay-source bench/suites/cold-start.ts
  */
@@ -19,11 +21,13 @@ import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { ErrorCodes, ToolReplayError } from 'tool-replay'
+import { refusalResponse } from 'tool-replay/engine'
 import { openStore } from 'tool-replay/store'
 import { interleave, median, PROFILE, pick, runSuite } from '../lib/harness.ts'
 import { packedProject } from '../lib/packed.ts'
 import { childProfiles, cpuProfArgs, summarizeProfile } from '../lib/profile.ts'
-import { repeatedGetTrace, startBare, talkback } from '../lib/servers.ts'
+import { repeatedGetTrace, startBare, talkback, testPki } from '../lib/servers.ts'
 
 const BODY = Buffer.alloc(1024, 'x')
 const HEADERS: Array<[string, string]> = [
@@ -144,28 +148,58 @@ await runSuite('cold-start', 'Cold start of the packed CLI: first replayed answe
     }
     return { ms: r.ms, sinceSpawn: r.at - t0 }
   }
+  const pki = await testPki(dir)
+  const refusal = refusalResponse(new ToolReplayError(ErrorCodes.REPLAY_MISS, 'Failed to replay: the bench sends a request no trace recorded.'))
+  const refuser = await startBare((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      res.writeHead(refusal.status, refusal.statusText, refusal.headers.flat())
+      res.end(refusal.body)
+    })
+  }, pki)
+  const limitRun = async (sdk: string) => {
+    const base = `https://127.0.0.1:${refuser.port}`
+    const env = { ...process.env, NODE_EXTRA_CA_CERTS: pki.caPath, BENCH_OPENAI_BASE: `${base}/v1`, BENCH_ANTHROPIC_BASE: base }
+    const child = spawn(process.execPath, [client('llm-miss.ts'), sdk], { stdio: ['ignore', 'pipe', 'pipe'], env })
+    let out = ''
+    child.stdout.on('data', (c: Buffer) => (out += c))
+    await once(child, 'exit')
+    const r = JSON.parse(out) as { ms: number; status: number; message: string }
+    if (r.status !== 403) throw new Error(`bench: ${sdk} against the bare refusal: status ${r.status} (${r.message})`)
+    return r.ms
+  }
   const sinceSpawn: Record<string, number[]> = {}
   const misses = await interleave(
     Object.fromEntries(
-      SDKS.map((sdk) => [
-        sdk,
-        async () => {
-          const r = await missRun(sdk)
-          ;(sinceSpawn[sdk] ??= []).push(r.sinceSpawn)
-          return r.ms
-        },
+      SDKS.flatMap((sdk) => [
+        [
+          sdk,
+          async () => {
+            const r = await missRun(sdk)
+            ;(sinceSpawn[sdk] ??= []).push(r.sinceSpawn)
+            return r.ms
+          },
+        ],
+        [`${sdk} limit`, () => limitRun(sdk)],
       ]),
     ),
     pick(2, 5),
   )
+  refuser.close()
   for (const sdk of SDKS) {
+    const ours = median(misses[sdk] as number[])
+    const limit = median(misses[`${sdk} limit`] as number[])
     report.row({
       id: `cold.miss.${sdk}`,
       metric: `cold strict miss through the proxy reaches ${sdk} (call → error)`,
-      ours: median(misses[sdk] as number[]),
+      ours,
       unit: 'ms',
-      target: { kind: 'max', value: 300, text: '< 300 ms' },
-      rounds: { ours: misses[sdk] as number[] },
+      peer: { name: 'same SDK, bare refusal, no proxy', value: limit },
+      ratio: ours / limit,
+      ratioText: 'x limit time',
+      ratioOf: 'ours/peer',
+      target: { kind: 'max', value: 300, text: '< 300 ms', on: 'ours' },
+      rounds: { ours: misses[sdk] as number[], peer: misses[`${sdk} limit`] as number[] },
       note: `spawn of tr-proxy → error in the app: ${median(sinceSpawn[sdk] as number[]).toFixed(0)} ms (median)`,
     })
   }
