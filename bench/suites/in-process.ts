@@ -9,7 +9,8 @@
  *   LevelDB store (the default). Session opening is outside the timed loop, as every peer's loading is.
  * - ours, `install()` + the global `fetch`: the documented default set-up, on the client msw and nock patch.
  * - undici `SnapshotAgent` in `playback` mode (its replay mode; `record` mode made the snapshot file from the
- *   same upstream first, loaded once): same undici `fetch`, same dispatcher slot. Matches method, URL and body.
+ *   same upstream first, loaded once): same undici `fetch`, same dispatcher slot. By default it matches method,
+ *   URL, every header and the body; each recorded response is replayed again and again (no occurrence check).
  * - undici `MockAgent`, preloaded with one `intercept().reply()` per call (body matched for POSTs), net
  *   connect disabled: the floor of a dispatcher that answers from memory.
  * - msw 2 `setupServer` (msw/node) with three handlers (`/small/:id`, `/echo/:id`, `/big/:id`) that look the
