@@ -158,7 +158,7 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
     'ours HTTPS MITM': ours('https://bench.test/kb', (proxyUrl, caPem) => ({ kind: 'undici', url: 'https://bench.test/kb', proxy: proxyUrl, ca: caPem })),
   }
 
-  report.setup('plain HTTP (autocannon):')
+  process.stderr.write('  plain HTTP (autocannon):\n')
   const http = await interleave(
     {
       'ours forward': oursSides['ours forward'] as Side,
@@ -170,7 +170,7 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
     undefined,
     500,
   )
-  report.setup('HTTPS (undici loops; CONNECT through the proxies):')
+  process.stderr.write('  HTTPS (undici loops; CONNECT through the proxies):\n')
   const https = await interleave(
     {
       'ours HTTPS MITM': oursSides['ours HTTPS MITM'] as Side,

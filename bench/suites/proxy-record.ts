@@ -65,7 +65,7 @@ await runSuite('proxy-record', `Record vs live through the proxy: ${CALLS} mixed
       peer: { name: 'passthrough', value: m('passthrough') },
       ratio: m(name) / m('passthrough'),
       ratioOf: 'ours/peer',
-      ratioText: 'x live time',
+      ratioText: 'x passthrough time',
       target: { kind: 'max', value: 1.1, text: '<= 1.10x' },
       rounds: { ours: ms[name] as number[], peer: ms.passthrough as number[] },
     })
