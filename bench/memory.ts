@@ -18,12 +18,12 @@ import { createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { openSession } from 'tool-replay/engine'
+import { install } from 'tool-replay/interceptor'
+import { loadCertificateAuthority, startProxy } from 'tool-replay/proxy'
+import { openStore } from 'tool-replay/store'
+import { bodyFromBytes, type Exchange, TRACE_FORMAT_VERSION } from 'tool-replay/trace'
 import { ProxyAgent, fetch as undiciFetch } from 'undici'
-import { openSession } from '../engine/index.ts'
-import { install } from '../interceptor/index.ts'
-import { loadCertificateAuthority, startProxy } from '../proxy/index.ts'
-import { openStore } from '../store/index.ts'
-import { bodyFromBytes, type Exchange, TRACE_FORMAT_VERSION } from '../trace/index.ts'
 
 const SELF = fileURLToPath(import.meta.url)
 const BIG_BYTES = Math.round(Number(process.env.BENCH_GIB ?? 1) * 1024 ** 3)

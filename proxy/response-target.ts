@@ -15,7 +15,7 @@ import { sendProxyError, sendUpstreamError } from './responses.ts'
  * that a client reads them apart (a client reads whatever its socket holds when it gets to run). 0 is
  * enough on loopback: measured with Node fetch (NODE_USE_ENV_PROXY), curl --no-buffer and Python
  * requests' iter_content through the HTTPS proxy, 50 events per stream, with three CPU hogs on a 2-core
- * machine: every read apart (bench/run.ts prints the figures). Raise it (`--chunk-gap-ms`) for clients
+ * machine: every read apart on HTTPS (npm run bench: bench/suites/proxy-sse.ts prints the figures). Raise it (`--chunk-gap-ms`) for clients
  * across a real network.
  */
 export const DEFAULT_CHUNK_GAP_MS = 0

@@ -1,0 +1,73 @@
+/**
+ * The load generator of the proxy benchmarks, run as a child process so the measured server has the bench
+ * process to itself: `node load.ts '<json>'` prints `{ total, ms, rps, errors }`.
+ * - `{ kind: 'autocannon', url, path, host?, amount, connections }`: autocannon's programmatic API; `path` may be
+ *   absolute-form (`http://bench.test/kb`, as HTTP_PROXY clients send it), kept verbatim in the request line.
+ * - `{ kind: 'undici', url, ca?, proxy?, amount, connections }`: undici `request` in `connections` keep-alive
+ *   loops, through a `ProxyAgent` (CONNECT, then TLS to the proxy's leaf) when `proxy` is given. autocannon
+ *   cannot CONNECT, so HTTPS rows use this on every side.
+ */
+import autocannon from 'autocannon'
+import { Agent, ProxyAgent, request } from 'undici'
+
+interface CannonJob {
+  kind: 'autocannon'
+  url: string
+  path: string
+  host?: string
+  amount: number
+  connections: number
+}
+interface UndiciJob {
+  kind: 'undici'
+  url: string
+  ca?: string
+  proxy?: string
+  amount: number
+  connections: number
+}
+
+async function cannon(job: CannonJob) {
+  const result = await autocannon({
+    url: job.url,
+    connections: job.connections,
+    amount: job.amount,
+    // A loaded machine can stall a request for seconds; a timeout is an error, so leave room.
+    timeout: 30,
+    requests: [{ method: 'GET', path: job.path, ...(job.host ? { headers: { host: job.host } } : {}) }],
+  })
+  const ms = result.finish.getTime() - result.start.getTime()
+  const total = result['2xx']
+  return { total, ms, rps: (total / ms) * 1000, errors: result.errors + result.non2xx + result.timeouts }
+}
+
+async function undiciLoops(job: UndiciJob) {
+  const dispatcher = job.proxy
+    ? new ProxyAgent({ uri: job.proxy, requestTls: job.ca ? { ca: job.ca } : {}, connections: job.connections })
+    : new Agent({ connect: job.ca ? { ca: job.ca } : {}, connections: job.connections })
+  let started = 0
+  let done = 0
+  let errors = 0
+  const t0 = performance.now()
+  await Promise.all(
+    Array.from({ length: job.connections }, async () => {
+      while (started < job.amount) {
+        started++
+        try {
+          const r = await request(job.url, { dispatcher })
+          await r.body.arrayBuffer()
+          if (r.statusCode === 200) done++
+          else errors++
+        } catch {
+          errors++
+        }
+      }
+    }),
+  )
+  const ms = performance.now() - t0
+  await dispatcher.close()
+  return { total: done, ms, rps: (done / ms) * 1000, errors }
+}
+
+const job = JSON.parse(process.argv[2] as string) as CannonJob | UndiciJob
+process.stdout.write(JSON.stringify(job.kind === 'autocannon' ? await cannon(job) : await undiciLoops(job)))

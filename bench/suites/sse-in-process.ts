@@ -1,0 +1,161 @@
+/**
+ * Chunk-exact SSE replay in-process: 100 streams x 50 events (10 read at a time), reads counted at the app's
+ * reader (`for await` over fetch's body), interleaved in rounds.
+ *
+ * How each side is set up, and why that is fair:
+ * - ours: `createRecordReplayDispatcher` on undici's `fetch`, strict replay at the default pace (`chunks`: every
+ *   recorded chunk is its own read) of a trace recorded once from the live upstream; a fresh session a round.
+ * - undici `SnapshotAgent` in `playback` mode, snapshot recorded from the same upstream: same `fetch`, same
+ *   dispatcher slot. It stores the body as one string, so the app gets it in one read: the ratio is the price
+ *   of keeping the chunks (target >= 0.8x).
+ * - msw 2 `setupServer` with one handler answering a `ReadableStream` that enqueues one recorded event per
+ *   pull, as msw's docs stream a response (global `fetch`, which msw patches). Reads reported, no target.
+ *
+ *   node --conditions=tool-replay-source bench/suites/sse-in-process.ts
+ */
+
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { HttpResponse, http } from 'msw2'
+import { setupServer } from 'msw2/node'
+import { createMemoryStore, openSession } from 'tool-replay'
+import { createRecordReplayDispatcher } from 'tool-replay/interceptor'
+import { Agent, type Dispatcher, SnapshotAgent, fetch as undiciFetch } from 'undici'
+import { faster, interleave, median, PROFILE, runSuite } from '../lib/harness.ts'
+import { profiled, summarizeProfile } from '../lib/profile.ts'
+import {
+  CONCURRENCY,
+  EVENTS,
+  exactReads,
+  GAP_MS,
+  inBatches,
+  readCounted,
+  recordedChunks,
+  STREAMS,
+  type StreamRead,
+  sseEvent,
+  startSseServer,
+  streamBytes,
+} from '../lib/sse.ts'
+
+await runSuite('sse-in-process', `Chunk-exact SSE replay in-process: ${STREAMS} streams x ${EVENTS} events`, async (report) => {
+  const upstream = await startSseServer()
+  const base = `http://127.0.0.1:${upstream.port}`
+  const urls = Array.from({ length: STREAMS }, (_, i) => `${base}/stream/${i}`)
+  const dir = await mkdtemp(join(tmpdir(), 'tr-bench-sse-'))
+  report.setup(
+    `${STREAMS} SSE streams x ${EVENTS} events (${GAP_MS} ms apart live), ${CONCURRENCY} at a time; reads counted by the app (for await over fetch's body)`,
+  )
+
+  const readAll = async (dispatcher: Dispatcher | undefined): Promise<{ ms: number; reads: StreamRead[] }> => {
+    const t0 = performance.now()
+    const reads = await inBatches(STREAMS, async (i) => {
+      const res = dispatcher ? await undiciFetch(urls[i] as string, { dispatcher }) : await fetch(urls[i] as string)
+      return readCounted(res.body as AsyncIterable<Uint8Array> | null)
+    })
+    const ms = performance.now() - t0
+    if (!reads.every((r, i) => r.bytes === streamBytes(urls[i] as string))) throw new Error('bench: a replayed stream has the wrong length')
+    return { ms, reads }
+  }
+
+  const live = new Agent()
+  const store = createMemoryStore()
+  const rec = await openSession({ mode: 'record', trace: 'sse', store })
+  await readAll(createRecordReplayDispatcher({ session: rec, upstream: live }))
+  await rec.close()
+  const recorded = await recordedChunks(store, 'sse')
+
+  const snapshotPath = join(dir, 'sse-snapshot.json')
+  const snapRecorder = new SnapshotAgent({ mode: 'record', snapshotPath })
+  await readAll(snapRecorder)
+  await snapRecorder.saveSnapshots()
+  await snapRecorder.close()
+  const snapshot = new SnapshotAgent({ mode: 'playback', snapshotPath })
+  await snapshot.loadSnapshots()
+
+  const encoder = new TextEncoder()
+  const msw = setupServer(
+    http.get(`${base}/stream/:i`, ({ request }) => {
+      const path = new URL(request.url).pathname
+      let n = 0
+      const stream = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          controller.enqueue(encoder.encode(sseEvent(path, n)))
+          if (++n === EVENTS) controller.close()
+        },
+      })
+      return new HttpResponse(stream, { headers: { 'content-type': 'text/event-stream' } })
+    }),
+  )
+
+  const lastReads: Record<string, StreamRead[]> = {}
+  const ours = async () => {
+    const session = await openSession({ mode: 'replay', trace: 'sse', store })
+    const { ms, reads } = await readAll(createRecordReplayDispatcher({ session }))
+    session.assertDone()
+    await session.close()
+    lastReads.ours = reads
+    return ms
+  }
+  const ms = await interleave({
+    ours,
+    SnapshotAgent: async () => {
+      snapshot.resetCallCounts()
+      const { ms, reads } = await readAll(snapshot)
+      lastReads.SnapshotAgent = reads
+      return ms
+    },
+    'msw 2 stream': async () => {
+      msw.listen({ onUnhandledRequest: 'error' })
+      try {
+        const { ms, reads } = await readAll(undefined)
+        lastReads.msw = reads
+        return ms
+      } finally {
+        msw.close()
+      }
+    },
+  })
+  const exact = exactReads(urls, lastReads.ours as StreamRead[], recorded)
+  const meanReads = (name: string) => (lastReads[name] ?? []).reduce((n, r) => n + r.reads, 0) / STREAMS
+  report.setup(
+    `reads per stream: ours ${exact.meanReads.toFixed(1)} (recorded ${exact.min}-${exact.max} chunks), SnapshotAgent ${meanReads('SnapshotAgent').toFixed(1)}, msw ${meanReads('msw').toFixed(1)}`,
+  )
+  const m = (name: string) => median(ms[name] as number[])
+  report.row({
+    id: 'sse.inproc.vs-snapshot',
+    metric: `in-process chunk-exact SSE replay vs SnapshotAgent (streams/s)`,
+    ours: (STREAMS / m('ours')) * 1000,
+    unit: 'streams/s',
+    peer: { name: 'SnapshotAgent (1 read)', value: (STREAMS / m('SnapshotAgent')) * 1000 },
+    ratio: faster(1 / m('ours'), 1 / m('SnapshotAgent')),
+    ratioOf: 'peer/ours',
+    ratioText: 'x SnapshotAgent',
+    target: { kind: 'min', value: 0.8, text: '>= 0.8x' },
+    conditions: [{ text: `every chunk its own read (${exact.exact}/${STREAMS} streams)`, ok: exact.exact === STREAMS }],
+    rounds: { ours: ms.ours as number[], peer: ms.SnapshotAgent as number[] },
+  })
+  report.row({
+    id: 'sse.inproc.vs-msw',
+    metric: `in-process chunk-exact SSE replay vs msw 2 stream (streams/s)`,
+    ours: (STREAMS / m('ours')) * 1000,
+    unit: 'streams/s',
+    peer: { name: `msw 2 (${meanReads('msw').toFixed(0)} reads)`, value: (STREAMS / m('msw 2 stream')) * 1000 },
+    ratio: faster(1 / m('ours'), 1 / m('msw 2 stream')),
+    ratioOf: 'peer/ours',
+    ratioText: 'x msw',
+    rounds: { ours: ms.ours as number[], peer: ms['msw 2 stream'] as number[] },
+  })
+  if (PROFILE) {
+    const { file } = await profiled('in-process SSE replay', async () => {
+      for (let i = 0; i < 3; i++) await ours()
+    })
+    report.profile(summarizeProfile('in-process SSE replay', file))
+  }
+  await snapshot.close()
+  await live.close()
+  await store.close()
+  upstream.close()
+  await rm(dir, { recursive: true, force: true })
+})
