@@ -92,3 +92,11 @@ test('SigV4: the signature, session token, date and a body digest are redacted; 
   )
   assert.deepEqual(r.headers([['x-amz-content-sha256', 'UNSIGNED-PAYLOAD']]), [['x-amz-content-sha256', 'UNSIGNED-PAYLOAD']])
 })
+
+test('a redactor remembers the values it replaced, so free text stored with a trace can be scrubbed of them', () => {
+  const r = new Redactor({ bodyPaths: ['$.password'] })
+  r.headers([['authorization', 'Bearer sk-remembered-1234']])
+  r.url('https://u:url-password@api.test/x?api_key=query-secret-99')
+  r.body(new TextEncoder().encode('{"password":"body-secret-1","password":"body-secret-2"}'), [['content-type', 'application/json']])
+  assert.deepEqual(r.replacedValues().sort(), ['Bearer sk-remembered-1234', 'body-secret-1', 'body-secret-2', 'query-secret-99', 'url-password'])
+})

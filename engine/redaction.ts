@@ -46,6 +46,8 @@ export class Redactor {
   readonly #headerLengths: Set<number>
   readonly #bodyPaths: PathSegment[][]
   readonly #queryParams: Set<string>
+  /** The values replaced so far (bounded), so free text stored with a trace can be scrubbed of them too. */
+  readonly #replaced = new Set<string>()
 
   constructor(options: RedactionOptions = {}) {
     this.#headers = new Set([...DEFAULT_REDACTED_HEADERS, ...(options.headers ?? [])].map((h) => h.toLowerCase()))
@@ -66,6 +68,7 @@ export class Redactor {
       // Keep Set-Cookie's cookie name and attributes: they matter to behaviour, the value is the secret.
       const redacted = lower === 'set-cookie' ? redactSetCookie(v) : REDACTED
       if (redacted === v) continue // already redacted (an import, a fork of a recording)
+      this.#remember(lower === 'set-cookie' ? cookieValue(v) : v)
       out ??= pairs.map(([name, value]) => [name, value])
       out[i] = [k, redacted]
     }
@@ -83,11 +86,13 @@ export class Redactor {
     }
     let changed = false
     if (u.password && decodeURIComponent(u.password) !== REDACTED) {
+      this.#remember(decodeURIComponent(u.password))
       u.password = REDACTED
       changed = true
     }
     for (const [name, value] of [...u.searchParams]) {
       if (this.#queryParams.has(name.toLowerCase()) && value !== REDACTED) {
+        this.#remember(value)
         u.searchParams.set(name, REDACTED)
         changed = true
       }
@@ -115,21 +120,47 @@ export class Redactor {
     if (!type.includes('json') && !startsLikeJson(bytes)) return bytes
     const text = tryUtf8(bytes)
     if (text === undefined) return bytes
-    const redacted = redactJsonText(text, this.#bodyPaths)
+    const redacted = redactJsonText(text, this.#bodyPaths, (value) => this.#remember(value))
     return redacted === text ? bytes : new TextEncoder().encode(redacted)
   }
+
+  /**
+   * The distinct values this redactor replaced so far (at most REMEMBERED_VALUES, each 4 to 4096 characters):
+   * what must not reach free text stored with a trace either (a wrapped command's output, its command line).
+   */
+  replacedValues(): string[] {
+    return [...this.#replaced]
+  }
+
+  #remember(value: string): void {
+    if (value.length < 4 || value.length > 4096 || this.#replaced.size >= REMEMBERED_VALUES) return
+    this.#replaced.add(value)
+  }
+}
+
+/** How many replaced values a redactor keeps for scrubbing free text. */
+const REMEMBERED_VALUES = 10_000
+
+/** The value of a Set-Cookie field (between the first `=` and the first `;`). */
+function cookieValue(field: string): string {
+  const eq = field.indexOf('=')
+  const semi = field.indexOf(';')
+  return field.slice(eq + 1, semi < 0 ? undefined : semi)
 }
 
 /**
  * `text` with every value at `paths` replaced by "[REDACTED]"; surgical: only those values' bytes change
  * (big numbers, spacing, key order and escapes elsewhere stay). Returns `text` itself when nothing changed.
  */
-function redactJsonText(text: string, paths: ReadonlyArray<ReadonlyArray<PathSegment>>): string {
+function redactJsonText(text: string, paths: ReadonlyArray<ReadonlyArray<PathSegment>>, replaced: (value: string) => void): string {
   const spans: Array<{ offset: number; length: number }> = []
   readJsonText(text, {
     value: (v) => {
       if (v.kind === 'string' && v.text === REDACTED && !v.cut) return
-      if (paths.some((p) => jsonPathMatches(p, v.path))) spans.push({ offset: v.offset, length: v.length })
+      if (!paths.some((p) => jsonPathMatches(p, v.path))) return
+      spans.push({ offset: v.offset, length: v.length })
+      if (v.kind === 'string') replaced(v.text ?? '')
+      else if (v.kind === 'number') replaced(text.slice(v.offset, v.offset + v.length))
     },
   })
   if (spans.length === 0) return text

@@ -157,6 +157,11 @@ export class Session {
     this.#app = app
   }
 
+  /** The values this session's redaction replaced so far: scrub them from free text stored with the trace. */
+  redactedValues(): string[] {
+    return this.#redactor.replacedValues()
+  }
+
   /** The trace that holds what the app got in this run: the recording, or the replayed trace; none for passthrough. */
   get observedTrace(): string | undefined {
     return this.#recording?.name ?? (this.mode === 'passthrough' ? undefined : this.trace)

@@ -155,7 +155,7 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
       }
       await shared?.close()
       // Stored with the recording (record, replay --record-as) when it closes: what the app made of the exchanges.
-      session?.setAppRun(appRun(o.command, o.commandOptions?.cwd ?? process.cwd(), exit))
+      session?.setAppRun(appRun(o.command, o.commandOptions?.cwd ?? process.cwd(), exit, session.redactedValues()))
       return await finish(exit)
     }
     logListening(o, proxy, bundlePath, control?.socketPath)
@@ -197,8 +197,9 @@ function waitForStop(stop: Promise<void> | undefined): Promise<void> {
 }
 
 /** The command and how it ended, as the trace keeps it: the command line and output tails redacted. */
-export function appRun(command: readonly string[], cwd: string, exit: CommandExit): AppRun {
-  const secrets = secretEnvValues()
+export function appRun(command: readonly string[], cwd: string, exit: CommandExit, redacted: readonly string[] = []): AppRun {
+  // What the session redacted from the exchanges must not come back through the app's own output.
+  const secrets = [...secretEnvValues(), ...redacted]
   const tail = (t: CapturedTail): OutputTail => {
     let text = redactText(Buffer.from(t.tail).toString('utf8'), secrets)
     // Bytes that are not UTF-8 decode to U+FFFD (3 bytes each): keep the text within what a trace accepts.
