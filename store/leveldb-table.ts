@@ -1,0 +1,272 @@
+/**
+ * Reading LevelDB table files (.ldb/.sst) ourselves, read-only: what lets a read-only command see a store
+ * without opening it with LevelDB (which rewrites files on every open), lets the open check prove an orphan
+ * table holds nothing the store would lose, and lets fsck rescue what a damaged store still holds.
+ *
+ * @note Format (leveldb/doc/table_format.md, table/format.cc): data blocks, a filter block, a metaindex
+ * block, an index block, then a 48-byte footer (two block handles, padding, magic 0xdb4775248b80fb57). Each
+ * block is followed by a 5-byte trailer: compression type (0 none, 1 snappy) and the masked CRC-32C of the
+ * contents and that type byte. A block holds prefix-compressed entries (shared, unshared, value length as
+ * varints, key delta, value) and ends with its restart offsets. Keys in data blocks are internal keys: the
+ * user key then 8 bytes of `sequence << 8 | type` (1 value, 0 deletion). Unlike LevelDB's default reads,
+ * every block's CRC is checked here.
+ */
+import { type FileHandle, open } from 'node:fs/promises'
+import snappy from 'snappyjs'
+import { crc32c, crc32cStep, type Entry, parseInternalKey, unmaskCrc, varint } from './leveldb-format.ts'
+
+const FOOTER = 48
+const TRAILER = 5
+const MAGIC_LO = 0x8b80fb57
+const MAGIC_HI = 0xdb477524
+
+/** Where a table cannot be read, and why (for messages that name the file). */
+export class TableDamage extends Error {
+  readonly file: string
+  constructor(file: string, why: string) {
+    super(`${file}: ${why}`)
+    this.file = file
+  }
+}
+
+/** The entries of a block, in order; throws a string saying why when the block does not parse. */
+export function blockEntries(block: Uint8Array): Array<[key: Uint8Array, value: Uint8Array]> {
+  if (block.byteLength < 4) throw 'block too short'
+  const view = new DataView(block.buffer, block.byteOffset, block.byteLength)
+  const restarts = view.getUint32(block.byteLength - 4, true)
+  const limit = block.byteLength - 4 - 4 * restarts
+  if (restarts === 0 || limit < 0) throw 'bad restart array'
+  const out: Array<[Uint8Array, Uint8Array]> = []
+  let prev: Uint8Array = new Uint8Array(0)
+  let p = 0
+  while (p < limit) {
+    const a = varint(block, p, limit)
+    const b = a && varint(block, a[1], limit)
+    const c = b && varint(block, b[1], limit)
+    if (!a || !b || !c) throw 'bad entry header'
+    const [shared, nonShared, valueLength] = [a[0], b[0], c[0]]
+    const start = c[1]
+    if (shared > prev.byteLength || start + nonShared + valueLength > limit) throw 'bad entry length'
+    const key = new Uint8Array(shared + nonShared)
+    key.set(prev.subarray(0, shared))
+    key.set(block.subarray(start, start + nonShared), shared)
+    out.push([key, block.subarray(start + nonShared, start + nonShared + valueLength)])
+    prev = key
+    p = start + nonShared + valueLength
+  }
+  return out
+}
+
+/** Checks a block's trailer and returns its contents, decompressed; throws a string saying why. */
+export function blockContents(raw: Uint8Array, size: number): Uint8Array {
+  if (raw.byteLength < size + TRAILER) throw 'block cut short'
+  const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength)
+  if (crc32c(raw, 0, size + 1) !== unmaskCrc(view.getUint32(size + 1, true))) throw 'block checksum mismatch'
+  const type = raw[size]
+  const data = raw.subarray(0, size)
+  if (type === 0) return data
+  if (type === 1) {
+    try {
+      return snappy.uncompress(data)
+    } catch {
+      throw 'compressed block does not decompress'
+    }
+  }
+  throw `unknown block compression ${type}`
+}
+
+interface Handle {
+  offset: number
+  size: number
+}
+
+function handleAt(bytes: Uint8Array, p: number): [Handle, number] | undefined {
+  const o = varint(bytes, p)
+  const s = o && varint(bytes, o[1])
+  return o && s ? [{ offset: o[0], size: s[0] }, s[1]] : undefined
+}
+
+/** One index entry: the data block it points at and a key at or past that block's last key. */
+interface IndexEntry {
+  last: string
+  handle: Handle
+}
+
+/** A table file opened for reading: its index is read once, blocks on demand. */
+export class TableFile {
+  readonly path: string
+  readonly name: string
+  readonly size: number
+  readonly #index: IndexEntry[]
+
+  private constructor(path: string, name: string, size: number, index: IndexEntry[]) {
+    this.path = path
+    this.name = name
+    this.size = size
+    this.#index = index
+  }
+
+  /** Opens a table; throws TableDamage when its footer or index is unreadable. */
+  static async open(path: string, name: string): Promise<TableFile> {
+    return withHandle(path, async (fh) => {
+      const size = (await fh.stat()).size
+      if (size < FOOTER) throw new TableDamage(name, `only ${size} bytes, too short for a table (cut short?)`)
+      const footer = await readAt(fh, size - FOOTER, FOOTER)
+      const fv = new DataView(footer.buffer, footer.byteOffset, FOOTER)
+      if (fv.getUint32(40, true) !== MAGIC_LO || fv.getUint32(44, true) !== MAGIC_HI)
+        throw new TableDamage(name, 'no table footer at its end (cut short or overwritten)')
+      const meta = handleAt(footer, 0)
+      const index = meta && handleAt(footer, meta[1])
+      if (!index || index[0].offset + index[0].size + TRAILER > size) throw new TableDamage(name, 'its footer points outside the file')
+      const h = index[0]
+      let entries: Array<[Uint8Array, Uint8Array]>
+      try {
+        entries = blockEntries(blockContents(await readAt(fh, h.offset, h.size + TRAILER), h.size))
+      } catch (why) {
+        throw new TableDamage(name, `its index block is damaged (${String(why)})`)
+      }
+      const out: IndexEntry[] = []
+      for (const [k, v] of entries) {
+        const parsed = parseInternalKey(k)
+        const handle = handleAt(v, 0)
+        if (!parsed || !handle || handle[0].offset + handle[0].size + TRAILER > size) throw new TableDamage(name, 'its index block points outside the file')
+        out.push({ last: parsed.key, handle: handle[0] })
+      }
+      return new TableFile(path, name, size, out)
+    })
+  }
+
+  /** How many data blocks the index lists. */
+  get blocks(): number {
+    return this.#index.length
+  }
+
+  /** A key at or past the table's last key (from its index). */
+  get largest(): string {
+    return this.#index.at(-1)?.last ?? ''
+  }
+
+  /** The index of the first block that may hold `key` or later keys. */
+  seekBlock(key: string): number {
+    let lo = 0
+    let hi = this.#index.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if ((this.#index[mid] as IndexEntry).last < key) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+
+  /** The entries of data block `i`; throws TableDamage when it is damaged. */
+  async block(i: number): Promise<Entry[]> {
+    const h = (this.#index[i] as IndexEntry).handle
+    const raw = await withHandle(this.path, (fh) => readAt(fh, h.offset, h.size + TRAILER))
+    try {
+      return decodeEntries(blockEntries(blockContents(raw, h.size)))
+    } catch (why) {
+      throw new TableDamage(this.name, `data block ${i + 1} of ${this.#index.length} (bytes ${h.offset}-${h.offset + h.size + TRAILER}) is damaged (${String(why)})`)
+    }
+  }
+
+  /** Releases the file's handle (it is reopened if the table is read again). */
+  async close(): Promise<void> {
+    await closeHandle(this.path)
+  }
+}
+
+/**
+ * Open file handles, shared and bounded (a big store has more tables than a process may open files), least
+ * recently used first; a handle in use is never closed under its reader.
+ */
+const handles = new Map<string, { fh: Promise<FileHandle>; users: number }>()
+const MAX_HANDLES = 128
+
+async function withHandle<T>(path: string, fn: (fh: FileHandle) => Promise<T>): Promise<T> {
+  let h = handles.get(path)
+  if (h) handles.delete(path)
+  else {
+    h = { fh: open(path, 'r'), users: 0 }
+    // A failed open is not kept.
+    h.fh.catch(() => handles.get(path) === h && handles.delete(path))
+  }
+  handles.set(path, h)
+  h.users++
+  try {
+    return await fn(await h.fh)
+  } finally {
+    h.users--
+    for (const [p, other] of handles) {
+      if (handles.size <= MAX_HANDLES) break
+      if (other.users > 0) continue
+      handles.delete(p)
+      void other.fh.then((fh) => fh.close()).catch(() => {})
+    }
+  }
+}
+
+async function closeHandle(path: string): Promise<void> {
+  const h = handles.get(path)
+  if (!h || h.users > 0) return
+  handles.delete(path)
+  await h.fh.then((fh) => fh.close()).catch(() => {})
+}
+
+function decodeEntries(raw: Array<[Uint8Array, Uint8Array]>): Entry[] {
+  const out: Entry[] = []
+  for (const [k, v] of raw) {
+    const ik = parseInternalKey(k)
+    if (!ik) throw 'bad internal key'
+    out.push({ ...ik, value: v })
+  }
+  return out
+}
+
+async function readAt(fh: FileHandle, offset: number, length: number): Promise<Uint8Array> {
+  const buf = Buffer.allocUnsafe(length)
+  let got = 0
+  while (got < length) {
+    const { bytesRead } = await fh.read(buf, got, length - got, offset + got)
+    if (bytesRead === 0) break
+    got += bytesRead
+  }
+  return new Uint8Array(buf.buffer, buf.byteOffset, got)
+}
+
+/**
+ * The data blocks of a table whose footer or index is gone (a table cut short, overwritten at its end): blocks
+ * are found from the start of the file by their trailers (a CRC-32C that matches the bytes before it), so
+ * every whole block before the damage is read. Stops at the first place no block can be found.
+ */
+export function scanBlocks(bytes: Uint8Array, maxBlock = 4 * 1024 * 1024): { entries: Entry[]; end: number } {
+  const entries: Entry[] = []
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const found: Handle[] = []
+  let start = 0
+  for (;;) {
+    let end = -1
+    let crc = 0xffffffff
+    const limit = Math.min(bytes.byteLength - TRAILER, start + maxBlock)
+    // The trailer's type byte is at p and the CRC (covering bytes start..p) right after it.
+    for (let p = start; p <= limit; p++) {
+      crc = crc32cStep(crc, bytes[p] as number)
+      const type = bytes[p]
+      if ((type === 0 || type === 1) && p > start && ((crc ^ 0xffffffff) >>> 0) === unmaskCrc(view.getUint32(p + 1, true))) {
+        try {
+          const raw = blockEntries(blockContents(bytes.subarray(start, p + TRAILER), p - start))
+          // The index block comes after the data blocks: its values are the handles of blocks already read.
+          const first = raw[0] && handleAt(raw[0][1], 0)?.[0]
+          if (first && found.some((h) => h.offset === first.offset && h.size === first.size)) return { entries, end: start }
+          entries.push(...decodeEntries(raw))
+          found.push({ offset: start, size: p - start })
+          end = p
+          break
+        } catch {
+          // A chance CRC match, or the index/metaindex (values are handles, not internal keys): keep looking.
+        }
+      }
+    }
+    if (end === -1) return { entries, end: start }
+    start = end + TRAILER
+  }
+}
