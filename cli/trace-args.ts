@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { readTraceFile, type TraceStore } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError, type Trace } from '../trace/index.ts'
-import { withExistingStore } from './open-store.ts'
+import { withReadOnlyStore } from './open-store.ts'
 
 const isFileArg = (x: string) => x.endsWith('.json') && existsSync(x)
 
@@ -13,7 +13,7 @@ const isFileArg = (x: string) => x.endsWith('.json') && existsSync(x)
 export async function withTraceLoader<T>(args: { store?: unknown }, names: string[], fn: (load: (x: string) => Promise<Trace>) => Promise<T>): Promise<T> {
   const fromFile = (x: string) => readTraceFile(resolve(x))
   if (names.every(isFileArg)) return fn(fromFile)
-  return withExistingStore(args, (store: TraceStore) =>
+  return withReadOnlyStore(args, (store: TraceStore) =>
     fn(async (x) => {
       if (isFileArg(x)) return fromFile(x)
       if (x.endsWith('.json') && !(await store.hasTrace(x))) {

@@ -70,4 +70,3 @@ export function parseInternalKey(bytes: Uint8Array): { key: string; seq: number;
 export function latin1(bytes: Uint8Array, start = 0, end = bytes.byteLength): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1')
 }
-

@@ -7,8 +7,9 @@
  * 6 deleted file (level, number), 7 new file (level, number, size, smallest key, largest key), 9 previous
  * log number. The live files are every new file not deleted later.
  */
-import { type LogContents, readLog } from './leveldb-log.ts'
+
 import { latin1, parseInternalKey, varint } from './leveldb-format.ts'
+import { type LogContents, readLog } from './leveldb-log.ts'
 
 /** A live table file as the MANIFEST lists it. */
 export interface LiveTable {

@@ -165,7 +165,10 @@ export class TableFile {
     try {
       return decodeEntries(blockEntries(blockContents(raw, h.size)))
     } catch (why) {
-      throw new TableDamage(this.name, `data block ${i + 1} of ${this.#index.length} (bytes ${h.offset}-${h.offset + h.size + TRAILER}) is damaged (${String(why)})`)
+      throw new TableDamage(
+        this.name,
+        `data block ${i + 1} of ${this.#index.length} (bytes ${h.offset}-${h.offset + h.size + TRAILER}) is damaged (${String(why)})`,
+      )
     }
   }
 
@@ -251,7 +254,7 @@ export function scanBlocks(bytes: Uint8Array, maxBlock = 4 * 1024 * 1024): { ent
     for (let p = start; p <= limit; p++) {
       crc = crc32cStep(crc, bytes[p] as number)
       const type = bytes[p]
-      if ((type === 0 || type === 1) && p > start && ((crc ^ 0xffffffff) >>> 0) === unmaskCrc(view.getUint32(p + 1, true))) {
+      if ((type === 0 || type === 1) && p > start && (crc ^ 0xffffffff) >>> 0 === unmaskCrc(view.getUint32(p + 1, true))) {
         try {
           const raw = blockEntries(blockContents(bytes.subarray(start, p + TRAILER), p - start))
           // The index block comes after the data blocks: its values are the handles of blocks already read.

@@ -18,7 +18,10 @@ after(() => rmSync(root, { recursive: true, force: true }))
 
 function hashes(dir: string): Record<string, string> {
   const out: Record<string, string> = {}
-  for (const f of readdirSync(dir).sort()) out[f] = createHash('sha256').update(readFileSync(join(dir, f))).digest('hex')
+  for (const f of readdirSync(dir).sort())
+    out[f] = createHash('sha256')
+      .update(readFileSync(join(dir, f)))
+      .digest('hex')
   return out
 }
 

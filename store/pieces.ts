@@ -87,10 +87,11 @@ export async function assertRealDir(dir: string, location: string): Promise<void
   )
 }
 
-function linkRefused(location: string, path: string): ToolReplayError {
+/** TR_STORE_IO for a symbolic link inside a store. */
+export function linkRefused(location: string, path: string): ToolReplayError {
   return new ToolReplayError(
     ErrorCodes.STORE_IO,
-    `The trace store at ${location} has a symbolic link at ${path}. The store never follows a link out of its directory (body pieces would be written and read somewhere else). Replace the link with the folder or file it points to (move it into the store), or put the whole store where you want it with --store.`,
+    `The trace store at ${location} has a symbolic link at ${path}. The store never follows a link out of its directory (what it writes and reads there would live somewhere else, outside its control). Replace the link with the folder or file it points to (move it into the store), or put the whole store where you want it with --store.`,
     { details: { location, path } },
   )
 }

@@ -25,6 +25,7 @@ import { type LogContents, parseBatch, readLogFile } from './leveldb-log.ts'
 import { type Manifest, readManifest } from './leveldb-manifest.ts'
 import { scanBlocks, TableDamage, TableFile } from './leveldb-table.ts'
 import { FileView, tableName } from './leveldb-view.ts'
+import { linkRefused } from './pieces.ts'
 
 /** A problem found in a store's files: the files, and why they cannot be trusted. */
 export interface FileProblem {
@@ -44,6 +45,8 @@ export interface StoreFiles {
   /** Every table file and every log file in the directory. */
   tableFiles: string[]
   logFiles: string[]
+  /** LevelDB files (and `pieces`) that are symbolic links. */
+  links: string[]
   problems: FileProblem[]
 }
 
@@ -61,14 +64,11 @@ export async function inspectStore(dir: string): Promise<StoreFiles> {
   const names = new Set(list)
   const tableFiles = list.filter((f) => TABLE_RE.test(f)).sort()
   const logFiles = list.filter((f) => LOG_RE.test(f)).sort()
-  const out: StoreFiles = { dir, names, empty: false, liveLogs: [], tableFiles, logFiles, problems: [] }
+  const out: StoreFiles = { dir, names, empty: false, liveLogs: [], tableFiles, logFiles, links: [], problems: [] }
   const problem = (files: string[], why: string) => out.problems.push({ files, why })
   const levelFiles = list.filter((f) => TABLE_RE.test(f) || LOG_RE.test(f) || MANIFEST_RE.test(f) || f === 'CURRENT')
   out.empty = levelFiles.length === 0
-  for (const f of [...levelFiles, 'pieces']) {
-    if ((await lstat(join(dir, f)).catch(() => undefined))?.isSymbolicLink())
-      problem([f], 'it is a symbolic link; the store never follows a link out of its directory')
-  }
+  for (const f of [...levelFiles, 'pieces']) if ((await lstat(join(dir, f)).catch(() => undefined))?.isSymbolicLink()) out.links.push(f)
   if (out.empty) return out
   const current = names.has('CURRENT') ? (await readFile(join(dir, 'CURRENT'), 'latin1').catch(() => '')).trim() : undefined
   if (current === undefined) {
@@ -129,17 +129,19 @@ async function checkLogs(out: StoreFiles, m: Manifest, problem: (files: string[]
     contents.set(name, log)
     if (log.damage.length > 0) {
       const d = log.damage[0] as { offset: number; why: string }
-      problem([name], `${log.damage.length} damaged record(s), first at byte ${d.offset} (${d.why}); LevelDB would drop them silently`)
+      problem([name], `the write-ahead log has ${log.damage.length} damaged record(s), first at byte ${d.offset} (${d.why}); LevelDB would drop them silently`)
     }
     // Only the newest log may end inside a record (a crash while writing it).
-    if (log.torn && i < out.liveLogs.length - 1) problem([name], `it ends inside a record at byte ${log.torn.offset}, but a newer log follows it: it was cut short`)
+    if (log.torn && i < out.liveLogs.length - 1)
+      problem([name], `it ends inside a record at byte ${log.torn.offset}, but a newer log follows it: it was cut short`)
     for (const r of log.records) {
       const batch = parseBatch(r.data)
       if (!batch) {
         problem([name], `the record at byte ${r.offset} is not a write batch`)
         continue
       }
-      if (last !== undefined && batch.seq !== last + 1) problem([name], `sequence numbers jump from ${last} to ${batch.seq} at byte ${r.offset}: writes in between are missing`)
+      if (last !== undefined && batch.seq !== last + 1)
+        problem([name], `sequence numbers jump from ${last} to ${batch.seq} at byte ${r.offset}: writes in between are missing`)
       first ??= batch.seq
       last = batch.seq + batch.count - 1
     }
@@ -154,7 +156,10 @@ async function checkLogs(out: StoreFiles, m: Manifest, problem: (files: string[]
   if (log === undefined) {
     if (synced.log >= m.logNumber) problem([name], `it is missing, but it held writes confirmed as synced (${SYNCED_FILE}) that no table holds`)
   } else if (log.end < synced.bytes) {
-    problem([name], `its whole records end at byte ${log.end}, but it held ${synced.bytes} bytes of confirmed, synced writes (${SYNCED_FILE}): it was cut short`)
+    problem(
+      [name],
+      `its whole records end at byte ${log.end}, but it held ${synced.bytes} bytes of confirmed, synced writes (${SYNCED_FILE}): it was cut short`,
+    )
   }
 }
 
@@ -166,23 +171,18 @@ async function checkOrphans(out: StoreFiles, m: Manifest, problem: (files: strin
   const view = await FileView.live(out.dir, m.tables, out.liveLogs, out.names)
   try {
     for (const name of orphans) {
-      let read: { entries: Entry[]; unfinished?: string }
-      try {
-        read = await allEntries(join(out.dir, name), name)
-      } catch (err) {
-        problem([name], `the MANIFEST does not list it and it cannot be read (${(err as Error).message}); LevelDB would delete it`)
+      // Orphans are normal: a table cut off while being written (a flush or compaction stopped by close or a
+      // crash) or one a compaction replaced, not yet deleted. What they hold came from tables and logs that
+      // are still live, so every entry that can be read must be found there, at least as new. A table whose
+      // MANIFEST edit was lost holds entries found nowhere else.
+      const read = await readableEntries(join(out.dir, name), name)
+      if (read.entries.length === 0) {
+        problem([name], `the MANIFEST does not list it and nothing in it can be read (${read.unreadable ?? 'empty'}); LevelDB would delete it`)
         continue
       }
-      // A table cut off while being written (a flush or compaction stopped by close or a crash) has a number
-      // the MANIFEST had not handed out yet; what it holds came from tables and logs that are still live.
-      if (read.unfinished !== undefined && Number.parseInt(name, 10) < m.nextFile) {
-        problem([name], `the MANIFEST does not list it and it is damaged (${read.unfinished}); LevelDB would delete it`)
-        continue
-      }
-      const entries = read.entries
       let lost = 0
       let example = ''
-      for (const e of entries) {
+      for (const e of read.entries) {
         const newest = await view.newest(e.key)
         if (newest === undefined || newest.seq < e.seq) {
           lost++
@@ -192,7 +192,7 @@ async function checkOrphans(out: StoreFiles, m: Manifest, problem: (files: strin
       if (lost > 0)
         problem(
           [name],
-          `the MANIFEST does not list it, and ${lost} of its ${entries.length} entries are nowhere else in the store (e.g. "${example}"); LevelDB would delete it or write over it`,
+          `the MANIFEST does not list it, and ${lost} of its ${read.entries.length} readable entries are nowhere else in the store (e.g. "${example}"); LevelDB would delete it or write over it`,
         )
     }
   } finally {
@@ -200,23 +200,30 @@ async function checkOrphans(out: StoreFiles, m: Manifest, problem: (files: strin
   }
 }
 
-/** A table's entries; `unfinished` says why only the whole blocks at its start could be read. */
-async function allEntries(path: string, name: string): Promise<{ entries: Entry[]; unfinished?: string }> {
+/** The entries of a table that can be read (damaged blocks skipped); `unreadable` says what could not be. */
+async function readableEntries(path: string, name: string): Promise<{ entries: Entry[]; unreadable?: string }> {
   let file: TableFile
   try {
     file = await TableFile.open(path, name)
   } catch (err) {
-    if (!(err instanceof TableDamage)) throw err
+    if (!(err instanceof TableDamage)) return { entries: [], unreadable: (err as Error).message }
     const found = scanBlocks(new Uint8Array(await readFile(path)))
-    return { entries: found.entries, unfinished: `${err.message.slice(name.length + 2)}; ${found.entries.length} entries in its first ${found.end} bytes` }
+    return { entries: found.entries, unreadable: err.message }
   }
+  const entries: Entry[] = []
+  let unreadable: string | undefined
   try {
-    const out: Entry[] = []
-    for (let i = 0; i < file.blocks; i++) out.push(...(await file.block(i)))
-    return { entries: out }
+    for (let i = 0; i < file.blocks; i++) {
+      try {
+        entries.push(...(await file.block(i)))
+      } catch (err) {
+        unreadable ??= (err as Error).message
+      }
+    }
   } finally {
     await file.close()
   }
+  return unreadable === undefined ? { entries } : { entries, unreadable }
 }
 
 /** The last synced position, or undefined when none was recorded (or the file is unreadable). */
@@ -246,6 +253,11 @@ export async function recordSynced(dir: string): Promise<void> {
   } catch {
     await unlink(tmp).catch(() => {})
   }
+}
+
+/** Throws TR_STORE_IO when a LevelDB file or `pieces/` is a symbolic link (the store never follows one). */
+export function assertNoLinks(files: StoreFiles): void {
+  if (files.links.length > 0) throw linkRefused(files.dir, files.links.map((f) => join(files.dir, f)).join(', '))
 }
 
 /** TR_STORE_CORRUPT naming the problem files; nothing was changed. */

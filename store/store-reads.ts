@@ -199,8 +199,7 @@ export class StoreReads {
     if (typeof x.seq !== 'number' || typeof x.request?.url !== 'string' || (x.outcome?.kind !== 'response' && x.outcome?.kind !== 'error')) {
       throw this.corrupt(key, 'its value is not an exchange')
     }
-    if (key !== storeKeys.exchange(key.slice(2, key.lastIndexOf('!')), x.seq))
-      throw this.corrupt(key, `it holds exchange #${x.seq}, not the one its key names`)
+    if (key !== storeKeys.exchange(key.slice(2, key.lastIndexOf('!')), x.seq)) throw this.corrupt(key, `it holds exchange #${x.seq}, not the one its key names`)
     return x
   }
 

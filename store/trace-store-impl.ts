@@ -16,8 +16,8 @@ import type { TraceRecording, TraceSelector, TraceStore } from './trace-store.ts
 /** Runs one store operation on whatever backend is current (resending it after a fail-over). */
 export type RunOps = <T>(fn: (ops: StoreOps) => Promise<T>) => Promise<T>
 
-/** Builds a TraceStore over `run`; `release` runs once on close. */
-export function createTraceStore(location: string, run: RunOps, release: () => Promise<void>): TraceStore {
+/** Builds a TraceStore over `run`; `release` runs once on close; with `readOnly`, writes reject with its error. */
+export function createTraceStore(location: string, run: RunOps, release: () => Promise<void>, readOnly?: () => Error): TraceStore {
   let closed = false
   const live: RunOps = (fn) => {
     if (closed) {
@@ -67,6 +67,7 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
     },
     hasTrace: async (name) => (await live((o) => o.completeId(name))) !== undefined,
     async beginTrace(meta: TraceMeta): Promise<TraceRecording> {
+      if (readOnly) throw readOnly()
       const id = newId()
       await live((o) => o.beginTrace(id, meta, new Date().toISOString(), { pid: process.pid, host: hostname() }))
       let done = false
@@ -86,12 +87,14 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
       }
     },
     putTrace: async (trace: Trace, options) => {
+      if (readOnly) throw readOnly()
       assertStorableTrace(trace)
       const id = newId()
       const createdAt = new Date().toISOString()
       return live((o) => o.putTrace(trace, id, createdAt, options?.overwrite === true))
     },
     async deleteTrace(name, selector) {
+      if (readOnly) throw readOnly()
       if (!selector?.partial) return live((o) => o.deleteTrace(name))
       const list = await live((o) => o.listTraces())
       let deleted = false

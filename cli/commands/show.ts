@@ -12,7 +12,7 @@ import {
   tryUtf8,
 } from '../../trace/index.ts'
 import { exchangeLine } from '../format.ts'
-import { withExistingStore } from '../open-store.ts'
+import { withReadOnlyStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
 /** `tr-proxy show TRACE [--exchange N] [--view llm|http]`: the exchanges of a trace, or one in full. */
@@ -29,7 +29,7 @@ export const showCommand: CommandModule = {
         describe: 'llm: model calls read as model turns (the default when the trace has any); http: the raw exchanges',
       }),
   run: async (args, io) =>
-    withExistingStore(args, async (store) => {
+    withReadOnlyStore(args, async (store) => {
       const trace = await store.readTrace(String(args.trace), { partial: args.partial === true })
       const n = args.exchange as number | undefined
       if (n !== undefined && !(Number.isInteger(n) && n >= 0)) {
