@@ -86,6 +86,54 @@ function handleAt(bytes: Uint8Array, p: number): [Handle, number] | undefined {
   return o && s ? [{ offset: o[0], size: s[0] }, s[1]] : undefined
 }
 
+/** A table's bloom filter block (table/filter_block.cc): one filter per 2 KiB of data-block offsets. */
+interface Filter {
+  data: Uint8Array
+  offsets: number
+  count: number
+  baseLg: number
+}
+
+const FILTER_KEY = 'filter.leveldb.BuiltinBloomFilter2'
+
+/** LevelDB's Hash (util/hash.cc), which its bloom filter uses with seed 0xbc9f1d34. */
+function leveldbHash(bytes: Uint8Array, seed: number): number {
+  const m = 0xc6a4a793
+  let h = (seed ^ Math.imul(bytes.byteLength, m)) >>> 0
+  let i = 0
+  for (; i + 4 <= bytes.byteLength; i += 4) {
+    const w = ((bytes[i] as number) | ((bytes[i + 1] as number) << 8) | ((bytes[i + 2] as number) << 16) | ((bytes[i + 3] as number) << 24)) >>> 0
+    h = (h + w) >>> 0
+    h = Math.imul(h, m) >>> 0
+    h = (h ^ (h >>> 16)) >>> 0
+  }
+  const rest = bytes.byteLength - i
+  if (rest > 0) {
+    if (rest === 3) h = (h + ((bytes[i + 2] as number) << 16)) >>> 0
+    if (rest >= 2) h = (h + ((bytes[i + 1] as number) << 8)) >>> 0
+    h = (h + (bytes[i] as number)) >>> 0
+    h = Math.imul(h, m) >>> 0
+    h = (h ^ (h >>> 24)) >>> 0
+  }
+  return h
+}
+
+/** The bloom filter's answer (util/bloom.cc KeyMayMatch): false means the key is certainly absent. */
+function bloomMayMatch(key: Uint8Array, filter: Uint8Array): boolean {
+  if (filter.byteLength < 2) return false
+  const bits = (filter.byteLength - 1) * 8
+  const k = filter[filter.byteLength - 1] as number
+  if (k > 30) return true
+  let h = leveldbHash(key, 0xbc9f1d34)
+  const delta = ((h >>> 17) | (h << 15)) >>> 0
+  for (let j = 0; j < k; j++) {
+    const bit = h % bits
+    if (((filter[bit >>> 3] as number) & (1 << (bit % 8))) === 0) return false
+    h = (h + delta) >>> 0
+  }
+  return true
+}
+
 /** One index entry: the data block it points at and a key at or past that block's last key. */
 interface IndexEntry {
   last: string
@@ -98,12 +146,14 @@ export class TableFile {
   readonly name: string
   readonly size: number
   readonly #index: IndexEntry[]
+  readonly #filter: Filter | undefined
 
-  private constructor(path: string, name: string, size: number, index: IndexEntry[]) {
+  private constructor(path: string, name: string, size: number, index: IndexEntry[], filter: Filter | undefined) {
     this.path = path
     this.name = name
     this.size = size
     this.#index = index
+    this.#filter = filter
   }
 
   /** Opens a table; throws TableDamage when its footer or index is unreadable. */
@@ -132,8 +182,23 @@ export class TableFile {
         if (!parsed || !handle || handle[0].offset + handle[0].size + TRAILER > size) throw new TableDamage(name, 'its index block points outside the file')
         out.push({ last: parsed.key, handle: handle[0] })
       }
-      return new TableFile(path, name, size, out)
+      return new TableFile(path, name, size, out, await readFilter(fh, meta[0], size))
     })
+  }
+
+  /** False when block `i` certainly does not hold `key` (a latin1 user key), by the table's bloom filter. */
+  mayContain(i: number, key: string): boolean {
+    const f = this.#filter
+    const entry = this.#index[i]
+    if (f === undefined || entry === undefined) return true
+    const n = entry.handle.offset / 2 ** f.baseLg
+    const index = Math.floor(n)
+    if (index >= f.count) return true
+    const view = new DataView(f.data.buffer, f.data.byteOffset, f.data.byteLength)
+    const start = view.getUint32(f.offsets + index * 4, true)
+    const limit = view.getUint32(f.offsets + index * 4 + 4, true)
+    if (start <= limit && limit <= f.offsets) return bloomMayMatch(Buffer.from(key, 'latin1'), f.data.subarray(start, limit))
+    return start !== limit
   }
 
   /** How many data blocks the index lists. */
@@ -175,6 +240,24 @@ export class TableFile {
   /** Releases the file's handle (it is reopened if the table is read again). */
   async close(): Promise<void> {
     await closeHandle(this.path)
+  }
+}
+
+/** The table's bloom filter, or undefined when it has none or it cannot be read (then every block may match). */
+async function readFilter(fh: FileHandle, meta: Handle, size: number): Promise<Filter | undefined> {
+  try {
+    if (meta.offset + meta.size + TRAILER > size) return undefined
+    const entries = blockEntries(blockContents(await readAt(fh, meta.offset, meta.size + TRAILER), meta.size))
+    const found = entries.find(([k]) => Buffer.from(k).toString('latin1') === FILTER_KEY)
+    const h = found && handleAt(found[1], 0)?.[0]
+    if (!h || h.offset + h.size + TRAILER > size) return undefined
+    const data = blockContents(await readAt(fh, h.offset, h.size + TRAILER), h.size)
+    if (data.byteLength < 5) return undefined
+    const offsets = new DataView(data.buffer, data.byteOffset, data.byteLength).getUint32(data.byteLength - 5, true)
+    if (offsets > data.byteLength - 5) return undefined
+    return { data, offsets, count: (data.byteLength - 5 - offsets) / 4, baseLg: data[data.byteLength - 1] as number }
+  } catch {
+    return undefined
   }
 }
 

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
 import { Level } from 'level'
+import { TableFile } from './leveldb-table.ts'
 import { FileView } from './leveldb-view.ts'
 import { inspectStore } from './store-files.ts'
 
@@ -80,6 +81,23 @@ test('FileView reads what LevelDB reads: tables at several levels, deletions, ov
   })
   await view.close()
   assert.deepEqual(hashes(dir), before, 'reading changed no file')
+
+  // The bloom filters as LevelDB wrote them: every stored key may match; absent keys almost never do.
+  let present = 0
+  let falsePositives = 0
+  for (const t of files.manifest?.tables ?? []) {
+    const name = `${String(t.number).padStart(6, '0')}.ldb`
+    const file = await TableFile.open(join(dir, name), name)
+    for (let i = 0; i < file.blocks; i++) {
+      for (const e of await file.block(i)) {
+        assert.ok(file.mayContain(i, e.key), `${name} block ${i} may hold ${e.key}`)
+        present++
+        if (file.mayContain(i, `${e.key}~absent`)) falsePositives++
+      }
+    }
+    await file.close()
+  }
+  assert.ok(present > 1000 && falsePositives < present / 20, `${falsePositives} false positives of ${present}`)
 
   const copy = join(root, 'copy')
   cpSync(dir, copy, { recursive: true })

@@ -27,6 +27,8 @@ interface Source {
   largest: string
   /** A cursor at the first entry at or after `start`. */
   cursor(view: FileView, start: string): Cursor
+  /** False when the source certainly does not hold `key` (bloom filters), so a point read skips it. */
+  mayContain?(key: string): boolean
 }
 
 /** A table with its key range. */
@@ -117,7 +119,7 @@ export class FileView {
   async newest(key: string): Promise<Entry | undefined> {
     let best: Entry | undefined
     for (const s of this.#sources) {
-      if (key < s.smallest || key > s.largest) continue
+      if (key < s.smallest || key > s.largest || s.mayContain?.(key) === false) continue
       const c = s.cursor(this, key)
       if (!(await fill(c))) continue
       const e = c.entries[c.i] as Entry
@@ -227,6 +229,12 @@ function chainSource(tables: RangedTable[]): Source {
   return {
     smallest: (tables[0] as RangedTable).smallest,
     largest: (tables.at(-1) as RangedTable).largest,
+    mayContain(key) {
+      const t = tables.find((x) => x.largest >= key)
+      if (t === undefined || key < t.smallest) return false
+      const block = t.file.seekBlock(key)
+      return block < t.file.blocks && t.file.mayContain(block, key)
+    },
     cursor(view, start) {
       // The first table that may hold `start` or later keys.
       let t = tables.findIndex((x) => x.largest >= start)

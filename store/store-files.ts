@@ -92,7 +92,7 @@ export async function inspectStore(dir: string): Promise<StoreFiles> {
   if (m.comparator !== undefined && m.comparator !== BYTEWISE) problem([current], `it was written with comparator ${m.comparator}`)
   await checkLiveTables(out, m, problem)
   await checkLogs(out, m, problem)
-  if (out.problems.length === 0) await checkOrphans(out, m, problem)
+  await checkOrphans(out, m, problem)
   return out
 }
 
@@ -168,7 +168,14 @@ async function checkOrphans(out: StoreFiles, m: Manifest, problem: (files: strin
   const live = new Set(m.tables.map((t) => tableName(t.number, out.names)))
   const orphans = out.tableFiles.filter((f) => !live.has(f))
   if (orphans.length === 0) return
-  const view = await FileView.live(out.dir, m.tables, out.liveLogs, out.names)
+  let view: FileView
+  try {
+    view = await FileView.live(out.dir, m.tables, out.liveLogs, out.names)
+  } catch {
+    // The store is refused for what broke the view; the orphans may hold what it lost.
+    problem(orphans, 'the MANIFEST does not list these tables (they may hold what is missing); LevelDB would delete them')
+    return
+  }
   try {
     for (const name of orphans) {
       // Orphans are normal: a table cut off while being written (a flush or compaction stopped by close or a
