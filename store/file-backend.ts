@@ -9,6 +9,7 @@
  */
 import { join } from 'node:path'
 import { ErrorCodes, type Exchange, ToolReplayError } from '../trace/index.ts'
+import { collectGarbage, type GcReport } from './gc.ts'
 import { TableDamage } from './leveldb-table.ts'
 import { FileView } from './leveldb-view.ts'
 import type { StoreFiles } from './store-files.ts'
@@ -108,6 +109,21 @@ export class FileBackend implements StoreOps {
   }
   deleteRecording(): Promise<boolean> {
     return this.#readOnly()
+  }
+  /** Only a dry run: what gc would remove. */
+  gc(options: { dryRun: boolean }): Promise<GcReport> {
+    if (!options.dryRun) return this.#readOnly()
+    return this.#io(() =>
+      collectGarbage({
+        kv: viewKv(this.#view),
+        piecesDir: join(this.location, 'pieces'),
+        dryRun: true,
+        referencedSince: new Set(),
+        exclusive: (fn) => fn(),
+        deleteKeys: () => this.#readOnly(),
+        holdPieces: async () => () => {},
+      }),
+    )
   }
 
   #readOnly(): Promise<never> {

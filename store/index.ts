@@ -2,6 +2,7 @@
 
 export type { BodyWriter } from './body-writer.ts'
 export type { FsckOptions, FsckReport, FsckTrace } from './fsck.ts'
+export type { GcReport } from './gc.ts'
 /** Checks a whole store (every body against its SHA-256) and rescues what is intact. */
 export { checkStore } from './fsck.ts'
 export type { OpenStoreOptions } from './level-store.ts'
@@ -26,4 +27,6 @@ export {
 export type { BodyUse } from './trace-reader.ts'
 /** A stored trace opened for lazy, verified reading. */
 export { TraceReader } from './trace-reader.ts'
-export type { TraceRecording, TraceSelector, TraceStore, TraceSummary } from './trace-store.ts'
+/** Bytes a store directory takes on disk: the database's files and the piece files. */
+export { diskUsage } from './store-files.ts'
+export type { TraceRecording, TraceSelector, TraceStore, TraceSummary, TraceUsage } from './trace-store.ts'

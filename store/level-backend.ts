@@ -22,6 +22,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Level } from 'level'
 import { computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
+import { collectGarbage, type GcReport } from './gc.ts'
 import { piecePath, writePiece } from './pieces.ts'
 import { assertNoLinks, filesCorrupt, inspectStore, recordSynced } from './store-files.ts'
 import {
@@ -70,9 +71,9 @@ export class LevelBackend implements StoreOps {
    */
   readonly #openRecordings = new Map<string, StoredMeta>()
   /**
-   * Body keys known to be stored (seen or written by this backend). Bodies are never deleted (see
-   * level-store.ts on GC) and no other process writes here, so an entry never goes stale; it saves the
-   * hasMany round trip for bodies a recording repeats. Bounded: cleared when full.
+   * Body keys known to be stored (seen or written by this backend). No other process writes here and gc
+   * removes what it deletes, so an entry never goes stale; it saves the hasMany round trip for bodies a
+   * recording repeats. Bounded: cleared when full.
    */
   readonly #storedBodies = new Set<string>()
   /** Appends waiting for the write queue, committed together as one batch (see append). */
@@ -80,6 +81,13 @@ export class LevelBackend implements StoreOps {
   readonly #piecesDir: string
   /** Piece subdirectories known to exist. */
   readonly #pieceDirs = new Set<string>()
+  /** While gc runs: the bodies exchanges written meanwhile reference (gc keeps them). */
+  #gcReferenced: Set<string> | undefined
+  /** The gc running, if any (one at a time). */
+  #gc: Promise<GcReport> | undefined
+  /** Set while gc sweeps piece files: new piece writes wait for it. */
+  #piecesHeld: Promise<void> | undefined
+  readonly #piecePuts = new Set<Promise<void>>()
 
   /** The reads, over LevelDB. */
   readonly #reads: StoreReads
@@ -166,8 +174,66 @@ export class LevelBackend implements StoreOps {
   // --- writes ---
 
   /** Content-addressed: not ordered with other writes, and a piece already there (same size) is not rewritten. */
-  putPiece(sha: string, bytes: Uint8Array): Promise<void> {
-    return writePiece(this.location, this.#piecesDir, sha, bytes, this.#pieceDirs)
+  async putPiece(sha: string, bytes: Uint8Array): Promise<void> {
+    while (this.#piecesHeld) await this.#piecesHeld
+    const put = writePiece(this.location, this.#piecesDir, sha, bytes, this.#pieceDirs)
+    this.#piecePuts.add(put)
+    try {
+      await put
+    } finally {
+      this.#piecePuts.delete(put)
+    }
+  }
+
+  /**
+   * Removes the bodies and piece files no trace references (gc.ts says what is kept and why), then compacts
+   * the store so LevelDB returns the space. One gc at a time; a second call waits for the first.
+   */
+  async gc(options: { dryRun: boolean }): Promise<GcReport> {
+    while (this.#gc) await this.#gc.catch(() => {})
+    const run = this.#collect(options.dryRun)
+    this.#gc = run
+    try {
+      return await run
+    } finally {
+      this.#gc = undefined
+    }
+  }
+
+  async #collect(dryRun: boolean): Promise<GcReport> {
+    const referenced = new Set<string>()
+    this.#gcReferenced = referenced
+    try {
+      const report = await collectGarbage({
+        kv: levelKv(this.#db),
+        piecesDir: this.#piecesDir,
+        dryRun,
+        referencedSince: referenced,
+        exclusive: (fn) => this.#write(fn),
+        deleteKeys: async (keys) => {
+          await this.#syncedBatch(keys.map((key) => ({ type: 'del', key })))
+          // Forgotten as stored, so an append of the same body writes it again.
+          this.#storedBodies.clear()
+        },
+        holdPieces: async () => {
+          let release = () => {}
+          this.#piecesHeld = new Promise<void>((resolve) => {
+            release = () => {
+              this.#piecesHeld = undefined
+              resolve()
+            }
+          })
+          await Promise.allSettled([...this.#piecePuts])
+          return release
+        },
+      })
+      // `level` is classic-level in Node, which has compactRange; its own types leave it out.
+      const db = this.#db as unknown as { compactRange(start: string, end: string): Promise<void> }
+      if (!dryRun) await this.#io(() => db.compactRange('\u0000', '\uffff'))
+      return report
+    } finally {
+      this.#gcReferenced = undefined
+    }
   }
 
   #piecePath(sha: string): string {
@@ -276,6 +342,7 @@ export class LevelBackend implements StoreOps {
     // first bodies marked as stored (and cached so), or the next append of the same body would skip it.
     const added: string[] = []
     for (const digest of refsOf(x)) {
+      this.#gcReferenced?.add(digest)
       const key = storeKeys.body(digest)
       if (present.has(key) || added.includes(key)) continue
       const bytes = bodies.get(digest)

@@ -14,6 +14,7 @@ import {
   splitIntoPieces,
   type TraceInfo,
 } from './store-ops.ts'
+import type { GcReport } from './gc.ts'
 import type { TraceStore, TraceSummary } from './trace-store.ts'
 import { createTraceStore } from './trace-store-impl.ts'
 
@@ -130,6 +131,39 @@ class MemoryOps implements StoreOps {
   async piece(sha: string): Promise<Uint8Array | undefined> {
     const p = this.#pieces.get(sha)
     return p ? new Uint8Array(p) : undefined
+  }
+
+  /** Bodies no exchange references go; pieces too, unless a recording is open (it may be streaming them). */
+  async gc(options: { dryRun: boolean }): Promise<GcReport> {
+    const referenced = new Set<string>()
+    for (const e of this.#entries.values()) for (const json of e.exchanges.values()) for (const d of refsOf(JSON.parse(json) as Exchange)) referenced.add(d)
+    const report: GcReport = { dryRun: options.dryRun, bodies: 0, pieces: 0, bytes: 0, keptRecent: 0 }
+    for (const [digest, bytes] of this.#bodies) {
+      if (referenced.has(digest)) continue
+      report.bodies++
+      report.bytes += bytes.byteLength
+      if (!options.dryRun) this.#bodies.delete(digest)
+    }
+    const kept = new Set<string>()
+    for (const [digest, manifest] of this.#manifests) {
+      if (referenced.has(digest)) for (const p of manifest.pieces) kept.add(p.sha256)
+      else {
+        report.bodies++
+        if (!options.dryRun) this.#manifests.delete(digest)
+      }
+    }
+    const recording = [...this.#entries.values()].some((e) => e.info.status === 'recording')
+    for (const [sha, bytes] of this.#pieces) {
+      if (kept.has(sha)) continue
+      if (recording) {
+        report.keptRecent++
+        continue
+      }
+      report.pieces++
+      report.bytes += bytes.byteLength
+      if (!options.dryRun) this.#pieces.delete(sha)
+    }
+    return report
   }
 
   async putPiece(sha: string, bytes: Uint8Array): Promise<void> {

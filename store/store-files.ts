@@ -262,6 +262,22 @@ export async function recordSynced(dir: string): Promise<void> {
   }
 }
 
+/** Bytes a store directory takes on disk: LevelDB's files (and ours beside them), and the piece files. */
+export async function diskUsage(dir: string): Promise<{ database: number; pieces: number }> {
+  let database = 0
+  let pieces = 0
+  for (const f of await readdir(dir).catch(() => [] as string[])) {
+    if (f === 'pieces') {
+      for (const sub of await readdir(join(dir, f)).catch(() => [] as string[]))
+        for (const p of await readdir(join(dir, f, sub)).catch(() => [] as string[])) pieces += (await stat(join(dir, f, sub, p)).catch(() => undefined))?.size ?? 0
+    } else {
+      const st = await lstat(join(dir, f)).catch(() => undefined)
+      if (st?.isFile()) database += st.size
+    }
+  }
+  return { database, pieces }
+}
+
 /** Throws TR_STORE_IO when a LevelDB file or `pieces/` is a symbolic link (the store never follows one). */
 export function assertNoLinks(files: StoreFiles): void {
   if (files.links.length > 0) throw linkRefused(files.dir, files.links.map((f) => join(files.dir, f)).join(', '))

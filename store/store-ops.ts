@@ -9,6 +9,7 @@
  */
 import { hostname } from 'node:os'
 import { type Exchange, type Outcome, sha256, type Trace, type TraceMeta } from '../trace/index.ts'
+import type { GcReport } from './gc.ts'
 import type { TraceSummary } from './trace-store.ts'
 
 /** Bodies up to this size are stored whole, inside the database. */
@@ -78,6 +79,8 @@ export interface StoreOps {
   deleteTrace(name: string): Promise<boolean>
   /** Deletes a recording that is not the complete trace of its name (a partial one). */
   deleteRecording(id: string): Promise<boolean>
+  /** Removes the bodies and pieces no trace references (gc.ts); with `dryRun`, only counts them. */
+  gc(options: { dryRun: boolean }): Promise<GcReport>
 }
 
 /** True while the process that owns a recording is alive on this host. */

@@ -127,6 +127,7 @@ const OPS: ReadonlySet<string> = new Set<keyof StoreOps>([
   'putTrace',
   'deleteTrace',
   'deleteRecording',
+  'gc',
 ])
 
 async function dispatch(b: LevelBackend, op: string, args: unknown[]): Promise<unknown> {
@@ -170,6 +171,7 @@ export function remoteOps(conn: StoreConnection, location: string): StoreOps {
     putTrace: call('putTrace'),
     deleteTrace: call('deleteTrace'),
     deleteRecording: call('deleteRecording'),
+    gc: call('gc'),
   }
 }
 

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { computeIdentity, ErrorCodes, isToolReplayError } from '../trace/index.ts'
+import { bodyFromBytes, computeIdentity, ErrorCodes, type Exchange, isToolReplayError, type Trace } from '../trace/index.ts'
 import { faultedExchange, jsonExchange, jsonTrace } from './fixtures/exchanges.ts'
 import type { TraceStore } from './trace-store.ts'
 
@@ -198,6 +198,60 @@ export function runTraceStoreContract(name: string, makeStore: MakeStore): void 
         const b = await store.readTrace('c')
         assert.equal(b.exchanges[0]?.request.url, 'https://api.test/items/0')
         assert.equal(b.meta.name, 'c')
+      }),
+    )
+
+    test(
+      'gc removes the bodies only deleted traces referenced, and keeps shared ones and a running recording\'s (pieces too)',
+      withStore(async (store) => {
+        const big = (tag: number) => new Uint8Array(40 * 1024).fill(tag)
+        const withBody = (seq: number, bytes: Uint8Array, url: string) => {
+          const body = bodyFromBytes(bytes)
+          const exchange: Exchange = {
+            seq,
+            request: { method: 'GET', url, headers: [], body: null },
+            outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: [], body: body.ref, trailers: [] } },
+            timing: { startMs: seq, headersMs: 1 },
+          }
+          return { exchange, bodies: new Map([[body.ref.digest, body.bytes]]) }
+        }
+        const shared = withBody(0, big(1), 'https://api.test/shared')
+        const own = withBody(1, big(2), 'https://api.test/own')
+        const trace = (name: string, xs: Array<ReturnType<typeof withBody>>): Trace => ({
+          meta: { name, format: 1 },
+          exchanges: xs.map((x) => x.exchange),
+          bodies: new Map(xs.flatMap((x) => [...x.bodies])),
+        })
+        await store.putTrace(trace('gone', [shared, own, withBody(2, new TextEncoder().encode('small'), 'https://api.test/small')]))
+        await store.putTrace(trace('kept', [shared]))
+        // A recording whose big body is streamed in but not yet appended.
+        const rec = await store.beginTrace({ name: 'live', format: 1 })
+        const writer = rec.bodyWriter()
+        writer.write(big(3))
+        const streamed = await writer.finish()
+        assert.equal(await store.deleteTrace('gone'), true)
+        const usage = await store.usage()
+        assert.deepEqual(
+          usage.map((u) => [u.name, u.status, u.bodies, u.bytes, u.shared]),
+          [
+            ['kept', 'complete', 1, 40 * 1024, 0],
+            ['live', 'recording', 0, 0, 0],
+          ],
+        )
+        const dry = await store.gc({ dryRun: true })
+        assert.equal(dry.bodies, 2, 'the own big body and the small one')
+        const report = await store.gc()
+        assert.equal(report.bodies, 2)
+        assert.equal((await store.gc({ dryRun: true })).bodies, 0)
+        // The recording appends its exchange after gc: its pieces are still there.
+        const x: Exchange = { ...withBody(0, big(3), 'https://api.test/live').exchange }
+        await rec.append(x, new Map(), new Map([[streamed.digest, streamed.manifest]]))
+        await rec.close()
+        assert.equal((await store.readTrace('live')).bodies.get(streamed.digest)?.byteLength, 40 * 1024)
+        assert.equal((await store.readTrace('kept')).bodies.get(shared.exchange.outcome.kind === 'response' ? shared.exchange.outcome.response.body.digest : '')?.[0], 1)
+        // What gc removed is stored again when a new trace brings it.
+        await store.putTrace(trace('again', [own]))
+        assert.equal((await store.readTrace('again')).exchanges.length, 1)
       }),
     )
 

@@ -10,8 +10,8 @@ import { BodyWriter } from './body-writer.ts'
 import { assertStorableExchange, assertStorableTrace } from './storable.ts'
 import { traceNotFound } from './store-errors.ts'
 import type { BodyManifest, StoreOps, TraceInfo } from './store-ops.ts'
-import { TraceReader } from './trace-reader.ts'
-import type { TraceRecording, TraceSelector, TraceStore } from './trace-store.ts'
+import { bodyRefs, TraceReader } from './trace-reader.ts'
+import type { TraceRecording, TraceSelector, TraceStore, TraceUsage } from './trace-store.ts'
 
 /** Runs one store operation on whatever backend is current (resending it after a fail-over). */
 export type RunOps = <T>(fn: (ops: StoreOps) => Promise<T>) => Promise<T>
@@ -102,12 +102,45 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
       for (const t of list.filter((s) => s.name === name && s.status === 'partial')) deleted = (await live((o) => o.deleteRecording(t.id))) || deleted
       return deleted
     },
+    async gc(options) {
+      if (readOnly && options?.dryRun !== true) throw readOnly()
+      return live((o) => o.gc({ dryRun: options?.dryRun === true }))
+    },
+    usage: () => traceUsage(ops),
     async close() {
       if (closed) return
       closed = true
       await release()
     },
   }
+}
+
+/** The bodies of every trace (its exchanges read a page at a time) and what they share. */
+async function traceUsage(ops: StoreOps): Promise<TraceUsage[]> {
+  const out: Array<TraceUsage & { sizes: Map<string, number> }> = []
+  const users = new Map<string, number>()
+  for (const t of await ops.listTraces()) {
+    const sizes = new Map<string, number>()
+    let exchanges = 0
+    for (let from = 0; ; ) {
+      const page = await ops.exchanges(t.id, from, 1000)
+      for (const x of page) {
+        exchanges++
+        for (const [ref] of bodyRefs(x)) sizes.set(ref.digest, ref.size)
+      }
+      if (page.length < 1000) break
+      from = (page.at(-1) as Exchange).seq + 1
+    }
+    for (const d of sizes.keys()) users.set(d, (users.get(d) ?? 0) + 1)
+    out.push({ name: t.name, id: t.id, status: t.status, exchanges, bodies: sizes.size, bytes: 0, shared: 0, sizes })
+  }
+  return out.map(({ sizes, ...u }) => {
+    for (const [d, size] of sizes) {
+      u.bytes += size
+      if ((users.get(d) ?? 0) > 1) u.shared += size
+    }
+    return u
+  })
 }
 
 /** StoreOps whose every call goes through `run` (so readers survive a fail-over and see a closed store). */
@@ -130,6 +163,7 @@ export function routedOps(location: string, run: RunOps): StoreOps {
     putTrace: (trace, id, createdAt, overwrite) => run((o) => o.putTrace(trace, id, createdAt, overwrite)),
     deleteTrace: (name) => run((o) => o.deleteTrace(name)),
     deleteRecording: (id) => run((o) => o.deleteRecording(id)),
+    gc: (options) => run((o) => o.gc(options)),
   }
 }
 

@@ -3,6 +3,7 @@ import { checkCommand } from './check.ts'
 import type { CommandModule } from './command.ts'
 import { demoCommand } from './demo.ts'
 import { diffCommand } from './diff.ts'
+import { duCommand } from './du.ts'
 import { emitTestCommand } from './emit-test.ts'
 import { envCommand } from './env.ts'
 import { exportCommand } from './export.ts'
@@ -10,6 +11,7 @@ import { exportHarCommand } from './export-har.ts'
 import { exportMswCommand } from './export-msw.ts'
 import { forkCommand } from './fork.ts'
 import { fsckCommand } from './fsck.ts'
+import { gcCommand } from './gc.ts'
 import { importCommand } from './import.ts'
 import { importHarCommand } from './import-har.ts'
 import { lsCommand } from './ls.ts'
@@ -33,6 +35,8 @@ export const COMMANDS: CommandModule[] = [
   exportMswCommand,
   rmCommand,
   fsckCommand,
+  gcCommand,
+  duCommand,
   forkCommand,
   diffCommand,
   checkCommand,
