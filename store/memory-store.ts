@@ -3,6 +3,7 @@
  * StoreOps, so readers, recordings and verification are the very code the LevelDB store runs.
  */
 import { computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
+import type { GcReport } from './gc.ts'
 import {
   type BodyManifest,
   INLINE_BODY_MAX,
@@ -14,7 +15,6 @@ import {
   splitIntoPieces,
   type TraceInfo,
 } from './store-ops.ts'
-import type { GcReport } from './gc.ts'
 import type { TraceStore, TraceSummary } from './trace-store.ts'
 import { createTraceStore } from './trace-store-impl.ts'
 

@@ -269,7 +269,8 @@ export async function diskUsage(dir: string): Promise<{ database: number; pieces
   for (const f of await readdir(dir).catch(() => [] as string[])) {
     if (f === 'pieces') {
       for (const sub of await readdir(join(dir, f)).catch(() => [] as string[]))
-        for (const p of await readdir(join(dir, f, sub)).catch(() => [] as string[])) pieces += (await stat(join(dir, f, sub, p)).catch(() => undefined))?.size ?? 0
+        for (const p of await readdir(join(dir, f, sub)).catch(() => [] as string[]))
+          pieces += (await stat(join(dir, f, sub, p)).catch(() => undefined))?.size ?? 0
     } else {
       const st = await lstat(join(dir, f)).catch(() => undefined)
       if (st?.isFile()) database += st.size

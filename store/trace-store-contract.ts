@@ -202,7 +202,7 @@ export function runTraceStoreContract(name: string, makeStore: MakeStore): void 
     )
 
     test(
-      'gc removes the bodies only deleted traces referenced, and keeps shared ones and a running recording\'s (pieces too)',
+      "gc removes the bodies only deleted traces referenced, and keeps shared ones and a running recording's (pieces too)",
       withStore(async (store) => {
         const big = (tag: number) => new Uint8Array(40 * 1024).fill(tag)
         const withBody = (seq: number, bytes: Uint8Array, url: string) => {
@@ -248,7 +248,10 @@ export function runTraceStoreContract(name: string, makeStore: MakeStore): void 
         await rec.append(x, new Map(), new Map([[streamed.digest, streamed.manifest]]))
         await rec.close()
         assert.equal((await store.readTrace('live')).bodies.get(streamed.digest)?.byteLength, 40 * 1024)
-        assert.equal((await store.readTrace('kept')).bodies.get(shared.exchange.outcome.kind === 'response' ? shared.exchange.outcome.response.body.digest : '')?.[0], 1)
+        assert.equal(
+          (await store.readTrace('kept')).bodies.get(shared.exchange.outcome.kind === 'response' ? shared.exchange.outcome.response.body.digest : '')?.[0],
+          1,
+        )
         // What gc removed is stored again when a new trace brings it.
         await store.putTrace(trace('again', [own]))
         assert.equal((await store.readTrace('again')).exchanges.length, 1)
