@@ -101,6 +101,9 @@ export class FileBackend implements StoreOps {
   closeRecording(): Promise<void> {
     return this.#readOnly()
   }
+  appendChunk(): Promise<void> {
+    return this.#readOnly()
+  }
   putTrace(): Promise<void> {
     return this.#readOnly()
   }

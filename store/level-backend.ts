@@ -24,6 +24,7 @@ import { Level } from 'level'
 import { computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { collectGarbage, type GcReport } from './gc.ts'
 import { piecePath, writePiece } from './pieces.ts'
+import { traceExists } from './store-errors.ts'
 import { assertNoLinks, filesCorrupt, inspectStore, recordSynced } from './store-files.ts'
 import {
   type BodyManifest,
@@ -398,16 +399,36 @@ export class LevelBackend implements StoreOps {
   }
 
   /** Makes the recording the trace listed under its name and drops the trace it replaces, in one synced batch. */
-  closeRecording(id: string): Promise<void> {
+  closeRecording(id: string, options?: { overwrite?: boolean }): Promise<void> {
     return this.#write(async () => {
       const stored = await this.#reads.getMeta(id)
-      this.#openRecordings.delete(id)
       if (stored === undefined) throw this.#reads.corrupt(storeKeys.meta(id), 'a recording being closed has no metadata')
       if (stored.status === 'complete') return
+      const current = await this.completeId(stored.name)
+      if (options?.overwrite === false && current !== undefined && current !== id) throw traceExists(stored.name, this.location)
+      this.#openRecordings.delete(id)
       const ops = await this.#replaceOps(stored.name, id)
       const { owner: _owner, ...rest } = stored
       ops.push({ type: 'put', key: storeKeys.meta(id), value: json({ ...rest, status: 'complete', count: await this.#reads.countExchanges(id) }) })
       await this.#syncedBatch(ops)
+    })
+  }
+
+  /** Part of a big trace being stored (trace-store-impl.ts putInChunks): one batch, not synced (close is). */
+  appendChunk(id: string, exchanges: Exchange[], bodies: ReadonlyMap<string, Uint8Array>): Promise<void> {
+    return this.#write(async () => {
+      const stored = { ...(await this.#recordingMeta(id)) }
+      const present = await this.#present(exchanges.flatMap((x) => refsOf(x).map(storeKeys.body)))
+      const ops: BatchOp[] = []
+      for (const x of exchanges) {
+        assertSeq(x, stored.name)
+        ops.push(...(await this.#exchangeOps(id, stored.name, x, bodies, new Map(), present)))
+        stored.count = Math.max(stored.count ?? 0, x.seq + 1)
+        stored.bodyBytes = (stored.bodyBytes ?? 0) + bodyBytesOf(x)
+      }
+      ops.push({ type: 'put', key: storeKeys.meta(id), value: json(stored) })
+      await this.#db.batch(ops)
+      this.#openRecordings.set(id, stored)
     })
   }
 
@@ -417,13 +438,7 @@ export class LevelBackend implements StoreOps {
       const current = await this.completeId(name)
       // A retry of a put that already landed: the name points at our own id.
       if (current === id) return
-      if (current !== undefined && !overwrite) {
-        throw new ToolReplayError(
-          ErrorCodes.TRACE_EXISTS,
-          `Trace "${name}" already exists in the store at ${this.location}. Pick another name, delete it first, or pass overwrite.`,
-          { details: { trace: name, location: this.location } },
-        )
-      }
+      if (current !== undefined && !overwrite) throw traceExists(name, this.location)
       const ops: BatchOp[] = []
       const present = await this.#present(trace.exchanges.flatMap((x) => refsOf(x).map(storeKeys.body)))
       const seen = new Set<number>()

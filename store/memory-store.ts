@@ -16,6 +16,7 @@ import {
   type TraceInfo,
 } from './store-ops.ts'
 import type { TraceStore, TraceSummary } from './trace-store.ts'
+import { traceExists } from './store-errors.ts'
 import { createTraceStore } from './trace-store-impl.ts'
 
 interface Entry {
@@ -184,10 +185,16 @@ class MemoryOps implements StoreOps {
     this.#store(e, x, bodies, manifests)
   }
 
-  async closeRecording(id: string): Promise<void> {
+  async closeRecording(id: string, options?: { overwrite?: boolean }): Promise<void> {
     const e = this.#entries.get(id)
     if (!e || e.info.status === 'complete') return
+    const current = this.#names.get(e.info.name)
+    if (options?.overwrite === false && current !== undefined && current !== id) throw traceExists(e.info.name, this.location)
     this.#replace(e)
+  }
+
+  async appendChunk(id: string, exchanges: Exchange[], bodies: ReadonlyMap<string, Uint8Array>): Promise<void> {
+    for (const x of exchanges) await this.append(id, x, bodies, new Map())
   }
 
   async putTrace(trace: Trace, id: string, createdAt: string, overwrite: boolean): Promise<void> {

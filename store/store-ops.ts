@@ -74,7 +74,10 @@ export interface StoreOps {
   beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner): Promise<void>
   /** Stores one exchange, the small bodies it references (`bodies`) and the manifests of big ones whose pieces were put. */
   append(id: string, exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest>): Promise<void>
-  closeRecording(id: string): Promise<void>
+  /** Makes the recording the complete trace of its name; with `overwrite: false`, TR_TRACE_EXISTS if that name is taken. */
+  closeRecording(id: string, options?: { overwrite?: boolean }): Promise<void>
+  /** Stores exchanges of a recording being imported (putTrace of a big trace), one batch per call. */
+  appendChunk(id: string, exchanges: Exchange[], bodies: ReadonlyMap<string, Uint8Array>): Promise<void>
   putTrace(trace: Trace, id: string, createdAt: string, overwrite: boolean): Promise<void>
   deleteTrace(name: string): Promise<boolean>
   /** Deletes a recording that is not the complete trace of its name (a partial one). */

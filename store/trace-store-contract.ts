@@ -258,6 +258,32 @@ export function runTraceStoreContract(name: string, makeStore: MakeStore): void 
       }),
     )
 
+    test(
+      'a big trace is stored in chunks: it reads back whole, is listed only once complete, and never overwrites a name by accident',
+      withStore(async (store) => {
+        const big = jsonTrace('big', 2500, 'chunked')
+        await store.putTrace(big)
+        const back = await store.readTrace('big')
+        assert.deepEqual(back.exchanges, big.exchanges)
+        assert.deepEqual(
+          (await store.listTraces()).map((t) => [t.name, t.status, t.exchanges]),
+          [['big', 'complete', 2500]],
+        )
+        await assert.rejects(store.putTrace(jsonTrace('big', 1500, 'other')), code(ErrorCodes.TRACE_EXISTS))
+        assert.equal((await store.readTrace('big')).exchanges.length, 2500)
+        // One exchange that cannot be stored (a body neither passed nor stored) fails it all: nothing is listed.
+        const bad = jsonTrace('bad', 1500, 'bad')
+        bad.bodies.delete(bad.exchanges[1200]?.outcome.kind === 'response' ? bad.exchanges[1200].outcome.response.body.digest : '')
+        await assert.rejects(store.putTrace(bad))
+        assert.deepEqual(
+          (await store.listTraces()).map((t) => t.name),
+          ['big'],
+        )
+        await store.putTrace(jsonTrace('big', 1500, 'other'), { overwrite: true })
+        assert.equal((await store.readTrace('big')).exchanges.length, 1500)
+      }),
+    )
+
     test('a closed store refuses operations with TR_STORE_CLOSED', async () => {
       const { store, cleanup } = await makeStore()
       const rec = await store.beginTrace({ name: 'z', format: 1 })

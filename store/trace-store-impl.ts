@@ -8,7 +8,7 @@ import { hostname } from 'node:os'
 import { ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { BodyWriter } from './body-writer.ts'
 import { assertStorableExchange, assertStorableTrace } from './storable.ts'
-import { traceNotFound } from './store-errors.ts'
+import { traceExists, traceNotFound } from './store-errors.ts'
 import type { BodyManifest, StoreOps, TraceInfo } from './store-ops.ts'
 import { bodyRefs, TraceReader } from './trace-reader.ts'
 import type { TraceRecording, TraceSelector, TraceStore, TraceUsage } from './trace-store.ts'
@@ -91,7 +91,9 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
       assertStorableTrace(trace)
       const id = newId()
       const createdAt = new Date().toISOString()
-      return live((o) => o.putTrace(trace, id, createdAt, options?.overwrite === true))
+      const overwrite = options?.overwrite === true
+      if (!isBig(trace)) return live((o) => o.putTrace(trace, id, createdAt, overwrite))
+      return putInChunks(live, location, trace, id, createdAt, overwrite)
     },
     async deleteTrace(name, selector) {
       if (readOnly) throw readOnly()
@@ -112,6 +114,58 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
       closed = true
       await release()
     },
+  }
+}
+
+/** Exchanges and body bytes per batch when a big trace is stored in chunks. */
+const CHUNK_EXCHANGES = 1000
+const CHUNK_BYTES = 8 * 1024 * 1024
+
+function isBig(trace: Trace): boolean {
+  if (trace.exchanges.length > CHUNK_EXCHANGES) return true
+  let bytes = 0
+  for (const b of trace.bodies.values()) bytes += b.byteLength
+  return bytes > CHUNK_BYTES
+}
+
+/**
+ * A big trace (import, fork) stored as a recording written in bounded batches, listed under its name only
+ * when the last one is in: one giant batch would make LevelDB hold the whole trace in its log and memtable,
+ * and every later open replay it (minutes and gigabytes for a million exchanges). Killed half-way, it leaves a
+ * partial recording (`rm --partial`, `gc`), never a half trace under the name.
+ */
+async function putInChunks(live: RunOps, location: string, trace: Trace, id: string, createdAt: string, overwrite: boolean): Promise<void> {
+  const name = trace.meta.name
+  if (!overwrite && (await live((o) => o.completeId(name))) !== undefined) throw traceExists(name, location)
+  await live((o) => o.beginTrace(id, trace.meta, createdAt, { pid: process.pid, host: hostname() }))
+  try {
+    let chunk: Exchange[] = []
+    let bodies = new Map<string, Uint8Array>()
+    let bytes = 0
+    const flush = async () => {
+      if (chunk.length === 0) return
+      const [xs, bs] = [chunk, bodies]
+      chunk = []
+      bodies = new Map()
+      bytes = 0
+      await live((o) => o.appendChunk(id, xs, bs))
+    }
+    for (const x of trace.exchanges) {
+      for (const [ref] of bodyRefs(x)) {
+        const b = trace.bodies.get(ref.digest)
+        if (b !== undefined && !bodies.has(ref.digest)) {
+          bodies.set(ref.digest, b)
+          bytes += b.byteLength
+        }
+      }
+      chunk.push(x)
+      if (chunk.length >= CHUNK_EXCHANGES || bytes >= CHUNK_BYTES) await flush()
+    }
+    await flush()
+    await live((o) => o.closeRecording(id, { overwrite }))
+  } catch (err) {
+    await live((o) => o.deleteRecording(id)).catch(() => {})
+    throw err
   }
 }
 
@@ -159,7 +213,8 @@ export function routedOps(location: string, run: RunOps): StoreOps {
     putPiece: (sha, bytes) => run((o) => o.putPiece(sha, bytes)),
     beginTrace: (id, meta, createdAt, owner) => run((o) => o.beginTrace(id, meta, createdAt, owner)),
     append: (id, x, bodies, manifests) => run((o) => o.append(id, x, bodies, manifests)),
-    closeRecording: (id) => run((o) => o.closeRecording(id)),
+    closeRecording: (id, options) => run((o) => o.closeRecording(id, options)),
+    appendChunk: (id, exchanges, bodies) => run((o) => o.appendChunk(id, exchanges, bodies)),
     putTrace: (trace, id, createdAt, overwrite) => run((o) => o.putTrace(trace, id, createdAt, overwrite)),
     deleteTrace: (name) => run((o) => o.deleteTrace(name)),
     deleteRecording: (id) => run((o) => o.deleteRecording(id)),
