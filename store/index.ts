@@ -27,6 +27,6 @@ export {
   writeTraceFile,
 } from './trace-file.ts'
 export type { BodyUse } from './trace-reader.ts'
-/** A stored trace opened for lazy, verified reading. */
-export { TraceReader } from './trace-reader.ts'
+/** A stored trace opened for lazy, verified reading, and the bodies an exchange references. */
+export { bodyRefs, TraceReader } from './trace-reader.ts'
 export type { TraceRecording, TraceSelector, TraceStore, TraceSummary, TraceUsage } from './trace-store.ts'

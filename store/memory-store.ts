@@ -4,6 +4,7 @@
  */
 import { computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import type { GcReport } from './gc.ts'
+import { traceExists } from './store-errors.ts'
 import {
   type BodyManifest,
   INLINE_BODY_MAX,
@@ -16,7 +17,6 @@ import {
   type TraceInfo,
 } from './store-ops.ts'
 import type { TraceStore, TraceSummary } from './trace-store.ts'
-import { traceExists } from './store-errors.ts'
 import { createTraceStore } from './trace-store-impl.ts'
 
 interface Entry {

@@ -72,7 +72,7 @@ export async function inspectStore(dir: string): Promise<StoreFiles> {
   if (out.empty) return out
   const current = names.has('CURRENT') ? (await readFile(join(dir, 'CURRENT'), 'latin1').catch(() => '')).trim() : undefined
   if (current === undefined) {
-    problem(['CURRENT'], 'it is missing while LevelDB files are there (LevelDB would create an empty store and delete them)')
+    problem(['CURRENT'], 'there is no CURRENT file, but LevelDB files are there (LevelDB would create an empty store and delete them)')
     return out
   }
   if (!MANIFEST_RE.test(current)) {
