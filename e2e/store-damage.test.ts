@@ -305,3 +305,39 @@ test('read-only commands change no file: ls, show, export, diff, scan and fsck o
       .sort(),
   )
 })
+
+test('the store never follows a symbolic link out of its directory: a linked pieces/ or pieces/<xx>/ is refused, nothing is written there', async () => {
+  const outside = join(root, 'outside')
+  const { mkdirSync, renameSync, symlinkSync } = await import('node:fs')
+  mkdirSync(outside, { recursive: true })
+  // pieces/ itself a link: every open refuses (TR_STORE_IO, exit 68), writes nothing outside.
+  const linked = join(root, 'linked', 'store')
+  mkdirSync(linked, { recursive: true })
+  symlinkSync(outside, join(linked, 'pieces'))
+  await assert.rejects(
+    (async () => {
+      const s = await openStore(linked)
+      await record(s, 'x', 2, 40 * 1024)
+    })(),
+    (err: unknown) => (err as { code?: string }).code === 'TR_STORE_IO' && /symbolic link/.test((err as Error).message),
+  )
+  assert.deepEqual(readdirSync(outside), [])
+
+  // A subfolder of pieces/ moved out and linked back: reading through it and writing into it are refused.
+  const dir = join(root, 'sublink', 'store')
+  cpSync(base, dir, { recursive: true })
+  const piece = fileHolding(dir, probe.get('big:big') as Buffer)
+  const sub = piece.split('/')[1] as string
+  renameSync(join(dir, 'pieces', sub), join(outside, sub))
+  symlinkSync(join(outside, sub), join(dir, 'pieces', sub))
+  const show = await cli('export', 'big', '--out', join(root, 'sublink', 'big.json'), '--store', dir)
+  assert.equal(show.code, 68, show.err)
+  assert.match(show.err, /TR_STORE_IO: .*symbolic link at .*pieces\/[0-9a-f]{2}/)
+  const before = readdirSync(join(outside, sub))
+  const store = await openStore(dir)
+  const writer = (await store.beginTrace({ name: 'again', format: TRACE_FORMAT_VERSION })).bodyWriter()
+  writer.write(probe.get('big:big') as Buffer)
+  await assert.rejects(writer.finish(), (err: unknown) => (err as { code?: string }).code === 'TR_STORE_IO')
+  await store.close()
+  assert.deepEqual(readdirSync(join(outside, sub)), before, 'nothing written through the link')
+})
