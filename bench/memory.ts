@@ -5,10 +5,13 @@
  *     by SHA-256 at the client                                                        [peak RSS < 150 MB]
  *   - a 10,000-exchange, ~330 MB trace replayed strictly through the interceptor        [RSS < 300 MB]
  *   - a single 1,000,000-exchange trace: the first strict-replay answer                 [< 1 s, RSS < 300 MB]
+ *   - the same trace imported from a trace file (`tr-proxy import`), then, each in a new process: the first
+ *     strict-replay answer [< 1 s, RSS < 300 MB], `show --limit 20` and `ls`               [proportional to what is read]
  *   - `ls` of 1,000 traces                                                               [< 300 ms]
  * The upstream and the clients run in their own processes; only the Tool Replay process is measured.
  *
- *   npm run bench:memory            (BENCH_GIB=0.25 BENCH_MILLION=100000 for a quicker run)
+ *   npm run bench:memory            (BENCH_GIB=0.25 BENCH_MILLION=100000 for a quicker run;
+ *                                    BENCH_ONLY=big or BENCH_ONLY=import for one part)
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -22,7 +25,7 @@ import { ProxyAgent, fetch as undiciFetch } from 'undici'
 import { openSession } from '../engine/index.ts'
 import { install } from '../interceptor/index.ts'
 import { loadCertificateAuthority, startProxy } from '../proxy/index.ts'
-import { openStore } from '../store/index.ts'
+import { openStore, writeTraceFile } from '../store/index.ts'
 import { bodyFromBytes, type Exchange, TRACE_FORMAT_VERSION } from '../trace/index.ts'
 
 const SELF = fileURLToPath(import.meta.url)
@@ -157,6 +160,33 @@ const children: Record<string, (args: string[]) => Promise<unknown>> = {
     // Not closed: listing 999,999 unused recordings is not what this measures.
     return { ms, rssMb: rss, answer: text }
   },
+  /** Writes a trace file of a million exchanges (one shared tiny body), as an export would. */
+  async 'million-file'([file, base]) {
+    const body = bodyFromBytes(new TextEncoder().encode('{"ok":true}'))
+    const exchanges = Array.from({ length: MILLION }, (_, i) => millionExchange(i, `${base}/m/${i}`, body.ref))
+    await writeTraceFile(file as string, {
+      meta: { name: 'million', format: TRACE_FORMAT_VERSION },
+      exchanges,
+      bodies: new Map([[body.ref.digest, body.bytes]]),
+    })
+    return { written: MILLION }
+  },
+  /** `tr-proxy import FILE` into a new store. */
+  async 'import-million'([store, file]) {
+    const { runCli } = await import('../cli/index.ts')
+    const t0 = performance.now()
+    const err: string[] = []
+    const code = await runCli(['import', file as string, '--store', store as string], { out: () => {}, err: (t) => err.push(t) })
+    return { code, err: err.join('\n'), ms: performance.now() - t0, rssMb: rssMb() }
+  },
+  /** `tr-proxy show million --limit 20` (or `ls`): a read-only command on the big store. */
+  async 'cli-million'([store, ...argv]) {
+    const { runCli } = await import('../cli/index.ts')
+    const t0 = performance.now()
+    const out: string[] = []
+    const code = await runCli([...argv, '--store', store as string], { out: (t) => out.push(t), err: (t) => out.push(t) })
+    return { code, ms: performance.now() - t0, rssMb: rssMb(), lines: out.join('\n').split('\n').length, head: out.join('\n').slice(0, 200) }
+  },
   /** Lists a store of 1,000 traces the way `tr-proxy ls` does. */
   async ls([store]) {
     const { runCli } = await import('../cli/index.ts')
@@ -175,6 +205,49 @@ const children: Record<string, (args: string[]) => Promise<unknown>> = {
     await s.close()
     return { built: LS_TRACES }
   },
+}
+
+function millionExchange(seq: number, url: string, body: Exchange['request']['body'] & object): Exchange {
+  return {
+    seq,
+    request: { method: 'GET', url, headers: [], body: null },
+    outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: [['content-type', 'application/octet-stream']], body, trailers: [] } },
+    timing: { startMs: seq, headersMs: 1 },
+  }
+}
+
+/** The import scenario: a million-exchange trace file imported, then read by fresh processes. */
+async function importRows(dir: string, base: string, log: (s: string) => void): Promise<Array<[string, string, string, boolean]>> {
+  const rows: Array<[string, string, string, boolean]> = []
+  const file = join(dir, 'million.trace.json')
+  const store = join(dir, 'imported')
+  log(`writing a ${MILLION}-exchange trace file ...`)
+  await child('million-file', [file, base]).result
+  log('importing it ...')
+  const imp = await child('import-million', [store, file]).result
+  rows.push([
+    `import of a ${MILLION}-exchange trace file`,
+    `${(Number(imp.ms) / 1000).toFixed(1)} s, peak RSS ${Number(imp.rssMb).toFixed(0)} MB (exit ${imp.code}${imp.err ? `: ${String(imp.err).slice(0, 80)}` : ''})`,
+    'reads the file whole',
+    imp.code === 0,
+  ])
+  const m = await child('first-answer-million', [store, base]).result
+  rows.push([
+    `  then the first strict answer (new process)`,
+    `${Number(m.ms).toFixed(0)} ms, peak RSS ${Number(m.rssMb).toFixed(0)} MB`,
+    '< 1 s, < 300 MB',
+    m.answer === '{"ok":true}' && Number(m.ms) < 1000 && Number(m.rssMb) < 300,
+  ])
+  for (const argv of [['show', 'million', '--limit', '20'], ['ls']]) {
+    const r = await child('cli-million', [store, ...argv]).result
+    rows.push([
+      `  then \`${argv.join(' ')}\``,
+      `${Number(r.ms).toFixed(0)} ms, peak RSS ${Number(r.rssMb).toFixed(0)} MB, ${r.lines} lines`,
+      '< 1 s, < 300 MB',
+      r.code === 0 && Number(r.ms) < 1000 && Number(r.rssMb) < 300,
+    ])
+  }
+  return rows
 }
 
 function itemBody(i: number): Buffer {
@@ -251,6 +324,11 @@ async function main(): Promise<void> {
 
     // Each path's baseline in the same run: the same app (or proxy) moving the same bytes without Tool Replay
     // storing anything. Node's fetch alone holds about 120-140 MB at its peak streaming such a body.
+    if (process.env.BENCH_ONLY === 'import') {
+      rows.push(...(await importRows(dir, base, log)))
+      up.proc.kill()
+      return printRows(rows)
+    }
     const baseline: Record<string, number> = {}
     for (const mode of ['live', 'record', 'replay']) {
       log(`interceptor ${mode} of ${gib} GiB ...`)
@@ -292,6 +370,7 @@ async function main(): Promise<void> {
       up.proc.kill()
       return printRows(rows)
     }
+    rows.push(...(await importRows(dir, base, log)))
     log(`building a ${TEN_K}-exchange trace ...`)
     await child('build-10k', [join(dir, 'ten-k'), base]).result
     const tenK = await child('replay-10k', [join(dir, 'ten-k'), base]).result

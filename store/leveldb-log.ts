@@ -138,6 +138,13 @@ export interface WriteBatch {
   entries: Entry[]
 }
 
+/** A write batch's sequence number and count, read from its header alone. */
+export function batchHeader(data: Uint8Array): { seq: number; count: number } | undefined {
+  if (data.byteLength < 12) return undefined
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength)
+  return { seq: view.getUint32(4, true) * 2 ** 32 + view.getUint32(0, true), count: view.getUint32(8, true) }
+}
+
 /** Parses a write batch record; undefined when it does not parse (damage). */
 export function parseBatch(data: Uint8Array): WriteBatch | undefined {
   if (data.byteLength < 12) return undefined

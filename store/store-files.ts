@@ -21,7 +21,7 @@ import { lstat, readdir, readFile, rename, stat, unlink, writeFile } from 'node:
 import { join } from 'node:path'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import type { Entry } from './leveldb-format.ts'
-import { type LogContents, parseBatch, readLogFile } from './leveldb-log.ts'
+import { batchHeader, type LogContents, readLogFile } from './leveldb-log.ts'
 import { type Manifest, readManifest } from './leveldb-manifest.ts'
 import { scanBlocks, TableDamage, TableFile } from './leveldb-table.ts'
 import { FileView, tableName } from './leveldb-view.ts'
@@ -135,7 +135,7 @@ async function checkLogs(out: StoreFiles, m: Manifest, problem: (files: string[]
     if (log.torn && i < out.liveLogs.length - 1)
       problem([name], `it ends inside a record at byte ${log.torn.offset}, but a newer log follows it: it was cut short`)
     for (const r of log.records) {
-      const batch = parseBatch(r.data)
+      const batch = batchHeader(r.data)
       if (!batch) {
         problem([name], `the record at byte ${r.offset} is not a write batch`)
         continue
@@ -183,6 +183,8 @@ async function checkOrphans(out: StoreFiles, m: Manifest, problem: (files: strin
       // are still live, so every entry that can be read must be found there, at least as new. A table whose
       // MANIFEST edit was lost holds entries found nowhere else.
       const read = await readableEntries(join(out.dir, name), name)
+      // Unfinished (no footer) with no whole block yet: a flush or compaction killed as it began.
+      if (read.entries.length === 0 && read.unfinished) continue
       if (read.entries.length === 0) {
         problem([name], `the MANIFEST does not list it and nothing in it can be read (${read.unreadable ?? 'empty'}); LevelDB would delete it`)
         continue
@@ -207,15 +209,18 @@ async function checkOrphans(out: StoreFiles, m: Manifest, problem: (files: strin
   }
 }
 
-/** The entries of a table that can be read (damaged blocks skipped); `unreadable` says what could not be. */
-async function readableEntries(path: string, name: string): Promise<{ entries: Entry[]; unreadable?: string }> {
+/**
+ * The entries of a table that can be read (damaged blocks skipped); `unreadable` says what could not be, and
+ * `unfinished` is set for a table without its footer (written up to some block, never finished).
+ */
+async function readableEntries(path: string, name: string): Promise<{ entries: Entry[]; unreadable?: string; unfinished?: boolean }> {
   let file: TableFile
   try {
     file = await TableFile.open(path, name)
   } catch (err) {
     if (!(err instanceof TableDamage)) return { entries: [], unreadable: (err as Error).message }
     const found = scanBlocks(new Uint8Array(await readFile(path)))
-    return { entries: found.entries, unreadable: err.message }
+    return { entries: found.entries, unreadable: err.message, unfinished: /no table footer|too short/.test(err.message) }
   }
   const entries: Entry[] = []
   let unreadable: string | undefined
