@@ -12,13 +12,12 @@ import { ErrorCodes, type Exchange, ToolReplayError } from '../trace/index.ts'
 import { collectGarbage, type GcReport } from './gc.ts'
 import { TableDamage } from './leveldb-table.ts'
 import { FileView } from './leveldb-view.ts'
-import type { StoreFiles } from './store-files.ts'
+import { StoreChanged, type StoreFiles } from './store-files.ts'
 import type { StoredBody, StoreOps, TraceInfo } from './store-ops.ts'
 import { type KvRead, StoreReads } from './store-reads.ts'
 import type { TraceSummary } from './trace-store.ts'
 
-/** The store's files changed under a read-only view (a writer started): open it again. */
-export class StoreChanged extends Error {}
+export { StoreChanged }
 
 /** A FileView as the key-value reader store-reads.ts reads through (its keys are latin1). */
 export function viewKv(view: FileView): KvRead {

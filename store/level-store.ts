@@ -265,10 +265,11 @@ class StoreNode {
       try {
         return this.#readOnly ? { kind: 'reader', backend: await openReader(this.dir) } : await this.#own()
       } catch (err) {
-        if (isLockedError(err)) last = err
-        else if (isToolReplayError(err, ErrorCodes.STORE_CORRUPT) || err instanceof StoreChanged) {
+        // A store another process is opening right now: its files move under the check.
+        if (isLockedError(err) || err instanceof StoreChanged) last = err
+        else if (isToolReplayError(err, ErrorCodes.STORE_CORRUPT)) {
           damagedSince ??= Date.now()
-          if (Date.now() - damagedSince >= DAMAGE_SETTLE_MS) throw err instanceof StoreChanged ? this.#locked(err) : err
+          if (Date.now() - damagedSince >= DAMAGE_SETTLE_MS) throw err
           last = err
         } else throw err
       }

@@ -140,23 +140,29 @@ interface IndexEntry {
   handle: Handle
 }
 
-/** A table file opened for reading: its index is read once, blocks on demand. */
+/**
+ * A table file opened for reading. Opening reads only its footer; the index (and the bloom filter) are read
+ * on first use with `load()`, blocks on demand, so a store of many tables costs what is read.
+ */
 export class TableFile {
   readonly path: string
   readonly name: string
   readonly size: number
-  readonly #index: IndexEntry[]
-  readonly #filter: Filter | undefined
+  readonly #indexHandle: Handle
+  readonly #metaHandle: Handle
+  #index: IndexEntry[] = []
+  #loaded: Promise<void> | undefined
+  #filter: Promise<Filter | undefined> | undefined
 
-  private constructor(path: string, name: string, size: number, index: IndexEntry[], filter: Filter | undefined) {
+  private constructor(path: string, name: string, size: number, index: Handle, meta: Handle) {
     this.path = path
     this.name = name
     this.size = size
-    this.#index = index
-    this.#filter = filter
+    this.#indexHandle = index
+    this.#metaHandle = meta
   }
 
-  /** Opens a table; throws TableDamage when its footer or index is unreadable. */
+  /** Opens a table: checks its footer (TableDamage when the table is cut short or its end overwritten). */
   static async open(path: string, name: string): Promise<TableFile> {
     return withHandle(path, async (fh) => {
       const size = (await fh.stat()).size
@@ -168,31 +174,44 @@ export class TableFile {
       const meta = handleAt(footer, 0)
       const index = meta && handleAt(footer, meta[1])
       if (!index || index[0].offset + index[0].size + TRAILER > size) throw new TableDamage(name, 'its footer points outside the file')
-      const h = index[0]
-      let entries: Array<[Uint8Array, Uint8Array]>
-      try {
-        entries = blockEntries(blockContents(await readAt(fh, h.offset, h.size + TRAILER), h.size))
-      } catch (why) {
-        throw new TableDamage(name, `its index block is damaged (${String(why)})`)
-      }
-      const out: IndexEntry[] = []
-      for (const [k, v] of entries) {
-        const parsed = parseInternalKey(k)
-        const handle = handleAt(v, 0)
-        if (!parsed || !handle || handle[0].offset + handle[0].size + TRAILER > size) throw new TableDamage(name, 'its index block points outside the file')
-        out.push({ last: parsed.key, handle: handle[0] })
-      }
-      return new TableFile(path, name, size, out, await readFilter(fh, meta[0], size))
+      return new TableFile(path, name, size, index[0], meta[0])
     })
   }
 
+  /** Reads the index once (TableDamage when it is damaged); the other methods need it. */
+  load(): Promise<void> {
+    this.#loaded ??= this.#readIndex()
+    return this.#loaded
+  }
+
+  async #readIndex(): Promise<void> {
+    const h = this.#indexHandle
+    const raw = await withHandle(this.path, (fh) => readAt(fh, h.offset, h.size + TRAILER))
+    let entries: Array<[Uint8Array, Uint8Array]>
+    try {
+      entries = blockEntries(blockContents(raw, h.size))
+    } catch (why) {
+      throw new TableDamage(this.name, `its index block is damaged (${String(why)})`)
+    }
+    const out: IndexEntry[] = []
+    for (const [k, v] of entries) {
+      const parsed = parseInternalKey(k)
+      const handle = handleAt(v, 0)
+      if (!parsed || !handle || handle[0].offset + handle[0].size + TRAILER > this.size)
+        throw new TableDamage(this.name, 'its index block points outside the file')
+      out.push({ last: parsed.key, handle: handle[0] })
+    }
+    this.#index = out
+  }
+
   /** False when block `i` certainly does not hold `key` (a latin1 user key), by the table's bloom filter. */
-  mayContain(i: number, key: string): boolean {
-    const f = this.#filter
+  async mayContain(i: number, key: string): Promise<boolean> {
+    await this.load()
+    this.#filter ??= withHandle(this.path, (fh) => readFilter(fh, this.#metaHandle, this.size))
+    const f = await this.#filter
     const entry = this.#index[i]
     if (f === undefined || entry === undefined) return true
-    const n = entry.handle.offset / 2 ** f.baseLg
-    const index = Math.floor(n)
+    const index = Math.floor(entry.handle.offset / 2 ** f.baseLg)
     if (index >= f.count) return true
     const view = new DataView(f.data.buffer, f.data.byteOffset, f.data.byteLength)
     const start = view.getUint32(f.offsets + index * 4, true)
@@ -201,17 +220,17 @@ export class TableFile {
     return start !== limit
   }
 
-  /** How many data blocks the index lists. */
+  /** How many data blocks the index lists (after `load()`). */
   get blocks(): number {
     return this.#index.length
   }
 
-  /** A key at or past the table's last key (from its index). */
+  /** A key at or past the table's last key (from its index, after `load()`). */
   get largest(): string {
     return this.#index.at(-1)?.last ?? ''
   }
 
-  /** The index of the first block that may hold `key` or later keys. */
+  /** The index of the first block that may hold `key` or later keys (after `load()`). */
   seekBlock(key: string): number {
     let lo = 0
     let hi = this.#index.length
@@ -223,7 +242,7 @@ export class TableFile {
     return lo
   }
 
-  /** The entries of data block `i`; throws TableDamage when it is damaged. */
+  /** The entries of data block `i` (after `load()`); throws TableDamage when it is damaged. */
   async block(i: number): Promise<Entry[]> {
     const h = (this.#index[i] as IndexEntry).handle
     const raw = await withHandle(this.path, (fh) => readAt(fh, h.offset, h.size + TRAILER))

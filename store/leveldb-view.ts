@@ -28,7 +28,7 @@ interface Source {
   /** A cursor at the first entry at or after `start`. */
   cursor(view: FileView, start: string): Cursor
   /** False when the source certainly does not hold `key` (bloom filters), so a point read skips it. */
-  mayContain?(key: string): boolean
+  mayContain?(key: string): Promise<boolean>
 }
 
 /** A table with its key range. */
@@ -98,6 +98,7 @@ export class FileView {
       try {
         const file = await TableFile.open(join(dir, name), name)
         opened.push(file)
+        await file.load()
         const first = await firstKey(file)
         if (first !== undefined) ranged.push({ file, smallest: first, largest: file.largest })
       } catch (err) {
@@ -119,7 +120,7 @@ export class FileView {
   async newest(key: string): Promise<Entry | undefined> {
     let best: Entry | undefined
     for (const s of this.#sources) {
-      if (key < s.smallest || key > s.largest || s.mayContain?.(key) === false) continue
+      if (key < s.smallest || key > s.largest || (s.mayContain && !(await s.mayContain(key)))) continue
       const c = s.cursor(this, key)
       if (!(await fill(c))) continue
       const e = c.entries[c.i] as Entry
@@ -229,22 +230,27 @@ function chainSource(tables: RangedTable[]): Source {
   return {
     smallest: (tables[0] as RangedTable).smallest,
     largest: (tables.at(-1) as RangedTable).largest,
-    mayContain(key) {
-      const t = tables.find((x) => x.largest >= key)
+    async mayContain(key) {
+      const t = tables[firstTableFrom(tables, key)]
       if (t === undefined || key < t.smallest) return false
+      await t.file.load()
       const block = t.file.seekBlock(key)
-      return block < t.file.blocks && t.file.mayContain(block, key)
+      return block < t.file.blocks && (await t.file.mayContain(block, key))
     },
     cursor(view, start) {
-      // The first table that may hold `start` or later keys.
-      let t = tables.findIndex((x) => x.largest >= start)
-      if (t === -1) t = tables.length
-      let next = t < tables.length ? (tables[t] as RangedTable).file.seekBlock(start) : 0
+      // The first table that may hold `start` or later keys; its index is read when the cursor first moves.
+      let t = firstTableFrom(tables, start)
+      let next = -1
       const c: Cursor = {
         entries: [],
         i: 0,
         async more() {
-          while (t < tables.length && next >= (tables[t] as RangedTable).file.blocks) {
+          for (;;) {
+            if (t >= tables.length) return false
+            const file = (tables[t] as RangedTable).file
+            await file.load()
+            if (next === -1) next = file.seekBlock(start)
+            if (next < file.blocks) break
             t++
             next = 0
           }
@@ -281,6 +287,18 @@ function memSource(entries: Entry[]): Source {
       return c
     },
   }
+}
+
+/** Index of the first table of a chain whose last key is >= `key`. */
+function firstTableFrom(tables: RangedTable[], key: string): number {
+  let lo = 0
+  let hi = tables.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if ((tables[mid] as RangedTable).largest < key) lo = mid + 1
+    else hi = mid
+  }
+  return lo
 }
 
 /** Index of the first entry whose key is >= `key`. */

@@ -58,8 +58,20 @@ const TABLE_RE = /^(\d+)\.(ldb|sst)$/
 const MANIFEST_RE = /^MANIFEST-(\d+)$/
 const BYTEWISE = 'leveldb.BytewiseComparator'
 
-/** Reads and checks the store's files; never writes. */
+/** The store's files changed while they were read (another process opened or wrote it): read them again. */
+export class StoreChanged extends Error {}
+
+/** Reads and checks the store's files; never writes. Throws StoreChanged when a file vanishes meanwhile. */
 export async function inspectStore(dir: string): Promise<StoreFiles> {
+  try {
+    return await inspect(dir)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new StoreChanged(`a file of the store at ${dir} vanished while it was checked`)
+    throw err
+  }
+}
+
+async function inspect(dir: string): Promise<StoreFiles> {
   const list = await readdir(dir).catch(() => [] as string[])
   const names = new Set(list)
   const tableFiles = list.filter((f) => TABLE_RE.test(f)).sort()
@@ -111,7 +123,8 @@ async function checkLiveTables(out: StoreFiles, m: Manifest, problem: (files: st
     try {
       await (await TableFile.open(join(out.dir, name), name)).close()
     } catch (err) {
-      problem([name], err instanceof TableDamage ? err.message.slice(name.length + 2) : (err as Error).message)
+      if (!(err instanceof TableDamage)) throw err
+      problem([name], err.message.slice(name.length + 2))
     }
   }
 }
@@ -171,7 +184,8 @@ async function checkOrphans(out: StoreFiles, m: Manifest, problem: (files: strin
   let view: FileView
   try {
     view = await FileView.live(out.dir, m.tables, out.liveLogs, out.names)
-  } catch {
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw err
     // The store is refused for what broke the view; the orphans may hold what it lost.
     problem(orphans, 'the MANIFEST does not list these tables (they may hold what is missing); LevelDB would delete them')
     return
@@ -217,8 +231,9 @@ async function readableEntries(path: string, name: string): Promise<{ entries: E
   let file: TableFile
   try {
     file = await TableFile.open(path, name)
+    await file.load()
   } catch (err) {
-    if (!(err instanceof TableDamage)) return { entries: [], unreadable: (err as Error).message }
+    if (!(err instanceof TableDamage)) throw err
     const found = scanBlocks(new Uint8Array(await readFile(path)))
     return { entries: found.entries, unreadable: err.message, unfinished: /no table footer|too short/.test(err.message) }
   }
