@@ -47,6 +47,11 @@ export class TraceReader {
     }
   }
 
+  /** Up to `limit` exchanges from `fromSeq` on, in seq order: one read of the store. */
+  page(fromSeq: number, limit: number): Promise<Exchange[]> {
+    return this.#ops.exchanges(this.info.id, fromSeq, limit)
+  }
+
   /** One exchange by seq. */
   async exchange(seq: number): Promise<Exchange> {
     const [x] = await this.#ops.exchanges(this.info.id, seq, 1)

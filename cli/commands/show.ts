@@ -137,13 +137,7 @@ function printHead(reader: TraceReader, view: 'llm' | 'http', from: number, json
 }
 
 async function pageOf(reader: TraceReader, from: number, limit: number): Promise<Exchange[]> {
-  const out: Exchange[] = []
-  if (limit <= 0) return out
-  for await (const x of reader.exchanges(from)) {
-    out.push(x)
-    if (out.length >= limit) break
-  }
-  return out
+  return limit <= 0 ? [] : reader.page(from, limit)
 }
 
 /** The page as timeline turns; tool results are named from the tool calls of earlier turns, across pages. */
