@@ -93,7 +93,8 @@ async function listPages(reader: TraceReader, from: number, limit: number, asked
   let shown = 0
   let previousModel: string | undefined
   for (let next = from; shown < limit; ) {
-    const page = await pageOf(reader, next, Math.min(PAGE, limit - shown))
+    const want = Math.min(PAGE, limit - shown)
+    const page = await pageOf(reader, next, want)
     const turns: TimelineTurn[] = view === 'http' ? [] : await turnsOf(reader, page, names)
     if (view === undefined) view = asked ?? (turns.some((t) => t.kind === 'model') ? 'llm' : 'http')
     const whole = shown === 0 && page.length < PAGE && from === 0 && limit === Number.POSITIVE_INFINITY
@@ -112,7 +113,8 @@ async function listPages(reader: TraceReader, from: number, limit: number, asked
       io.out(lines.join('\n'))
     } else io.out(page.map(exchangeLine).join('\n'))
     shown += page.length
-    if (page.length === 0 || page.length < Math.min(PAGE, limit - shown + page.length)) break
+    // A short page is the end of the trace.
+    if (page.length < want) break
     next = (page.at(-1) as Exchange).seq + 1
   }
   if (shown === 0) printHead(reader, view ?? 'http', from, json, io)
