@@ -5,7 +5,7 @@
  *     by SHA-256 at the client                                                        [peak RSS < 150 MB]
  *   - a 10,000-exchange, ~330 MB trace replayed strictly through the interceptor        [RSS < 300 MB]
  *   - a single 1,000,000-exchange trace: the first strict-replay answer                 [< 1 s, RSS < 300 MB]
- *   - the same trace imported from a trace file (`tr-proxy import`), then, each in a new process: the first
+ *   - a 500,000-exchange trace imported from a trace file (`tr-proxy import`), then, each in a new process: the first
  *     strict-replay answer [< 1 s, RSS < 300 MB], `show --limit 20` and `ls`               [proportional to what is read]
  *   - `ls` of 1,000 traces                                                               [< 300 ms]
  * The upstream and the clients run in their own processes; only the Tool Replay process is measured.
@@ -33,6 +33,11 @@ const BIG_BYTES = Math.round(Number(process.env.BENCH_GIB ?? 1) * 1024 ** 3)
 const TEN_K = 10_000
 const TEN_K_BODY = 33 * 1024
 const MILLION = Number(process.env.BENCH_MILLION ?? 1_000_000)
+/**
+ * Exchanges of the imported trace: a trace file is one JSON text, and V8 caps a string near 512 MiB, which a
+ * million exchanges pretty-printed exceed (README Limits).
+ */
+const IMPORTED = Number(process.env.BENCH_IMPORT ?? 500_000)
 const LS_TRACES = 1000
 const PATTERN = Buffer.alloc(64 * 1024)
 for (let i = 0; i < PATTERN.byteLength; i++) PATTERN[i] = (i * 31 + 7) & 0xff
@@ -150,11 +155,11 @@ const children: Record<string, (args: string[]) => Promise<unknown>> = {
     return { built: MILLION }
   },
   /** Opens the million-exchange trace for strict replay and asks for one recorded request. */
-  async 'first-answer-million'([store, base]) {
+  async 'first-answer-million'([store, base, count]) {
     const t0 = performance.now()
     const s = await openStore(store as string)
     await install({ mode: 'replay', trace: 'million', store: s })
-    const text = await (await fetch(`${base}/m/${Math.floor(MILLION / 2)}`)).text()
+    const text = await (await fetch(`${base}/m/${Math.floor(Number(count ?? MILLION) / 2)}`)).text()
     const ms = performance.now() - t0
     const rss = rssMb()
     // Not closed: listing 999,999 unused recordings is not what this measures.
@@ -163,13 +168,13 @@ const children: Record<string, (args: string[]) => Promise<unknown>> = {
   /** Writes a trace file of a million exchanges (one shared tiny body), as an export would. */
   async 'million-file'([file, base]) {
     const body = bodyFromBytes(new TextEncoder().encode('{"ok":true}'))
-    const exchanges = Array.from({ length: MILLION }, (_, i) => millionExchange(i, `${base}/m/${i}`, body.ref))
+    const exchanges = Array.from({ length: IMPORTED }, (_, i) => millionExchange(i, `${base}/m/${i}`, body.ref))
     await writeTraceFile(file as string, {
       meta: { name: 'million', format: TRACE_FORMAT_VERSION },
       exchanges,
       bodies: new Map([[body.ref.digest, body.bytes]]),
     })
-    return { written: MILLION }
+    return { written: IMPORTED }
   },
   /** `tr-proxy import FILE` into a new store. */
   async 'import-million'([store, file]) {
@@ -221,17 +226,17 @@ async function importRows(dir: string, base: string, log: (s: string) => void): 
   const rows: Array<[string, string, string, boolean]> = []
   const file = join(dir, 'million.trace.json')
   const store = join(dir, 'imported')
-  log(`writing a ${MILLION}-exchange trace file ...`)
+  log(`writing a ${IMPORTED}-exchange trace file ...`)
   await child('million-file', [file, base]).result
   log('importing it ...')
   const imp = await child('import-million', [store, file]).result
   rows.push([
-    `import of a ${MILLION}-exchange trace file`,
+    `import of a ${IMPORTED}-exchange trace file`,
     `${(Number(imp.ms) / 1000).toFixed(1)} s, peak RSS ${Number(imp.rssMb).toFixed(0)} MB (exit ${imp.code}${imp.err ? `: ${String(imp.err).slice(0, 80)}` : ''})`,
     'reads the file whole',
     imp.code === 0,
   ])
-  const m = await child('first-answer-million', [store, base]).result
+  const m = await child('first-answer-million', [store, base, String(IMPORTED)]).result
   rows.push([
     `  then the first strict answer (new process)`,
     `${Number(m.ms).toFixed(0)} ms, peak RSS ${Number(m.rssMb).toFixed(0)} MB`,
