@@ -9,11 +9,11 @@
  */
 import { join } from 'node:path'
 import { ErrorCodes, type Exchange, ToolReplayError } from '../trace/index.ts'
-import { collectGarbage, type GcReport } from './gc.ts'
+import { collectGarbage } from './gc.ts'
 import { TableDamage } from './leveldb-table.ts'
 import { FileView } from './leveldb-view.ts'
 import { StoreChanged, type StoreFiles } from './store-files.ts'
-import type { StoredBody, StoreOps, TraceInfo } from './store-ops.ts'
+import type { GcReport, StoredBody, StoreOps, TraceInfo } from './store-ops.ts'
 import { type KvRead, StoreReads } from './store-reads.ts'
 import type { TraceSummary } from './trace-store.ts'
 

@@ -14,21 +14,8 @@ import { readdir, stat, unlink } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import type { Exchange } from '../trace/index.ts'
-import { type BodyManifest, ownerAlive, refsOf } from './store-ops.ts'
+import { type BodyManifest, type GcReport, ownerAlive, refsOf } from './store-ops.ts'
 import { type KvRead, prefixRange, type StoredMeta } from './store-reads.ts'
-
-/** What gc removed (or, in a dry run, would remove). */
-export interface GcReport {
-  dryRun: boolean
-  /** Bodies no trace references (stored inside the database or as pieces). */
-  bodies: number
-  /** Piece files no kept body uses. */
-  pieces: number
-  /** Bytes of those bodies kept inside the database, plus the piece files' sizes. */
-  bytes: number
-  /** Piece files nothing references yet, kept because a recording still running (or gc itself) is newer. */
-  keptRecent: number
-}
 
 /** What a collection is given by the backend that runs it. */
 export interface GcTarget {

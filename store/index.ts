@@ -4,7 +4,6 @@ export type { BodyWriter } from './body-writer.ts'
 export type { FsckOptions, FsckReport, FsckTrace } from './fsck.ts'
 /** Checks a whole store (every body against its SHA-256) and rescues what is intact. */
 export { checkStore } from './fsck.ts'
-export type { GcReport } from './gc.ts'
 export type { OpenStoreOptions } from './level-store.ts'
 /** Opens the LevelDB store, its default location, and the socket processes share it through. */
 export { defaultStoreDir, openStore, openStoreOps, storeSocketPath } from './level-store.ts'
@@ -12,7 +11,7 @@ export { defaultStoreDir, openStore, openStoreOps, storeSocketPath } from './lev
 export { createMemoryStore } from './memory-store.ts'
 /** Bytes a store directory takes on disk: the database's files and the piece files. */
 export { diskUsage } from './store-files.ts'
-export type { BodyManifest, RecordingOwner, StoredBody, StoreOps, TraceInfo } from './store-ops.ts'
+export type { BodyManifest, GcReport, RecordingOwner, StoredBody, StoreOps, TraceInfo } from './store-ops.ts'
 /** Bodies over INLINE_BODY_MAX are stored (and streamed) as pieces of up to PIECE_SIZE. */
 export { INLINE_BODY_MAX, PIECE_SIZE } from './store-ops.ts'
 export type { ExportedTrace, TraceFileOptions } from './trace-file.ts'

@@ -22,12 +22,13 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Level } from 'level'
 import { computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
-import { collectGarbage, type GcReport } from './gc.ts'
+import { collectGarbage } from './gc.ts'
 import { piecePath, writePiece } from './pieces.ts'
 import { traceExists } from './store-errors.ts'
 import { assertNoLinks, filesCorrupt, inspectStore, recordSynced } from './store-files.ts'
 import {
   type BodyManifest,
+  type GcReport,
   INLINE_BODY_MAX,
   type RecordingOwner,
   refsOf,

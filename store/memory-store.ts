@@ -3,10 +3,10 @@
  * StoreOps, so readers, recordings and verification are the very code the LevelDB store runs.
  */
 import { computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
-import type { GcReport } from './gc.ts'
 import { traceExists } from './store-errors.ts'
 import {
   type BodyManifest,
+  type GcReport,
   INLINE_BODY_MAX,
   ownerAlive,
   type RecordingOwner,

@@ -9,7 +9,6 @@
  */
 import { hostname } from 'node:os'
 import { type Exchange, type Outcome, sha256, type Trace, type TraceMeta } from '../trace/index.ts'
-import type { GcReport } from './gc.ts'
 import type { TraceSummary } from './trace-store.ts'
 
 /** Bodies up to this size are stored whole, inside the database. */
@@ -32,6 +31,19 @@ export interface BodyManifest {
 export interface RecordingOwner {
   pid: number
   host: string
+}
+
+/** What gc removed (or, in a dry run, would remove). */
+export interface GcReport {
+  dryRun: boolean
+  /** Bodies no trace references (stored inside the database or as pieces). */
+  bodies: number
+  /** Piece files no kept body uses. */
+  pieces: number
+  /** Bytes of those bodies kept inside the database, plus the piece files' sizes. */
+  bytes: number
+  /** Piece files nothing references yet, kept because a recording still running (or gc itself) is newer. */
+  keptRecent: number
 }
 
 /** What a trace id holds, without its exchanges. */

@@ -1,7 +1,6 @@
 import type { Exchange, Trace, TraceMeta } from '../trace/index.ts'
 import type { BodyWriter } from './body-writer.ts'
-import type { GcReport } from './gc.ts'
-import type { BodyManifest } from './store-ops.ts'
+import type { BodyManifest, GcReport } from './store-ops.ts'
 import type { TraceReader } from './trace-reader.ts'
 
 /**
