@@ -11,6 +11,7 @@ COPY bin ./bin
 COPY trace ./trace
 COPY store ./store
 COPY engine ./engine
+COPY capture ./capture
 COPY lab ./lab
 COPY interceptor ./interceptor
 COPY proxy ./proxy

@@ -1,11 +1,12 @@
 /**
  * Tool Replay: record, strictly replay, fork and diff the HTTP exchanges of AI and API-driven apps.
- * The main entry re-exports the pieces most users need; subpaths (`tool-replay/interceptor`, ...) hold the rest.
+ * The main entry re-exports the pieces most users need from the public entries; subpaths
+ * (`tool-replay/interceptor`, ...) hold the rest. What is exported is pinned by e2e/public-surface.test.ts.
  */
 
-export type { ContractReport, FaultsConfig, Mode, SessionOptions, SessionSummary } from './engine/index.ts'
-export { assertContracts, checkContracts, openSession, parseFaults, readFaultsFile } from './engine/index.ts'
-export type { TraceStore } from './store/index.ts'
-export { createMemoryStore } from './store/index.ts'
-export type { ErrorCode, Exchange, Trace, TraceMeta } from './trace/index.ts'
-export { ErrorCodes, isToolReplayError, ToolReplayError } from './trace/index.ts'
+export type { ContractReport, FaultsConfig, Mode, SessionOptions, SessionSummary } from './engine/public.ts'
+export { assertContracts, checkContracts, openSession, parseFaults, readFaultsFile } from './engine/public.ts'
+export type { TraceStore } from './store/public.ts'
+export { createMemoryStore } from './store/public.ts'
+export type { ErrorCode, Exchange, Trace, TraceMeta } from './trace/public.ts'
+export { ErrorCodes, isToolReplayError, ToolReplayError } from './trace/public.ts'

@@ -11,7 +11,7 @@ import { openSession, type SessionSummary } from '../engine/index.ts'
 import { loadCertificateAuthority, proxyEnvironment, startProxy } from '../proxy/index.ts'
 import { createMemoryStore } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
-import type { IntactCase } from './verify.ts'
+import type { IntactCase } from './manifest.ts'
 
 /** Longest a command case may run before it is killed, in ms. */
 export const COMMAND_CASE_TIMEOUT_MS = 120_000

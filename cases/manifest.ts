@@ -4,7 +4,7 @@
  * (no timestamps, no absolute paths, no source trace names), so emitting the same case twice gives the
  * same bytes and a case can be committed and reviewed.
  */
-import { ErrorCodes, parseJson, sortKeysDeep, ToolReplayError } from '../trace/index.ts'
+import { ErrorCodes, parseJson, sortKeysDeep, ToolReplayError, type Trace } from '../trace/index.ts'
 
 export const CASE_FORMAT = 'tool-replay-case'
 export const CASE_VERSION = 1 as const
@@ -38,6 +38,13 @@ export interface CaseManifest {
   trace: { file: string; sha256: string; size: number; exchanges: number }
   /** The generated test file and the SHA-256 of its bytes. */
   test: { file: string; framework: CaseFramework; sha256: string }
+}
+
+/** A case whose integrity checked out (`checkCaseIntegrity` in verify.ts): its manifest and its trace, nothing run yet. */
+export interface IntactCase {
+  dir: string
+  manifest: CaseManifest
+  trace: Trace
 }
 
 /** Case names: also the directory name, so plain and portable. */

@@ -13,7 +13,7 @@ import type { SessionSummary } from '../engine/index.ts'
 import { globalFetchIsCapturable, install } from '../interceptor/index.ts'
 import { createMemoryStore } from '../store/index.ts'
 import { ErrorCodes, parseJson, stringifyJson, ToolReplayError } from '../trace/index.ts'
-import type { IntactCase } from './verify.ts'
+import type { IntactCase } from './manifest.ts'
 
 /** What running a case produced: the app's result, the replay summary, and the app's failure if any. */
 export interface RunOutcome {

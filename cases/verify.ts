@@ -15,7 +15,7 @@ import { resolve } from 'node:path'
 import { formatSummary, type SessionSummary } from '../engine/index.ts'
 import { parseTraceFile } from '../store/index.ts'
 import { canonicalJson, diffJson, ErrorCodes, isToolReplayError, type JsonDifference, sha256, ToolReplayError, type Trace } from '../trace/index.ts'
-import { type CaseExpectation, type CaseManifest, MANIFEST_FILE, parseManifest } from './manifest.ts'
+import { type CaseExpectation, type CaseManifest, type IntactCase, MANIFEST_FILE, parseManifest } from './manifest.ts'
 import { canRunInProcess, type RunOutcome, runRunner, runRunnerInChild } from './run-runner.ts'
 
 /** A case that passed. */
@@ -26,13 +26,6 @@ export interface VerifyResult {
   /** What the run produced (the runner's return value as JSON, or the command's exit code and stdout). */
   actual: unknown
   summary: SessionSummary
-}
-
-/** A case whose integrity checked out: its manifest and its trace, nothing run yet. */
-export interface IntactCase {
-  dir: string
-  manifest: CaseManifest
-  trace: Trace
 }
 
 function integrity(dir: string, why: string, cause?: unknown): ToolReplayError {

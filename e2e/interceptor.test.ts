@@ -13,6 +13,8 @@ import { gzipSync } from 'node:zlib'
 import { type InstallOptions, type InterceptorSession, install } from 'tool-replay/interceptor'
 import { openStore, type TraceStore } from 'tool-replay/store'
 import { Agent, getGlobalDispatcher } from 'undici'
+// Not public API: the helper that fills both of undici's global-dispatcher slots, to set up the outer dispatcher.
+import { installGlobalDispatcher } from '../interceptor/index.ts'
 
 interface TestServer {
   url: string
@@ -443,7 +445,7 @@ test('occurrences replay in order, and one request too many is TR_REPLAY_EXHAUST
   assert.equal(refused.headers.get('x-tool-replay-error'), 'TR_REPLAY_EXHAUSTED')
   const { error } = (await refused.json()) as { error: { code: string; message: string } }
   assert.equal(error.code, 'TR_REPLAY_EXHAUSTED')
-  assert.match(error.message, /recorded this request 3 time\(s\) and this is request #4/)
+  assert.match(error.message, /recorded this request 3 time\(s\) \(#0 to #2\) and this is #3/)
   assert.throws(() => rep.assertDone(), { code: 'TR_REPLAY_INCOMPLETE' })
   await rep.close()
 })
@@ -537,7 +539,7 @@ test('install and uninstall restore the previous global dispatcher (both undici 
   const v2 = Symbol.for('undici.globalDispatcher.2')
   const g = globalThis as unknown as Record<symbol, unknown>
   const mine = new Agent()
-  const restoreOuter = (await import('tool-replay/interceptor')).installGlobalDispatcher(mine)
+  const restoreOuter = installGlobalDispatcher(mine)
   const before1 = g[v1]
   const before2 = g[v2]
   assert.equal(getGlobalDispatcher(), mine)
@@ -623,9 +625,12 @@ test('an app abort mid-stream: the recording drains the response (bounded), and 
   try {
     const trace = traceName('abort-drain')
     const rec = await session('record', trace, { drainAfterAbortMs: 150 })
-    assert.equal(await readFirstThenAbort(`${server.url}/finite`), 'data: first\n\n')
+    // Live, a loaded machine may read two events off the socket at once: only the start is certain.
+    const liveFinite = await readFirstThenAbort(`${server.url}/finite`)
+    assert.ok(liveFinite.startsWith('data: first\n\n'), liveFinite)
     finite = false
-    assert.equal(await readFirstThenAbort(`${server.url}/endless`), 'data: first\n\n')
+    const liveEndless = await readFirstThenAbort(`${server.url}/endless`)
+    assert.ok(liveEndless.startsWith('data: first\n\n'), liveEndless)
     await rec.close()
     const recorded = await store.readTrace(trace)
     const [a, b] = recorded.exchanges
@@ -640,8 +645,8 @@ test('an app abort mid-stream: the recording drains the response (bounded), and 
     // Replay re-enacts it: the app reads the first event and aborts, with nothing left over. The default
     // pace ('chunks') hands the first chunk over as a read of its own.
     const rep = await session('replay', trace)
-    assert.equal(await readFirstThenAbort(`${server.url}/finite`), 'data: first\n\n')
-    assert.equal(await readFirstThenAbort(`${server.url}/endless`), 'data: first\n\n')
+    assert.equal(await readFirstThenAbort(`${server.url}/finite`), liveFinite)
+    assert.equal(await readFirstThenAbort(`${server.url}/endless`), liveEndless)
     rep.assertDone()
     await rep.close()
   } finally {

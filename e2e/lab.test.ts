@@ -12,9 +12,10 @@ import { describe, test } from 'node:test'
 import { runCli } from 'tool-replay/cli'
 import { parseFaults } from 'tool-replay/engine'
 import { install } from 'tool-replay/interceptor'
-import { type LabRun, runLab, SCENARIO_NAMES, shipOrder, startShippingApi, VirtualClock } from 'tool-replay/lab'
 import { createMemoryStore, exportTrace } from 'tool-replay/store'
 import { fetch } from 'undici'
+// The lab is private to the CLI (`tr-proxy demo`), not a package subpath: imported from the checkout.
+import { type LabRun, runLab, SCENARIO_NAMES, shipOrder, startShippingApi, VirtualClock } from '../lab/index.ts'
 
 /** Each scenario's verdicts for no retries, unchecked retries, idempotent retries. */
 const EXPECTED: Record<string, Array<[string, number, number, RegExp]>> = {

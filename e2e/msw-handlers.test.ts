@@ -203,7 +203,7 @@ describe('export-msw: generated handlers reproduce the trace under msw setupServ
         assert.equal(refusal.error.code, 'TR_REPLAY_EXHAUSTED')
         assert.match(
           refusal.error.message,
-          /^TR_REPLAY_EXHAUSTED: Failed to replay "GET http:\/\/127\.0\.0\.1:\d+\/counter": trace "msw" recorded this request 2 time\(s\) and this is request #3/,
+          /^TR_REPLAY_EXHAUSTED: Failed to replay "GET http:\/\/127\.0\.0\.1:\d+\/counter": trace "msw" recorded this request 2 time\(s\) \(#0 to #1\) and this is #2/,
         )
         // A body the trace never saw falls through to onUnhandledRequest ('error' fails the request).
         const other = await observe(`${site.url}/v1/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"prompt":"three"}' })

@@ -43,6 +43,11 @@ const inSession = <T>(mode: InstallOptions['mode'], trace: string, scenario: () 
   runInSession(store, mode, trace, scenario, extra)
 
 /** What a test compares between record and replay: the app's view without timing. */
+/** A header's value in a raw header list (names compared case-insensitively). */
+const headerOf = (raw: string[] | undefined, name: string) => {
+  const i = (raw ?? []).findIndex((v, n) => n % 2 === 0 && v.toLowerCase() === name)
+  return i < 0 ? undefined : raw?.[i + 1]
+}
 const view = (r: NodeHttpResult) => ({ status: r.status, statusText: r.statusText, rawHeaders: r.rawHeaders, body: r.body, error: r.error })
 
 async function exchangesOf(trace: string): Promise<Exchange[]> {
@@ -330,18 +335,23 @@ test('fetch and node:http in one run: each request is captured once, even a fetc
   await up.close()
 })
 
-test('a request body over maxBodyBytes fails with TR_REQUEST_TOO_LARGE, and strict replay counts it', async () => {
+test('a request body over maxBodyBytes is refused with 413 TR_REQUEST_TOO_LARGE (as on every path), and strict replay counts it', async () => {
   const up = await startUpstream()
   const url = `http://127.0.0.1:${up.port}/echo`
   const big = Buffer.alloc(4096, 'x')
   const trace = traceName('limits')
   const recorded = await inSession('record', trace, () => nodeHttpCall(url, { method: 'POST', body: big }), { maxBodyBytes: 1024 })
-  assert.equal(recorded.result.error?.code, 'TR_REQUEST_TOO_LARGE')
-  assert.match(recorded.result.error?.message ?? '', /Request body of POST http:\/\/127\.0\.0\.1:\d+\/echo is over 1024 bytes.*maxBodyBytes/)
+  const tooLarge = (r: typeof recorded.result) => {
+    assert.equal(r.error, undefined, 'a response, not a failed request: SDKs retry failed requests')
+    assert.equal(r.status, 413)
+    assert.equal(headerOf(r.rawHeaders, 'x-tool-replay-error'), 'TR_REQUEST_TOO_LARGE')
+    assert.match(r.body, /Request body of POST http:\/\/127\.0\.0\.1:\d+\/echo is over 1024 bytes.*maxBodyBytes/)
+  }
+  tooLarge(recorded.result)
   assert.deepEqual(up.requests, [], 'nothing went live')
   await up.close()
   const replayed = await inSession('replay', trace, () => nodeHttpCall(url, { method: 'POST', body: big }), { maxBodyBytes: 1024 })
-  assert.equal(replayed.result.error?.code, 'TR_REQUEST_TOO_LARGE')
+  tooLarge(replayed.result)
   assert.deepEqual(
     replayed.summary.misses.map((m) => m.code),
     ['TR_REQUEST_TOO_LARGE'],

@@ -16,7 +16,7 @@ import { createTestPki, HELLO, RESET_PARTIAL, startUpstream, type TestUpstream }
 
 const MISS_MESSAGE = 'TR_REPLAY_MISS: Failed to replay "GET https://api.test/json": no recorded exchange in trace'
 const EXHAUSTED_MESSAGE =
-  'TR_REPLAY_EXHAUSTED: Failed to replay "GET https://api.test/hello": trace "strict" recorded this request 1 time(s) and this is request #2'
+  'TR_REPLAY_EXHAUSTED: Failed to replay "GET https://api.test/hello #1": trace "strict" recorded this request 1 time(s) (#0) and this is #1'
 
 let pki: Awaited<ReturnType<typeof createTestPki>>
 let tlsUp: TestUpstream

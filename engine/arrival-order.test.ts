@@ -28,6 +28,19 @@ test('a ticket given up (connection closed) stops holding the others at once', (
   )
 })
 
+test('a ticket released while its turn waits still has its turn, in order: its caller is never left hanging', async () => {
+  const order = new ArrivalOrder(60_000)
+  const [first, waiting, after] = [order.ticket(), order.ticket(), order.ticket()]
+  const ran: string[] = []
+  const pw = waiting.turn(() => ran.push('waiting'))
+  const pa = after.turn(() => ran.push('after'))
+  // The client of `waiting` closes its connection while it waits (the proxy releases on close).
+  waiting.release()
+  first.turn(() => ran.push('first'))
+  await Promise.all([pw, pa])
+  assert.deepEqual(ran, ['first', 'waiting', 'after'])
+})
+
 test('a ticket that makes progress keeps its place past the wait; one that makes none is skipped after it', async () => {
   // Margins of a second or more either way, so a loaded machine's late timers cannot decide the outcome.
   const order = new ArrivalOrder(3000)

@@ -19,7 +19,7 @@ export interface Ticket {
   turn<T>(fn: () => T): T | Promise<T>
   /** Says the request is on its way (a CONNECT answered, a TLS handshake done): it may hold the others a while longer. */
   progress(): void
-  /** Gives the place up (its request never came, the connection closed). Idempotent. */
+  /** Gives the place up (its request never came, the connection closed). Idempotent; a no-op once `turn` was asked for. */
   release(): void
 }
 
@@ -51,10 +51,10 @@ export class ArrivalOrder {
     this.#seen.set(n, performance.now())
     let released = false
     const release = () => {
-      if (released) return
+      // A turn already asked for runs in its place whatever happens to the connection: the request came, and
+      // whoever waits on the turn must get its answer (the capture lifecycle records a client that left).
+      if (released || this.#waiting.has(n)) return
       released = true
-      // A place given up while waiting (the client went away): its turn never runs.
-      this.#waiting.delete(n)
       this.#seen.delete(n)
       this.#over.add(n)
       this.#advance()

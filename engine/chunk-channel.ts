@@ -3,7 +3,7 @@
  * the playback driver as an async iterable. The producer is told to wait while more than a bound of bytes
  * sits unread, so a slow client holds back the source instead of growing memory.
  */
-import type { PlaybackChunk } from './session.ts'
+import type { PlaybackChunk } from './decision.ts'
 
 /** Bytes that may wait unread before `push` asks the producer to hold on. */
 const HIGH_WATER_BYTES = 1024 * 1024

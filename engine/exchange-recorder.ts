@@ -12,7 +12,6 @@ import {
   type BodyRef,
   bodyFromChunks,
   ErrorCodes,
-  type ErrorPhase,
   type Exchange,
   type HeaderPairs,
   headerValue,
@@ -22,22 +21,8 @@ import {
   ToolReplayError,
 } from '../trace/index.ts'
 import { redactBody } from './body-redaction.ts'
+import type { CapturedRequest, ExchangeRecorder } from './decision.ts'
 import type { Redactor } from './redaction.ts'
-import type { CapturedRequest } from './session.ts'
-
-/**
- * Collects the outcome of one forwarded request and writes it as one exchange.
- * Call `responseStart`, then `responseData` per chunk, then `responseEnd`; or `fail` at any point.
- */
-export interface ExchangeRecorder {
-  /** False for passthrough: nothing is written, calls are cheap no-ops. */
-  readonly recording: boolean
-  responseStart(head: ResponseHead): void
-  /** Takes one chunk (copied). Returns a promise when the store is behind: pause the source until it settles. */
-  responseData(chunk: Uint8Array): undefined | Promise<void>
-  responseEnd(trailers?: HeaderPairs): Promise<void>
-  fail(error: { code?: string; message: string }, phase?: ErrorPhase): Promise<void>
-}
 
 /** A recorder that stores nothing (passthrough). */
 export const PASSTHROUGH_RECORDER: ExchangeRecorder = {

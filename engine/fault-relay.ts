@@ -25,9 +25,8 @@ import {
   type ResponseHead,
 } from '../trace/index.ts'
 import { ChunkChannel } from './chunk-channel.ts'
-import type { ExchangeRecorder } from './exchange-recorder.ts'
+import type { ExchangeRecorder, Playback, PlaybackChunk } from './decision.ts'
 import { applyAfterResponse, type BufferedResponse, type FaultDecision, type FaultFailure, faultRecord, StreamCutter } from './faults/index.ts'
-import type { Playback, PlaybackChunk } from './session.ts'
 import { clientAbortError } from './transport-rules.ts'
 
 /** What a relay needs from its session. */

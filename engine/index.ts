@@ -2,6 +2,7 @@
 
 export type { Ticket } from './arrival-order.ts'
 export { ArrivalOrder, DEFAULT_ARRIVAL_WAIT_MS } from './arrival-order.ts'
+export type { CapturedRequest, Decision, ExchangeRecorder, Playback, PlaybackChunk, PlaybackChunks } from './decision.ts'
 export type { FaultVerdict } from './fault-verdict.ts'
 export { faultVerdict, faultVerdictError, formatFaultVerdict } from './fault-verdict.ts'
 export type {
@@ -56,20 +57,13 @@ export {
 } from './faults/index.ts'
 export type { LedgerEntry, SessionSummary } from './ledger.ts'
 export { formatSummary } from './ledger.ts'
-export { toNodeError } from './node-error.ts'
-export type { Pace, PaceOption } from './pacing.ts'
-export { DEFAULT_PACE, formatPace, keepsChunksApart, parsePace, releaseAtMs } from './pacing.ts'
-export type { PlaybackTarget } from './playback-driver.ts'
-export { drivePlayback } from './playback-driver.ts'
 export type { RedactionOptions } from './redaction.ts'
 export { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_QUERY_PARAMS, REDACTED, Redactor } from './redaction.ts'
 export type { ConfigSource, ToolReplayConfig } from './redaction-config.ts'
 export { DEFAULT_CONFIG_FILE, loadConfig, mergeRedaction, parseConfig } from './redaction-config.ts'
-export type { RefusalResponse } from './refusal.ts'
-export { ERROR_HEADER, REFUSAL_STATUS, REFUSAL_STATUS_TEXT, refusalPlayback, refusalResponse } from './refusal.ts'
 export type { ScanOptions, SecretFinding, SecretKind } from './secret-scan.ts'
 export { maskSecret, scanDocument, scanTrace } from './secret-scan.ts'
-export type { CapturedRequest, Decision, ExchangeRecorder, Mode, Playback, PlaybackChunk, PlaybackChunks, SessionOptions } from './session.ts'
+export type { Mode, SessionOptions } from './session.ts'
 export { MODES, openSession, Session } from './session.ts'
 export type { FaultClock, FaultsInput, SessionFaultsOptions } from './session-faults.ts'
 export { loadSessionFaults, SessionFaults } from './session-faults.ts'
@@ -77,13 +71,4 @@ export { loadSessionFaults, SessionFaults } from './session-faults.ts'
 export { judgeTestReplay, registerVitestFileHooks } from './test-hooks.ts'
 /** Which trace and mode a test file records or replays (TOOL_REPLAY_MODE, TOOL_REPLAY_TRACE as a group); whether a setup was preloaded. */
 export { loadedAsTestPreload, resolveTestTrace, traceNameForTestFile } from './test-trace.ts'
-export type { ExchangeProgress } from './transport-rules.ts'
-export {
-  bodyTooLarge,
-  CLIENT_ABORT_CODE,
-  clientAbortError,
-  DEFAULT_DRAIN_AFTER_ABORT_MS,
-  DEFAULT_MAX_BODY_BYTES,
-  errorPhase,
-  parseMaxBodyBytes,
-} from './transport-rules.ts'
+export { CLIENT_ABORT_CODE, clientAbortError, DEFAULT_MAX_BODY_BYTES, parseMaxBodyBytes } from './transport-rules.ts'

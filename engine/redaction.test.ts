@@ -27,3 +27,13 @@ test('Redactor.exchange redacts URL, request and response headers, trailers and 
     [['x-tenant', REDACTED]],
   ])
 })
+
+test('redaction changes nothing outside the redacted paths (issue 7: the store changed 12345678901234567890 and 1.50)', () => {
+  const redactor = new Redactor({ bodyPaths: ['$.secret', '$.list[*].token'] })
+  const text = '{"id":12345678901234567890, "secret":"x","n":1.50,"list":[{"token":"t1","k":1e3},{"token":"t2"}]}'
+  const out = new TextDecoder().decode(redactor.body(new TextEncoder().encode(text), [['content-type', 'application/json']]))
+  assert.equal(out, '{"id":12345678901234567890, "secret":"[REDACTED]","n":1.50,"list":[{"token":"[REDACTED]","k":1e3},{"token":"[REDACTED]"}]}')
+  // The bytes outside the redacted values are exactly the original's.
+  const outside = (s: string) => s.replace(/"(x|t1|t2|\[REDACTED\])"/g, '""')
+  assert.equal(outside(out), outside(text))
+})

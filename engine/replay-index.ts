@@ -20,7 +20,7 @@ import {
   identityDistance,
   type Trace,
 } from '../trace/index.ts'
-import type { CapturedRequest } from './session.ts'
+import type { CapturedRequest } from './decision.ts'
 
 /** What the index gives for a request; a refusal names the request's identity key (retries of one request share it). */
 export type Take =

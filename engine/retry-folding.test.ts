@@ -2,8 +2,9 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { createMemoryStore } from '../store/index.ts'
 import type { HeaderPairs } from '../trace/index.ts'
+import type { CapturedRequest } from './decision.ts'
 import { formatSummary } from './ledger.ts'
-import { type CapturedRequest, openSession, type Session } from './session.ts'
+import { openSession, type Session } from './session.ts'
 
 const enc = new TextEncoder()
 const post = (content: string, headers: HeaderPairs = []): CapturedRequest => ({

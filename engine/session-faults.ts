@@ -21,7 +21,7 @@ import {
   type RecordedRequest,
 } from '../trace/index.ts'
 import { redactBody } from './body-redaction.ts'
-import type { ExchangeRecorder } from './exchange-recorder.ts'
+import type { CapturedRequest, Decision, ExchangeRecorder, Playback } from './decision.ts'
 import { FaultRelay } from './fault-relay.ts'
 import {
   assertAllRulesFired,
@@ -37,7 +37,6 @@ import {
   seedLine,
 } from './faults/index.ts'
 import type { Redactor } from './redaction.ts'
-import type { CapturedRequest, Decision, Playback } from './session.ts'
 import { clientAbortError } from './transport-rules.ts'
 
 /** The clock a faulted run follows: schedules (`window`, `quota`) and fault waits. */

@@ -3,8 +3,9 @@ import { after, describe, test } from 'node:test'
 import { gzipSync } from 'node:zlib'
 import { createMemoryStore } from '../store/index.ts'
 import { ErrorCodes, type HeaderPairs, isToolReplayError, ToolReplayError } from '../trace/index.ts'
+import type { CapturedRequest, Decision, PlaybackChunk } from './decision.ts'
 import { formatSummary } from './ledger.ts'
-import { type CapturedRequest, type Decision, openSession, type PlaybackChunk, type Session } from './session.ts'
+import { openSession, type Session } from './session.ts'
 
 /** Replay from a trace in memory decides synchronously; this asserts it and narrows the type. */
 function sync(d: Decision | Promise<Decision>): Decision {
@@ -68,7 +69,7 @@ describe('Session', () => {
     assert.equal(d.kind, 'fail')
     if (d.kind === 'fail') {
       assert.equal(d.error.code, ErrorCodes.REPLAY_EXHAUSTED)
-      assert.match(d.error.message, /recorded this request 3 time\(s\) and this is request #4/)
+      assert.match(d.error.message, /recorded this request 3 time\(s\) \(#0 to #2\) and this is #3/)
     }
     assert.throws(
       () => rep.assertDone(),

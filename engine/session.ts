@@ -6,13 +6,10 @@ import {
   bodyBytes,
   ErrorCodes,
   type Exchange,
-  type HeaderPairs,
   headerValue,
   type IdentityOptions,
   isToolReplayError,
   parseJsonPath,
-  type RecordedError,
-  type ResponseHead,
   splitChunks,
   ToolReplayError,
   TRACE_FORMAT_VERSION,
@@ -20,16 +17,14 @@ import {
 } from '../trace/index.ts'
 import { ArrivalOrder, type Ticket } from './arrival-order.ts'
 import { redactRequestBody } from './body-redaction.ts'
-import { createExchangeRecorder, type ExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
-import type { FaultDecision } from './faults/index.ts'
+import type { CapturedRequest, Decision, ExchangeRecorder, Playback, PlaybackChunk, PlaybackChunks } from './decision.ts'
+import { createExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
 import { entryFromError, formatSummary, type LedgerEntry, RetryFolding, type SessionSummary } from './ledger.ts'
 import { assertPlayable } from './playable.ts'
 import { type RedactionOptions, Redactor } from './redaction.ts'
 import { MemoryReplayIndex, type ReplayIndex, StoreReplayIndex, type Take, type UnusedRecording } from './replay-index.ts'
 import { type FaultHost, SessionFaults, type SessionFaultsOptions } from './session-faults.ts'
 import { DEFAULT_MAX_BODY_BYTES } from './transport-rules.ts'
-
-export type { ExchangeRecorder } from './exchange-recorder.ts'
 
 /**
  * - record: forward every request live and store it (a new recording replaces the trace when it closes).
@@ -68,43 +63,6 @@ export interface SessionOptions {
   /** Fault rules and their seed: requests that go live may be faulted (see session-faults.ts). */
   faults?: SessionFaultsOptions
 }
-
-/** A request as a capture path saw it, before redaction. Body fully buffered (or null). */
-export interface CapturedRequest {
-  method: string
-  url: string
-  headers: HeaderPairs
-  body: Uint8Array | null
-  /** Aborts when the app gives up on the request; lets a fault's wait end early. */
-  signal?: AbortSignal
-}
-
-/** Chunks to play back, with their recorded time offsets (ms since the exchange started). */
-export type PlaybackChunk = { bytes: Uint8Array; atMs: number }
-
-/** A body to play back: its chunks in memory, or read (verified) from the store as they are played. */
-export type PlaybackChunks = PlaybackChunk[] | AsyncIterable<PlaybackChunk>
-
-/** A recorded response or failure, ready for a capture path to play back. */
-export type Playback =
-  | { kind: 'response'; head: ResponseHead; headersMs: number; chunks: PlaybackChunks; trailers: HeaderPairs }
-  | {
-      kind: 'error'
-      error: RecordedError
-      headersMs: number
-      head?: ResponseHead
-      chunks: PlaybackChunks
-      /** A fault made this failure: the app's own connection fails (the proxy resets it instead of answering 502). */
-      injected?: boolean
-    }
-
-/** What a capture path must do with one request. */
-export type Decision =
-  /** `fault`: a fault made this answer (before forwarding); the exchange carries its record. */
-  | { kind: 'replay'; exchange: Exchange; playback: Playback; fault?: FaultDecision }
-  /** `client`, when set (a fault after the upstream answered): forward and feed `recorder`, but play `client` to the app. */
-  | { kind: 'forward'; recorder: ExchangeRecorder; client?: Promise<Playback>; fault?: FaultDecision }
-  | { kind: 'fail'; error: ToolReplayError }
 
 /** A trace up to this many exchanges is replayed from memory; a bigger one through the store's index. */
 const MEMORY_MAX_EXCHANGES = 50_000
@@ -325,7 +283,7 @@ export class Session {
     if (taken.kind === 'exhausted') {
       const error = new ToolReplayError(
         ErrorCodes.REPLAY_EXHAUSTED,
-        `Failed to replay "${label}": trace "${this.trace}" recorded this request ${taken.recorded} time(s) and this is request #${taken.occurrence + 1}. Tool Replay never repeats a recording. Re-record the trace, or find why the app sends it more often (a retry loop?).`,
+        `Failed to replay "${label} #${taken.occurrence}": trace "${this.trace}" recorded this request ${taken.recorded} time(s) (${occurrenceRange(taken.recorded)}) and this is #${taken.occurrence}. Tool Replay never repeats a recording. Re-record the trace, or find why the app sends it more often (a retry loop?).`,
         { details: { request: label, recorded: taken.recorded, occurrence: taken.occurrence + 1 } },
       )
       if (this.#tailAllowed) return this.#goLive(request, seq, startMs, `the trace has no recording #${taken.occurrence + 1} of it`, signal)
@@ -622,11 +580,19 @@ export class Session {
   }
 }
 
+/**
+ * The occurrences of a request a trace recorded `n` times, as every report numbers them: `#0`, `#1`, ... after
+ * the request (`GET https://api.test/x #1`, as in `tr-proxy diff` and fork selectors); a lone `#N` is an exchange.
+ */
+function occurrenceRange(n: number): string {
+  return n === 1 ? '#0' : n === 2 ? '#0 and #1' : `#0 to #${n - 1}`
+}
+
 function unusedEntry(u: UnusedRecording): LedgerEntry {
   return {
     code: ErrorCodes.REPLAY_UNUSED,
     request: `${u.label} #${u.occurrence}`,
-    message: `recorded exchange #${u.seq} was never requested. The app did less than when it was recorded; re-record, or check what changed.`,
+    message: `never requested (it is exchange #${u.seq} of the trace). The app did less than when it was recorded; re-record, or check what changed.`,
   }
 }
 

@@ -4,6 +4,7 @@
  * uninstall).
  */
 import type { Dispatcher } from 'undici'
+import { type PaceOption, parsePace } from '../capture/index.ts'
 import {
   type FaultClock,
   type FaultsInput,
@@ -12,9 +13,7 @@ import {
   type Mode,
   mergeRedaction,
   openSession,
-  type PaceOption,
   parseMaxBodyBytes,
-  parsePace,
   type RedactionOptions,
   type Session,
   type SessionFaults,

@@ -18,20 +18,16 @@ import type { HttpRequestEvent } from '@mswjs/interceptors'
 import { ClientRequestInterceptor } from '@mswjs/interceptors/ClientRequest'
 import { HttpRequestInterceptor } from '@mswjs/interceptors/http'
 import {
-  bodyTooLarge,
-  clientAbortError,
+  type CaptureOptions,
+  captureRequest,
   DEFAULT_DRAIN_AFTER_ABORT_MS,
   drivePlayback,
-  type Pace,
   type PaceOption,
-  type Playback,
-  parseMaxBodyBytes,
   parsePace,
   refusalPlayback,
-  type Session,
-  type Ticket,
-} from '../engine/index.ts'
-import { ErrorCodes, isToolReplayError, ToolReplayError } from '../trace/index.ts'
+} from '../capture/index.ts'
+import { parseMaxBodyBytes, type Session } from '../engine/index.ts'
+import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { createForwardAgents, type ForwardAgents } from './internal-connection.ts'
 import { ignoreMockedTlsSessions } from './mocked-tls-session.ts'
 import { forwardLive } from './node-http-forward.ts'
@@ -66,18 +62,19 @@ export interface NodeHttpCapture {
  */
 class NodeHttpHandler {
   readonly #session: Session
-  readonly #pace: Pace
-  readonly #drainAfterAbortMs: number
-  readonly #maxBodyBytes: number
+  readonly #capture: CaptureOptions
   readonly #liveTail: boolean
   readonly #agents: ForwardAgents = createForwardAgents()
   #closed = false
 
   constructor(options: NodeHttpCaptureOptions) {
     this.#session = options.session
-    this.#pace = parsePace(options.pace)
-    this.#drainAfterAbortMs = options.drainAfterAbortMs ?? DEFAULT_DRAIN_AFTER_ABORT_MS
-    this.#maxBodyBytes = parseMaxBodyBytes(options.maxBodyBytes)
+    this.#capture = {
+      session: options.session,
+      pace: parsePace(options.pace),
+      maxBodyBytes: parseMaxBodyBytes(options.maxBodyBytes),
+      drainAfterAbortMs: options.drainAfterAbortMs ?? DEFAULT_DRAIN_AFTER_ABORT_MS,
+    }
     this.#liveTail = options.tail === 'live'
   }
 
@@ -136,71 +133,38 @@ class NodeHttpHandler {
     // Its place in the order the engine sees requests, taken as soon as msw hands the request over (fetch
     // takes its own at dispatch), so one trace holds both in the order the app made them.
     const ticket = this.#session.arrival()
-    try {
-      await this.#decide(event, target, ticket)
-    } finally {
-      // Idempotent: the turn already gave it up; this covers the ways out before the turn.
-      ticket.release()
-    }
-  }
-
-  async #decide(event: HttpRequestEvent, target: ControllerTarget, ticket: Ticket): Promise<void> {
-    const { request, initiator } = event
-    const { method, url } = request
+    const { initiator } = event
     const headers = requestHeaderPairs(request)
-    let bytes: Uint8Array | null
-    try {
-      const body = bufferRequestBody(request, headers, this.#maxBodyBytes, () => bodyTooLarge(method, url, this.#maxBodyBytes))
-      bytes = (body instanceof Promise ? await body : body).bytes
-    } catch (err) {
-      // Both paths refuse an over-large body the same way, and strict replay counts it.
-      if (isToolReplayError(err, ErrorCodes.REQUEST_TOO_LARGE)) this.#session.refuse({ method, url }, err)
-      throw err
-    }
-    // The app went away while its body was read: msw already failed the request.
-    if (request.signal.aborted) return
-    // With faults, a fault's wait (a timeout, a latency) ends when the app goes away.
-    const signal = this.#session.faults ? { signal: request.signal } : {}
-    const decision = await ticket.turn(() => this.#session.handle({ method, url, headers, body: bytes, ...signal }))
-    if (decision.kind === 'replay') {
-      play(decision.playback, this.#pace, target)
-      return
-    }
-    if (decision.kind === 'fail') {
-      refuse(target, decision.error)
-      return
-    }
-    if (request.signal.aborted) {
-      // Decided after the app left: nothing goes live, and the open recording is settled as the abort it was.
-      decision.recorder.fail(clientAbortError(), 'connect').catch(() => {})
-      return
-    }
-    forwardLive(
-      { method, url: new URL(url), headers, body: bytes, route: upstreamRoute(initiator, new URL(url)) },
+    // Not awaited to its end: handle() returns once the request is answered, and the answer streams on.
+    void captureRequest(
+      this.#capture,
       {
-        agents: this.#agents,
-        recorder: decision.recorder,
-        target,
-        signal: request.signal,
-        drainAfterAbortMs: this.#drainAfterAbortMs,
-        created: (live) => ownRequests.add(live),
-        detached: decision.client !== undefined,
+        method,
+        url,
+        headers,
+        // The app went away while its body was read: msw already failed the request.
+        readBody: (max, tooLarge) => {
+          const body = bufferRequestBody(request, headers, max, tooLarge)
+          if (!(body instanceof Promise)) return body
+          return body.then((b) => (request.signal.aborted ? 'gone' : b))
+        },
+        client: target,
+        forward: (body, events) =>
+          forwardLive(
+            { method, url: new URL(url), headers, body, route: upstreamRoute(initiator, new URL(url)) },
+            { agents: this.#agents, created: (live) => ownRequests.add(live) },
+            events,
+          ),
       },
+      ticket,
     )
-    // A fault acts on the answer: the upstream's response feeds the recorder, the app gets the engine's playback.
-    decision.client?.then((playback) => request.signal.aborted || play(playback, this.#pace, target)).catch((err: Error) => target.failWith(err))
   }
 }
 
-/** Plays a recorded outcome (or a refusal) into msw's controller; returns at once. */
-function play(playback: Playback, pace: Pace, target: ControllerTarget): void {
-  void drivePlayback(playback, pace, target)?.catch((err: Error) => target.failWith(err))
-}
-
-/** Answers a refused request with the engine's refusal response (403, `x-tool-replay-error`), as on the other paths. */
+/** Answers a refused request with the refusal response (403, `x-tool-replay-error`), as on the other paths. */
 function refuse(target: ControllerTarget, error: ToolReplayError): void {
   // One chunk, nothing recorded to wait for: no pacing applies.
-  play(refusalPlayback(error), { kind: 'none' }, target)
+  void drivePlayback(refusalPlayback(error), { kind: 'none' }, target)?.catch((err: Error) => target.failWith(err))
 }
 
 /** Installed captures, most recent last; requests go to the last one. */

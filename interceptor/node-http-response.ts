@@ -2,7 +2,7 @@
  * A node:http client's response, written through @mswjs/interceptors' request controller: the head goes out
  * with `controller.respondWith()` and the body as a ReadableStream that msw writes to the client's socket,
  * one socket write (and so one `'data'` event for the app) per chunk. What goes out when is decided by the
- * engine's playback driver, as for fetch and the proxy; this is only the `PlaybackTarget`.
+ * capture lifecycle, as for fetch and the proxy; this is only the `ClientTarget`.
  *
  * @note Failures, as a node:http client would see them live: before any head, `controller.errorWith(err)`
  * destroys the client's socket with that error, so `req.on('error')` gets the recorded code (ECONNREFUSED,
@@ -15,14 +15,12 @@
 import { ClientRequest } from 'node:http'
 import type { Socket } from 'node:net'
 import { FetchResponse, RequestController } from '@mswjs/interceptors'
-import { CLIENT_ABORT_CODE, type PlaybackTarget, toNodeError } from '../engine/index.ts'
+import { type ClientTarget, toNodeError } from '../capture/index.ts'
+import { CLIENT_ABORT_CODE } from '../engine/index.ts'
 import { type HeaderPairs, stripHopByHop } from '../trace/index.ts'
 
-/** A PlaybackTarget over msw's controller, plus a way to fail with a given error object (a live failure, as it came). */
-export interface ControllerTarget extends PlaybackTarget {
-  /** Before the head: the app's request fails with `error`. After it: the connection drops (see the module note). */
-  failWith(error: Error): void
-}
+/** A ClientTarget over msw's controller. `failWith`: before the head the app's request fails with the error; after it the connection drops (see the module note). */
+export type ControllerTarget = ClientTarget
 
 /** A macrotask: by then the client's parser has handed the previous chunk to the app as its own read. */
 const nextMacrotask = () => new Promise<void>((resolve) => setImmediate(resolve))
@@ -108,6 +106,10 @@ export function controllerTarget(controller: RequestController, request: Request
     get gone() {
       return gone()
     },
+    onGone(fn) {
+      if (gone()) return
+      request.signal.addEventListener('abort', fn, { once: true })
+    },
     head(head) {
       if (!pending()) {
         // msw already settled it (the app aborted while the engine decided): nobody to answer.
@@ -148,8 +150,12 @@ export function controllerTarget(controller: RequestController, request: Request
       // Trailers have no place in msw's Response: node:http apps get none on this path (README, Limits).
       if (body && !gone()) body.close()
     },
-    fail(recorded) {
-      target.failWith(toNodeError(recorded))
+    fail(recorded, afterHead) {
+      // A connection the server closed before the head: Node's client reports its own "socket hang up".
+      target.failWith(!afterHead && recorded.code === 'UND_ERR_SOCKET' ? socketHangUp() : toNodeError(recorded))
+    },
+    failLive(err) {
+      target.failWith(err)
     },
     failWith(error) {
       if (pending()) {
@@ -225,4 +231,9 @@ function deferNextClose(socket: Socket): void {
     setImmediate(() => Reflect.apply(emit, this, [event, ...args]))
     return true
   } as Socket['emit']
+}
+
+/** The error Node's http client gives when the server closes the connection before a response head. */
+function socketHangUp(): Error & { code: string } {
+  return Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })
 }

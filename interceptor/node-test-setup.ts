@@ -13,7 +13,6 @@ import type { InterceptorSession } from './install.ts'
 import { finishTestSetup, startTestSetup, type TestSetup, type TestSetupOptions } from './test-setup-options.ts'
 
 export type { TestSetupOptions } from './test-setup-options.ts'
-export { resolveTestSetup, traceNameForTestFile } from './test-setup-options.ts'
 
 let current: Promise<TestSetup> | undefined
 

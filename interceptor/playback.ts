@@ -1,12 +1,13 @@
 /**
- * Plays a recorded outcome into a ResponseSink the way a socket would have delivered it: one data
- * callback per recorded chunk, each its own read for the app (a macrotask between chunks, so fetch's body
- * stream hands the app one chunk per read), stopping while the app is paused. What goes out when is
- * decided by the engine's playback driver, the same for the proxy.
+ * The fetch path's client side: a ResponseSink (the app's undici handler) as the `ClientTarget` the capture
+ * lifecycle plays and tees into. A played response reaches it the way a socket would have delivered it: one
+ * data callback per recorded chunk, each its own read for the app (a macrotask between chunks, so fetch's
+ * body stream hands the app one chunk per read), stopping while the app is paused.
  */
-import { drivePlayback, type Pace, type Playback, type PlaybackTarget, toNodeError } from '../engine/index.ts'
+import { type ClientTarget, drivePlayback, type Pace, toNodeError } from '../capture/index.ts'
+import type { Playback } from '../engine/index.ts'
 import type { HeaderPairs } from '../trace/index.ts'
-import { parseHeaderPairs, type ResponseSink } from './response-sink.ts'
+import { type ParsedHeaders, parseHeaderPairs, type ResponseSink } from './response-sink.ts'
 
 const rawCache = new WeakMap<HeaderPairs, Buffer[]>()
 
@@ -40,16 +41,28 @@ function asBuffer(bytes: Uint8Array): Buffer {
 /** A macrotask: by then the app's pending read has taken the previous chunk and asked for the next. */
 const nextMacrotask = () => new Promise<void>((resolve) => setImmediate(resolve))
 
-/** The sink as a PlaybackTarget: pauses become waits, aborts end playback. */
-function sinkTarget(sink: ResponseSink): PlaybackTarget {
+/**
+ * The app's fetch as the client of a captured request: pauses become waits, an abort ends delivery and
+ * reaches the app at once as its own AbortError, live failures reach it as undici reported them.
+ */
+export function fetchClient(sink: ResponseSink): ClientTarget {
   const controller = sink.controller
   const resumed = () => new Promise<void>((resolve) => controller.whenResumed(resolve))
+  const gone: Array<() => void> = []
+  controller.onAbort((reason) => {
+    for (const fn of gone.splice(0)) fn()
+    queueMicrotask(() => sink.error(reason))
+  })
   return {
     get gone() {
       return controller.aborted || sink.finished
     },
-    head(head) {
-      sink.responseStart(head.status, rawHeaderBuffers(head.headers), head.statusText, () => parseHeaderPairs(head.headers))
+    onGone(fn) {
+      gone.push(fn)
+    },
+    head(head, wire) {
+      if (wire) sink.responseStart(head.status, wire.raw, head.statusText, wire.parsed ? () => wire.parsed as ParsedHeaders : undefined)
+      else sink.responseStart(head.status, rawHeaderBuffers(head.headers), head.statusText, () => parseHeaderPairs(head.headers))
     },
     chunk(bytes) {
       // The parser would not hand over data while the app is paused either.
@@ -59,12 +72,10 @@ function sinkTarget(sink: ResponseSink): PlaybackTarget {
     },
     separate: nextMacrotask,
     end(trailers) {
-      if (controller.paused) {
-        // Nor would it reach the end of the message while paused.
-        void resumed().then(() => controller.aborted || sink.end(trailers.length === 0 ? [] : rawHeaderBuffers(trailers)))
-        return
-      }
-      sink.end(trailers.length === 0 ? [] : rawHeaderBuffers(trailers))
+      const raw = trailers.length === 0 ? [] : rawHeaderBuffers(trailers)
+      // Nor would it reach the end of the message while paused.
+      if (controller.paused) void resumed().then(() => controller.aborted || sink.end(raw))
+      else sink.end(raw)
     },
     // In-process an injected failure and a recorded one look the same to fetch: a failed request with the code.
     fail(recorded, afterHead) {
@@ -73,10 +84,17 @@ function sinkTarget(sink: ResponseSink): PlaybackTarget {
       if (afterHead) setImmediate(() => controller.aborted || sink.error(error))
       else sink.error(error)
     },
+    failLive(err) {
+      sink.error(err)
+    },
+    failWith(err) {
+      sink.error(err)
+    },
   }
 }
 
 /** Plays `playback` into `sink` at `pace`. Returns at once; delivery continues on timers and resumes. */
 export function playBack(playback: Playback, sink: ResponseSink, pace: Pace): void {
-  void drivePlayback(playback, pace, sinkTarget(sink))?.catch((err: Error) => sink.error(err))
+  const client = fetchClient(sink)
+  void drivePlayback(playback, pace, client)?.catch((err: Error) => client.failWith(err))
 }

@@ -63,27 +63,27 @@ test('a controller handler gets parsed headers, controller.rawHeaders, and pause
   assert.deepEqual(seen, [201, { 'set-cookie': ['a', 'b'] }, 4, 'chunk', 'boom'])
 })
 
-test('ResponseController relays to the live request once attached, catching up on an earlier pause or abort', () => {
-  const log: string[] = []
-  const upstream = {
-    pause: () => log.push('pause'),
-    resume: () => log.push('resume'),
-    abort: (r: Error) => log.push(`abort ${r.message}`),
-  } as unknown as Dispatcher.DispatchController
+test('ResponseController reports an abort once, with its reason, and remembers a pause until resume', () => {
   const c = new ResponseController()
   c.pause()
-  c.attachUpstream(upstream)
+  assert.equal(c.paused, true)
+  let resumed = 0
+  c.whenResumed(() => resumed++)
   c.resume()
-  assert.deepEqual(log, ['pause', 'resume'])
-
+  assert.equal(c.paused, false)
   const aborted = new ResponseController()
-  let hook: string | undefined
-  aborted.onAbort((r) => (hook = r.message))
+  const hook: string[] = []
+  aborted.onAbort((r) => hook.push(r.message))
   aborted.abort(new Error('early'))
-  assert.equal(hook, 'early', 'without a live request the abort hook reports it')
-  aborted.attachUpstream(upstream)
-  assert.deepEqual(log, ['pause', 'resume', 'abort early'])
+  aborted.abort(new Error('again'))
+  assert.deepEqual(hook, ['early'], 'the abort hook hears the first abort only')
   assert.equal(aborted.reason?.message, 'early')
+  return new Promise<void>((resolve) =>
+    queueMicrotask(() => {
+      assert.equal(resumed, 1, 'a waiter for resume runs once resumed')
+      resolve()
+    }),
+  )
 })
 
 test('abort() without a reason uses an AbortError', () => {

@@ -24,14 +24,14 @@ function abortError(): Error {
 }
 
 /**
- * The controller handed to the app's handler. While forwarding it relays pause/resume/abort to the
- * real request's controller; while replaying it gates playback.
+ * The controller handed to the app's handler: it records the app's pause/resume/abort for the capture
+ * lifecycle (capture/), which holds a replay or the live request while the app is paused and ends it when
+ * the app aborts.
  */
 export class ResponseController implements Dispatcher.DispatchController {
   #paused = false
   #aborted = false
   #reason: Error | null = null
-  #upstream: Dispatcher.DispatchController | null = null
   #onResume: (() => void) | null = null
   #onAbort: ((reason: Error) => void) | null = null
   rawHeaders: Buffer[] | null = null
@@ -51,13 +51,11 @@ export class ResponseController implements Dispatcher.DispatchController {
 
   pause(): void {
     this.#paused = true
-    this.#upstream?.pause()
   }
 
   resume(): void {
     if (!this.#paused) return
     this.#paused = false
-    this.#upstream?.resume()
     const next = this.#onResume
     this.#onResume = null
     // Deferred: apps call resume() from inside onData/read(); re-entering playback there would recurse.
@@ -68,19 +66,11 @@ export class ResponseController implements Dispatcher.DispatchController {
     if (this.#aborted) return
     this.#aborted = true
     this.#reason = reason ?? abortError()
-    if (this.#upstream) this.#upstream.abort(this.#reason)
-    else this.#onAbort?.(this.#reason)
+    this.#onAbort?.(this.#reason)
     // Whoever waits for a resume (a paused playback) must get to see the abort and stop.
     const next = this.#onResume
     this.#onResume = null
     if (next) queueMicrotask(next)
-  }
-
-  /** Links the live request: from now on pause/resume/abort act on it (and catch up on what happened before). */
-  attachUpstream(upstream: Dispatcher.DispatchController): void {
-    this.#upstream = upstream
-    if (this.#aborted) upstream.abort(this.#reason as Error)
-    else if (this.#paused) upstream.pause()
   }
 
   /** Runs `fn` once after the next resume(). */
@@ -88,7 +78,7 @@ export class ResponseController implements Dispatcher.DispatchController {
     this.#onResume = fn
   }
 
-  /** Called on abort when no live request is attached (replay, or while the request body is buffered). */
+  /** Called once when the app aborts. */
   onAbort(fn: (reason: Error) => void): void {
     this.#onAbort = fn
   }

@@ -15,7 +15,7 @@
  *   the bytes that arrived (msw surfaces it as a failed request).
  * The module exports `createHandlers()` (fresh counters each call, e.g. per test) and `handlers`.
  */
-import { refusalResponse } from '../engine/index.ts'
+import { refusalResponse } from '../capture/index.ts'
 import {
   bodyBytes,
   ErrorCodes,
@@ -176,7 +176,7 @@ function replay(method: string, recordings: Recording[]) {
     const answer = recording.answers[recording.used++]
     if (answer) return answer()
     return refuse(
-      \`Failed to replay "\${request.method} \${request.url}": trace \${TRACE} recorded this request \${recording.answers.length} time(s) and this is request #\${recording.used}. Tool Replay never repeats a recording. Re-record the trace and export the handlers again, or find why the app sends it more often (a retry loop?).\`,
+      \`Failed to replay "\${request.method} \${request.url}": trace \${TRACE} recorded this request \${recording.answers.length} time(s) (#0 to #\${recording.answers.length - 1}) and this is #\${recording.used - 1}. Tool Replay never repeats a recording. Re-record the trace and export the handlers again, or find why the app sends it more often (a retry loop?).\`,
     )
   }
 }

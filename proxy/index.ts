@@ -9,7 +9,6 @@ export { runCommand } from './command-wrapper.ts'
 export type { ControlApi, ControlApiOptions, NamedSessionStatus, ServeStatus } from './control-api.ts'
 /** The control API of `serve` (status, named sessions) on a Unix socket per serve, its path, and the serves running on a store. */
 export { controlSocketPath, getStatus, listServes, startControlApi } from './control-api.ts'
-export { DEFAULT_CHUNK_GAP_MS } from './playback.ts'
 /** Proxy environment for a child (proxy vars, NO_PROXY cleared, CA files), the CA bundle, and `export` lines. */
 export { formatExports, proxyEnvironment, writeCaBundle } from './proxy-env.ts'
 export type { ProxyRunOptions, ProxyRunResult } from './proxy-run.ts'
@@ -19,6 +18,7 @@ export type { ProxyLimits, ProxyServer, ProxyServerOptions, ProxyStats } from '.
 /** Starts the proxy around a default engine session (or none); its default connection limits. */
 export { DEFAULT_PROXY_LIMITS, startProxy } from './proxy-server.ts'
 export type { ClosedSession, ProxySessions, SessionRefusal, SessionRefusals } from './proxy-sessions.ts'
+export { DEFAULT_CHUNK_GAP_MS } from './response-target.ts'
 /** Status and header of the proxy's own error responses (403 refusal, see engine/refusal.ts; 502 upstream failure). */
 export { ERROR_HEADER, REFUSED_STATUS, UPSTREAM_FAILED_STATUS } from './responses.ts'
 export type { ReverseMount, ReverseRoutes } from './reverse-routes.ts'

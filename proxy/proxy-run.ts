@@ -2,16 +2,9 @@
  * One proxy run as the CLI does it: open the session, start the proxy (and the control API for serve),
  * then either run a command through it or serve until SIGINT/SIGTERM, and close the trace cleanly.
  */
-import {
-  type FaultVerdict,
-  faultVerdict,
-  formatSummary,
-  openSession,
-  type PaceOption,
-  type Session,
-  type SessionOptions,
-  type SessionSummary,
-} from '../engine/index.ts'
+
+import type { PaceOption } from '../capture/index.ts'
+import { type FaultVerdict, faultVerdict, formatSummary, openSession, type Session, type SessionOptions, type SessionSummary } from '../engine/index.ts'
 import type { TraceStore } from '../store/index.ts'
 import { loadCertificateAuthority } from './certificate-authority.ts'
 import { type CommandExit, runCommand } from './command-wrapper.ts'

@@ -4,7 +4,7 @@
  * plays into fetch.
  */
 import type { ServerResponse } from 'node:http'
-import { refusalResponse } from '../engine/index.ts'
+import { refusalResponse } from '../capture/index.ts'
 import type { ToolReplayError } from '../trace/index.ts'
 
 /** Answers a refused request, or drops the connection if a response head already went out. */

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http'
-import { ERROR_HEADER, REFUSAL_STATUS } from '../engine/index.ts'
+import { ERROR_HEADER, REFUSAL_STATUS } from '../capture/index.ts'
 import { type ErrorCode, ErrorCodes } from '../trace/index.ts'
 
 /** Status of the proxy's own refusals (strict replay miss, overrun, closed session): the engine's, see engine/refusal.ts. */

@@ -14,7 +14,7 @@ if (major < 22 || (major === 22 && minor < 19)) {
 
 const which = process.argv[2] && !process.argv[2].startsWith('-') ? process.argv[2] : 'all'
 const extra = process.argv.slice(which === process.argv[2] ? 3 : 2)
-const unitDirs = ['trace', 'store', 'engine', 'lab', 'interceptor', 'proxy', 'cases', 'interop', 'cli', 'examples', 'bench']
+const unitDirs = ['trace', 'store', 'engine', 'capture', 'lab', 'interceptor', 'proxy', 'cases', 'interop', 'cli', 'examples', 'bench', 'scripts']
 const dirs = which === 'unit' ? unitDirs : which === 'e2e' ? ['e2e'] : [...unitDirs, 'e2e']
 
 const files = []

@@ -13,9 +13,8 @@ import { collectGarbage } from './gc.ts'
 import { TableDamage } from './leveldb-table.ts'
 import { FileView } from './leveldb-view.ts'
 import { StoreChanged, type StoreFiles } from './store-files.ts'
-import type { GcReport, StoredBody, StoreOps, TraceInfo } from './store-ops.ts'
+import type { GcReport, StoredBody, StoreOps, TraceInfo, TraceSummary } from './store-ops.ts'
 import { type KvRead, StoreReads } from './store-reads.ts'
-import type { TraceSummary } from './trace-store.ts'
 
 export { StoreChanged }
 

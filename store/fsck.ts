@@ -13,10 +13,9 @@ import { FileBackend } from './file-backend.ts'
 import { openStoreOps } from './level-store.ts'
 import { FileView } from './leveldb-view.ts'
 import { inspectStore } from './store-files.ts'
-import type { StoreOps, TraceInfo } from './store-ops.ts'
+import type { StoreOps, TraceInfo, TraceSummary } from './store-ops.ts'
 import { writeTraceFile } from './trace-file.ts'
 import { bodyRefs, TraceReader } from './trace-reader.ts'
-import type { TraceSummary } from './trace-store.ts'
 
 /** What the check found for one trace. */
 export interface FsckTrace {

@@ -11,7 +11,7 @@ export { defaultStoreDir, openStore, openStoreOps, storeSocketPath } from './lev
 export { createMemoryStore } from './memory-store.ts'
 /** Bytes a store directory takes on disk: the database's files and the piece files. */
 export { diskUsage } from './store-files.ts'
-export type { BodyManifest, GcReport, RecordingOwner, StoredBody, StoreOps, TraceInfo } from './store-ops.ts'
+export type { BodyManifest, GcReport, RecordingOwner, StoredBody, StoreOps, TraceInfo, TraceSummary } from './store-ops.ts'
 /** Bodies over INLINE_BODY_MAX are stored (and streamed) as pieces of up to PIECE_SIZE. */
 export { INLINE_BODY_MAX, PIECE_SIZE } from './store-ops.ts'
 export type { ExportedTrace, TraceFileOptions } from './trace-file.ts'
@@ -28,4 +28,4 @@ export {
 export type { BodyUse } from './trace-reader.ts'
 /** A stored trace opened for lazy, verified reading, and the bodies an exchange references. */
 export { bodyRefs, TraceReader } from './trace-reader.ts'
-export type { TraceRecording, TraceSelector, TraceStore, TraceSummary, TraceUsage } from './trace-store.ts'
+export type { TraceRecording, TraceSelector, TraceStore, TraceUsage } from './trace-store.ts'

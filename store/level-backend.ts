@@ -19,7 +19,6 @@
 
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { Level } from 'level'
 import { computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { collectGarbage } from './gc.ts'
@@ -36,12 +35,11 @@ import {
   type StoreOps,
   splitIntoPieces,
   type TraceInfo,
+  type TraceSummary,
 } from './store-ops.ts'
 import { type KvRange, type KvRead, prefixRange, type StoredMeta, StoreReads, storeKeys } from './store-reads.ts'
-import type { TraceSummary } from './trace-store.ts'
 
 const STORED_BODIES_LIMIT = 100_000
-const APPEND_LINGER_MS = 5
 
 interface QueuedAppend {
   id: string
@@ -260,15 +258,14 @@ export class LevelBackend implements StoreOps {
       // recording app pays one hasMany and one batch per group rather than per exchange. Each exchange
       // is still stored whole or not at all, and nothing written after this group is enqueued (a
       // closeRecording, say) can be overtaken: #write starts a new group for appends that follow it.
+      // No lingering for more: a client's answer waits for its exchange to be stored (capture/live-tee.ts),
+      // so an append is written as soon as the writes before it are.
       if (this.#queuedAppends) {
         this.#queuedAppends.push(item)
         return
       }
       const group = [item]
       void this.#write(async () => {
-        // Linger a moment so appends of the next few exchanges join this batch: each LevelDB call costs
-        // the recording app main-thread time whatever its size. Delays only when the append is stored.
-        await sleep(APPEND_LINGER_MS)
         if (this.#queuedAppends === group) this.#queuedAppends = undefined
         return this.#appendGroup(group)
       }).catch(() => {})

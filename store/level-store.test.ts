@@ -6,9 +6,9 @@ import { after, describe, test } from 'node:test'
 import { Level } from 'level'
 import { ErrorCodes, isToolReplayError } from '../trace/index.ts'
 import { jsonExchange, jsonTrace } from './fixtures/exchanges.ts'
+import { runTraceStoreContract } from './fixtures/trace-store-contract.ts'
 import { storeKeys } from './level-backend.ts'
 import { openStore, storeSocketPath } from './level-store.ts'
-import { runTraceStoreContract } from './trace-store-contract.ts'
 
 const root = await mkdtemp(join(tmpdir(), 'tr-store-'))
 after(() => rm(root, { recursive: true, force: true }))

@@ -1,4 +1,4 @@
+import { runTraceStoreContract } from './fixtures/trace-store-contract.ts'
 import { createMemoryStore } from './memory-store.ts'
-import { runTraceStoreContract } from './trace-store-contract.ts'
 
 runTraceStoreContract('memory', async () => ({ store: createMemoryStore() }))

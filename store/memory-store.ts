@@ -15,8 +15,9 @@ import {
   type StoreOps,
   splitIntoPieces,
   type TraceInfo,
+  type TraceSummary,
 } from './store-ops.ts'
-import type { TraceStore, TraceSummary } from './trace-store.ts'
+import type { TraceStore } from './trace-store.ts'
 import { createTraceStore } from './trace-store-impl.ts'
 
 interface Entry {

@@ -9,7 +9,6 @@
  */
 import { hostname } from 'node:os'
 import { type Exchange, type Outcome, sha256, type Trace, type TraceMeta } from '../trace/index.ts'
-import type { TraceSummary } from './trace-store.ts'
 
 /** Bodies up to this size are stored whole, inside the database. */
 export const INLINE_BODY_MAX = 16 * 1024
@@ -44,6 +43,20 @@ export interface GcReport {
   bytes: number
   /** Piece files nothing references yet, kept because a recording still running (or gc itself) is newer. */
   keptRecent: number
+}
+
+/**
+ * A trace as listed: `complete` once its recording closed; `recording` while the process writing it is
+ * alive; `partial` when that process died first.
+ */
+export interface TraceSummary {
+  name: string
+  /** Internal id; a re-recording gets a new id and replaces the name only when it closes. */
+  id: string
+  status: 'complete' | 'recording' | 'partial'
+  exchanges: number
+  /** ISO time the recording started (store-only bookkeeping; never exported). */
+  createdAt: string
 }
 
 /** What a trace id holds, without its exchanges. */

@@ -5,8 +5,7 @@
  */
 import { ErrorCodes, type Exchange, ToolReplayError } from '../trace/index.ts'
 import { piecePath, readPiece } from './pieces.ts'
-import { type BodyManifest, ownerAlive, type RecordingOwner, type StoredBody, type TraceInfo } from './store-ops.ts'
-import type { TraceSummary } from './trace-store.ts'
+import { type BodyManifest, ownerAlive, type RecordingOwner, type StoredBody, type TraceInfo, type TraceSummary } from './store-ops.ts'
 
 /** A key range: at least `gte` or `gt`, always below `lt`. Keys are the store's utf8 keys. */
 export interface KvRange {

@@ -1,21 +1,7 @@
 import type { Exchange, Trace, TraceMeta } from '../trace/index.ts'
 import type { BodyWriter } from './body-writer.ts'
-import type { BodyManifest, GcReport } from './store-ops.ts'
+import type { BodyManifest, GcReport, TraceSummary } from './store-ops.ts'
 import type { TraceReader } from './trace-reader.ts'
-
-/**
- * A trace as listed: `complete` once its recording closed; `recording` while the process writing it is
- * alive; `partial` when that process died first.
- */
-export interface TraceSummary {
-  name: string
-  /** Internal id; a re-recording gets a new id and replaces the name only when it closes. */
-  id: string
-  status: 'complete' | 'recording' | 'partial'
-  exchanges: number
-  /** ISO time the recording started (store-only bookkeeping; never exported). */
-  createdAt: string
-}
 
 /** An open recording. Each `append` is one atomic write: an exchange is stored whole or not at all. */
 export interface TraceRecording {
@@ -40,7 +26,7 @@ export interface TraceSelector {
 /**
  * Persistence for traces. Implementations: the LevelDB store (default, `openStore`) and an
  * in-memory one (`createMemoryStore`, for tests and benchmarks). Every backend passes
- * store/trace-store-contract.ts.
+ * store/fixtures/trace-store-contract.ts (test code, not published).
  */
 export interface TraceStore {
   /** Directory of the store, or ':memory:'. */

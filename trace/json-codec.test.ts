@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { Redactor } from '../engine/index.ts'
 import { bodyFromBytes } from './body.ts'
 import { diffTraces } from './diff.ts'
 import type { Exchange, Trace } from './exchange.ts'
@@ -46,16 +45,6 @@ test('editJson changes only the bytes of the edited values; whitespace, key orde
   assert.deepEqual(parseJson(added), parseJson('{"a":1,"b":12345678901234567890}'))
   assert.equal(editJson('{"a":1,"b":2}', [{ path: ['a'], remove: true }]).replace(/\s/g, ''), '{"b":2}')
   assert.throws(() => editJson('{"a":1}', [{ path: ['x', 'y'], value: 1 }]), /no parent/)
-})
-
-test('redaction changes nothing outside the redacted paths (issue 7: the store changed 12345678901234567890 and 1.50)', () => {
-  const redactor = new Redactor({ bodyPaths: ['$.secret', '$.list[*].token'] })
-  const text = '{"id":12345678901234567890, "secret":"x","n":1.50,"list":[{"token":"t1","k":1e3},{"token":"t2"}]}'
-  const out = new TextDecoder().decode(redactor.body(new TextEncoder().encode(text), [['content-type', 'application/json']]))
-  assert.equal(out, '{"id":12345678901234567890, "secret":"[REDACTED]","n":1.50,"list":[{"token":"[REDACTED]","k":1e3},{"token":"[REDACTED]"}]}')
-  // The bytes outside the redacted values are exactly the original's.
-  const outside = (s: string) => s.replace(/"(x|t1|t2|\[REDACTED\])"/g, '""')
-  assert.equal(outside(out), outside(text))
 })
 
 test('SSE event data keeps big integers exact', () => {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type { Argv } from 'yargs'
+import { parsePace } from '../../capture/index.ts'
 import type { Mode, SessionFaultsOptions, SessionOptions } from '../../engine/index.ts'
 import {
   FAULTS_SEED_ENV,
@@ -9,7 +10,6 @@ import {
   formatSummary,
   loadSessionFaults,
   parseMaxBodyBytes,
-  parsePace,
   rerunCommand,
   seedLine,
 } from '../../engine/index.ts'

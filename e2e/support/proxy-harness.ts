@@ -13,8 +13,10 @@ export interface HarnessOptions {
   storeDir: string
   mode: Mode
   trace: string
-  upstreamCaPem: string
-  resolve: Record<string, { host: string; port: number }>
+  /** The upstreams' CA and host map (tests against plain-HTTP loopback upstreams need neither). */
+  upstreamCaPem?: string
+  resolve?: Record<string, { host: string; port: number }>
+  maxBodyBytes?: number
   recordAs?: string
   tail?: 'strict' | 'live'
   /** A CA already loaded (tests that start many proxies load it once); default: the one in storeDir. */
@@ -39,7 +41,12 @@ export async function startTestProxy(o: HarnessOptions): Promise<ProxyServer> {
     ...(o.tail ? { tail: o.tail } : {}),
   })
   const ca = o.ca ?? (await loadCertificateAuthority(o.storeDir))
-  return startProxy({ session, ca, upstream: { ca: o.upstreamCaPem, resolve: o.resolve } })
+  return startProxy({
+    session,
+    ca,
+    upstream: { ...(o.upstreamCaPem ? { ca: o.upstreamCaPem } : {}), ...(o.resolve ? { resolve: o.resolve } : {}) },
+    ...(o.maxBodyBytes !== undefined ? { maxBodyBytes: o.maxBodyBytes } : {}),
+  })
 }
 
 /** Writes system roots + the proxy CA as one bundle (what clients that take one file need). */

@@ -164,6 +164,10 @@ function route(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
         }, 20),
       )
       return
+    case '/hangup':
+      // The connection closes before any response head (a server that crashed on the request).
+      req.socket.destroy()
+      return
     case '/slow': {
       res.writeHead(200, { 'content-type': 'text/plain' })
       const timer = setInterval(() => res.write('tick\n'), 10)

@@ -4,7 +4,8 @@
  * with what the client was told.
  *   node --conditions=tool-replay-source examples/faults/shipping-api.ts 4010
  */
-import { startShippingApi } from 'tool-replay/lab'
+// The lab (the CLI's `demo`) is not a package subpath: this example runs from the checkout and imports it there.
+import { startShippingApi } from '../../lab/index.ts'
 
 const port = Number(process.argv[2] ?? 4010)
 const api = await startShippingApi({ port })

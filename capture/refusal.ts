@@ -24,12 +24,18 @@
  * `error.type/message`, `error.details.error_code`); a top-level `message` makes the Anthropic SDK show the
  * text rather than the JSON. Every library then shows "403 TR_REPLAY_MISS: Failed to replay ...".
  * `x-tool-replay-error: <code>` marks it as ours: no recorded exchange carries it.
+ *
+ * A request body over the limit (TR_REQUEST_TOO_LARGE) gets 413 instead, on every path: "Content Too
+ * Large" says what is wrong, and no library above retries it (LangChain lists it in STATUS_NO_RETRY).
  */
-import { type ErrorCode, type HeaderPairs, stringifyJson, type ToolReplayError } from '../trace/index.ts'
-import type { Playback } from './session.ts'
 
-/** Status of every refusal (see the module comment for why 403). */
+import type { Playback } from '../engine/index.ts'
+import { type ErrorCode, ErrorCodes, type HeaderPairs, stringifyJson, type ToolReplayError } from '../trace/index.ts'
+
+/** Status of every refusal but an over-large body's (see the module comment for why 403). */
 export const REFUSAL_STATUS = 403
+/** Status of the refusal of a request body over the limit. */
+export const TOO_LARGE_STATUS = 413
 
 /** Reason phrase of every refusal, so a plain HTTP client's status line says who answered. */
 export const REFUSAL_STATUS_TEXT = 'Tool Replay Refused'
@@ -64,7 +70,7 @@ export function refusalResponse(error: ToolReplayError): RefusalResponse {
     }),
   )
   return {
-    status: REFUSAL_STATUS,
+    status: code === ErrorCodes.REQUEST_TOO_LARGE ? TOO_LARGE_STATUS : REFUSAL_STATUS,
     statusText: REFUSAL_STATUS_TEXT,
     headers: [
       ['content-type', 'application/json; charset=utf-8'],

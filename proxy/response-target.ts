@@ -1,9 +1,14 @@
+/**
+ * The proxy's client side: a ServerResponse as the `ClientTarget` the capture lifecycle plays and tees into.
+ * Live answers and recorded ones are written the same way, so a client cannot tell a replay from the run.
+ */
 import type { ServerResponse } from 'node:http'
-import { drivePlayback, type Pace, type Playback, type PlaybackTarget } from '../engine/index.ts'
-import type { HeaderPairs } from '../trace/index.ts'
+import type { ClientTarget } from '../capture/index.ts'
+import type { Playback } from '../engine/index.ts'
+import { ErrorCodes, type HeaderPairs } from '../trace/index.ts'
 import { resetConnection } from './connection-reset.ts'
 import { hasHeader, stripHopByHop } from './headers.ts'
-import { sendUpstreamError } from './responses.ts'
+import { sendProxyError, sendUpstreamError } from './responses.ts'
 
 /**
  * Extra time between two chunk writes, after the first was flushed to the kernel and a macrotask ran, so
@@ -15,29 +20,18 @@ import { sendUpstreamError } from './responses.ts'
  */
 export const DEFAULT_CHUNK_GAP_MS = 0
 
-/** Options for playing back through the proxy. */
-export interface ProxyPlaybackOptions {
-  pace: Pace
-  /** Gap between chunk writes (ms), default DEFAULT_CHUNK_GAP_MS; only with a pace that keeps chunks apart. */
-  chunkGapMs?: number
-}
-
-/**
- * Plays a recorded response, or a recorded failure, back to the client. Returns a promise only when
- * there is something to wait for (pacing, chunk separation, back-pressure, a dying connection); a response
- * of one chunk is written in the caller's tick.
- */
-export function writePlayback(res: ServerResponse, playback: Playback, options: ProxyPlaybackOptions): Promise<void> | undefined {
-  return drivePlayback(playback, options.pace, responseTarget(res, options.chunkGapMs ?? DEFAULT_CHUNK_GAP_MS))
-}
-
-/** A ServerResponse as a PlaybackTarget: one write per chunk, flushed, then the gap. */
-export function responseTarget(res: ServerResponse, gapMs: number): PlaybackTarget {
+/** A ServerResponse as a ClientTarget: one write per chunk, flushed, then the gap. */
+export function responseTarget(res: ServerResponse, gapMs: number): ClientTarget {
   let head: Playback['head']
   let noDelay = false
-  return {
+  const target: ClientTarget = {
     get gone() {
       return res.destroyed
+    },
+    onGone(fn) {
+      res.once('close', () => {
+        if (!res.writableFinished) fn()
+      })
     },
     head(h) {
       head = h
@@ -77,7 +71,15 @@ export function responseTarget(res: ServerResponse, gapMs: number): PlaybackTarg
       // Recorded failure after the head: the partial body, then the connection dies as it did.
       res.write('', () => res.socket?.destroy())
     },
+    // Live, the client gets what a replay of the same recording gives it.
+    failLive(_err, recorded, afterHead) {
+      target.fail(recorded, afterHead, false)
+    },
+    failWith(err) {
+      sendProxyError(res, 500, ErrorCodes.INTERNAL, `Tool Replay failed to answer this request: ${err.message}`)
+    },
   }
+  return target
 }
 
 function waitDrain(res: ServerResponse): Promise<void> {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import type { PlaybackChunk } from '../engine/index.ts'
 import { ErrorCodes, parseJson, ToolReplayError } from '../trace/index.ts'
 import { ERROR_HEADER, REFUSAL_STATUS, refusalPlayback, refusalResponse } from './refusal.ts'
-import type { PlaybackChunk } from './session.ts'
 
 const MISS = new ToolReplayError(
   ErrorCodes.REPLAY_MISS,

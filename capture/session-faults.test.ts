@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import { type CapturedRequest, type Decision, loadSessionFaults, openSession, type Playback, type SessionOptions } from '../engine/index.ts'
 import { createMemoryStore } from '../store/index.ts'
 import { bodyBytes, type Exchange, type HeaderPairs, type RecordedError, type Trace } from '../trace/index.ts'
 import { DEFAULT_PACE } from './pacing.ts'
 import { drivePlayback } from './playback-driver.ts'
-import { type CapturedRequest, type Decision, openSession, type Playback, type SessionOptions } from './session.ts'
-import { loadSessionFaults } from './session-faults.ts'
 
 const enc = new TextEncoder()
 const dec = new TextDecoder()

@@ -1,18 +1,27 @@
 /**
- * Plays a recorded outcome to a capture path, deciding once, for both paths, what goes out when: the head,
+ * Plays a recorded outcome to a capture path, deciding once, for every path, what goes out when: the head,
  * each recorded chunk (kept apart as its own read unless the pace is `none`), the end or the recorded
  * failure. A capture path only says how to hand each part over (`PlaybackTarget`).
  */
 import { setTimeout as sleep } from 'node:timers/promises'
+import type { Playback, PlaybackChunk } from '../engine/index.ts'
 import type { HeaderPairs, RecordedError, ResponseHead } from '../trace/index.ts'
 import { keepsChunksApart, type Pace, releaseAtMs } from './pacing.ts'
-import type { Playback, PlaybackChunk } from './session.ts'
+
+/** A live response head as its transport received it, for a path that can hand it on without re-encoding. */
+export interface WireHead {
+  /** Raw header fields, name and value alternating, as undici hands them to handlers. */
+  raw: Buffer[]
+  /** The same fields parsed (lowercase names, repeats as arrays), when the transport parsed them already. */
+  parsed?: unknown
+}
 
 /** How one capture path hands the parts of a response to its client. */
 export interface PlaybackTarget {
   /** True once the client is gone (aborted, socket closed): playback stops quietly. */
   readonly gone: boolean
-  head(head: ResponseHead): void
+  /** The response head; `wire` when it comes live from a transport that kept its raw fields. */
+  head(head: ResponseHead, wire?: WireHead): void
   /** Hands one chunk over; returns a promise when the client asked to wait (back-pressure). */
   chunk(bytes: Uint8Array): void | Promise<void>
   /** Keeps the chunk just handed over apart from the next, so the client reads it on its own. */

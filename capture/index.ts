@@ -1,0 +1,15 @@
+/** The life of one captured request, once for every capture path: lifecycle, live tee, playback, pacing, refusal. */
+
+export type { CapturedExchange, CaptureOptions, ReadBody } from './lifecycle.ts'
+export { captureRequest } from './lifecycle.ts'
+export type { ClientTarget, LiveEvents, UpstreamControl } from './live-tee.ts'
+export { toNodeError } from './node-error.ts'
+export type { Pace, PaceOption } from './pacing.ts'
+export { DEFAULT_PACE, formatPace, keepsChunksApart, parsePace, releaseAtMs } from './pacing.ts'
+export type { PlaybackTarget, WireHead } from './playback-driver.ts'
+export { drivePlayback } from './playback-driver.ts'
+export type { RefusalResponse } from './refusal.ts'
+export { ERROR_HEADER, REFUSAL_STATUS, REFUSAL_STATUS_TEXT, refusalPlayback, refusalResponse, TOO_LARGE_STATUS } from './refusal.ts'
+export type { ExchangeProgress } from './transport-rules.ts'
+export { bodyTooLarge, DEFAULT_DRAIN_AFTER_ABORT_MS, errorPhase } from './transport-rules.ts'
+export { forwardThroughDispatcher, rawHeaderList } from './undici-upstream.ts'

@@ -1,0 +1,79 @@
+/**
+ * What the published package holds. The tarball is built as users get it (tsconfig.build.json into a staging
+ * copy, then `npm pack`; e2e/support/packed-package.ts, shared with the promoted-test runs) and its file list
+ * read back: no test code, no fixtures (the store contract suite among them), no e2e/, bench/, examples/ or
+ * scripts/, and every file the exports map names is there. A second test packs a directory whose dist/ holds
+ * leftovers of an older build (`npm pack --dry-run --json`), so the `files` field itself keeps test code out
+ * even when dist/ was not built clean.
+ */
+import assert from 'node:assert/strict'
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { packedTarball, runProgram } from './support/packed-package.ts'
+
+const ROOT = new URL('../', import.meta.url).pathname
+const TEST_CODE = /(\.test\.[cm]?[jt]s|\.test\.d\.[cm]?ts)(\.map)?$|(^|\/)fixtures\/|trace-store-contract/
+const OUTSIDE = /^(e2e|bench|examples|scripts)\//
+
+function exportTargets(): string[] {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, string | Record<string, string>> }
+  const out: string[] = []
+  for (const target of Object.values(pkg.exports)) {
+    if (typeof target === 'string') out.push(target)
+    else out.push(target.types as string, target.default as string)
+  }
+  return out.map((p) => p.replace(/^\.\//, ''))
+}
+
+test('the packed tarball holds the compiled package and no test code, fixtures, e2e, bench, examples or scripts', async () => {
+  const tarball = await packedTarball()
+  const listing = await runProgram('tar', ['-tzf', tarball], { cwd: ROOT })
+  assert.equal(listing.code, 0, listing.out)
+  const files = listing.out
+    .split('\n')
+    .filter((l) => l.length > 0 && !l.endsWith('/'))
+    .map((l) => l.replace(/^package\//, ''))
+  assert.ok(files.length > 100, `a tarball of ${files.length} files`)
+  assert.deepEqual(
+    files.filter((f) => TEST_CODE.test(f)),
+    [],
+    'test code in the tarball: exclude it in tsconfig.build.json and package.json "files"',
+  )
+  assert.deepEqual(
+    files.filter((f) => OUTSIDE.test(f)),
+    [],
+  )
+  assert.deepEqual(
+    files.filter((f) => !/^(dist|bin)\//.test(f) && !['package.json', 'README.md'].includes(f)),
+    [],
+    'only dist/, bin/, package.json and README.md ship',
+  )
+  const shipped = new Set(files)
+  for (const target of exportTargets()) assert.ok(shipped.has(target), `the exports map names ${target}, which the tarball lacks`)
+})
+
+test('package.json "files" keeps test code and fixtures out of a dist/ left over from an older build', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tr-files-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'))
+  const planted = [
+    'dist/store/trace-file.js',
+    'dist/store/trace-file.test.js',
+    'dist/store/fixtures/exchanges.js',
+    'dist/engine/faults/fixtures/trace-builder.d.ts',
+  ]
+  for (const file of planted) {
+    mkdirSync(join(dir, file, '..'), { recursive: true })
+    writeFileSync(join(dir, file), '')
+  }
+  const r = await runProgram('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: dir })
+  assert.equal(r.code, 0, r.out)
+  const [report] = JSON.parse(r.out.slice(r.out.indexOf('['))) as Array<{ files: Array<{ path: string }> }>
+  const paths = (report?.files ?? []).map((f) => f.path).sort()
+  assert.deepEqual(
+    paths.filter((p) => p.startsWith('dist/')),
+    ['dist/store/trace-file.js'],
+  )
+})

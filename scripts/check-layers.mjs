@@ -1,0 +1,240 @@
+#!/usr/bin/env node
+/**
+ * The layer check (`npm run lint` runs it): the package's folders sit on floors, and imports keep to them.
+ *
+ *   node scripts/check-layers.mjs [--root DIR]      exit 0: the layers hold; exit 1: each broken rule on stderr
+ *
+ * Rules, for every import (static, `export ... from`, `import type`, dynamic `import('...')`) of a file in a
+ * folder on a floor:
+ *   - down only: a folder imports folders on lower floors only (a type-only import counts: it is still an
+ *     edge a reader has to follow, and it is how a cycle starts);
+ *   - doors only: another folder is imported through its `index.ts`, the door for siblings, never an inner
+ *     file and never its `public.ts` (the users' entry, a selection of the door);
+ *   - a public entry (`<folder>/public.ts`) re-exports from its own door only, and the package's main entry
+ *     (`index.ts` at the root) from public entries only; nothing in the package imports either;
+ *   - no self-reference by package name (`tool-replay/...`): it would hide an edge from this check;
+ *   - no cycles between files (type-only imports count here too): move the shared types down to a file both
+ *     sides import;
+ *   - every top-level folder with code is on a floor or listed as outside the package: a new folder is a
+ *     decision about where it sits.
+ * Test code (`*.test.*` beside the code, and what sits in a `fixtures/` folder) follows the same rules (a unit
+ * test tests its floor and what is below it), except that it may also import fixtures: those of its own or a
+ * lower floor's folder, and those of e2e/. Code that ships never imports test code: it leaves the tarball.
+ *
+ * To place a new folder, add it to FLOORS (same floor = may not import each other). The floors follow the
+ * folder roles in STYLE.md ("Layout shows the architecture") and README ("Layout").
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, join, posix, relative, resolve, sep } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
+
+/** The floors, lowest first: a folder may import the folders of lower floors only. */
+export const FLOORS = [
+  ['trace'], // the model; no I/O
+  ['store'], // persistence
+  ['engine'], // a record or replay session: matching, occurrence, ledger, redaction, fault planner
+  ['capture'], // the life of one captured request, once for every path
+  ['interceptor', 'proxy', 'interop'], // the capture paths, and conversions to other formats
+  ['cases', 'lab'], // regression cases; the fault lab (the CLI's `demo`)
+  ['cli'], // the yargs commands
+]
+
+/** Top-level folders that are not part of the package: tests, benchmarks, examples and tooling may import anything. */
+export const OUTSIDE = ['bench', 'bin', 'dist', 'e2e', 'examples', 'node_modules', 'scripts']
+
+const PACKAGE_NAME = 'tool-replay'
+const DOOR = 'index.ts'
+const PUBLIC_ENTRY = 'public.ts'
+const CODE = /\.(ts|mts|cts|js|mjs|cjs)$/
+const TEST_CODE = /(\.test\.[cm]?[jt]s$|(^|\/)fixtures\/)/
+const FIXTURE = /(^|\/)fixtures\//
+
+/**
+ * Checks the tree at `root`; returns the broken rules, one line each (empty when the layers hold).
+ * @example
+ * const problems = checkLayers(process.cwd())
+ */
+export function checkLayers(root, floors = FLOORS, outside = OUTSIDE) {
+  const floorOf = new Map(floors.flatMap((folders, floor) => folders.map((f) => [f, floor])))
+  const problems = []
+  const files = []
+  for (const name of readdirSync(root).sort()) {
+    if (name.startsWith('.')) continue
+    const path = join(root, name)
+    if (!statSync(path).isDirectory()) {
+      if (name === DOOR) files.push(name)
+      continue
+    }
+    if (floorOf.has(name)) files.push(...codeFiles(root, path))
+    else if (!outside.includes(name) && codeFiles(root, path).length > 0) {
+      problems.push(`${name}/: a folder of code on no floor. Place it in FLOORS (scripts/check-layers.mjs), or in OUTSIDE if it is not part of the package.`)
+    }
+  }
+  const graph = new Map()
+  for (const file of files) {
+    const edges = []
+    for (const imp of importsOf(join(root, file))) {
+      const problem = checkImport(root, file, imp, floorOf, floors)
+      if (problem) problems.push(problem)
+      const target = resolveRelative(root, file, imp.spec)
+      if (target) edges.push(target)
+    }
+    graph.set(file, edges)
+  }
+  for (const cycle of cyclesOf(graph)) {
+    problems.push(`cycle: ${cycle.join(' → ')} (type-only imports count). Move what both sides share down to a file that imports neither.`)
+  }
+  return problems
+}
+
+function codeFiles(root, dir) {
+  const out = []
+  for (const name of readdirSync(dir).sort()) {
+    if (name === 'node_modules' || name.startsWith('.')) continue
+    const path = join(dir, name)
+    if (statSync(path).isDirectory()) out.push(...codeFiles(root, path))
+    else if (CODE.test(name) && !name.endsWith('.d.ts')) out.push(relative(root, path).split(sep).join('/'))
+  }
+  return out
+}
+
+/** Every module specifier a file imports, with its line (comments and strings that are not imports are skipped). */
+function importsOf(path) {
+  const text = readFileSync(path, 'utf8')
+  const { importedFiles } = ts.preProcessFile(text, true, true)
+  return importedFiles.map((f) => ({ spec: f.fileName, line: lineAt(text, f.pos) }))
+}
+
+function lineAt(text, pos) {
+  let line = 1
+  for (let i = 0; i < pos; i++) if (text.charCodeAt(i) === 10) line++
+  return line
+}
+
+/** The file (relative to root, `/`-separated) a relative specifier names, or undefined for a package import. */
+function resolveRelative(root, file, spec) {
+  if (!spec.startsWith('./') && !spec.startsWith('../')) return undefined
+  const target = posix.normalize(posix.join(posix.dirname(file), spec))
+  if (!existsSync(join(root, target)) && target.endsWith('.js') && existsSync(join(root, `${target.slice(0, -3)}.ts`))) return `${target.slice(0, -3)}.ts`
+  return target
+}
+
+function folderOf(file) {
+  return file.includes('/') ? file.slice(0, file.indexOf('/')) : undefined
+}
+
+/** The rule one import breaks, as a message naming the edge and what to do, or undefined. */
+function checkImport(root, file, imp, floorOf, floors) {
+  const where = `${file}:${imp.line}`
+  if (imp.spec === PACKAGE_NAME || imp.spec.startsWith(`${PACKAGE_NAME}/`)) {
+    return `${where}: self-reference '${imp.spec}': inside the package import relatively, through the folder's door (index.ts), so this check sees the edge.`
+  }
+  const target = resolveRelative(root, file, imp.spec)
+  if (!target) return undefined
+  const from = folderOf(file)
+  const to = folderOf(target)
+  if (target.startsWith('../')) return `${where}: '${imp.spec}' leaves the package root.`
+  if (from === undefined) {
+    // The package's main entry: a selection of the folders' public entries.
+    if (to !== undefined && target === `${to}/${PUBLIC_ENTRY}`) return undefined
+    return `${where}: the main entry imports '${imp.spec}'; it re-exports from public entries (<folder>/${PUBLIC_ENTRY}) only.`
+  }
+  if (to === undefined) return `${where}: imports '${imp.spec}', the package's main entry; import the folder's door (<folder>/${DOOR}) instead.`
+  if (file === `${from}/${PUBLIC_ENTRY}` && target !== `${from}/${DOOR}`) {
+    return `${where}: the public entry of ${from}/ imports '${imp.spec}'; it re-exports from its own door (./${DOOR}) only, so what users get is a selection of it.`
+  }
+  if (target === `${to}/${PUBLIC_ENTRY}`) {
+    return `${where}: imports '${imp.spec}', a public entry (for users); inside the package import '${posix.relative(posix.dirname(file), `${to}/${DOOR}`)}'.`
+  }
+  const testCode = TEST_CODE.test(file)
+  if (!testCode && TEST_CODE.test(target)) {
+    return `${where}: imports '${imp.spec}', test code (a test or a fixture), which is not published; move what it needs into the package.`
+  }
+  if (from === to) return undefined
+  const fromFloor = floorOf.get(from)
+  const toFloor = floorOf.get(to)
+  const fixture = testCode && FIXTURE.test(target)
+  if (toFloor === undefined) {
+    if (fixture) return undefined
+    return `${where}: imports '${imp.spec}' from ${to}/, which is not part of the package (on no floor).`
+  }
+  if (toFloor >= fromFloor) {
+    const order = floors.map((f) => f.join('|')).join(' → ')
+    const how = toFloor === fromFloor ? 'same floor' : 'back edge'
+    return `${where}: ${how} ${from} → ${to}: ${from}/ (floor ${fromFloor}) imports '${imp.spec}' (floor ${toFloor}). Imports go down only (${order}, each floor importing those before it); move what ${from}/ needs down.`
+  }
+  if (target !== `${to}/${DOOR}` && !fixture) {
+    return `${where}: imports '${imp.spec}', an inner file of ${to}/; import '${posix.relative(posix.dirname(file), `${to}/${DOOR}`)}' (export the name there if it is missing).`
+  }
+  return undefined
+}
+
+/** The cycles of the import graph, one per strongly connected component, each as a path that returns to its start. */
+function cyclesOf(graph) {
+  const index = new Map()
+  const low = new Map()
+  const stack = []
+  const onStack = new Set()
+  const components = []
+  let next = 0
+  const visit = (v) => {
+    index.set(v, next)
+    low.set(v, next++)
+    stack.push(v)
+    onStack.add(v)
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue
+      if (!index.has(w)) {
+        visit(w)
+        low.set(v, Math.min(low.get(v), low.get(w)))
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v), index.get(w)))
+    }
+    if (low.get(v) !== index.get(v)) return
+    const component = []
+    let w
+    do {
+      w = stack.pop()
+      onStack.delete(w)
+      component.push(w)
+    } while (w !== v)
+    if (component.length > 1 || (graph.get(v) ?? []).includes(v)) components.push(component)
+  }
+  for (const v of [...graph.keys()].sort()) if (!index.has(v)) visit(v)
+  return components.map((c) => cyclePath(graph, new Set(c)))
+}
+
+/** One concrete cycle through a component: from its first file (sorted) back to it, by breadth-first search. */
+function cyclePath(graph, members) {
+  const start = [...members].sort()[0]
+  const previous = new Map([[start, undefined]])
+  const queue = [start]
+  while (queue.length > 0) {
+    const v = queue.shift()
+    for (const w of graph.get(v) ?? []) {
+      if (!members.has(w)) continue
+      if (w === start) {
+        const path = [start]
+        for (let u = v; u !== start; u = previous.get(u)) path.splice(1, 0, u)
+        return [...path, start]
+      }
+      if (!previous.has(w)) {
+        previous.set(w, v)
+        queue.push(w)
+      }
+    }
+  }
+  return [start, start]
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const at = process.argv.indexOf('--root')
+  const root = at >= 0 ? resolve(process.argv[at + 1] ?? '.') : dirname(dirname(fileURLToPath(import.meta.url)))
+  const problems = checkLayers(root)
+  if (problems.length > 0) {
+    process.stderr.write(`Layer check failed (${problems.length}):\n${problems.map((p) => `  ${p}`).join('\n')}\n`)
+    process.exitCode = 1
+  } else {
+    process.stdout.write(`Layer check: ${FLOORS.map((f) => f.join('|')).join(' → ')} hold (doors only, down only, no cycles).\n`)
+  }
+}
