@@ -24,7 +24,7 @@ import { computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace
 import { collectGarbage } from './gc.ts'
 import { piecePath, writePiece } from './pieces.ts'
 import { traceExists } from './store-errors.ts'
-import { assertNoLinks, filesCorrupt, inspectStore, recordSynced } from './store-files.ts'
+import { assertNoLinks, filesCorrupt, inspectStore, recordClosed, recordSynced } from './store-files.ts'
 import {
   type BodyManifest,
   type GcReport,
@@ -131,6 +131,7 @@ export class LevelBackend implements StoreOps {
     // Must wait for queued writes: closing under a pending batch would fail it half-way through the queue.
     await this.#writes.catch(() => {})
     await this.#db.close()
+    await recordClosed(this.location)
   }
 
   // --- reads (store-reads.ts, over LevelDB) ---

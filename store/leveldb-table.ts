@@ -95,6 +95,7 @@ interface Filter {
 }
 
 const FILTER_KEY = 'filter.leveldb.BuiltinBloomFilter2'
+const READ_AHEAD = 256 * 1024
 
 /** LevelDB's Hash (util/hash.cc), which its bloom filter uses with seed 0xbc9f1d34. */
 function leveldbHash(bytes: Uint8Array, seed: number): number {
@@ -153,6 +154,9 @@ export class TableFile {
   #index: IndexEntry[] = []
   #loaded: Promise<void> | undefined
   #filter: Promise<Filter | undefined> | undefined
+  /** Bytes read ahead while blocks are read in order (a scan), so a scan reads the file in big reads. */
+  #window: { offset: number; bytes: Uint8Array } | undefined
+  #lastBlock = -2
 
   private constructor(path: string, name: string, size: number, index: Handle, meta: Handle) {
     this.path = path
@@ -245,7 +249,8 @@ export class TableFile {
   /** The entries of data block `i` (after `load()`); throws TableDamage when it is damaged. */
   async block(i: number): Promise<Entry[]> {
     const h = (this.#index[i] as IndexEntry).handle
-    const raw = await withHandle(this.path, (fh) => readAt(fh, h.offset, h.size + TRAILER))
+    const raw = await this.#raw(h, i === this.#lastBlock + 1)
+    this.#lastBlock = i
     try {
       return decodeEntries(blockEntries(blockContents(raw, h.size)))
     } catch (why) {
@@ -256,8 +261,21 @@ export class TableFile {
     }
   }
 
+  /** A block's bytes and trailer: from the read-ahead window, or read (with read-ahead when reading in order). */
+  async #raw(h: Handle, sequential: boolean): Promise<Uint8Array> {
+    const w = this.#window
+    const end = h.offset + h.size + TRAILER
+    if (w && h.offset >= w.offset && end <= w.offset + w.bytes.byteLength) return w.bytes.subarray(h.offset - w.offset, end - w.offset)
+    if (!sequential) return withHandle(this.path, (fh) => readAt(fh, h.offset, h.size + TRAILER))
+    const length = Math.max(h.size + TRAILER, Math.min(READ_AHEAD, this.size - h.offset))
+    const bytes = await withHandle(this.path, (fh) => readAt(fh, h.offset, length))
+    this.#window = { offset: h.offset, bytes }
+    return bytes.subarray(0, h.size + TRAILER)
+  }
+
   /** Releases the file's handle (it is reopened if the table is read again). */
   async close(): Promise<void> {
+    this.#window = undefined
     await closeHandle(this.path)
   }
 }

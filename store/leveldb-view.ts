@@ -129,6 +129,32 @@ export class FileView {
     return best
   }
 
+  /**
+   * The newest sequence number (a deletion included) of each of `keys`, given in ascending order: one forward
+   * walk per source that reads each block at most once, so checking a whole table against the store costs
+   * about what reading both costs (the open check's orphans).
+   */
+  async newestSeqs(keys: string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>()
+    for (const s of this.#sources) {
+      let c: Cursor | undefined
+      for (const key of keys) {
+        if (key < s.smallest || key > s.largest) continue
+        // Forward only: a cursor whose block is behind `key` is re-seeked there (blocks in between are skipped).
+        if (c === undefined || (c.entries.at(-1) as Entry | undefined)?.key === undefined || (c.entries.at(-1) as Entry).key < key) {
+          c = s.cursor(this, key)
+          if (!(await fill(c))) {
+            c = undefined
+            continue
+          }
+        } else c.i = lowerBound(c.entries, key)
+        const e = c.entries[c.i]
+        if (e?.key === key && e.seq > (out.get(key) ?? -1)) out.set(key, e.seq)
+      }
+    }
+    return out
+  }
+
   /** The value of `key`, or undefined when it is absent or deleted. */
   async get(key: string): Promise<Uint8Array | undefined> {
     const e = await this.newest(key)

@@ -179,7 +179,12 @@ async function checkLogs(out: StoreFiles, m: Manifest, problem: (files: string[]
 /** Tables the MANIFEST does not list: safe only when every entry is also in the store, at least as new. */
 async function checkOrphans(out: StoreFiles, m: Manifest, problem: (files: string[], why: string) => void): Promise<void> {
   const live = new Set(m.tables.map((t) => tableName(t.number, out.names)))
-  const orphans = out.tableFiles.filter((f) => !live.has(f))
+  const known = new Map(((await readSynced(out.dir))?.orphans ?? []).map(([name, size, mtime]) => [name, `${size}:${mtime}`]))
+  const orphans: string[] = []
+  for (const f of out.tableFiles.filter((t) => !live.has(t))) {
+    const st = await stat(join(out.dir, f))
+    if (known.get(f) !== `${st.size}:${st.mtimeMs}`) orphans.push(f)
+  }
   if (orphans.length === 0) return
   let view: FileView
   try {
@@ -205,9 +210,10 @@ async function checkOrphans(out: StoreFiles, m: Manifest, problem: (files: strin
       }
       let lost = 0
       let example = ''
+      const keys = [...new Set(read.entries.map((e) => e.key))].sort()
+      const newest = await view.newestSeqs(keys)
       for (const e of read.entries) {
-        const newest = await view.newest(e.key)
-        if (newest === undefined || newest.seq < e.seq) {
+        if ((newest.get(e.key) ?? -1) < e.seq) {
           lost++
           example ||= Buffer.from(e.key, 'latin1').toString('utf8')
         }
@@ -254,10 +260,18 @@ async function readableEntries(path: string, name: string): Promise<{ entries: E
 }
 
 /** The last synced position, or undefined when none was recorded (or the file is unreadable). */
-async function readSynced(dir: string): Promise<{ log: number; bytes: number } | undefined> {
+interface Synced {
+  log: number
+  bytes: number
+  /** Tables the MANIFEST did not list when the store was last closed cleanly (name, size, mtime). */
+  orphans?: Array<[string, number, number]>
+}
+
+async function readSynced(dir: string): Promise<Synced | undefined> {
   try {
-    const v = JSON.parse(await readFile(join(dir, SYNCED_FILE), 'utf8')) as { log?: unknown; bytes?: unknown }
-    return Number.isSafeInteger(v.log) && Number.isSafeInteger(v.bytes) ? { log: v.log as number, bytes: v.bytes as number } : undefined
+    const v = JSON.parse(await readFile(join(dir, SYNCED_FILE), 'utf8')) as Partial<Synced>
+    if (!Number.isSafeInteger(v.log) || !Number.isSafeInteger(v.bytes)) return undefined
+    return { log: v.log as number, bytes: v.bytes as number, ...(Array.isArray(v.orphans) ? { orphans: v.orphans } : {}) }
   } catch {
     return undefined
   }
@@ -267,7 +281,7 @@ async function readSynced(dir: string): Promise<{ log: number; bytes: number } |
  * Records how long the newest log is, right after a synced write (and with no other write running): a later
  * open refuses the store if that log is found shorter. Best effort: the record is only a floor.
  */
-export async function recordSynced(dir: string): Promise<void> {
+export async function recordSynced(dir: string, orphans?: Array<[string, number, number]>): Promise<void> {
   const logs = (await readdir(dir).catch(() => [] as string[])).filter((f) => LOG_RE.test(f)).sort()
   const newest = logs.at(-1)
   if (newest === undefined) return
@@ -275,7 +289,7 @@ export async function recordSynced(dir: string): Promise<void> {
   if (bytes === undefined) return
   const tmp = join(dir, `.${SYNCED_FILE}.${randomBytes(4).toString('hex')}.tmp`)
   try {
-    await writeFile(tmp, `${JSON.stringify({ log: Number.parseInt(newest, 10), bytes })}\n`)
+    await writeFile(tmp, `${JSON.stringify({ log: Number.parseInt(newest, 10), bytes, ...(orphans ? { orphans } : {}) })}\n`)
     await rename(tmp, join(dir, SYNCED_FILE))
   } catch {
     await unlink(tmp).catch(() => {})
@@ -302,6 +316,31 @@ export async function diskUsage(dir: string): Promise<{ database: number; pieces
 /** Throws TR_STORE_IO when a LevelDB file or `pieces/` is a symbolic link (the store never follows one). */
 export function assertNoLinks(files: StoreFiles): void {
   if (files.links.length > 0) throw linkRefused(files.dir, files.links.map((f) => join(files.dir, f)).join(', '))
+}
+
+/**
+ * After LevelDB closed cleanly (everything it confirmed is in its MANIFEST and logs), records the tables it
+ * left unlisted (outputs of a compaction that close stopped): they hold nothing the store needs, and the next
+ * open need not read them to prove it. A table that becomes unlisted later (a MANIFEST damaged or replaced) is
+ * not on the list, and is checked.
+ */
+export async function recordClosed(dir: string): Promise<void> {
+  try {
+    const names = await readdir(dir)
+    const current = (await readFile(join(dir, 'CURRENT'), 'latin1')).trim()
+    if (!MANIFEST_RE.test(current)) return
+    const m = readManifest(new Uint8Array(await readFile(join(dir, current))))
+    const set = new Set(names)
+    const live = new Set(m.tables.map((t) => tableName(t.number, set)))
+    const orphans: Array<[string, number, number]> = []
+    for (const f of names.filter((t) => TABLE_RE.test(t) && !live.has(t))) {
+      const st = await stat(join(dir, f))
+      orphans.push([f, st.size, st.mtimeMs])
+    }
+    await recordSynced(dir, orphans)
+  } catch {
+    // Best effort: without the record, the next open checks the orphans itself.
+  }
 }
 
 /** TR_STORE_CORRUPT naming the problem files; nothing was changed. */
