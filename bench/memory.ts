@@ -5,10 +5,13 @@
  *     by SHA-256 at the client                                                        [peak RSS < 150 MB]
  *   - a 10,000-exchange, ~330 MB trace replayed strictly through the interceptor        [RSS < 300 MB]
  *   - a single 1,000,000-exchange trace: the first strict-replay answer                 [< 1 s, RSS < 300 MB]
+ *   - a 500,000-exchange trace imported from a trace file (`tr-proxy import`), then, each in a new process: the first
+ *     strict-replay answer [< 1 s, RSS < 300 MB], `show --limit 20` and `ls`               [proportional to what is read]
  *   - `ls` of 1,000 traces                                                               [< 300 ms]
  * The upstream and the clients run in their own processes; only the Tool Replay process is measured.
  *
- *   npm run bench:memory            (BENCH_GIB=0.25 BENCH_MILLION=100000 for a quicker run)
+ *   npm run bench:memory            (BENCH_GIB=0.25 BENCH_MILLION=100000 for a quicker run;
+ *                                    BENCH_ONLY=big or BENCH_ONLY=import for one part)
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -21,7 +24,7 @@ import { fileURLToPath } from 'node:url'
 import { openSession } from 'tool-replay/engine'
 import { install } from 'tool-replay/interceptor'
 import { loadCertificateAuthority, startProxy } from 'tool-replay/proxy'
-import { openStore } from 'tool-replay/store'
+import { openStore, writeTraceFile } from 'tool-replay/store'
 import { bodyFromBytes, type Exchange, TRACE_FORMAT_VERSION } from 'tool-replay/trace'
 import { ProxyAgent, fetch as undiciFetch } from 'undici'
 
@@ -30,6 +33,11 @@ const BIG_BYTES = Math.round(Number(process.env.BENCH_GIB ?? 1) * 1024 ** 3)
 const TEN_K = 10_000
 const TEN_K_BODY = 33 * 1024
 const MILLION = Number(process.env.BENCH_MILLION ?? 1_000_000)
+/**
+ * Exchanges of the imported trace: a trace file is one JSON text, and V8 caps a string near 512 MiB, which a
+ * million exchanges pretty-printed exceed (README Limits).
+ */
+const IMPORTED = Number(process.env.BENCH_IMPORT ?? 500_000)
 const LS_TRACES = 1000
 const PATTERN = Buffer.alloc(64 * 1024)
 for (let i = 0; i < PATTERN.byteLength; i++) PATTERN[i] = (i * 31 + 7) & 0xff
@@ -147,15 +155,42 @@ const children: Record<string, (args: string[]) => Promise<unknown>> = {
     return { built: MILLION }
   },
   /** Opens the million-exchange trace for strict replay and asks for one recorded request. */
-  async 'first-answer-million'([store, base]) {
+  async 'first-answer-million'([store, base, count]) {
     const t0 = performance.now()
     const s = await openStore(store as string)
     await install({ mode: 'replay', trace: 'million', store: s })
-    const text = await (await fetch(`${base}/m/${Math.floor(MILLION / 2)}`)).text()
+    const text = await (await fetch(`${base}/m/${Math.floor(Number(count ?? MILLION) / 2)}`)).text()
     const ms = performance.now() - t0
     const rss = rssMb()
     // Not closed: listing 999,999 unused recordings is not what this measures.
     return { ms, rssMb: rss, answer: text }
+  },
+  /** Writes a trace file of a million exchanges (one shared tiny body), as an export would. */
+  async 'million-file'([file, base]) {
+    const body = bodyFromBytes(new TextEncoder().encode('{"ok":true}'))
+    const exchanges = Array.from({ length: IMPORTED }, (_, i) => millionExchange(i, `${base}/m/${i}`, body.ref))
+    await writeTraceFile(file as string, {
+      meta: { name: 'million', format: TRACE_FORMAT_VERSION },
+      exchanges,
+      bodies: new Map([[body.ref.digest, body.bytes]]),
+    })
+    return { written: IMPORTED }
+  },
+  /** `tr-proxy import FILE` into a new store. */
+  async 'import-million'([store, file]) {
+    const { runCli } = await import('../cli/index.ts')
+    const t0 = performance.now()
+    const err: string[] = []
+    const code = await runCli(['import', file as string, '--store', store as string], { out: () => {}, err: (t) => err.push(t) })
+    return { code, err: err.join('\n'), ms: performance.now() - t0, rssMb: rssMb() }
+  },
+  /** `tr-proxy show million --limit 20` (or `ls`): a read-only command on the big store. */
+  async 'cli-million'([store, ...argv]) {
+    const { runCli } = await import('../cli/index.ts')
+    const t0 = performance.now()
+    const out: string[] = []
+    const code = await runCli([...argv, '--store', store as string], { out: (t) => out.push(t), err: (t) => out.push(t) })
+    return { code, ms: performance.now() - t0, rssMb: rssMb(), lines: out.join('\n').split('\n').length, head: out.join('\n').slice(0, 200) }
   },
   /** Lists a store of 1,000 traces the way `tr-proxy ls` does. */
   async ls([store]) {
@@ -175,6 +210,49 @@ const children: Record<string, (args: string[]) => Promise<unknown>> = {
     await s.close()
     return { built: LS_TRACES }
   },
+}
+
+function millionExchange(seq: number, url: string, body: Exchange['request']['body'] & object): Exchange {
+  return {
+    seq,
+    request: { method: 'GET', url, headers: [], body: null },
+    outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: [['content-type', 'application/octet-stream']], body, trailers: [] } },
+    timing: { startMs: seq, headersMs: 1 },
+  }
+}
+
+/** The import scenario: a million-exchange trace file imported, then read by fresh processes. */
+async function importRows(dir: string, base: string, log: (s: string) => void): Promise<Array<[string, string, string, boolean]>> {
+  const rows: Array<[string, string, string, boolean]> = []
+  const file = join(dir, 'million.trace.json')
+  const store = join(dir, 'imported')
+  log(`writing a ${IMPORTED}-exchange trace file ...`)
+  await child('million-file', [file, base]).result
+  log('importing it ...')
+  const imp = await child('import-million', [store, file]).result
+  rows.push([
+    `import of a ${IMPORTED}-exchange trace file`,
+    `${(Number(imp.ms) / 1000).toFixed(1)} s, peak RSS ${Number(imp.rssMb).toFixed(0)} MB (exit ${imp.code}${imp.err ? `: ${String(imp.err).slice(0, 80)}` : ''})`,
+    'reads the file whole',
+    imp.code === 0,
+  ])
+  const m = await child('first-answer-million', [store, base, String(IMPORTED)]).result
+  rows.push([
+    `  then the first strict answer (new process)`,
+    `${Number(m.ms).toFixed(0)} ms, peak RSS ${Number(m.rssMb).toFixed(0)} MB`,
+    '< 1 s, < 300 MB',
+    m.answer === '{"ok":true}' && Number(m.ms) < 1000 && Number(m.rssMb) < 300,
+  ])
+  for (const argv of [['show', 'million', '--limit', '20'], ['ls']]) {
+    const r = await child('cli-million', [store, ...argv]).result
+    rows.push([
+      `  then \`${argv.join(' ')}\``,
+      `${Number(r.ms).toFixed(0)} ms, peak RSS ${Number(r.rssMb).toFixed(0)} MB, ${r.lines} lines`,
+      '< 1 s, < 300 MB',
+      r.code === 0 && Number(r.ms) < 1000 && Number(r.rssMb) < 300,
+    ])
+  }
+  return rows
 }
 
 function itemBody(i: number): Buffer {
@@ -251,6 +329,11 @@ async function main(): Promise<void> {
 
     // Each path's baseline in the same run: the same app (or proxy) moving the same bytes without Tool Replay
     // storing anything. Node's fetch alone holds about 120-140 MB at its peak streaming such a body.
+    if (process.env.BENCH_ONLY === 'import') {
+      rows.push(...(await importRows(dir, base, log)))
+      up.proc.kill()
+      return printRows(rows)
+    }
     const baseline: Record<string, number> = {}
     for (const mode of ['live', 'record', 'replay']) {
       log(`interceptor ${mode} of ${gib} GiB ...`)
@@ -292,6 +375,7 @@ async function main(): Promise<void> {
       up.proc.kill()
       return printRows(rows)
     }
+    rows.push(...(await importRows(dir, base, log)))
     log(`building a ${TEN_K}-exchange trace ...`)
     await child('build-10k', [join(dir, 'ten-k'), base]).result
     const tenK = await child('replay-10k', [join(dir, 'ten-k'), base]).result

@@ -36,6 +36,7 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.STORE_CLOSED]: 68,
   [ErrorCodes.STORE_IO]: 68,
   [ErrorCodes.ASSETS_LOCKED]: 68,
+  [ErrorCodes.STORE_READ_ONLY]: 68,
   [ErrorCodes.REPLAY_MISS]: 69,
   [ErrorCodes.REPLAY_EXHAUSTED]: 69,
   [ErrorCodes.REPLAY_UNUSED]: 69,

@@ -14,8 +14,8 @@ export function storeDir(args: StoreArgs): string {
  * Opens the store for one command and always closes it. Commands that only read (or change what exists)
  * pass `create: false`: they never create a store directory, and a missing store is TR_STORE_NOT_FOUND.
  */
-export async function withStore<T>(args: StoreArgs, fn: (store: TraceStore) => Promise<T>, options: { create?: boolean } = {}): Promise<T> {
-  const store = await openStore(storeDir(args), { create: options.create !== false })
+export async function withStore<T>(args: StoreArgs, fn: (store: TraceStore) => Promise<T>, options: { create?: boolean; readOnly?: boolean } = {}): Promise<T> {
+  const store = await openStore(storeDir(args), { create: options.create !== false, readOnly: options.readOnly === true })
   try {
     return await fn(store)
   } finally {
@@ -23,7 +23,15 @@ export async function withStore<T>(args: StoreArgs, fn: (store: TraceStore) => P
   }
 }
 
-/** withStore for commands that must not create a store (ls, show, export, export-har, export-msw, rm, fork, diff, emit-test). */
+/** withStore for commands that change what exists but must not create a store (rm, fork). */
 export function withExistingStore<T>(args: StoreArgs, fn: (store: TraceStore) => Promise<T>): Promise<T> {
   return withStore(args, fn, { create: false })
+}
+
+/**
+ * withStore for commands that only read (ls, show, export, export-har, export-msw, diff, check, emit-test, scan,
+ * fsck): the store is opened read-only, so not a file in its directory is created, renamed, changed or deleted.
+ */
+export function withReadOnlyStore<T>(args: StoreArgs, fn: (store: TraceStore) => Promise<T>): Promise<T> {
+  return withStore(args, fn, { create: false, readOnly: true })
 }

@@ -43,7 +43,7 @@ export async function scanTarget(target: string, redaction: RedactionOptions): P
 
 async function scanStore(dir: string, redaction: RedactionOptions): Promise<ScanReport> {
   const report = empty(dir, 'store')
-  const store = await openStore(dir, { create: false })
+  const store = await openStore(dir, { readOnly: true })
   try {
     const partialRead = new Set<string>()
     for (const t of await store.listTraces()) {

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { readTraceFile, type TraceStore } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError, type Trace } from '../trace/index.ts'
-import { withExistingStore } from './open-store.ts'
+import { withReadOnlyStore } from './open-store.ts'
 
 /** True when a trace argument names an existing trace file rather than a trace in the store. */
 export const isTraceFileArg = (x: string): boolean => x.endsWith('.json') && existsSync(x)
@@ -19,7 +19,7 @@ export async function withTraceLoader<T>(
 ): Promise<T> {
   const fromFile = (x: string) => readTraceFile(resolve(x))
   if (names.every(isTraceFileArg)) return fn(fromFile)
-  return withExistingStore(args, (store: TraceStore) =>
+  return withReadOnlyStore(args, (store: TraceStore) =>
     fn(async (x) => {
       if (isTraceFileArg(x)) return fromFile(x)
       if (x.endsWith('.json') && !(await store.hasTrace(x))) {

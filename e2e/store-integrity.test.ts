@@ -120,7 +120,8 @@ test('bodies damaged inside a LevelDB table and in a piece file are never served
   const exported = await cli('export', 'tables', '--out', join(dir, '..', 'x.json'), '--store', dir)
   assert.equal(exported.code, 67, exported.err)
   assert.match(exported.err, /TR_STORE_CORRUPT/)
-  assert.equal((await cli('ls', '--store', dir)).code, 0, 'listing still works')
+  const lsr = await cli('ls', '--store', dir)
+  assert.equal(lsr.code, 0, lsr.err)
 })
 
 test('a damaged write-ahead-log record: the store is refused and no file changes (LevelDB would drop the record silently)', async () => {
@@ -165,7 +166,7 @@ test('an exchange that vanished from a complete trace is reported, not silently 
   await store.close()
 })
 
-test('tr-proxy fsck names every damaged exchange and rescues the intact ones; on an unopenable store it works on a copy', async () => {
+test('tr-proxy fsck names every damaged exchange and rescues the intact ones; on an unopenable store it reads the files as they are', async () => {
   const dir = join(tempDir('tr-fsck-'), 'store')
   await record(dir, 'tables', BODIES.length)
   await record(dir, 'clean', 2)
@@ -185,7 +186,7 @@ test('tr-proxy fsck names every damaged exchange and rescues the intact ones; on
   assert.equal(rescued.meta.labels?.fsck, 'partial')
   await store.close()
 
-  // Without CURRENT the store cannot be opened: fsck checks a private copy and leaves the original alone.
+  // Without CURRENT the store cannot be opened: fsck reads its files as they are and leaves them alone.
   const { rmSync } = await import('node:fs')
   rmSync(join(dir, 'CURRENT'))
   const before = snapshot(dir)

@@ -1,15 +1,18 @@
 /**
  * `checkStore`: every trace of a store, every exchange and every body checked (bodies against their
- * SHA-256, piece by piece), and what is still intact can be exported as trace files. A store too damaged
- * to open (no CURRENT, a damaged log) is never touched: the check runs on a copy, where LevelDB may recover
- * what it can.
+ * SHA-256, piece by piece), and what is still intact can be exported as trace files. Never changes the store:
+ * it is opened read-only (through its owner, or its files read directly). A store the open check refuses is
+ * read from its files as they are (leveldb-view.ts, rescue): every table and log in the directory, listed in
+ * the MANIFEST or not, whole or cut short, so every trace whose exchanges and bodies are still on disk is found,
+ * and the files that could not be read are named.
  */
-import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { ErrorCodes, type Exchange, isToolReplayError, ToolReplayError, type Trace } from '../trace/index.ts'
-import { LevelBackend } from './level-backend.ts'
+import { ErrorCodes, type Exchange, isToolReplayError, TRACE_FORMAT_VERSION, type Trace } from '../trace/index.ts'
+import { FileBackend } from './file-backend.ts'
 import { openStoreOps } from './level-store.ts'
+import { FileView } from './leveldb-view.ts'
+import { inspectStore } from './store-files.ts'
 import type { StoreOps, TraceInfo, TraceSummary } from './store-ops.ts'
 import { writeTraceFile } from './trace-file.ts'
 import { bodyRefs, TraceReader } from './trace-reader.ts'
@@ -33,8 +36,10 @@ export interface FsckTrace {
 export interface FsckReport {
   location: string
   ok: boolean
-  /** Why the store could not be opened as it is (then the check ran on a copy). */
+  /** Why the store could not be opened as it is (then its files were read as they are). */
   openProblem?: string
+  /** The files that are damaged, missing or cut short, each with why (when the store could not be opened). */
+  files?: string[]
   traces: FsckTrace[]
 }
 
@@ -44,42 +49,45 @@ export interface FsckOptions {
   exportTo?: string
 }
 
+const PAGE = 1000
+
 /**
  * Checks the store at `dir` without changing it.
  * @example
  * const report = await checkStore('.tool-replay/store', { exportTo: 'rescued/' })
  */
 export async function checkStore(dir: string, options: FsckOptions = {}): Promise<FsckReport> {
-  let openProblem: string | undefined
-  let copy: string | undefined
-  let ops: StoreOps
-  let close: () => Promise<void>
+  let opened: { ops: StoreOps; close: () => Promise<void> }
+  let report: FsckReport
+  let rescue: FileView | undefined
   try {
-    const opened = await openStoreOps(dir, { create: false })
-    ops = opened.ops
-    close = opened.close
+    opened = await openStoreOps(dir, { readOnly: true })
+    report = { location: dir, ok: true, traces: [] }
   } catch (err) {
     if (!isToolReplayError(err, ErrorCodes.STORE_CORRUPT)) throw err
-    openProblem = err.message
-    copy = await copyForRecovery(dir)
-    const backend = await LevelBackend.open(copy, { create: false, unchecked: true, piecesDir: join(dir, 'pieces') })
-    ops = backend
-    close = () => backend.close()
+    const files = await inspectStore(dir)
+    rescue = await FileView.rescue(dir, files.tableFiles, files.logFiles)
+    const backend = FileBackend.over(dir, rescue)
+    opened = { ops: backend, close: () => backend.close() }
+    const problems = (err.details?.problems as Array<{ files: string[]; why: string }> | undefined) ?? []
+    report = { location: dir, ok: false, openProblem: err.message, files: problems.map((p) => `${p.files.join(', ')}: ${p.why}`), traces: [] }
   }
   try {
-    const traces: FsckTrace[] = []
-    for (const summary of await ops.listTraces()) traces.push(await checkTrace(ops, summary, options.exportTo))
-    const report: FsckReport = { location: dir, ok: openProblem === undefined && traces.every((t) => t.damage.length === 0), traces }
-    if (openProblem !== undefined) report.openProblem = openProblem
+    const { ops } = opened
+    for (const summary of await ops.listTraces()) report.traces.push(await checkTrace(ops, summary, options.exportTo))
+    if (rescue) {
+      report.traces.push(...(await lostMetaTraces(ops, rescue, report.traces, options.exportTo)))
+      report.files?.push(...rescue.damage)
+    }
+    report.ok = report.ok && report.traces.every((t) => t.damage.length === 0)
     return report
   } finally {
-    await close()
-    if (copy) await rm(copy, { recursive: true, force: true })
+    await opened.close()
   }
 }
 
-async function checkTrace(ops: StoreOps, summary: TraceSummary, exportTo: string | undefined): Promise<FsckTrace> {
-  const info = (await ops.traceInfo(summary.id)) as TraceInfo
+async function checkTrace(ops: StoreOps, summary: TraceSummary, exportTo: string | undefined, lostInfo?: TraceInfo): Promise<FsckTrace> {
+  const info = lostInfo ?? ((await ops.traceInfo(summary.id)) as TraceInfo)
   const reader = new TraceReader(ops, info)
   const damage: string[] = []
   const intact: Exchange[] = []
@@ -88,26 +96,77 @@ async function checkTrace(ops: StoreOps, summary: TraceSummary, exportTo: string
   const missing = (from: number, to: number) => {
     for (let m = from; m < Math.min(to, expected); m++) damage.push(`exchange #${m} is missing`)
   }
-  // One exchange per read, so a damaged one costs only itself. Bounded: past the expected count, stop at
-  // the end of what is stored (or after a run of unreadable keys).
-  for (let seq = 0; seq < expected + 1000; seq++) {
-    let x: Exchange | undefined
+  let seq = 0
+  // A page at a time; a page that cannot be read is read one exchange at a time, so damage costs only
+  // itself. Bounded: past the expected count, stop at the end of what is stored.
+  while (seq < expected + PAGE) {
+    let page: Exchange[]
+    let next = seq
     try {
-      ;[x] = await ops.exchanges(info.id, seq, 1)
-    } catch (err) {
-      damage.push(`exchange #${seq}: ${(err as Error).message}`)
-      continue
+      page = await ops.exchanges(info.id, seq, PAGE)
+    } catch {
+      page = []
+      for (let s = seq; s < seq + PAGE; s++) {
+        try {
+          const [x] = await ops.exchanges(info.id, s, 1)
+          if (x === undefined) break
+          if (x.seq === s) page.push(x)
+        } catch (err) {
+          damage.push(`exchange #${s}: ${(err as Error).message}`)
+        }
+      }
+      next = seq + PAGE
     }
-    if (x === undefined) {
-      missing(seq, expected)
-      break
+    for (const x of page) {
+      missing(seq, x.seq)
+      seq = x.seq + 1
+      if (await bodiesIntact(reader, x, bodies, damage)) intact.push(x)
     }
-    missing(seq, x.seq)
-    seq = x.seq
-    if (await bodiesIntact(reader, x, bodies, damage)) intact.push(x)
+    if (page.length < PAGE && next <= seq) break
+    seq = Math.max(seq, next)
   }
-  const out: FsckTrace = { name: info.name, id: info.id, status: summary.status, exchanges: expected, intact: intact.length, damage }
-  if (exportTo && intact.length > 0) out.exported = await exportIntact(exportTo, info, intact, bodies, damage.length > 0 || info.status !== 'complete')
+  missing(seq, expected)
+  const out: FsckTrace = { name: info.name, id: info.id, status: summary.status, exchanges: Math.max(expected, intact.length), intact: intact.length, damage }
+  if (exportTo && intact.length > 0) {
+    const listed = (await ops.completeId(info.name).catch(() => undefined)) === info.id
+    out.exported = await exportIntact(exportTo, info, intact, bodies, damage.length > 0 || info.status !== 'complete', listed)
+  }
+  return out
+}
+
+/** Exchanges whose trace metadata was lost (its key was in a damaged or missing file): rescued under their id. */
+async function lostMetaTraces(ops: StoreOps, view: FileView, found: FsckTrace[], exportTo: string | undefined): Promise<FsckTrace[]> {
+  const known = new Set(found.map((t) => t.id))
+  const ids: string[] = []
+  let from = 'x!'
+  for (;;) {
+    let id: string | undefined
+    await view.scan({ gte: from, lt: 'x"' }, (key) => {
+      id = key.slice(2, key.indexOf('!', 2))
+      return false
+    })
+    if (id === undefined) break
+    if (!known.has(id)) ids.push(id)
+    from = `x!${id}"`
+  }
+  const out: FsckTrace[] = []
+  for (const id of ids) {
+    const info: TraceInfo = {
+      id,
+      name: `lost-${id}`,
+      meta: { name: `lost-${id}`, format: TRACE_FORMAT_VERSION, labels: { 'fsck-metadata': 'lost' } },
+      status: 'recording',
+      // Rescued, not recorded here: a command that came with it is never run unconfirmed (the inspector).
+      recorded: false,
+      createdAt: '',
+      count: 0,
+      bodyBytes: 0,
+      indexed: false,
+    }
+    const t = await checkTrace(ops, { name: info.name, id, status: 'partial', exchanges: 0, createdAt: '' }, exportTo, info)
+    t.damage.unshift('its metadata (name, labels) is lost; its exchanges are rescued under its id')
+    out.push(t)
+  }
   return out
 }
 
@@ -119,54 +178,33 @@ async function bodiesIntact(reader: TraceReader, x: Exchange, bodies: Map<string
       bodies.set(ref.digest, await reader.bodyBytes(ref, use))
     } catch (err) {
       ok = false
+      const why = isToolReplayError(err) ? err.details?.why : undefined
       damage.push(
-        isToolReplayError(err)
-          ? err.message.replace(/^Trace "[^"]*" in the store at .*? is damaged: /, '').replace(/\. Nothing damaged was served.*$/, '')
-          : String(err),
+        typeof why === 'string'
+          ? `${use}: body ${ref.digest} is damaged (${why})`
+          : isToolReplayError(err)
+            ? err.message.replace(/^Trace "[^"]*" in the store at .*? is damaged: /, '').replace(/\. Nothing damaged was served.*$/, '')
+            : String(err),
       )
     }
   }
   return ok
 }
 
-async function exportIntact(dir: string, info: TraceInfo, exchanges: Exchange[], bodies: Map<string, Uint8Array>, partial: boolean): Promise<string> {
+async function exportIntact(
+  dir: string,
+  info: TraceInfo,
+  exchanges: Exchange[],
+  bodies: Map<string, Uint8Array>,
+  partial: boolean,
+  listed: boolean,
+): Promise<string> {
   await mkdir(dir, { recursive: true })
   const own = new Map<string, Uint8Array>()
   for (const x of exchanges) for (const [ref] of bodyRefs(x)) own.set(ref.digest, bodies.get(ref.digest) as Uint8Array)
   const meta = partial ? { ...info.meta, labels: { ...info.meta.labels, fsck: 'partial' } } : info.meta
   const trace: Trace = { meta, exchanges, bodies: own }
-  const file = join(dir, `${info.name}${info.status === 'complete' ? '' : `.${info.id}`}.trace.json`)
+  const file = join(dir, `${info.name}${info.status === 'complete' && listed ? '' : `.${info.id}`}.trace.json`)
   await writeTraceFile(file, trace)
   return file
-}
-
-/**
- * A private copy of a damaged store to recover from: LevelDB's recovery may drop records there, never in the
- * original. A missing CURRENT is restored in the copy to name the newest MANIFEST.
- */
-async function copyForRecovery(dir: string): Promise<string> {
-  const copy = await mkdtemp(join(tmpdir(), 'tr-fsck-'))
-  const files = await readdir(dir)
-  for (const f of files) {
-    if (f === 'LOCK' || f.endsWith('.sock') || !/^(\d+\.(log|ldb|sst)|MANIFEST-\d+|CURRENT|LOG(\.old)?)$/.test(f)) continue
-    await copyFile(join(dir, f), join(copy, f))
-  }
-  if (!files.includes('CURRENT')) {
-    const manifest = files
-      .filter((f) => f.startsWith('MANIFEST-'))
-      .sort()
-      .at(-1)
-    if (manifest === undefined) {
-      await rm(copy, { recursive: true, force: true })
-      throw new ToolReplayError(
-        ErrorCodes.STORE_CORRUPT,
-        `The trace store at ${dir} has no CURRENT and no MANIFEST file: nothing can be recovered from it with LevelDB.`,
-        {
-          details: { location: dir },
-        },
-      )
-    }
-    await writeFile(join(copy, 'CURRENT'), `${manifest}\n`)
-  }
-  return copy
 }

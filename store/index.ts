@@ -9,7 +9,9 @@ export type { OpenStoreOptions } from './level-store.ts'
 export { defaultStoreDir, openStore, openStoreOps, storeSocketPath } from './level-store.ts'
 /** An in-process store for tests and benchmarks. */
 export { createMemoryStore } from './memory-store.ts'
-export type { BodyManifest, RecordingOwner, StoredBody, StoreOps, TraceInfo, TraceSummary } from './store-ops.ts'
+/** Bytes a store directory takes on disk: the database's files and the piece files. */
+export { diskUsage } from './store-files.ts'
+export type { BodyManifest, GcReport, RecordingOwner, StoredBody, StoreOps, TraceInfo, TraceSummary } from './store-ops.ts'
 /** Bodies over INLINE_BODY_MAX are stored (and streamed) as pieces of up to PIECE_SIZE. */
 export { INLINE_BODY_MAX, PIECE_SIZE } from './store-ops.ts'
 export type { ExportedTrace, TraceFileOptions } from './trace-file.ts'
@@ -27,4 +29,4 @@ export {
 export type { BodyUse } from './trace-reader.ts'
 /** A stored trace opened for lazy, verified reading; the bodies an exchange references, with where each is used. */
 export { bodyRefs, TraceReader } from './trace-reader.ts'
-export type { TraceRecording, TraceSelector, TraceStore } from './trace-store.ts'
+export type { TraceRecording, TraceSelector, TraceStore, TraceUsage } from './trace-store.ts'

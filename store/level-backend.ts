@@ -17,17 +17,18 @@
  * batches that complete, replace or delete a trace are synced to disk.
  */
 
-import { randomBytes } from 'node:crypto'
-import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
+import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { Level } from 'level'
 import { type AppRun, computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
-import { checkLogFile } from './leveldb-log.ts'
+import { collectGarbage } from './gc.ts'
+import { piecePath, writePiece } from './pieces.ts'
+import { traceExists } from './store-errors.ts'
+import { assertNoLinks, filesCorrupt, inspectStore, recordClosed, recordSynced } from './store-files.ts'
 import {
   type BodyManifest,
+  type GcReport,
   INLINE_BODY_MAX,
-  ownerAlive,
   type RecordingOwner,
   refsOf,
   type StoredBody,
@@ -36,26 +37,9 @@ import {
   type TraceInfo,
   type TraceSummary,
 } from './store-ops.ts'
-
-/** What `m!<id>` holds. Stores written before count/indexed existed lack them. */
-interface StoredMeta {
-  id: string
-  name: string
-  meta: TraceMeta
-  createdAt: string
-  status: 'recording' | 'complete'
-  count?: number
-  bodyBytes?: number
-  indexed?: boolean
-  /** Written by a recording of this store (beginTrace), not put whole. */
-  recorded?: boolean
-  owner?: RecordingOwner
-}
+import { type KvRange, type KvRead, prefixRange, type StoredMeta, StoreReads, storeKeys } from './store-reads.ts'
 
 const STORED_BODIES_LIMIT = 100_000
-/** How long a store with a MANIFEST but no CURRENT may be "being created" before it counts as damaged. */
-const CURRENT_WAIT_STEPS = 20
-const CURRENT_WAIT_STEP_MS = 50
 
 interface QueuedAppend {
   id: string
@@ -68,23 +52,11 @@ interface QueuedAppend {
 
 type BatchOp = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string }
 
-const pad = (seq: number) => String(seq).padStart(10, '0')
+export { storeKeys }
 
-/** Key builders, exported for tests that damage a store on purpose. */
-export const storeKeys = {
-  body: (digest: string) => `b!${digest}`,
-  manifest: (digest: string) => `B!${digest}`,
-  meta: (id: string) => `m!${id}`,
-  exchange: (id: string, seq: number) => `x!${id}!${pad(seq)}`,
-  identity: (id: string, key: string, seq: number) => `k!${id}!${key}!${pad(seq)}`,
-  name: (name: string) => `n!${name}`,
-}
-
-// '"' sorts right after '!', so [`p!`, `p"`) is exactly the keys under prefix p.
-const range = (prefix: string) => ({ gte: prefix, lt: `${prefix.slice(0, -1)}"` })
+const range = prefixRange
 
 const encoder = new TextEncoder()
-const decoder = new TextDecoder()
 const EMPTY = new Uint8Array(0)
 const SYNC = { sync: true }
 
@@ -99,9 +71,9 @@ export class LevelBackend implements StoreOps {
    */
   readonly #openRecordings = new Map<string, StoredMeta>()
   /**
-   * Body keys known to be stored (seen or written by this backend). Bodies are never deleted (see
-   * level-store.ts on GC) and no other process writes here, so an entry never goes stale; it saves the
-   * hasMany round trip for bodies a recording repeats. Bounded: cleared when full.
+   * Body keys known to be stored (seen or written by this backend). No other process writes here and gc
+   * removes what it deletes, so an entry never goes stale; it saves the hasMany round trip for bodies a
+   * recording repeats. Bounded: cleared when full.
    */
   readonly #storedBodies = new Set<string>()
   /** Appends waiting for the write queue, committed together as one batch (see append). */
@@ -109,181 +81,170 @@ export class LevelBackend implements StoreOps {
   readonly #piecesDir: string
   /** Piece subdirectories known to exist. */
   readonly #pieceDirs = new Set<string>()
+  /** While gc runs: the bodies exchanges written meanwhile reference (gc keeps them). */
+  #gcReferenced: Set<string> | undefined
+  /** The gc running, if any (one at a time). */
+  #gc: Promise<GcReport> | undefined
+  /** Set while gc sweeps piece files: new piece writes wait for it. */
+  #piecesHeld: Promise<void> | undefined
+  readonly #piecePuts = new Set<Promise<void>>()
+
+  /** The reads, over LevelDB. */
+  readonly #reads: StoreReads
 
   private constructor(location: string, db: Level<string, Uint8Array>, piecesDir: string) {
     this.location = location
     this.#db = db
     this.#piecesDir = piecesDir
+    this.#reads = new StoreReads(location, levelKv(db), piecesDir)
   }
 
   /**
    * Opens the LevelDB at `dir`. Rejects with the raw level error when another process holds the lock
-   * (`isLockedError`), so the caller can become a client instead. A damaged store is TR_STORE_CORRUPT and is
-   * never opened (LevelDB's recovery would drop what it cannot read, and a missing CURRENT would make it
-   * create an empty store and delete the tables); `create: false` never creates one.
+   * (`isLockedError`), so the caller can become a client instead. A store whose files do not account for
+   * everything (store-files.ts: damaged or cut-short logs, orphan tables that hold data, a damaged MANIFEST,
+   * no CURRENT) is TR_STORE_CORRUPT and is never opened: LevelDB's recovery would drop or overwrite what it
+   * cannot account for. `create: false` never creates one.
    */
-  static async open(dir: string, options: { create?: boolean; unchecked?: boolean; piecesDir?: string } = {}): Promise<LevelBackend> {
-    // `unchecked`: fsck's private copy of a damaged store, where LevelDB may recover what it can.
-    if (!options.unchecked) await assertOpenable(dir, options.create !== false)
+  static async open(dir: string, options: { create?: boolean } = {}): Promise<LevelBackend> {
+    const files = await inspectStore(dir)
+    assertNoLinks(files)
+    if (files.problems.length > 0) throw filesCorrupt(dir, files.problems)
+    if (files.empty && options.create === false) throw storeNotFound(dir)
     const db = new Level<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' })
     try {
       await db.open({ createIfMissing: options.create !== false })
     } catch (err) {
       if (isLockedError(err)) throw err
       const cause = ((err as { cause?: Error }).cause ?? err) as Error
-      if (/corrupt|manifest|CURRENT/i.test(cause.message)) throw corruptOnOpen(dir, cause.message, err)
+      if (/corrupt|manifest|CURRENT/i.test(cause.message)) throw filesCorrupt(dir, [{ files: [], why: `LevelDB refused it (${cause.message})` }])
       throw new ToolReplayError(
         ErrorCodes.STORE_IO,
         `Failed to open the trace store at ${dir}: ${cause.message}. Check that the path is a Tool Replay store directory (or does not exist yet) and is writable, or pass another --store.`,
         { cause: err, details: { location: dir } },
       )
     }
-    return new LevelBackend(dir, db, options.piecesDir ?? join(dir, 'pieces'))
+    return new LevelBackend(dir, db, join(dir, 'pieces'))
   }
 
   async close(): Promise<void> {
     // Must wait for queued writes: closing under a pending batch would fail it half-way through the queue.
     await this.#writes.catch(() => {})
     await this.#db.close()
+    await recordClosed(this.location)
   }
 
-  // --- reads ---
+  // --- reads (store-reads.ts, over LevelDB) ---
 
-  async listTraces(): Promise<TraceSummary[]> {
-    return this.#io(async () => {
-      const out: TraceSummary[] = []
-      for await (const [key, value] of this.#db.iterator(range('m!'))) {
-        const m = this.#parse<StoredMeta>(key, value)
-        const status = m.status === 'complete' ? 'complete' : ownerAlive(m.owner) ? 'recording' : 'partial'
-        out.push({ name: m.name, id: m.id, status, exchanges: m.count ?? (await this.#countExchanges(m.id)), createdAt: m.createdAt })
-      }
-      return out.sort((a, b) => a.name.localeCompare(b.name) || a.createdAt.localeCompare(b.createdAt))
-    })
+  listTraces(): Promise<TraceSummary[]> {
+    return this.#io(() => this.#reads.listTraces())
   }
 
-  async completeId(name: string): Promise<string | undefined> {
-    const v = await this.#io(() => this.#db.get(storeKeys.name(name)))
-    return v === undefined ? undefined : decoder.decode(v)
+  completeId(name: string): Promise<string | undefined> {
+    return this.#io(() => this.#reads.completeId(name))
   }
 
-  async recordingIds(name: string): Promise<string[]> {
-    const metas: StoredMeta[] = []
-    await this.#io(async () => {
-      for await (const [key, value] of this.#db.iterator(range('m!'))) {
-        const m = this.#parse<StoredMeta>(key, value)
-        if (m.name === name) metas.push(m)
-      }
-    })
-    return metas.sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id)).map((m) => m.id)
+  recordingIds(name: string): Promise<string[]> {
+    return this.#io(() => this.#reads.recordingIds(name))
   }
 
-  async traceInfo(id: string): Promise<TraceInfo | undefined> {
-    const m = await this.#getMeta(id)
-    if (m === undefined) return undefined
-    const info: TraceInfo = {
-      id,
-      name: m.name,
-      meta: m.meta,
-      status: m.status,
-      createdAt: m.createdAt,
-      count: m.count ?? (await this.#countExchanges(id)),
-      bodyBytes: m.bodyBytes ?? 0,
-      indexed: m.indexed === true,
-      recorded: m.recorded === true,
-    }
-    if (m.owner) info.owner = m.owner
-    return info
+  traceInfo(id: string): Promise<TraceInfo | undefined> {
+    return this.#io(() => this.#reads.traceInfo(id))
   }
 
-  async exchanges(id: string, fromSeq: number, limit: number): Promise<Exchange[]> {
-    return this.#io(async () => {
-      const out: Exchange[] = []
-      for await (const [key, value] of this.#db.iterator({ gte: storeKeys.exchange(id, fromSeq), lt: `x!${id}"`, limit }))
-        out.push(this.#parseExchange(key, value))
-      return out
-    })
+  exchanges(id: string, fromSeq: number, limit: number): Promise<Exchange[]> {
+    return this.#io(() => this.#reads.exchanges(id, fromSeq, limit))
   }
 
-  async lookup(id: string, key: string): Promise<number[]> {
-    return this.#io(async () => {
-      const out: number[] = []
-      for await (const k of this.#db.keys(range(`k!${id}!${key}!`))) out.push(Number(k.slice(k.lastIndexOf('!') + 1)))
-      return out
-    })
+  lookup(id: string, key: string): Promise<number[]> {
+    return this.#io(() => this.#reads.lookup(id, key))
   }
 
-  async identityKeys(id: string, afterKey: string, limit: number): Promise<Array<[string, number[]]>> {
-    return this.#io(async () => {
-      const prefix = `k!${id}!`
-      const out: Array<[string, number[]]> = []
-      // "~" sorts after every hex digit: start past every seq of `afterKey`.
-      const gt = afterKey === '' ? undefined : `${prefix}${afterKey}!~`
-      for await (const k of this.#db.keys({ ...(gt ? { gt } : { gte: prefix }), lt: `k!${id}"` })) {
-        const rest = k.slice(prefix.length)
-        const bang = rest.lastIndexOf('!')
-        const key = rest.slice(0, bang)
-        const seq = Number(rest.slice(bang + 1))
-        const last = out.at(-1)
-        if (last && last[0] === key) last[1].push(seq)
-        else {
-          if (out.length === limit) break
-          out.push([key, [seq]])
-        }
-      }
-      return out
-    })
+  identityKeys(id: string, afterKey: string, limit: number): Promise<Array<[string, number[]]>> {
+    return this.#io(() => this.#reads.identityKeys(id, afterKey, limit))
   }
 
-  async body(digest: string): Promise<StoredBody | undefined> {
-    const [bytes, manifest] = await this.#io(() => this.#db.getMany([storeKeys.body(digest), storeKeys.manifest(digest)]))
-    if (bytes !== undefined) return { kind: 'bytes', bytes: new Uint8Array(bytes) }
-    if (manifest !== undefined) return { kind: 'pieces', manifest: this.#parse<BodyManifest>(storeKeys.manifest(digest), manifest) }
-    return undefined
+  body(digest: string): Promise<StoredBody | undefined> {
+    return this.#io(() => this.#reads.body(digest))
   }
 
-  async piece(sha: string): Promise<Uint8Array | undefined> {
-    try {
-      return new Uint8Array(await readFile(this.#piecePath(sha)))
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-      throw this.#ioError(err)
-    }
+  piece(sha: string): Promise<Uint8Array | undefined> {
+    return this.#reads.piece(sha)
   }
 
   // --- writes ---
 
   /** Content-addressed: not ordered with other writes, and a piece already there (same size) is not rewritten. */
   async putPiece(sha: string, bytes: Uint8Array): Promise<void> {
-    const path = this.#piecePath(sha)
-    if ((await stat(path).catch(() => undefined))?.size === bytes.byteLength) return
-    const dir = join(this.#piecesDir, sha.slice(0, 2))
+    while (this.#piecesHeld) await this.#piecesHeld
+    const put = writePiece(this.location, this.#piecesDir, sha, bytes, this.#pieceDirs)
+    this.#piecePuts.add(put)
     try {
-      if (!this.#pieceDirs.has(dir)) {
-        await mkdir(dir, { recursive: true, mode: 0o700 })
-        this.#pieceDirs.add(dir)
-      }
-      const tmp = join(dir, `.${sha}.${randomBytes(4).toString('hex')}.tmp`)
-      try {
-        await writeFile(tmp, bytes, { mode: 0o600 })
-        await rename(tmp, path)
-      } catch (err) {
-        await unlink(tmp).catch(() => {})
-        throw err
-      }
-    } catch (err) {
-      throw this.#ioError(err)
+      await put
+    } finally {
+      this.#piecePuts.delete(put)
+    }
+  }
+
+  /**
+   * Removes the bodies and piece files no trace references (gc.ts says what is kept and why), then compacts
+   * the store so LevelDB returns the space. One gc at a time; a second call waits for the first.
+   */
+  async gc(options: { dryRun: boolean }): Promise<GcReport> {
+    while (this.#gc) await this.#gc.catch(() => {})
+    const run = this.#collect(options.dryRun)
+    this.#gc = run
+    try {
+      return await run
+    } finally {
+      this.#gc = undefined
+    }
+  }
+
+  async #collect(dryRun: boolean): Promise<GcReport> {
+    const referenced = new Set<string>()
+    this.#gcReferenced = referenced
+    try {
+      const report = await collectGarbage({
+        kv: levelKv(this.#db),
+        piecesDir: this.#piecesDir,
+        dryRun,
+        referencedSince: referenced,
+        exclusive: (fn) => this.#write(fn),
+        deleteKeys: async (keys) => {
+          await this.#syncedBatch(keys.map((key) => ({ type: 'del', key })))
+          // Forgotten as stored, so an append of the same body writes it again.
+          this.#storedBodies.clear()
+        },
+        holdPieces: async () => {
+          let release = () => {}
+          this.#piecesHeld = new Promise<void>((resolve) => {
+            release = () => {
+              this.#piecesHeld = undefined
+              resolve()
+            }
+          })
+          await Promise.allSettled([...this.#piecePuts])
+          return release
+        },
+      })
+      // `level` is classic-level in Node, which has compactRange; its own types leave it out.
+      const db = this.#db as unknown as { compactRange(start: string, end: string): Promise<void> }
+      if (!dryRun) await this.#io(() => db.compactRange('\u0000', '\uffff'))
+      return report
+    } finally {
+      this.#gcReferenced = undefined
     }
   }
 
   #piecePath(sha: string): string {
-    if (!/^[0-9a-f]{64}$/.test(sha)) throw new ToolReplayError(ErrorCodes.INTERNAL, `"${sha}" is not a piece digest.`)
-    return join(this.#piecesDir, sha.slice(0, 2), sha)
+    return piecePath(this.#piecesDir, sha)
   }
 
   /** Starts a recording under a caller-chosen id, so a retried call after a lost connection is harmless. */
   beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner): Promise<void> {
     return this.#write(async () => {
-      if ((await this.#getMeta(id)) !== undefined) return
+      if ((await this.#reads.getMeta(id)) !== undefined) return
       const stored: StoredMeta = { id, name: meta.name, meta, createdAt, status: 'recording', count: 0, bodyBytes: 0, indexed: true, recorded: true, owner }
       await this.#db.put(storeKeys.meta(id), json(stored))
       this.#openRecordings.set(id, stored)
@@ -381,6 +342,7 @@ export class LevelBackend implements StoreOps {
     // first bodies marked as stored (and cached so), or the next append of the same body would skip it.
     const added: string[] = []
     for (const digest of refsOf(x)) {
+      this.#gcReferenced?.add(digest)
       const key = storeKeys.body(digest)
       if (present.has(key) || added.includes(key)) continue
       const bytes = bodies.get(digest)
@@ -424,7 +386,7 @@ export class LevelBackend implements StoreOps {
   async #recordingMeta(id: string): Promise<StoredMeta> {
     const cached = this.#openRecordings.get(id)
     if (cached) return cached
-    const stored = await this.#getMeta(id)
+    const stored = await this.#reads.getMeta(id)
     if (stored === undefined || stored.status === 'complete') {
       throw new ToolReplayError(
         ErrorCodes.STORE_CLOSED,
@@ -436,17 +398,45 @@ export class LevelBackend implements StoreOps {
   }
 
   /** Makes the recording the trace listed under its name and drops the trace it replaces, in one synced batch. */
-  closeRecording(id: string, app?: AppRun): Promise<void> {
+  closeRecording(id: string, options?: { overwrite?: boolean; app?: AppRun }): Promise<void> {
     return this.#write(async () => {
-      const stored = await this.#getMeta(id)
-      this.#openRecordings.delete(id)
-      if (stored === undefined) throw this.#corrupt(storeKeys.meta(id), 'a recording being closed has no metadata')
+      const stored = await this.#reads.getMeta(id)
+      if (stored === undefined) throw this.#reads.corrupt(storeKeys.meta(id), 'a recording being closed has no metadata')
       if (stored.status === 'complete') return
+      const current = await this.completeId(stored.name)
+      if (options?.overwrite === false && current !== undefined && current !== id) throw traceExists(stored.name, this.location)
+      this.#openRecordings.delete(id)
       const ops = await this.#replaceOps(stored.name, id)
       const { owner: _owner, ...rest } = stored
-      const meta = app ? { ...rest.meta, app } : rest.meta
-      ops.push({ type: 'put', key: storeKeys.meta(id), value: json({ ...rest, meta, status: 'complete', count: await this.#countExchanges(id) }) })
-      await this.#db.batch(ops, SYNC)
+      ops.push({
+        type: 'put',
+        key: storeKeys.meta(id),
+        value: json({
+          ...rest,
+          meta: options?.app ? { ...rest.meta, app: options.app } : rest.meta,
+          status: 'complete',
+          count: await this.#reads.countExchanges(id),
+        }),
+      })
+      await this.#syncedBatch(ops)
+    })
+  }
+
+  /** Part of a big trace being stored (trace-store-impl.ts putInChunks): one batch, not synced (close is). */
+  appendChunk(id: string, exchanges: Exchange[], bodies: ReadonlyMap<string, Uint8Array>): Promise<void> {
+    return this.#write(async () => {
+      const stored = { ...(await this.#recordingMeta(id)) }
+      const present = await this.#present(exchanges.flatMap((x) => refsOf(x).map(storeKeys.body)))
+      const ops: BatchOp[] = []
+      for (const x of exchanges) {
+        assertSeq(x, stored.name)
+        ops.push(...(await this.#exchangeOps(id, stored.name, x, bodies, new Map(), present)))
+        stored.count = Math.max(stored.count ?? 0, x.seq + 1)
+        stored.bodyBytes = (stored.bodyBytes ?? 0) + bodyBytesOf(x)
+      }
+      ops.push({ type: 'put', key: storeKeys.meta(id), value: json(stored) })
+      await this.#db.batch(ops)
+      this.#openRecordings.set(id, stored)
     })
   }
 
@@ -456,13 +446,7 @@ export class LevelBackend implements StoreOps {
       const current = await this.completeId(name)
       // A retry of a put that already landed: the name points at our own id.
       if (current === id) return
-      if (current !== undefined && !overwrite) {
-        throw new ToolReplayError(
-          ErrorCodes.TRACE_EXISTS,
-          `Trace "${name}" already exists in the store at ${this.location}. Pick another name, delete it first, or pass overwrite.`,
-          { details: { trace: name, location: this.location } },
-        )
-      }
+      if (current !== undefined && !overwrite) throw traceExists(name, this.location)
       const ops: BatchOp[] = []
       const present = await this.#present(trace.exchanges.flatMap((x) => refsOf(x).map(storeKeys.body)))
       const seen = new Set<number>()
@@ -477,7 +461,7 @@ export class LevelBackend implements StoreOps {
       ops.push(...(await this.#replaceOps(name, id)))
       const stored: StoredMeta = { id, name, meta: trace.meta, createdAt, status: 'complete', count: trace.exchanges.length, bodyBytes, indexed: true }
       ops.push({ type: 'put', key: storeKeys.meta(id), value: json(stored) })
-      await this.#db.batch(ops, SYNC)
+      await this.#syncedBatch(ops)
     })
   }
 
@@ -487,19 +471,29 @@ export class LevelBackend implements StoreOps {
       if (id === undefined) return false
       const ops = await this.#traceKeyOps(id)
       ops.push({ type: 'del', key: storeKeys.name(name) })
-      await this.#db.batch(ops, SYNC)
+      await this.#syncedBatch(ops)
       return true
     })
   }
 
   deleteRecording(id: string): Promise<boolean> {
     return this.#write(async () => {
-      const stored = await this.#getMeta(id)
+      const stored = await this.#reads.getMeta(id)
       if (stored === undefined || (await this.completeId(stored.name)) === id) return false
       this.#openRecordings.delete(id)
-      await this.#db.batch(await this.#traceKeyOps(id), SYNC)
+      await this.#syncedBatch(await this.#traceKeyOps(id))
       return true
     })
+  }
+
+  /**
+   * A batch synced to disk, then the log's length recorded (store-files.ts): an open that later finds the
+   * log shorter knows confirmed writes were lost and refuses the store. Runs inside the write queue, so no
+   * other write moves the log in between.
+   */
+  async #syncedBatch(ops: BatchOp[]): Promise<void> {
+    await this.#db.batch(ops, SYNC)
+    await recordSynced(this.location)
   }
 
   /** Runs writes one at a time: close and put read before they write, and must not interleave. */
@@ -523,59 +517,6 @@ export class LevelBackend implements StoreOps {
     const ops: BatchOp[] = [{ type: 'del', key: storeKeys.meta(id) }]
     for (const prefix of [`x!${id}!`, `k!${id}!`]) for await (const key of this.#db.keys(range(prefix))) ops.push({ type: 'del', key })
     return ops
-  }
-
-  async #countExchanges(id: string): Promise<number> {
-    let n = 0
-    for await (const _ of this.#db.keys(range(`x!${id}!`))) n++
-    return n
-  }
-
-  async #getMeta(id: string): Promise<StoredMeta | undefined> {
-    const key = storeKeys.meta(id)
-    const v = await this.#io(() => this.#db.get(key))
-    return v === undefined ? undefined : this.#parse<StoredMeta>(key, v)
-  }
-
-  #parse<T>(key: string, value: Uint8Array): T {
-    try {
-      const v = JSON.parse(decoder.decode(value)) as unknown
-      if (v === null || typeof v !== 'object') throw new TypeError('not a JSON object')
-      return v as T
-    } catch (err) {
-      throw this.#corrupt(key, `its value is not valid JSON (${(err as Error).message})`, err)
-    }
-  }
-
-  #parseExchange(key: string, value: Uint8Array): Exchange {
-    const x = this.#parse<Exchange>(key, value)
-    // Enough shape to fail here, naming the key, rather than deep inside a replay.
-    if (typeof x.seq !== 'number' || typeof x.request?.url !== 'string' || (x.outcome?.kind !== 'response' && x.outcome?.kind !== 'error')) {
-      throw this.#corrupt(key, 'its value is not an exchange')
-    }
-    if (key !== storeKeys.exchange(key.slice(2, key.lastIndexOf('!')), x.seq))
-      throw this.#corrupt(key, `it holds exchange #${x.seq}, not the one its key names`)
-    return x
-  }
-
-  #corrupt(key: string, why: string, cause?: unknown): ToolReplayError {
-    return new ToolReplayError(
-      ErrorCodes.STORE_CORRUPT,
-      `The trace store at ${this.location} is damaged at key "${key}": ${why}. Run \`tr-proxy fsck --store ${this.location}\` to see what is intact, export it, then delete the affected trace (\`tr-proxy rm <name>\`) and re-record or re-import it.`,
-      { cause, details: { location: this.location, key } },
-    )
-  }
-
-  /** A file-system failure on a piece as TR_STORE_IO. */
-  #ioError(err: unknown): ToolReplayError {
-    return new ToolReplayError(
-      ErrorCodes.STORE_IO,
-      `Failed to access a body piece in ${this.#piecesDir}: ${(err as Error).message}. Check disk space and permissions.`,
-      {
-        cause: err,
-        details: { location: this.location },
-      },
-    )
   }
 
   /** Maps level's own failures to TR_STORE_*; ToolReplayErrors pass through. */
@@ -605,51 +546,24 @@ export class LevelBackend implements StoreOps {
   }
 }
 
-/**
- * Refuses to open a store LevelDB would damage further: LevelFiles without CURRENT (LevelDB would create an
- * empty store and delete them), or a write-ahead log with a damaged record (LevelDB would drop it silently).
- */
-async function assertOpenable(dir: string, create: boolean): Promise<void> {
-  let files = await readdir(dir).catch(() => [] as string[])
-  const hasData = (list: string[]) => list.some((f) => /\.(ldb|sst|log)$/.test(f) || f.startsWith('MANIFEST-'))
-  // Another process creating this store writes its MANIFEST a moment before CURRENT: give it that moment
-  // (bounded) before calling the store damaged.
-  for (let i = 0; i < CURRENT_WAIT_STEPS && !files.includes('CURRENT') && hasData(files); i++) {
-    await sleep(CURRENT_WAIT_STEP_MS)
-    files = await readdir(dir).catch(() => [] as string[])
-  }
-  const hasCurrent = files.includes('CURRENT')
-  if (!hasCurrent && hasData(files)) {
-    throw corruptOnOpen(
-      dir,
-      'it holds LevelDB files but no CURRENT file, so it cannot be opened, and Tool Replay will not create a new store over it (that would delete them)',
-    )
-  }
-  if (!hasCurrent && !create) {
-    throw new ToolReplayError(
-      ErrorCodes.STORE_NOT_FOUND,
-      `There is no trace store at ${dir}. Record into it first (\`tr-proxy record\` or install({ mode: 'record' })), or point at an existing one with --store DIR or TOOL_REPLAY_STORE.`,
-      { details: { location: dir } },
-    )
-  }
-  for (const log of files.filter((f) => f.endsWith('.log'))) {
-    const damage = await checkLogFile(join(dir, log)).catch(() => [])
-    if (damage.length > 0) {
-      const first = damage[0] as { offset: number; why: string }
-      throw corruptOnOpen(
-        dir,
-        `its write-ahead log ${log} has ${damage.length} damaged record(s) (first at byte ${first.offset}: ${first.why}); LevelDB would silently drop them`,
-      )
-    }
-  }
+/** TR_STORE_NOT_FOUND for a directory that holds no store. */
+export function storeNotFound(dir: string): ToolReplayError {
+  return new ToolReplayError(
+    ErrorCodes.STORE_NOT_FOUND,
+    `There is no trace store at ${dir}. Record into it first (\`tr-proxy record\` or install({ mode: 'record' })), or point at an existing one with --store DIR or TOOL_REPLAY_STORE.`,
+    { details: { location: dir } },
+  )
 }
 
-function corruptOnOpen(dir: string, why: string, cause?: unknown): ToolReplayError {
-  return new ToolReplayError(
-    ErrorCodes.STORE_CORRUPT,
-    `The trace store at ${dir} is damaged: ${why}. Nothing was changed. Run \`tr-proxy fsck --store ${dir}\` to see what can be recovered (it works on a copy and can export what is intact), then move the directory aside.`,
-    { cause, details: { location: dir } },
-  )
+/** LevelDB as the key-value reader store-reads.ts reads through. */
+function levelKv(db: Level<string, Uint8Array>): KvRead {
+  return {
+    get: (key) => db.get(key),
+    async scan(r: KvRange, visit) {
+      const { limit: _limit, ...bounds } = r
+      for await (const [key, value] of db.iterator(bounds)) if (visit(key, value) === false) return
+    },
+  }
 }
 
 function bodyMissing(x: Exchange, name: string, what: string): ToolReplayError {

@@ -26,6 +26,23 @@ async function rawKeys(dir: string, prefix: string): Promise<string[]> {
 }
 
 describe('LevelDB store', () => {
+  test('importing a big trace leaves no giant log for the next open to replay (it is written in bounded batches)', async () => {
+    const dir = freshDir()
+    const store = await openStore(dir)
+    // About 40 MB of exchanges and bodies: one batch would put all of it in the write-ahead log.
+    await store.putTrace(jsonTrace('huge', 60_000, 'x'.repeat(300)))
+    await store.close()
+    const { readdir } = await import('node:fs/promises')
+    const logs = (await readdir(dir)).filter((f) => f.endsWith('.log'))
+    for (const log of logs) {
+      const size = (await stat(join(dir, log))).size
+      assert.ok(size < 16 * 1024 * 1024, `${log} is ${(size / 1024 / 1024).toFixed(1)} MB`)
+    }
+    const again = await openStore(dir)
+    assert.equal((await again.readTrace('huge')).exchanges.length, 60_000)
+    await again.close()
+  })
+
   test('a new store directory is private to its user (0700)', async () => {
     const dir = join(freshDir(), 'nested', 'store')
     const store = await openStore(dir)

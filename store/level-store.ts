@@ -14,17 +14,21 @@
  * every operation is idempotent under resend. The owner never waits for clients to leave, so a short
  * CLI run that happened to become owner cannot keep a proxy's store, or its own process, hostage.
  *
- * Bodies are not garbage-collected when a trace is replaced or deleted: they are content-addressed and
- * usually shared with the next recording of the same name, and collecting them safely would need a
- * mark phase over every trace, including partial ones other processes are still appending to.
+ * A store opened read-only never opens LevelDB (which rewrites its directory on every open): with an owner,
+ * it reads through the owner; without one, it reads the files themselves (file-backend.ts), after the same
+ * check a writer's open makes (store-files.ts).
+ *
+ * Bodies of replaced or deleted traces stay until `gc` (gc.ts), which the owner runs between writes.
  */
 import { createHash } from 'node:crypto'
 import { lstat, mkdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
-import { isLockedError, LevelBackend } from './level-backend.ts'
+import { ErrorCodes, isToolReplayError, ToolReplayError } from '../trace/index.ts'
+import { FileBackend, readOnlyError, StoreChanged } from './file-backend.ts'
+import { isLockedError, LevelBackend, storeNotFound } from './level-backend.ts'
+import { assertNoLinks, filesCorrupt, inspectStore } from './store-files.ts'
 import type { StoreOps } from './store-ops.ts'
 import { ConnectionLost, remoteOps, StoreConnection, type StoreServer, serveBackend } from './store-rpc.ts'
 import type { TraceStore } from './trace-store.ts'
@@ -39,6 +43,12 @@ export interface OpenStoreOptions {
    * then TR_STORE_NOT_FOUND and nothing is created on disk.
    */
   create?: boolean
+  /**
+   * Open read-only (implies `create: false`): nothing in the directory is created, renamed, rewritten or
+   * deleted, and writes through the store throw TR_STORE_READ_ONLY. Without a process that owns the store,
+   * the files are read directly.
+   */
+  readOnly?: boolean
 }
 
 /** Where the store lives when no directory is given: `.tool-replay/store` under the working directory. */
@@ -89,6 +99,7 @@ export async function openStore(dir: string = defaultStoreDir(), options: OpenSt
     opened.dir,
     (fn) => opened.node.run(fn),
     () => opened.node.release(),
+    options.readOnly === true ? () => readOnlyError(opened.dir) : undefined,
   )
 }
 
@@ -103,7 +114,8 @@ export async function openStoreOps(dir: string = defaultStoreDir(), options: Ope
 
 async function openStoreNode(dir: string, options: OpenStoreOptions): Promise<{ dir: string; node: StoreNode }> {
   const abs = resolve(dir)
-  const create = options.create !== false
+  const readOnly = options.readOnly === true
+  const create = options.create !== false && !readOnly
   if (create) {
     // Traces can hold what redaction did not know to remove: a new store is private to this user.
     // (An existing directory keeps the mode it has.)
@@ -111,10 +123,11 @@ async function openStoreNode(dir: string, options: OpenStoreOptions): Promise<{ 
   } else if (!(await isDirectory(abs))) {
     throw storeNotFound(abs)
   }
-  let node = nodes.get(abs)
+  const key = `${abs}\0${readOnly}`
+  let node = nodes.get(key)
   if (node === undefined) {
-    node = new StoreNode(abs, options.acquireTimeoutMs ?? 10_000, create)
-    nodes.set(abs, node)
+    node = new StoreNode(abs, key, options.acquireTimeoutMs ?? 10_000, create, readOnly)
+    nodes.set(key, node)
   }
   node.refs++
   try {
@@ -130,19 +143,29 @@ async function isDirectory(path: string): Promise<boolean> {
   return (await lstat(path).catch(() => undefined))?.isDirectory() === true
 }
 
-/** TR_STORE_NOT_FOUND for a directory that holds no store. */
-function storeNotFound(dir: string): ToolReplayError {
-  return new ToolReplayError(
-    ErrorCodes.STORE_NOT_FOUND,
-    `There is no trace store at ${dir}. Record into it first (\`tr-proxy record\` or install({ mode: 'record' })), or point at an existing one with --store DIR or TOOL_REPLAY_STORE.`,
-    { details: { location: dir } },
-  )
-}
-
-/** One per store directory per process, so two `openStore()` calls in a process share the lock. */
+/** One per store directory (and mode) per process, so two `openStore()` calls in a process share the lock. */
 const nodes = new Map<string, StoreNode>()
 
-type Role = { kind: 'owner'; backend: LevelBackend; server: StoreServer } | { kind: 'client'; conn: StoreConnection; ops: StoreOps }
+type Role =
+  | { kind: 'owner'; backend: LevelBackend; server: StoreServer }
+  | { kind: 'client'; conn: StoreConnection; ops: StoreOps }
+  | { kind: 'reader'; backend: FileBackend }
+
+/**
+ * How long damage found by the open check must persist before the store is refused: another process may be
+ * creating the store (its MANIFEST comes a moment before CURRENT) or opening it (LevelDB rewrites the files
+ * the check reads) right then; it is the owner a moment later.
+ */
+const DAMAGE_SETTLE_MS = 1000
+
+/** A read-only view of the files, after the same check a writer's open makes. */
+async function openReader(dir: string): Promise<FileBackend> {
+  const files = await inspectStore(dir)
+  assertNoLinks(files)
+  if (files.problems.length > 0) throw filesCorrupt(dir, files.problems)
+  if (files.empty) throw storeNotFound(dir)
+  return FileBackend.open(files)
+}
 
 // Resends of a request cut off by a lost owner; each resend first re-acquires, which has its own timeout.
 const MAX_RESENDS = 8
@@ -150,16 +173,20 @@ const MAX_RESENDS = 8
 class StoreNode {
   readonly dir: string
   readonly socketPath: string
+  readonly #key: string
   readonly #timeoutMs: number
   readonly #create: boolean
+  readonly #readOnly: boolean
   refs = 0
   #role: Promise<Role> | undefined
 
-  constructor(dir: string, timeoutMs: number, create: boolean) {
+  constructor(dir: string, key: string, timeoutMs: number, create: boolean, readOnly: boolean) {
     this.dir = dir
+    this.#key = key
     this.socketPath = storeSocketPath(dir)
     this.#timeoutMs = timeoutMs
     this.#create = create
+    this.#readOnly = readOnly
   }
 
   async ready(): Promise<void> {
@@ -173,14 +200,15 @@ class StoreNode {
       const role = await current
       if (role.kind === 'owner') return fn(role.backend)
       try {
-        return await fn(role.ops)
+        return await fn(role.kind === 'client' ? role.ops : role.backend)
       } catch (err) {
-        if (!(err instanceof ConnectionLost)) throw err
+        if (!(err instanceof ConnectionLost) && !(err instanceof StoreChanged)) throw err
         if (attempt >= MAX_RESENDS) throw this.#locked(err)
         // Only the first of several cut-off calls drops the role; the others then share the new one.
         if (this.#role === current) {
           this.#role = undefined
-          role.conn.close()
+          if (role.kind === 'client') role.conn.close()
+          else void role.backend.close()
         }
       }
     }
@@ -188,7 +216,7 @@ class StoreNode {
 
   async release(): Promise<void> {
     if (--this.refs > 0) return
-    if (nodes.get(this.dir) === this) nodes.delete(this.dir)
+    if (nodes.get(this.#key) === this) nodes.delete(this.#key)
     const pending = this.#role
     this.#role = undefined
     const role = await pending?.catch(() => undefined)
@@ -199,6 +227,8 @@ class StoreNode {
       await role.backend.close()
     } else if (role?.kind === 'client') {
       role.conn.close()
+    } else if (role?.kind === 'reader') {
+      await role.backend.close()
     }
   }
 
@@ -213,41 +243,56 @@ class StoreNode {
     return this.#role
   }
 
+  /**
+   * An owner that answers comes first (every process then reads and writes through it); without one, this
+   * process reads the files (read-only) or becomes the owner. Both check the files first (store-files.ts).
+   */
   async #acquire(): Promise<Role> {
     const deadline = Date.now() + this.#timeoutMs
     let delay = 5
     let last: unknown
+    let damagedSince: number | undefined
     for (;;) {
-      try {
-        const backend = await LevelBackend.open(this.dir, { create: this.#create })
-        try {
-          await assertPrivateSocketDir(this.dir, this.socketPath)
-          return { kind: 'owner', backend, server: await serveBackend(backend, this.socketPath) }
-        } catch (err) {
-          await backend.close()
-          if (err instanceof ToolReplayError) throw err
-          throw new ToolReplayError(
-            ErrorCodes.STORE_IO,
-            `Failed to serve the trace store at ${this.dir} on ${this.socketPath}: ${(err as Error).message}. Check that the directory (or the temp dir) allows Unix sockets.`,
-            { cause: err, details: { location: this.dir } },
-          )
-        }
-      } catch (err) {
-        if (!isLockedError(err)) throw err
-        last = err
-      }
       try {
         await assertPrivateSocketDir(this.dir, this.socketPath)
         const conn = await StoreConnection.connect(this.socketPath)
         return { kind: 'client', conn, ops: remoteOps(conn, this.dir) }
       } catch (err) {
         if (err instanceof ToolReplayError) throw err
-        // ENOENT/ECONNREFUSED: the owner is starting, handing over, or died and the lock is not yet free.
+        // ENOENT/ECONNREFUSED: no owner, or one starting, handing over, or dead with the lock not yet free.
         last = err
       }
-      if (Date.now() >= deadline) throw this.#locked(last)
+      try {
+        return this.#readOnly ? { kind: 'reader', backend: await openReader(this.dir) } : await this.#own()
+      } catch (err) {
+        // A store another process is opening right now: its files move under the check.
+        if (isLockedError(err) || err instanceof StoreChanged) last = err
+        else if (isToolReplayError(err, ErrorCodes.STORE_CORRUPT)) {
+          damagedSince ??= Date.now()
+          if (Date.now() - damagedSince >= DAMAGE_SETTLE_MS) throw err
+          last = err
+        } else throw err
+      }
+      if (Date.now() >= deadline) throw isToolReplayError(last, ErrorCodes.STORE_CORRUPT) ? last : this.#locked(last)
       await sleep(delay + Math.random() * delay)
       delay = Math.min(delay * 2, 100)
+    }
+  }
+
+  /** Opens the LevelDB (the raw error when another process holds its lock) and serves it. */
+  async #own(): Promise<Role> {
+    const backend = await LevelBackend.open(this.dir, { create: this.#create })
+    try {
+      await assertPrivateSocketDir(this.dir, this.socketPath)
+      return { kind: 'owner', backend, server: await serveBackend(backend, this.socketPath) }
+    } catch (err) {
+      await backend.close()
+      if (err instanceof ToolReplayError) throw err
+      throw new ToolReplayError(
+        ErrorCodes.STORE_IO,
+        `Failed to serve the trace store at ${this.dir} on ${this.socketPath}: ${(err as Error).message}. Check that the directory (or the temp dir) allows Unix sockets.`,
+        { cause: err, details: { location: this.dir } },
+      )
     }
   }
 

@@ -1,42 +1,24 @@
 /**
- * A read-only check of LevelDB's write-ahead log files, run before LevelDB opens a store. LevelDB's own
- * recovery (without paranoid checks, which `level` does not expose) skips a damaged log record and then
- * rewrites the log: the exchanges in it vanish without a word. Checking every record's CRC first lets a
- * damaged store be refused, with its files left as they are.
+ * Reading LevelDB's log-format files ourselves, read-only: the write-ahead logs (`NNNNNN.log`, whose records
+ * are write batches) and the MANIFEST (whose records are version edits). LevelDB's own recovery (without
+ * paranoid checks, which `level` does not expose) skips a damaged record, treats a log cut short as a crash,
+ * and then rewrites the directory: what was in the lost part vanishes without a word. Reading the records
+ * first lets the store refuse a damaged store with its files left as they are, and lets fsck rescue them.
  *
- * @note Log format (leveldb/doc/log_format.md): 32 KiB blocks of records `crc32c (4, masked) | length (2) |
- * type (1) | data`; the CRC covers type and data. A block tail under 7 bytes is zero padding. A record cut
- * short or torn at the end of the file is the normal trace of a crash mid-write (or of a write still in
- * progress in the owning process), not damage: only a bad record followed by good ones is reported.
+ * @note Log format (leveldb/doc/log_format.md): 32 KiB blocks of physical records `crc32c (4, masked) |
+ * length (2) | type (1) | data`; the CRC covers type and data; types FULL 1, FIRST 2, MIDDLE 3, LAST 4 (a
+ * logical record longer than a block is split into fragments). A block tail under 7 bytes is zero padding.
+ * A write batch is `sequence (8) | count (4)` then `count` records: `1 | varstring key | varstring value` or
+ * `0 | varstring key`.
  */
 import { readFile } from 'node:fs/promises'
+import { crc32c, type Entry, latin1, unmaskCrc, varint } from './leveldb-format.ts'
 
 const BLOCK = 32 * 1024
 const HEADER = 7
-const MAX_TYPE = 4
-
-const CRC32C_TABLE = (() => {
-  const table = new Uint32Array(256)
-  for (let n = 0; n < 256; n++) {
-    let c = n
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0x82f63b78 ^ (c >>> 1) : c >>> 1
-    table[n] = c >>> 0
-  }
-  return table
-})()
-
-/** CRC-32C (Castagnoli), as LevelDB uses. */
-export function crc32c(bytes: Uint8Array, start = 0, end = bytes.byteLength): number {
-  let crc = 0xffffffff
-  for (let i = start; i < end; i++) crc = (CRC32C_TABLE[(crc ^ (bytes[i] as number)) & 0xff] as number) ^ (crc >>> 8)
-  return (crc ^ 0xffffffff) >>> 0
-}
-
-/** LevelDB stores CRCs masked, so a CRC of data that holds CRCs is not itself trivial. */
-function unmask(masked: number): number {
-  const rot = (masked - 0xa282ead8) >>> 0
-  return ((rot >>> 17) | (rot << 15)) >>> 0
-}
+const FULL = 1
+const FIRST = 2
+const LAST = 4
 
 /** A damaged record: where it is and why. */
 export interface LogDamage {
@@ -44,23 +26,54 @@ export interface LogDamage {
   why: string
 }
 
-/** Checks one log file's records; returns the damaged ones (empty when the log is intact). */
-export async function checkLogFile(path: string): Promise<LogDamage[]> {
-  const bytes = new Uint8Array(await readFile(path))
-  return checkLog(bytes)
+/** A whole logical record and where it lies in the file. */
+export interface LogRecord {
+  offset: number
+  end: number
+  data: Uint8Array
 }
 
-/** Checks log bytes; pure, for tests. */
-export function checkLog(bytes: Uint8Array): LogDamage[] {
-  const damage: LogDamage[] = []
-  let lastGood = -1
+/** What a log file holds. */
+export interface LogContents {
+  records: LogRecord[]
+  /** Damaged records with whole records after them (LevelDB would skip them silently). */
+  damage: LogDamage[]
+  /** Where the last whole record ends. */
+  end: number
+  /** Set when the file ends inside a record (a crash mid-write, or a file cut short). */
+  torn?: { offset: number; why: string }
+}
+
+/** Reads a log file's records. */
+export async function readLogFile(path: string): Promise<LogContents> {
+  return readLog(new Uint8Array(await readFile(path)))
+}
+
+/** Reads log bytes into whole logical records; pure, for tests. */
+export function readLog(bytes: Uint8Array): LogContents {
+  const records: LogRecord[] = []
+  const bad: LogDamage[] = []
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  let parts: Uint8Array[] = []
+  let partStart = -1
+  let end = 0
+  let torn: LogContents['torn']
+  const drop = (offset: number, why: string) => {
+    bad.push({ offset, why })
+    parts = []
+    partStart = -1
+  }
   let offset = 0
   while (offset < bytes.byteLength) {
     const blockEnd = Math.min(bytes.byteLength, (Math.floor(offset / BLOCK) + 1) * BLOCK)
-    if (blockEnd - offset < HEADER) {
+    const blockLimit = (Math.floor(offset / BLOCK) + 1) * BLOCK
+    if (blockLimit - offset < HEADER) {
       offset = blockEnd // trailer padding
       continue
+    }
+    if (bytes.byteLength - offset < HEADER) {
+      torn = { offset, why: 'the file ends inside a record header' }
+      break
     }
     const length = view.getUint16(offset + 4, true)
     const type = bytes[offset + 6] as number
@@ -69,19 +82,92 @@ export function checkLog(bytes: Uint8Array): LogDamage[] {
       offset = blockEnd
       continue
     }
-    const end = offset + HEADER + length
+    const recEnd = offset + HEADER + length
     // Records never cross a block boundary (long data is split into fragments), so this is damage.
-    const blockLimit = (Math.floor(offset / BLOCK) + 1) * BLOCK
-    if (end > blockLimit || type > MAX_TYPE || type === 0) {
-      damage.push({ offset, why: end > blockLimit ? 'a record runs past its block' : `unknown record type ${type}` })
+    if (recEnd > blockLimit || type > LAST || type === 0) {
+      drop(offset, recEnd > blockLimit ? 'a record runs past its block' : `unknown record type ${type}`)
       offset = blockEnd
       continue
     }
-    if (end > bytes.byteLength) break // cut short by a crash: LevelDB drops it, as it should
-    const expected = unmask(view.getUint32(offset, true))
-    if (crc32c(bytes, offset + 6, end) !== expected) damage.push({ offset, why: 'checksum mismatch' })
-    else lastGood = offset
-    offset = end
+    if (recEnd > bytes.byteLength) {
+      torn = { offset, why: 'the file ends inside a record' }
+      break
+    }
+    if (crc32c(bytes, offset + 6, recEnd) !== unmaskCrc(view.getUint32(offset, true))) {
+      drop(offset, 'checksum mismatch')
+      offset = recEnd
+      continue
+    }
+    const data = bytes.subarray(offset + HEADER, recEnd)
+    if (type === FULL || type === FIRST) {
+      if (parts.length > 0) drop(partStart, 'a record was never finished')
+      if (type === FULL) {
+        records.push({ offset, end: recEnd, data })
+        end = recEnd
+      } else {
+        parts = [data]
+        partStart = offset
+      }
+    } else if (parts.length === 0) {
+      drop(offset, 'a record fragment without its start')
+    } else {
+      parts.push(data)
+      if (type === LAST) {
+        records.push({ offset: partStart, end: recEnd, data: Buffer.concat(parts) })
+        end = recEnd
+        parts = []
+        partStart = -1
+      }
+    }
+    offset = recEnd
   }
-  return damage.filter((d) => d.offset < lastGood)
+  if (torn === undefined && parts.length > 0) torn = { offset: partStart, why: 'the file ends inside a record' }
+  // A damaged record is damage only when whole records follow it; at the very end it is the crash's torn write.
+  const damage = bad.filter((d) => d.offset < end)
+  const tail = bad.filter((d) => d.offset >= end)
+  if (torn === undefined && tail.length > 0) torn = tail[0] as LogDamage
+  const out: LogContents = { records, damage, end }
+  if (torn) out.torn = torn
+  return out
+}
+
+/** A write batch: its first sequence number, how many sequence numbers it takes, and its entries. */
+export interface WriteBatch {
+  seq: number
+  count: number
+  entries: Entry[]
+}
+
+/** A write batch's sequence number and count, read from its header alone. */
+export function batchHeader(data: Uint8Array): { seq: number; count: number } | undefined {
+  if (data.byteLength < 12) return undefined
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength)
+  return { seq: view.getUint32(4, true) * 2 ** 32 + view.getUint32(0, true), count: view.getUint32(8, true) }
+}
+
+/** Parses a write batch record; undefined when it does not parse (damage). */
+export function parseBatch(data: Uint8Array): WriteBatch | undefined {
+  if (data.byteLength < 12) return undefined
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength)
+  const seq = view.getUint32(4, true) * 2 ** 32 + view.getUint32(0, true)
+  const count = view.getUint32(8, true)
+  const entries: Entry[] = []
+  let p = 12
+  for (let i = 0; i < count; i++) {
+    const type = data[p++]
+    if (type !== 0 && type !== 1) return undefined
+    const k = varint(data, p)
+    if (!k || k[1] + k[0] > data.byteLength) return undefined
+    const key = latin1(data, k[1], k[1] + k[0])
+    p = k[1] + k[0]
+    let value: Uint8Array = new Uint8Array(0)
+    if (type === 1) {
+      const v = varint(data, p)
+      if (!v || v[1] + v[0] > data.byteLength) return undefined
+      value = data.subarray(v[1], v[1] + v[0])
+      p = v[1] + v[0]
+    }
+    entries.push({ key, seq: seq + i, put: type === 1, value })
+  }
+  return p === data.byteLength ? { seq, count, entries } : undefined
 }

@@ -3,8 +3,10 @@
  * StoreOps, so readers, recordings and verification are the very code the LevelDB store runs.
  */
 import { type AppRun, computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
+import { traceExists } from './store-errors.ts'
 import {
   type BodyManifest,
+  type GcReport,
   INLINE_BODY_MAX,
   ownerAlive,
   type RecordingOwner,
@@ -133,6 +135,39 @@ class MemoryOps implements StoreOps {
     return p ? new Uint8Array(p) : undefined
   }
 
+  /** Bodies no exchange references go; pieces too, unless a recording is open (it may be streaming them). */
+  async gc(options: { dryRun: boolean }): Promise<GcReport> {
+    const referenced = new Set<string>()
+    for (const e of this.#entries.values()) for (const json of e.exchanges.values()) for (const d of refsOf(JSON.parse(json) as Exchange)) referenced.add(d)
+    const report: GcReport = { dryRun: options.dryRun, bodies: 0, pieces: 0, bytes: 0, keptRecent: 0 }
+    for (const [digest, bytes] of this.#bodies) {
+      if (referenced.has(digest)) continue
+      report.bodies++
+      report.bytes += bytes.byteLength
+      if (!options.dryRun) this.#bodies.delete(digest)
+    }
+    const kept = new Set<string>()
+    for (const [digest, manifest] of this.#manifests) {
+      if (referenced.has(digest)) for (const p of manifest.pieces) kept.add(p.sha256)
+      else {
+        report.bodies++
+        if (!options.dryRun) this.#manifests.delete(digest)
+      }
+    }
+    const recording = [...this.#entries.values()].some((e) => e.info.status === 'recording')
+    for (const [sha, bytes] of this.#pieces) {
+      if (kept.has(sha)) continue
+      if (recording) {
+        report.keptRecent++
+        continue
+      }
+      report.pieces++
+      report.bytes += bytes.byteLength
+      if (!options.dryRun) this.#pieces.delete(sha)
+    }
+    return report
+  }
+
   async putPiece(sha: string, bytes: Uint8Array): Promise<void> {
     if (!this.#pieces.has(sha)) this.#pieces.set(sha, new Uint8Array(bytes))
   }
@@ -161,11 +196,17 @@ class MemoryOps implements StoreOps {
     this.#store(e, x, bodies, manifests)
   }
 
-  async closeRecording(id: string, app?: AppRun): Promise<void> {
+  async closeRecording(id: string, options?: { overwrite?: boolean; app?: AppRun }): Promise<void> {
     const e = this.#entries.get(id)
     if (!e || e.info.status === 'complete') return
-    if (app) e.info.meta = { ...e.info.meta, app: structuredClone(app) }
+    const current = this.#names.get(e.info.name)
+    if (options?.overwrite === false && current !== undefined && current !== id) throw traceExists(e.info.name, this.location)
+    if (options?.app) e.info.meta = { ...e.info.meta, app: structuredClone(options.app) }
     this.#replace(e)
+  }
+
+  async appendChunk(id: string, exchanges: Exchange[], bodies: ReadonlyMap<string, Uint8Array>): Promise<void> {
+    for (const x of exchanges) await this.append(id, x, bodies, new Map())
   }
 
   async putTrace(trace: Trace, id: string, createdAt: string, overwrite: boolean): Promise<void> {

@@ -1,5 +1,14 @@
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 
+/** TR_TRACE_EXISTS: storing a trace under a name taken, without overwrite. */
+export function traceExists(name: string, location: string): ToolReplayError {
+  return new ToolReplayError(
+    ErrorCodes.TRACE_EXISTS,
+    `Trace "${name}" already exists in the store at ${location}. Pick another name, delete it first, or pass overwrite.`,
+    { details: { trace: name, location } },
+  )
+}
+
 /** TR_TRACE_NOT_FOUND naming the traces that do exist, so a typo is easy to see. */
 export function traceNotFound(name: string, existing: string[], location: string): ToolReplayError {
   const list =

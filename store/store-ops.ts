@@ -32,6 +32,19 @@ export interface RecordingOwner {
   host: string
 }
 
+/** What gc removed (or, in a dry run, would remove). */
+export interface GcReport {
+  dryRun: boolean
+  /** Bodies no trace references (stored inside the database or as pieces). */
+  bodies: number
+  /** Piece files no kept body uses. */
+  pieces: number
+  /** Bytes of those bodies kept inside the database, plus the piece files' sizes. */
+  bytes: number
+  /** Piece files nothing references yet, kept because a recording still running (or gc itself) is newer. */
+  keptRecent: number
+}
+
 /**
  * A trace as listed: `complete` once its recording closed; `recording` while the process writing it is
  * alive; `partial` when that process died first.
@@ -92,12 +105,19 @@ export interface StoreOps {
   beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner): Promise<void>
   /** Stores one exchange, the small bodies it references (`bodies`) and the manifests of big ones whose pieces were put. */
   append(id: string, exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest>): Promise<void>
-  /** Completes a recording; `app` (the command that made it and how it ended) goes into its meta in the same write. */
-  closeRecording(id: string, app?: AppRun): Promise<void>
+  /**
+   * Makes the recording the complete trace of its name; with `overwrite: false`, TR_TRACE_EXISTS if that name is
+   * taken. `app` (the command that made it and how it ended) goes into its meta in the same write.
+   */
+  closeRecording(id: string, options?: { overwrite?: boolean; app?: AppRun }): Promise<void>
+  /** Stores exchanges of a recording being imported (putTrace of a big trace), one batch per call. */
+  appendChunk(id: string, exchanges: Exchange[], bodies: ReadonlyMap<string, Uint8Array>): Promise<void>
   putTrace(trace: Trace, id: string, createdAt: string, overwrite: boolean): Promise<void>
   deleteTrace(name: string): Promise<boolean>
   /** Deletes a recording that is not the complete trace of its name (a partial one). */
   deleteRecording(id: string): Promise<boolean>
+  /** Removes the bodies and pieces no trace references (gc.ts); with `dryRun`, only counts them. */
+  gc(options: { dryRun: boolean }): Promise<GcReport>
 }
 
 /** True while the process that owns a recording is alive on this host. */

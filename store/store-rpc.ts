@@ -124,9 +124,11 @@ const OPS: ReadonlySet<string> = new Set<keyof StoreOps>([
   'beginTrace',
   'append',
   'closeRecording',
+  'appendChunk',
   'putTrace',
   'deleteTrace',
   'deleteRecording',
+  'gc',
 ])
 
 async function dispatch(b: LevelBackend, op: string, args: unknown[]): Promise<unknown> {
@@ -167,9 +169,11 @@ export function remoteOps(conn: StoreConnection, location: string): StoreOps {
     beginTrace: call('beginTrace'),
     append: call('append'),
     closeRecording: call('closeRecording'),
+    appendChunk: call('appendChunk'),
     putTrace: call('putTrace'),
     deleteTrace: call('deleteTrace'),
     deleteRecording: call('deleteRecording'),
+    gc: call('gc'),
   }
 }
 

@@ -26,9 +26,12 @@ export class TraceReader {
     return this.info.name
   }
 
-  /** Every exchange in seq order, a page at a time. For a complete trace, a missing exchange is TR_STORE_CORRUPT. */
-  async *exchanges(): AsyncGenerator<Exchange> {
-    let from = 0
+  /**
+   * Every exchange in seq order (from `fromSeq`), a page at a time. Read from the start, a complete trace with
+   * an exchange missing is TR_STORE_CORRUPT.
+   */
+  async *exchanges(fromSeq = 0): AsyncGenerator<Exchange> {
+    let from = fromSeq
     let seen = 0
     for (;;) {
       const page = await this.#ops.exchanges(this.info.id, from, PAGE)
@@ -39,14 +42,14 @@ export class TraceReader {
       if (page.length < PAGE) break
       from = (page.at(-1) as Exchange).seq + 1
     }
-    if (this.info.status === 'complete' && seen !== this.info.count) {
+    if (fromSeq === 0 && this.info.status === 'complete' && seen !== this.info.count) {
       throw this.#corrupt(`it was closed with ${this.info.count} exchange(s), but ${seen} can be read: ${Math.abs(this.info.count - seen)} went missing`)
     }
   }
 
-  /** Up to `limit` exchanges with seq >= `fromSeq`, in seq order (a page of a long trace). */
+  /** Up to `limit` exchanges from `fromSeq` on, in seq order: one read of the store. */
   page(fromSeq: number, limit: number): Promise<Exchange[]> {
-    return this.#ops.exchanges(this.info.id, fromSeq, Math.max(0, Math.min(limit, PAGE)))
+    return this.#ops.exchanges(this.info.id, fromSeq, limit)
   }
 
   /** One exchange by seq. */

@@ -8,16 +8,16 @@ import { hostname } from 'node:os'
 import { type AppRun, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { BodyWriter } from './body-writer.ts'
 import { assertStorableApp, assertStorableExchange, assertStorableTrace } from './storable.ts'
-import { traceNotFound } from './store-errors.ts'
+import { traceExists, traceNotFound } from './store-errors.ts'
 import type { BodyManifest, StoreOps, TraceInfo } from './store-ops.ts'
-import { TraceReader } from './trace-reader.ts'
-import type { TraceRecording, TraceSelector, TraceStore } from './trace-store.ts'
+import { bodyRefs, TraceReader } from './trace-reader.ts'
+import type { TraceRecording, TraceSelector, TraceStore, TraceUsage } from './trace-store.ts'
 
 /** Runs one store operation on whatever backend is current (resending it after a fail-over). */
 export type RunOps = <T>(fn: (ops: StoreOps) => Promise<T>) => Promise<T>
 
-/** Builds a TraceStore over `run`; `release` runs once on close. */
-export function createTraceStore(location: string, run: RunOps, release: () => Promise<void>): TraceStore {
+/** Builds a TraceStore over `run`; `release` runs once on close; with `readOnly`, writes reject with its error. */
+export function createTraceStore(location: string, run: RunOps, release: () => Promise<void>, readOnly?: () => Error): TraceStore {
   let closed = false
   const live: RunOps = (fn) => {
     if (closed) {
@@ -67,6 +67,7 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
     },
     hasTrace: async (name) => (await live((o) => o.completeId(name))) !== undefined,
     async beginTrace(meta: TraceMeta): Promise<TraceRecording> {
+      if (readOnly) throw readOnly()
       const id = newId()
       await live((o) => o.beginTrace(id, meta, new Date().toISOString(), { pid: process.pid, host: hostname() }))
       let done = false
@@ -81,18 +82,22 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
         close: async (app?: AppRun) => {
           if (done) return
           if (app !== undefined) assertStorableApp(meta.name, app)
-          await live((o) => (app === undefined ? o.closeRecording(id) : o.closeRecording(id, app)))
+          await live((o) => (app === undefined ? o.closeRecording(id) : o.closeRecording(id, { app })))
           done = true
         },
       }
     },
     putTrace: async (trace: Trace, options) => {
+      if (readOnly) throw readOnly()
       assertStorableTrace(trace)
       const id = newId()
       const createdAt = new Date().toISOString()
-      return live((o) => o.putTrace(trace, id, createdAt, options?.overwrite === true))
+      const overwrite = options?.overwrite === true
+      if (!isBig(trace)) return live((o) => o.putTrace(trace, id, createdAt, overwrite))
+      return putInChunks(live, location, trace, id, createdAt, overwrite)
     },
     async deleteTrace(name, selector) {
+      if (readOnly) throw readOnly()
       if (!selector?.partial) return live((o) => o.deleteTrace(name))
       const list = await live((o) => o.listTraces())
       let deleted = false
@@ -100,12 +105,97 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
       for (const t of list.filter((s) => s.name === name && s.status === 'partial')) deleted = (await live((o) => o.deleteRecording(t.id))) || deleted
       return deleted
     },
+    async gc(options) {
+      if (readOnly && options?.dryRun !== true) throw readOnly()
+      return live((o) => o.gc({ dryRun: options?.dryRun === true }))
+    },
+    usage: () => traceUsage(ops),
     async close() {
       if (closed) return
       closed = true
       await release()
     },
   }
+}
+
+/** Exchanges and body bytes per batch when a big trace is stored in chunks. */
+const CHUNK_EXCHANGES = 1000
+const CHUNK_BYTES = 8 * 1024 * 1024
+
+function isBig(trace: Trace): boolean {
+  if (trace.exchanges.length > CHUNK_EXCHANGES) return true
+  let bytes = 0
+  for (const b of trace.bodies.values()) bytes += b.byteLength
+  return bytes > CHUNK_BYTES
+}
+
+/**
+ * A big trace (import, fork) stored as a recording written in bounded batches, listed under its name only
+ * when the last one is in: one giant batch would make LevelDB hold the whole trace in its log and memtable,
+ * and every later open replay it (minutes and gigabytes for a million exchanges). Killed half-way, it leaves a
+ * partial recording (`rm --partial`, `gc`), never a half trace under the name.
+ */
+async function putInChunks(live: RunOps, location: string, trace: Trace, id: string, createdAt: string, overwrite: boolean): Promise<void> {
+  const name = trace.meta.name
+  if (!overwrite && (await live((o) => o.completeId(name))) !== undefined) throw traceExists(name, location)
+  await live((o) => o.beginTrace(id, trace.meta, createdAt, { pid: process.pid, host: hostname() }))
+  try {
+    let chunk: Exchange[] = []
+    let bodies = new Map<string, Uint8Array>()
+    let bytes = 0
+    const flush = async () => {
+      if (chunk.length === 0) return
+      const [xs, bs] = [chunk, bodies]
+      chunk = []
+      bodies = new Map()
+      bytes = 0
+      await live((o) => o.appendChunk(id, xs, bs))
+    }
+    for (const x of trace.exchanges) {
+      for (const [ref] of bodyRefs(x)) {
+        const b = trace.bodies.get(ref.digest)
+        if (b !== undefined && !bodies.has(ref.digest)) {
+          bodies.set(ref.digest, b)
+          bytes += b.byteLength
+        }
+      }
+      chunk.push(x)
+      if (chunk.length >= CHUNK_EXCHANGES || bytes >= CHUNK_BYTES) await flush()
+    }
+    await flush()
+    await live((o) => o.closeRecording(id, { overwrite }))
+  } catch (err) {
+    await live((o) => o.deleteRecording(id)).catch(() => {})
+    throw err
+  }
+}
+
+/** The bodies of every trace (its exchanges read a page at a time) and what they share. */
+async function traceUsage(ops: StoreOps): Promise<TraceUsage[]> {
+  const out: Array<TraceUsage & { sizes: Map<string, number> }> = []
+  const users = new Map<string, number>()
+  for (const t of await ops.listTraces()) {
+    const sizes = new Map<string, number>()
+    let exchanges = 0
+    for (let from = 0; ; ) {
+      const page = await ops.exchanges(t.id, from, 1000)
+      for (const x of page) {
+        exchanges++
+        for (const [ref] of bodyRefs(x)) sizes.set(ref.digest, ref.size)
+      }
+      if (page.length < 1000) break
+      from = (page.at(-1) as Exchange).seq + 1
+    }
+    for (const d of sizes.keys()) users.set(d, (users.get(d) ?? 0) + 1)
+    out.push({ name: t.name, id: t.id, status: t.status, exchanges, bodies: sizes.size, bytes: 0, shared: 0, sizes })
+  }
+  return out.map(({ sizes, ...u }) => {
+    for (const [d, size] of sizes) {
+      u.bytes += size
+      if ((users.get(d) ?? 0) > 1) u.shared += size
+    }
+    return u
+  })
 }
 
 /** StoreOps whose every call goes through `run` (so readers survive a fail-over and see a closed store). */
@@ -124,10 +214,12 @@ export function routedOps(location: string, run: RunOps): StoreOps {
     putPiece: (sha, bytes) => run((o) => o.putPiece(sha, bytes)),
     beginTrace: (id, meta, createdAt, owner) => run((o) => o.beginTrace(id, meta, createdAt, owner)),
     append: (id, x, bodies, manifests) => run((o) => o.append(id, x, bodies, manifests)),
-    closeRecording: (id, app) => run((o) => (app === undefined ? o.closeRecording(id) : o.closeRecording(id, app))),
+    closeRecording: (id, options) => run((o) => o.closeRecording(id, options)),
+    appendChunk: (id, exchanges, bodies) => run((o) => o.appendChunk(id, exchanges, bodies)),
     putTrace: (trace, id, createdAt, overwrite) => run((o) => o.putTrace(trace, id, createdAt, overwrite)),
     deleteTrace: (name) => run((o) => o.deleteTrace(name)),
     deleteRecording: (id) => run((o) => o.deleteRecording(id)),
+    gc: (options) => run((o) => o.gc(options)),
   }
 }
 

@@ -1,6 +1,6 @@
 import type { AppRun, Exchange, Trace, TraceMeta } from '../trace/index.ts'
 import type { BodyWriter } from './body-writer.ts'
-import type { BodyManifest, TraceSummary } from './store-ops.ts'
+import type { BodyManifest, GcReport, TraceSummary } from './store-ops.ts'
 import type { TraceReader } from './trace-reader.ts'
 
 /** An open recording. Each `append` is one atomic write: an exchange is stored whole or not at all. */
@@ -49,5 +49,25 @@ export interface TraceStore {
    * recordings that never completed and whose process is gone.
    */
   deleteTrace(name: string, selector?: TraceSelector): Promise<boolean>
+  /**
+   * Removes the bodies and piece files no trace references (left by deleted and replaced traces), safe while
+   * other processes record; `dryRun` only counts them.
+   */
+  gc(options?: { dryRun?: boolean }): Promise<GcReport>
+  /** The space each trace's bodies take (complete, recording and partial). */
+  usage(): Promise<TraceUsage[]>
   close(): Promise<void>
+}
+
+/** The space one trace's bodies take: bodies are stored once, so one shared by traces is counted in each. */
+export interface TraceUsage {
+  name: string
+  id: string
+  status: TraceSummary['status']
+  exchanges: number
+  /** Distinct bodies the trace references, and their bytes. */
+  bodies: number
+  bytes: number
+  /** Bytes of those bodies that other traces reference too (what deleting this trace alone would not free). */
+  shared: number
 }

@@ -97,6 +97,7 @@ export {
   formatUsage,
   INPUT_TEXT_LIMIT,
   LLM_APIS,
+  linkTurn,
   llmTimeline,
   llmView,
   mcpView,

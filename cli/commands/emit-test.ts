@@ -4,7 +4,7 @@ import { resolve } from 'node:path'
 import { type CaseExpectation, type CaseFramework, emitCase, FRAMEWORKS } from '../../cases/index.ts'
 import { readTraceFile } from '../../store/index.ts'
 import { ErrorCodes, parseJson, ToolReplayError, type Trace } from '../../trace/index.ts'
-import { withExistingStore } from '../open-store.ts'
+import { withReadOnlyStore } from '../open-store.ts'
 import type { Args, CommandModule } from './command.ts'
 
 /** `tr-proxy emit-test TRACE --out DIR --name NAME`: promote a trace to a self-contained regression case. */
@@ -114,5 +114,5 @@ async function expectedJson(args: Args): Promise<unknown> {
 
 async function loadTrace(args: Args, name: string): Promise<Trace> {
   if (name.endsWith('.json') && existsSync(name)) return readTraceFile(resolve(name))
-  return withExistingStore({ store: args.store }, (store) => store.readTrace(name))
+  return withReadOnlyStore({ store: args.store }, (store) => store.readTrace(name))
 }

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path'
 import { formatHar, harFromTrace } from '../../interop/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
-import { withExistingStore } from '../open-store.ts'
+import { withReadOnlyStore } from '../open-store.ts'
 import { packageVersion } from '../package-version.ts'
 import { writeAtomic } from '../write-file.ts'
 import type { CommandModule } from './command.ts'
@@ -23,7 +23,7 @@ export const exportHarCommand: CommandModule = {
         `--started-at ${JSON.stringify(args['started-at'])} is not a date. Use ISO 8601, e.g. 2026-03-04T10:00:00Z.`,
       )
     }
-    return withExistingStore(args, async (store) => {
+    return withReadOnlyStore(args, async (store) => {
       const trace = await store.readTrace(String(args.trace))
       const text = formatHar(harFromTrace(trace, { startedAt, creatorVersion: packageVersion() }))
       if (args.out === undefined) {

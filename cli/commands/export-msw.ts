@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import { mswHandlersFromTrace } from '../../interop/index.ts'
-import { withExistingStore } from '../open-store.ts'
+import { withReadOnlyStore } from '../open-store.ts'
 import { writeAtomic } from '../write-file.ts'
 import type { CommandModule } from './command.ts'
 
@@ -13,7 +13,7 @@ export const exportMswCommand: CommandModule = {
       .positional('trace', { type: 'string', describe: 'Trace name' })
       .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'TypeScript file to write (e.g. test/handlers.ts)' }),
   run: async (args, io) =>
-    withExistingStore(args, async (store) => {
+    withReadOnlyStore(args, async (store) => {
       const trace = await store.readTrace(String(args.trace))
       const file = resolve(String(args.out))
       await writeAtomic(file, mswHandlersFromTrace(trace))

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import { writeTraceFile } from '../../store/index.ts'
-import { withExistingStore } from '../open-store.ts'
+import { withReadOnlyStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
 /** `tr-proxy export TRACE --out FILE`: a portable, deterministic trace file to commit and share. */
@@ -17,7 +17,7 @@ export const exportCommand: CommandModule = {
         describe: 'Export the newest recording of that name that never completed (labelled partial in the file)',
       }),
   run: async (args, io) =>
-    withExistingStore(args, async (store) => {
+    withReadOnlyStore(args, async (store) => {
       const partial = args.partial === true
       const read = await store.readTrace(String(args.trace), { partial })
       // A partial recording says so in the file: importing it must not pass it off as a complete run.

@@ -21,8 +21,10 @@ export const fsckCommand: CommandModule = {
     }
     const damaged = report.traces.filter((t) => t.damage.length > 0)
     const lines = [`store ${report.location}: ${report.traces.length} trace(s), ${report.traces.length - damaged.length} intact, ${damaged.length} damaged`]
-    if (report.openProblem)
-      lines.push(`The store cannot be opened as it is; checked a private copy instead (the original is unchanged):`, `  ${report.openProblem}`)
+    if (report.openProblem) {
+      lines.push('The store cannot be opened as it is (nothing was changed); its files were read as they are. Damaged files:')
+      for (const f of report.files ?? []) lines.push(`  - ${f}`)
+    }
     for (const t of report.traces) {
       const state = t.damage.length === 0 ? 'intact' : `DAMAGED: ${t.intact} of ${t.exchanges} exchange(s) intact`
       lines.push(`  ${t.name} (${t.status}, ${t.exchanges} exchange(s)): ${state}${t.exported ? ` -> ${t.exported}` : ''}`)
@@ -30,7 +32,11 @@ export const fsckCommand: CommandModule = {
       if (t.damage.length > 10) lines.push(`    ... and ${t.damage.length - 10} more`)
     }
     if (!report.ok && !exportTo)
-      lines.push('Rescue what is intact with `tr-proxy fsck --export-to DIR`, then move the store aside and `tr-proxy import` the files.')
+      lines.push('Rescue every trace that is intact on disk with `tr-proxy fsck --export-to DIR`, then move the store aside and `tr-proxy import` the files.')
+    else if (!report.ok)
+      lines.push(
+        `Rescued what is intact into ${exportTo}. Move the store aside (the damaged files are named above), then \`tr-proxy import\` the files into a new store.`,
+      )
     ;(report.ok ? io.out : io.err)(lines.join('\n'))
     return code
   },

@@ -5,6 +5,7 @@ import type { CommandModule } from './command.ts'
 import { demoCommand } from './demo.ts'
 import { diffCommand } from './diff.ts'
 import { driftCommand } from './drift.ts'
+import { duCommand } from './du.ts'
 import { emitTestCommand } from './emit-test.ts'
 import { envCommand } from './env.ts'
 import { exportCommand } from './export.ts'
@@ -12,6 +13,7 @@ import { exportHarCommand } from './export-har.ts'
 import { exportMswCommand } from './export-msw.ts'
 import { forkCommand } from './fork.ts'
 import { fsckCommand } from './fsck.ts'
+import { gcCommand } from './gc.ts'
 import { importCommand } from './import.ts'
 import { importHarCommand } from './import-har.ts'
 import { inspectCommand } from './inspect.ts'
@@ -37,6 +39,8 @@ export const COMMANDS: CommandModule[] = [
   exportMswCommand,
   rmCommand,
   fsckCommand,
+  gcCommand,
+  duCommand,
   forkCommand,
   diffCommand,
   driftCommand,

@@ -1,5 +1,5 @@
 import { table } from '../format.ts'
-import { withExistingStore } from '../open-store.ts'
+import { withReadOnlyStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
 /** `tr-proxy ls`: traces in the store: complete, recording (a live process is writing it) and partial (it died). */
@@ -8,7 +8,7 @@ export const lsCommand: CommandModule = {
   describe: 'List the traces in the store: complete; recording (a live process is still writing it); partial (its process died before closing it)',
   builder: (y) => y,
   run: async (args, io) =>
-    withExistingStore(args, async (store) => {
+    withReadOnlyStore(args, async (store) => {
       const traces = await store.listTraces()
       if (args.json) io.out(JSON.stringify({ ok: true, store: store.location, traces }))
       else if (traces.length === 0) io.out(`No traces in ${store.location}. Record one with \`tr-proxy record --trace NAME -- <command>\`.`)

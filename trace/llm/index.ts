@@ -18,4 +18,4 @@ export { compareMcpViews, formatToolTurn, mcpView } from './mcp.ts'
 export type { LlmPatchTarget } from './patch-plan.ts'
 /** A trace as a timeline of turns. */
 export type { TimelineTurn } from './timeline.ts'
-export { formatTimeline, formatTurnLine, llmTimeline, turnOf } from './timeline.ts'
+export { formatTimeline, formatTurnLine, linkTurn, llmTimeline, turnOf } from './timeline.ts'

@@ -35,19 +35,23 @@ export interface TimelineTurn {
 /** The timeline of a trace. Tool results are named from the tool calls of earlier turns where the request does not say. */
 export function llmTimeline(trace: Trace): TimelineTurn[] {
   const names = new Map<string, string>()
-  return trace.exchanges.map((x) => {
-    const turn = turnOf(trace, x)
-    const v = turn.llm
-    if (v) {
-      for (const m of v.input) if (m.role === 'tool' && m.name === undefined && m.toolCallId && names.has(m.toolCallId)) m.name = names.get(m.toolCallId)
-      for (const r of v.toolResults) if (r.name === undefined && names.has(r.callId)) r.name = names.get(r.callId)
-      for (const c of v.toolCalls) if (c.id !== undefined) names.set(c.id, c.name)
-      // A turn whose history holds a handoff runs as the agent the latest one named.
-      const agent = v.input.findLast((m) => m.handoff !== undefined)?.handoff
-      if (agent !== undefined) turn.agent = agent
-    }
-    return turn
-  })
+  return trace.exchanges.map((x) => linkTurn(turnOf(trace, x), names))
+}
+
+/**
+ * Completes a turn from the turns before it: tool results named after the tool calls that asked for them
+ * (`names`, call id → tool name, carried across turns and pages), and the agent a handoff made it run as.
+ */
+export function linkTurn(turn: TimelineTurn, names: Map<string, string>): TimelineTurn {
+  const v = turn.llm
+  if (!v) return turn
+  for (const m of v.input) if (m.role === 'tool' && m.name === undefined && m.toolCallId && names.has(m.toolCallId)) m.name = names.get(m.toolCallId)
+  for (const r of v.toolResults) if (r.name === undefined && names.has(r.callId)) r.name = names.get(r.callId)
+  for (const c of v.toolCalls) if (c.id !== undefined) names.set(c.id, c.name)
+  // A turn whose history holds a handoff runs as the agent the latest one named.
+  const agent = v.input.findLast((m) => m.handoff !== undefined)?.handoff
+  if (agent !== undefined) turn.agent = agent
+  return turn
 }
 
 /** One exchange as a timeline turn. */
