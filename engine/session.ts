@@ -77,6 +77,12 @@ interface ReplaySource {
   index: ReplayIndex
   /** Bodies in memory (all of them, or the request bodies only). */
   bodies: Map<string, Uint8Array>
+  /**
+   * Set when every exchange was checked against the trace rules as the source was opened (a trace held in
+   * memory): the ones that broke them, with why. Playback then checks nothing more; without it (a trace read
+   * through the store as it is played) each exchange is checked when it is played.
+   */
+  invalid?: Map<Exchange, ToolReplayError>
   /** The store, for bodies not in memory. */
   reader?: TraceReader
   /** The trace's labels (a faulted recording names its seed there). */
@@ -365,7 +371,12 @@ export class Session {
   }
 
   #playback(exchange: Exchange): Playback {
-    assertPlayable(exchange, this.trace, (this.#source as ReplaySource).bodies)
+    const source = this.#source as ReplaySource
+    if (!source.invalid) assertPlayable(exchange, this.trace, source.bodies)
+    else {
+      const invalid = source.invalid.get(exchange)
+      if (invalid) throw invalid
+    }
     const { outcome } = exchange
     if (outcome.kind === 'response') {
       const r = outcome.response
@@ -655,7 +666,7 @@ async function openReplaySource(store: TraceStore, name: string, identity: Ident
   const { count, bodyBytes: total, indexed } = reader.info
   if (preload === 'auto' && count <= MEMORY_MAX_EXCHANGES && total <= MEMORY_MAX_BODY_BYTES) {
     const trace = await reader.readAll()
-    return { index: new MemoryReplayIndex(trace, identity), bodies: trace.bodies, ...labelsOf(trace.meta) }
+    return { index: new MemoryReplayIndex(trace, identity), bodies: trace.bodies, invalid: invalidExchanges(trace), ...labelsOf(trace.meta) }
   }
   if (indexed && isDefaultIdentity(identity)) return { index: new StoreReplayIndex(reader), bodies: new Map(), reader, ...labelsOf(reader.info.meta) }
   // Custom identity rules (or a trace from before the index): identities are computed here, from the
@@ -669,6 +680,22 @@ async function openReplaySource(store: TraceStore, name: string, identity: Ident
   }
   const trace: Trace = { meta: reader.info.meta, exchanges, bodies }
   return { index: new MemoryReplayIndex(trace, identity), bodies, reader, ...labelsOf(reader.info.meta) }
+}
+
+/**
+ * Checks every exchange of a trace held in memory once, as it is opened, instead of each time one is played:
+ * the ones that break the trace rules, with their error (they are refused when requested, as before).
+ */
+function invalidExchanges(trace: Trace): Map<Exchange, ToolReplayError> {
+  const invalid = new Map<Exchange, ToolReplayError>()
+  for (const x of trace.exchanges) {
+    try {
+      assertPlayable(x, trace.meta.name, trace.bodies)
+    } catch (err) {
+      invalid.set(x, err as ToolReplayError)
+    }
+  }
+  return invalid
 }
 
 function labelsOf(meta: Trace['meta']): { labels?: Record<string, string> } {

@@ -61,7 +61,7 @@ export const driftCommand: CommandModule = {
     const redaction = await redactionFromArgs(args)
     const upstream = upstreamFromArgs(args)
     const options = { unsafe: Boolean(args.unsafe), modelCalls: Boolean(args['model-calls']), fill }
-    return withTraceLoader({ store: args.store }, names, async (load, store) => {
+    return withTraceLoader({ store: args.store, writable: Boolean(args.update) }, names, async (load, store) => {
       const traces: Trace[] = []
       for (const name of names) traces.push(await load(name))
       const targets = args.update ? await Promise.all(traces.map((t, i) => updateTarget(args, names[i] as string, t, store))) : []
