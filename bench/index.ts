@@ -30,6 +30,8 @@ import { NODE_ARGS } from './lib/servers.ts'
 const SUITES = ['in-process', 'sse-in-process', 'proxy-get', 'proxy-sse', 'proxy-record', 'cold-start', 'import']
 
 const jsonArg = process.argv.slice(2).find((a) => a === '--json' || a.startsWith('--json='))
+/** `--quick` is BENCH_QUICK=1 (what `npm run bench:quick` passes). */
+const quick = QUICK || process.argv.includes('--quick')
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim())
 const unknown = only?.filter((s) => !SUITES.includes(s)) ?? []
 if (unknown.length) {
@@ -43,7 +45,7 @@ async function runSuiteProcess(name: string, dir: string): Promise<SuiteResult |
   const script = fileURLToPath(new URL(`./suites/${name}.ts`, import.meta.url))
   const child = spawn(process.execPath, [...NODE_ARGS, '--disable-warning=ExperimentalWarning', script], {
     stdio: ['ignore', 'inherit', 'pipe'],
-    env: { ...process.env, BENCH_RESULT: out },
+    env: { ...process.env, BENCH_RESULT: out, ...(quick ? { BENCH_QUICK: '1' } : {}) },
   })
   let tail = ''
   child.stderr.on('data', (c: Buffer) => {
@@ -66,7 +68,7 @@ const failed = results.filter((r): r is { suite: string; error: string } => 'err
 const rows: Metric[] = ok.flatMap((r) => r.rows)
 const lines = [
   '',
-  `Tool Replay benchmarks (${QUICK ? 'BENCH_QUICK' : 'full'}), Node ${process.version}, ${new Date().toISOString()}, ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+  `Tool Replay benchmarks (${quick ? 'BENCH_QUICK' : 'full'}), Node ${process.version}, ${new Date().toISOString()}, ${((performance.now() - t0) / 1000).toFixed(0)} s`,
   'ours, peer: medians over interleaved rounds, peers measured in the same run; ratio: median of the per-round ratios (which way is better: see its unit).',
   '',
   ...ok.flatMap((r) => [`${r.title}:`, ...r.setup.map((s) => `  ${s}`)]),
@@ -80,7 +82,7 @@ const lines = [
 const profiles = ok.flatMap((r) => r.profiles)
 if (profiles.length) lines.push('', 'Where our time goes (BENCH_PROFILE=1; self time, idle excluded):', ...profiles.map(formatProfile))
 const text = `${lines.join('\n')}\n`
-const json = `${JSON.stringify({ node: process.version, quick: QUICK, date: new Date().toISOString(), suites: results }, null, 2)}\n`
+const json = `${JSON.stringify({ node: process.version, quick, date: new Date().toISOString(), suites: results }, null, 2)}\n`
 if (jsonArg === '--json') {
   process.stderr.write(text)
   process.stdout.write(json)

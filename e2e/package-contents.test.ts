@@ -46,9 +46,9 @@ test('the packed tarball holds the compiled package and no test code, fixtures, 
     [],
   )
   assert.deepEqual(
-    files.filter((f) => !/^(dist|bin)\//.test(f) && !['package.json', 'README.md'].includes(f)),
+    files.filter((f) => !/^(dist|bin|inspector\/assets)\//.test(f) && !['package.json', 'README.md'].includes(f)),
     [],
-    'only dist/, bin/, package.json and README.md ship',
+    "only dist/, bin/, the inspector's built page, package.json and README.md ship",
   )
   const shipped = new Set(files)
   for (const target of exportTargets()) assert.ok(shipped.has(target), `the exports map names ${target}, which the tarball lacks`)

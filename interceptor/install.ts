@@ -24,7 +24,7 @@ import {
 import { openStore, type TraceStore } from '../store/index.ts'
 import { ErrorCodes, type IdentityOptions, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { globalFetchIsCapturable, installGlobalDispatcher } from './global-dispatcher.ts'
-import { installNodeHttpCapture, type NodeHttpCapture } from './node-http-capture.ts'
+import type { NodeHttpCapture } from './node-http-capture.ts'
 import { createRecordReplayDispatcher, type RecordReplayDispatcher } from './record-replay-dispatcher.ts'
 
 export interface InstallOptions {
@@ -154,9 +154,10 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
   const uninstallDispatcher = options.global === false ? () => {} : installGlobalDispatcher(dispatcher)
   let nodeHttp: NodeHttpCapture | undefined
   try {
+    // @mswjs/interceptors is loaded only when node:http is captured (not on `import`).
     nodeHttp =
       options.global !== false && options.nodeHttp !== false
-        ? installNodeHttpCapture({
+        ? (await import('./node-http-capture.ts')).installNodeHttpCapture({
             session,
             ...(options.pace !== undefined ? { pace: options.pace } : {}),
             ...(options.drainAfterAbortMs !== undefined ? { drainAfterAbortMs: options.drainAfterAbortMs } : {}),

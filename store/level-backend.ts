@@ -19,7 +19,7 @@
 
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { Level } from 'level'
+import type { Level } from 'level'
 import { type AppRun, computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { collectGarbage } from './gc.ts'
 import { piecePath, writePiece } from './pieces.ts'
@@ -111,6 +111,8 @@ export class LevelBackend implements StoreOps {
     assertNoLinks(files)
     if (files.problems.length > 0) throw filesCorrupt(dir, files.problems)
     if (files.empty && options.create === false) throw storeNotFound(dir)
+    // Loaded here, not with the module: importing Tool Replay must not cost LevelDB's 30 modules and native addon.
+    const { Level } = await import('level')
     const db = new Level<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' })
     try {
       await db.open({ createIfMissing: options.create !== false })

@@ -12,7 +12,7 @@
  * every block's CRC is checked here.
  */
 import { type FileHandle, open } from 'node:fs/promises'
-import snappy from 'snappyjs'
+import { createRequire } from 'node:module'
 import { crc32c, crc32cStep, type Entry, parseInternalKey, unmaskCrc, varint } from './leveldb-format.ts'
 
 const FOOTER = 48
@@ -67,7 +67,7 @@ export function blockContents(raw: Uint8Array, size: number): Uint8Array {
   if (type === 0) return data
   if (type === 1) {
     try {
-      return snappy.uncompress(data)
+      return snappy().uncompress(data)
     } catch {
       throw 'compressed block does not decompress'
     }
@@ -392,4 +392,11 @@ export function scanBlocks(bytes: Uint8Array, maxBlock = 4 * 1024 * 1024): { ent
     if (end === -1) return { entries, end: start }
     start = end + TRAILER
   }
+}
+
+/** snappyjs, loaded the first time a compressed block is read (fsck and read-only commands, not every import). */
+let snappyModule: { uncompress(data: Uint8Array): Uint8Array } | undefined
+function snappy(): { uncompress(data: Uint8Array): Uint8Array } {
+  snappyModule ??= createRequire(import.meta.url)('snappyjs') as { uncompress(data: Uint8Array): Uint8Array }
+  return snappyModule
 }

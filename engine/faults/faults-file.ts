@@ -3,7 +3,7 @@
  * rule (by index and id) and the field, saying what is wrong and how to write it instead.
  */
 import { readFile } from 'node:fs/promises'
-import { parse as parseYaml, YAMLParseError } from 'yaml'
+import { createRequire } from 'node:module'
 import { ErrorCodes, exactNumber, FAULT_KINDS, type FaultKind, isExactNumber, parseJson, parseJsonPath, ToolReplayError } from '../../trace/index.ts'
 import {
   CONTRACT_KINDS,
@@ -42,15 +42,23 @@ export async function readFaultsFile(path: string): Promise<FaultsConfig> {
   return parseFaults(text, { source: path, format: path.endsWith('.json') ? 'json' : 'yaml' })
 }
 
+/** The `yaml` package, loaded the first time a YAML faults file is read (it is 72 modules every import would pay for). */
+let yamlModule: typeof import('yaml') | undefined
+function yaml(): typeof import('yaml') {
+  yamlModule ??= createRequire(import.meta.url)('yaml') as typeof import('yaml')
+  return yamlModule
+}
+
 /** Parses and validates faults-file text. YAML is a superset of JSON, so `yaml` reads either. */
 export function parseFaults(text: string, options: { source?: string; format?: 'json' | 'yaml' } = {}): FaultsConfig {
   const source = options.source ?? '<faults>'
   let raw: unknown
   try {
     // intAsBigInt keeps a long integer seed exact; the validator turns other integers back into numbers.
-    raw = options.format === 'json' ? parseJson(text) : parseYaml(text, { intAsBigInt: true, uniqueKeys: true })
+    raw = options.format === 'json' ? parseJson(text) : yaml().parse(text, { intAsBigInt: true, uniqueKeys: true })
   } catch (err) {
-    const where = err instanceof YAMLParseError && err.linePos ? ` at line ${err.linePos[0].line}, column ${err.linePos[0].col}` : ''
+    const where =
+      options.format !== 'json' && err instanceof yaml().YAMLParseError && err.linePos ? ` at line ${err.linePos[0].line}, column ${err.linePos[0].col}` : ''
     const why = ((err as Error).message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '')
     throw new ToolReplayError(
       ErrorCodes.INVALID_FAULTS,
