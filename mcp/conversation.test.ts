@@ -3,8 +3,8 @@ import { test } from 'node:test'
 import { openSession } from '../engine/index.ts'
 import { createMemoryStore } from '../store/index.ts'
 import { bodyBytes, type Trace, transcriptLines, tryUtf8 } from '../trace/index.ts'
-import { MCP_REFUSAL_CODE, McpConversation, type ServerEnd } from './conversation.ts'
-import { localPort } from './lifecycle.ts'
+import { MCP_REFUSAL_CODE } from './client-target.ts'
+import { McpConversation, type ServerEnd } from './conversation.ts'
 
 type Msg = Record<string, unknown>
 
@@ -42,7 +42,7 @@ async function converse(mode: 'record' | 'replay', store: ReturnType<typeof crea
   const server = scriptedServer(() => conversation as McpConversation)
   let starts = 0
   conversation = new McpConversation({
-    port: localPort(session),
+    session,
     server: 'scripted',
     command: ['node', 'server.js', '--api-key', 'sk-secret'],
     log: () => {},
