@@ -28,9 +28,9 @@ import {
   type ResponseHead,
   ToolReplayError,
 } from '../trace/index.ts'
+import type { Ticket } from './arrival-order.ts'
 import type { CapturedRequest, Decision, ExchangeRecorder, Playback, PlaybackChunk } from './decision.ts'
 import type { FaultDecision } from './faults/index.ts'
-import type { Ticket } from './arrival-order.ts'
 import type { Mode, Session } from './session.ts'
 
 /** Names a shared session's socket explicitly (wins over the ancestor lookup). */
@@ -264,7 +264,8 @@ export function connectSharedSession(socketPath: string, timeoutMs = 2000): Prom
         ownerPid: hello.pid as number,
         close: () => socket.end(),
         arrival: () => OWNER_ORDERS,
-        refuse: (captured, error) => send({ op: 'refuse', request: { method: captured.method, url: captured.url }, error: { code: error.code, message: error.message } }),
+        refuse: (captured, error) =>
+          send({ op: 'refuse', request: { method: captured.method, url: captured.url }, error: { code: error.code, message: error.message } }),
         handle: async (captured) => {
           const body = captured.body === null ? null : b64(captured.body)
           const w = await ask({ op: 'handle', request: { method: captured.method, url: captured.url, headers: captured.headers, body } })
