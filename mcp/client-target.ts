@@ -105,6 +105,8 @@ export class MessageTarget implements ClientTarget {
   readonly #m: MessageInfo
   /** Lines come from the live tee (a forward the client follows), not from a playback. */
   #live = false
+  /** A fault's playback of a forwarded message (a lost answer, a latency after it): the client's own timeout decides. */
+  #relayed = false
   #token: { recorded: string; current: unknown } | undefined
   /** Lines the client already got before the exchange opened (they came while none was open). */
   #skip = 0
@@ -147,6 +149,7 @@ export class MessageTarget implements ClientTarget {
   /** The session's decision, before it is carried out: where lines come from, and the recorded progress token. */
   decided(decision: Decision): void {
     this.#live = decision.kind === 'forward' && decision.client === undefined
+    this.#relayed = decision.kind === 'forward' && decision.client !== undefined
     if (decision.kind !== 'replay' || this.#m.progressToken === undefined) return
     const recorded = headerValue(decision.exchange.request.headers, MCP_PROGRESS_TOKEN_HEADER)
     if (recorded !== undefined) this.#token = { recorded, current: this.#m.progressToken }
@@ -209,7 +212,7 @@ export class MessageTarget implements ClientTarget {
 
   /** A recorded or injected failure: a fault's timeout reaches the client as the SDK's own timeout error. */
   fail(error: RecordedError, _afterHead: boolean, injected: boolean): void {
-    if (this.#m.kind === 'request' && !this.#answered && injected && /TIMEDOUT|TIMEOUT/.test(error.code)) {
+    if (this.#m.kind === 'request' && !this.#answered && !this.#relayed && injected && /TIMEDOUT|TIMEOUT/.test(error.code)) {
       const e = { code: MCP_TIMEOUT_CODE, message: `Request timed out: ${error.message}` }
       void this.#host.client.send(JSON.stringify({ jsonrpc: '2.0', id: this.#m.id, error: e }))
     }
