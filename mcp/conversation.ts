@@ -225,8 +225,9 @@ export class McpConversation {
     void this.#enqueue(() => this.#carry(m.captured, target, (events, d) => this.#receive(() => this.#forward(m, target, events, d))))
   }
 
-  /** The client closed its end (stdin EOF, transport close): the server's input closes; answers still come. */
+  /** The client closed its end (stdin EOF, transport close): the server's input closes; answers still come. Idempotent. */
   clientClosed(): void {
+    if (this.#closed) return
     this.#inputClosed.resolve()
     // No reply can come any more: a replayed transcript waiting for one plays on.
     for (const w of this.#replied.values()) w.resolve()
