@@ -290,7 +290,10 @@ export class McpConversation {
         method: captured.method,
         url: captured.url,
         headers: captured.headers,
-        readBody: () => ({ bytes: captured.body }),
+        readBody: (max, tooLarge) => {
+          if (captured.body && captured.body.byteLength > max) throw tooLarge()
+          return { bytes: captured.body }
+        },
         client: target,
         forward: (_body, events) => forward(events, decision as Forward),
       }
