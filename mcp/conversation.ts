@@ -194,6 +194,7 @@ export class McpConversation {
     const target = new MessageTarget(this.#host, { kind: 'launch' })
     return this.#enqueue(async () => {
       let starting: Promise<void> | undefined
+      // Straight, not through the inbox: no server runs yet, so nothing it wrote can come before.
       await this.#carry(captured, target, (events) => {
         starting = this.#start(events, target)
       })
