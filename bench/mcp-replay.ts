@@ -6,7 +6,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import { openSession } from '../engine/index.ts'
-import { localPort, McpConversation, type ServerEnd } from '../mcp/index.ts'
+import { McpConversation, type ServerEnd } from '../mcp/index.ts'
 import { createMemoryStore } from '../store/index.ts'
 
 const N = Number(process.argv[2] ?? 2000)
@@ -30,11 +30,11 @@ async function run(mode: 'record' | 'replay', base: number, extra = false): Prom
     kill: () => {},
   }
   conversation = new McpConversation({
-    port: localPort(session),
+    session,
     server: 'echo',
     command: ['echo-server'],
     log: () => {},
-    client: { send: (line) => answers.get((JSON.parse(line) as { id?: unknown }).id)?.(), stderr: () => {}, exit: () => {}, between: async () => {} },
+    client: { send: (line) => answers.get((JSON.parse(line) as { id?: unknown }).id)?.(), stderr: () => {}, exit: () => {}, separate: async () => {} },
     start: async () => server,
   })
   await conversation.launch()

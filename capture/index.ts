@@ -1,6 +1,6 @@
 /** The life of one captured request, once for every capture path: lifecycle, live tee, playback, pacing, refusal. */
 
-export type { CapturedExchange, CaptureOptions, ReadBody } from './lifecycle.ts'
+export type { CapturedExchange, CaptureOptions, CaptureSession, ReadBody } from './lifecycle.ts'
 export { captureRequest } from './lifecycle.ts'
 export type { ClientTarget, LiveEvents, UpstreamControl } from './live-tee.ts'
 export { toNodeError } from './node-error.ts'

@@ -14,7 +14,7 @@
  * 4. a replay or a refusal is played by the playback driver at the session's pace; a forward goes live
  *    through the path's transport into the live tee; a fault that acts on the answer plays its own playback.
  */
-import { clientAbortError, type Decision, type Session, type Ticket } from '../engine/index.ts'
+import { type CapturedRequest, clientAbortError, type Decision, type Ticket } from '../engine/index.ts'
 import { ErrorCodes, type HeaderPairs, isToolReplayError, type ToolReplayError } from '../trace/index.ts'
 import { type ClientTarget, type LiveEvents, LiveTee } from './live-tee.ts'
 import type { Pace } from './pacing.ts'
@@ -41,9 +41,24 @@ export interface CapturedExchange {
   forward(body: Uint8Array | null, events: LiveEvents): void
 }
 
-/** How a path's requests are handled (one per capture: a dispatcher, the node:http capture, a proxy session). */
+/**
+ * What the lifecycle asks of a session: the engine's `Session` is one; so is a session another process owns
+ * (engine/session-share.ts: its owner takes the arrival ticket and decides).
+ */
+export interface CaptureSession {
+  /** A place in the order requests reach the engine. */
+  arrival(): Ticket
+  /** The decision on one request (called on its turn). */
+  handle(captured: CapturedRequest): Decision | Promise<Decision>
+  /** Counts a request the path could not hand over (a body over the limit) against strict replay. */
+  refuse(captured: Pick<CapturedRequest, 'method' | 'url'>, error: ToolReplayError): void
+  /** Set when faults may make a request wait: the decision then gets a signal that aborts when the client gives up. */
+  readonly faults?: object | undefined
+}
+
+/** How a path's requests are handled (one per capture: a dispatcher, the node:http capture, a proxy session, an MCP conversation). */
 export interface CaptureOptions {
-  session: Session
+  session: CaptureSession
   pace: Pace
   maxBodyBytes: number
   drainAfterAbortMs: number

@@ -123,6 +123,23 @@ test('without a length the end waits for the commit; without a body (HEAD, 204) 
   }
 })
 
+test('a piece the transport marks final (an MCP answer line) waits for the commit, as the last chunk of a sized body does', async () => {
+  const rec = recorder()
+  const app = client()
+  const tee = new LiveTee({ recorder: rec.r, client: app.c, method: 'POST', detached: false, drainMs: 1000 })
+  tee.control(upstream().control)
+  tee.head(head(200, [['content-type', 'application/x-ndjson']]))
+  tee.data(enc('note'))
+  tee.data(enc('answer'), true)
+  tee.end([])
+  await delay(1)
+  assert.deepEqual(app.log, ['head 200', 'chunk note'], 'the final piece waits for the store')
+  assert.deepEqual(rec.log, ['rec head 200', 'rec data note', 'rec data answer', 'rec end'])
+  rec.commit.resolve()
+  await tee.done
+  assert.deepEqual(app.log, ['head 200', 'chunk note', 'chunk answer', 'end'])
+})
+
 test('the upstream is paused while the client or the store is behind, and resumes only when neither is', async () => {
   const store = later()
   const rec = recorder({ storeBehind: store.promise })

@@ -1,13 +1,14 @@
 /**
  * The live tee: a forwarded request's response goes to the engine's recorder and to the client, each with its
  * own back-pressure, fed by wire-neutral events from whichever transport sent it (an undici dispatcher for
- * fetch and the proxy, Node's http client for node:http). One state machine for every path decides:
+ * fetch and the proxy, Node's http client for node:http, an MCP server's output for MCP over stdio). One
+ * state machine for every path decides:
  * - back-pressure: the upstream is paused while the store is behind with the recording or the client is not
  *   reading, and resumes only when neither holds;
  * - durability: what a client was answered is in the store first. The part of the answer that completes it
- *   (the last body chunk of a response with a length, the head of one without a body, else the end) is
- *   handed over only once the recorder committed the exchange, so a killed recorder loses only exchanges no
- *   client saw finish;
+ *   (the last body chunk of a response with a length, the head of one without a body, a piece the
+ *   transport marks final, else the end) is handed over only once the recorder committed the exchange, so a
+ *   killed recorder loses only exchanges no client saw finish;
  * - a client that gives up after the head: the app is told at once, while the response keeps being recorded
  *   for `drainMs` (SDKs abort on purpose once they have what they need), then is cut as the client abort it
  *   was; before the head, the live request is aborted and recorded as that abort;
@@ -37,7 +38,12 @@ export interface LiveEvents {
   sent(): void
   /** The final response head (never a 1xx). */
   head(head: ResponseHead, wire?: WireHead): void
-  data(chunk: Uint8Array): void
+  /**
+   * One piece of the body. `final`: this piece completes the answer for the client, for a transport that knows
+   * it only when the piece comes (MCP: an answer line that closes its transcript); like the last chunk of a
+   * response with a length, it is handed over once the recording is committed, and `end` follows.
+   */
+  data(chunk: Uint8Array, final?: boolean): void
   end(trailers: HeaderPairs): void
   /**
    * The live request failed. `as`: what to record instead of the error's own code and message, so every
@@ -136,7 +142,7 @@ export class LiveTee implements LiveEvents {
     this.#deliver(() => this.#o.client.head(head, wire))
   }
 
-  data(chunk: Uint8Array): void {
+  data(chunk: Uint8Array, final = false): void {
     if (this.#finished) return
     const { recorder } = this.#o
     if (recorder.recording) {
@@ -151,7 +157,8 @@ export class LiveTee implements LiveEvents {
       this.#releaseHead()
     }
     this.#received += chunk.byteLength
-    if (this.#last.kind === 'chunk' && this.#received >= this.#last.length && this.#held === undefined) {
+    const completes = this.#last.kind === 'chunk' ? this.#received >= this.#last.length : final && recorder.recording
+    if (completes && this.#held === undefined) {
       this.#held = chunk
       return
     }

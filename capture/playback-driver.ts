@@ -24,8 +24,11 @@ export interface PlaybackTarget {
   head(head: ResponseHead, wire?: WireHead): void
   /** Hands one chunk over; returns a promise when the client asked to wait (back-pressure). */
   chunk(bytes: Uint8Array): void | Promise<void>
-  /** Keeps the chunk just handed over apart from the next, so the client reads it on its own. */
-  separate(): Promise<void>
+  /**
+   * Keeps the chunk just handed over apart from the next, so the client reads it on its own. `gapMs`: how long
+   * after it the next one was recorded, for a path that keeps a gap like it (MCP over a pipe).
+   */
+  separate(gapMs: number): Promise<void>
   end(trailers: HeaderPairs): void
   /**
    * A recorded failure: before any head (`afterHead` false), or after the head and partial body. `injected`:
@@ -73,13 +76,15 @@ async function drive(playback: Playback, pace: Pace, target: PlaybackTarget): Pr
   }
   target.head(head)
   const apart = keepsChunksApart(pace)
+  let previousAtMs = 0
   /** Hands one chunk over after the waits it needs; false when the client went away. */
   const deliver = async (chunk: PlaybackChunk, first: boolean): Promise<boolean> => {
     // Apart from the one before it: only between chunks, never before the first.
     if (apart && !first) {
-      await target.separate()
+      await target.separate(Math.max(0, chunk.atMs - previousAtMs))
       if (target.gone) return false
     }
+    previousAtMs = chunk.atMs
     const toChunk = until(chunk.atMs)
     if (toChunk) await toChunk
     if (target.gone) return false
@@ -93,6 +98,7 @@ async function drive(playback: Playback, pace: Pace, target: PlaybackTarget): Pr
       const chunk = chunks[i] as PlaybackChunk
       // The first chunk needs no wait unless paced: hand it over in this tick, as the socket would.
       if (i === 0 && !until(chunk.atMs)) {
+        previousAtMs = chunk.atMs
         const waiting = target.chunk(chunk.bytes)
         if (waiting) await waiting
         if (target.gone) return

@@ -14,6 +14,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { install } from 'tool-replay/interceptor'
 import { wrapMcpTransport } from 'tool-replay/mcp'
 import { createMemoryStore } from 'tool-replay/store'
+import { connectSharedSession, openSession, shareSession } from '../engine/index.ts'
+import { MCP_REFUSAL_CODE, McpConversation } from '../mcp/index.ts'
 import { fixtureServer, markedServer, npmServer, spawnsIn, TR_PROXY, tempDir } from './support/mcp-harness.ts'
 import { run } from './support/proxy-harness.ts'
 
@@ -106,4 +108,38 @@ test('install(): a `tr-proxy mcp` child and an in-process wrapped transport reco
   assert.ok(urls.some((u) => u.startsWith('http://127.0.0.1')))
   assert.ok(urls.includes('mcp+stdio://memory/tools/call/create_entities'))
   assert.ok(urls.includes('mcp+stdio://memory-inproc/tools/call/read_graph'))
+})
+
+test('a child whose MCP message is over the body limit: the client gets the JSON-RPC refusal, the owner ledger counts it', async (t) => {
+  const store = createMemoryStore()
+  t.after(() => store.close())
+  await (await openSession({ mode: 'record', trace: 'limit', store })).close()
+  const owner = await openSession({ mode: 'replay', trace: 'limit', store })
+  const host = await shareSession(owner)
+  t.after(() => host.close(0))
+  const child = await connectSharedSession(host.socketPath)
+  t.after(() => child.close())
+  const seen: Array<{ id?: unknown; error?: { code: number; message: string } }> = []
+  const conversation = new McpConversation({
+    session: child,
+    server: 's',
+    command: ['s'],
+    maxBodyBytes: 64,
+    log: () => {},
+    client: { send: (line) => void seen.push(JSON.parse(line)), stderr: () => {}, exit: () => {} },
+    start: () => Promise.reject(new Error('strict replay starts no server')),
+  })
+  conversation.fromClient(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x'.repeat(100) } } }))
+  for (let i = 0; i < 200 && (seen.length === 0 || owner.ledger.length === 0); i++) await new Promise((r) => setTimeout(r, 5))
+  assert.equal(seen[0]?.id, 7)
+  assert.equal(seen[0]?.error?.code, MCP_REFUSAL_CODE)
+  assert.match(seen[0]?.error?.message ?? '', /^TR_REQUEST_TOO_LARGE: Request body of POST mcp\+stdio:\/\/s\/tools\/call\/echo is over 64 bytes/)
+  assert.deepEqual(
+    owner.ledger.map((e) => [e.code, e.request]),
+    [['TR_REQUEST_TOO_LARGE', 'POST mcp+stdio://s/tools/call/echo']],
+    'counted where the session lives',
+  )
+  conversation.clientClosed()
+  await conversation.done
+  await owner.close().catch(() => {})
 })

@@ -8,8 +8,9 @@
  *
  * The protocol is newline-delimited JSON, one connection per child: `hello`; `handle` (the engine decides:
  * replay with the playback read whole, forward with a recorder id, or fail); recorder calls; the playback a
- * fault gives the client. Bodies travel base64. The owner takes the arrival ticket and calls `handle`, so
- * the child's messages take their place among the app's requests.
+ * fault gives the client; `refuse` (a request the child could not hand over, for the ledger). Bodies travel
+ * base64. The owner takes the arrival ticket and calls `handle`, so the child's messages take their place
+ * among the app's requests.
  */
 import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync, rmSync } from 'node:fs'
@@ -27,6 +28,7 @@ import {
   type ResponseHead,
   ToolReplayError,
 } from '../trace/index.ts'
+import type { Ticket } from './arrival-order.ts'
 import type { CapturedRequest, Decision, ExchangeRecorder, Playback, PlaybackChunk } from './decision.ts'
 import type { FaultDecision } from './faults/index.ts'
 import type { Mode, Session } from './session.ts'
@@ -155,6 +157,11 @@ function serveConnection(session: Session, socket: Socket): void {
     if (m.op === 'hello') send({ id: m.id, mode: session.mode, trace: session.trace, pid: process.pid })
     else if (m.op === 'handle') void handleOne(m)
     else if (m.op === 'rec') record(m)
+    else if (m.op === 'refuse') {
+      const r = m.request as { method: string; url: string }
+      const e = m.error as { code: ErrorCode; message: string }
+      session.refuse(r, new ToolReplayError(e.code, e.message))
+    }
   })
   const handleOne = async (m: Wire) => {
     const r = m.request as { method: string; url: string; headers: HeaderPairs; body: string | null }
@@ -188,16 +195,23 @@ function serveConnection(session: Session, socket: Socket): void {
   }
 }
 
-/** A session served by another process, as a child uses it. */
+/** A session served by another process, as a child uses it (a capture path takes it as it takes a `Session`). */
 export interface RemoteSession {
   readonly mode: Mode
   readonly trace: string
   /** The pid of the process that owns the session. */
   readonly ownerPid: number
+  /** A ticket whose turn comes at once: the owner takes the real one when the request reaches it in `handle`. */
+  arrival(): Ticket
   /** Takes the request's place in the owner's arrival order and decides, as `Session.handle` does. */
   handle(captured: CapturedRequest): Promise<Decision>
+  /** Counts a request the child could not hand over in the owner's ledger, as `Session.refuse` does. */
+  refuse(captured: Pick<CapturedRequest, 'method' | 'url'>, error: ToolReplayError): void
   close(): void
 }
+
+/** The child's side of the arrival order: its place is taken by the owner. */
+const OWNER_ORDERS: Ticket = { turn: (fn) => fn(), progress() {}, release() {} }
 
 /** Connects to a shared session's socket; rejects when nothing answers there. */
 export function connectSharedSession(socketPath: string, timeoutMs = 2000): Promise<RemoteSession> {
@@ -249,6 +263,9 @@ export function connectSharedSession(socketPath: string, timeoutMs = 2000): Prom
         trace: hello.trace as string,
         ownerPid: hello.pid as number,
         close: () => socket.end(),
+        arrival: () => OWNER_ORDERS,
+        refuse: (captured, error) =>
+          send({ op: 'refuse', request: { method: captured.method, url: captured.url }, error: { code: error.code, message: error.message } }),
         handle: async (captured) => {
           const body = captured.body === null ? null : b64(captured.body)
           const w = await ask({ op: 'handle', request: { method: captured.method, url: captured.url, headers: captured.headers, body } })

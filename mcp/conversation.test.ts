@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { openSession } from '../engine/index.ts'
+import type { CaptureSession } from '../capture/index.ts'
+import { CLIENT_ABORT_CODE, type ExchangeRecorder, openSession } from '../engine/index.ts'
 import { createMemoryStore } from '../store/index.ts'
 import { bodyBytes, type Trace, transcriptLines, tryUtf8 } from '../trace/index.ts'
-import { MCP_REFUSAL_CODE, McpConversation, type ServerEnd } from './conversation.ts'
-import { localPort } from './lifecycle.ts'
+import { MCP_REFUSAL_CODE } from './client-target.ts'
+import { McpConversation, type ServerEnd } from './conversation.ts'
 
 type Msg = Record<string, unknown>
 
@@ -42,7 +43,7 @@ async function converse(mode: 'record' | 'replay', store: ReturnType<typeof crea
   const server = scriptedServer(() => conversation as McpConversation)
   let starts = 0
   conversation = new McpConversation({
-    port: localPort(session),
+    session,
     server: 'scripted',
     command: ['node', 'server.js', '--api-key', 'sk-secret'],
     log: () => {},
@@ -125,5 +126,143 @@ test('replay with other ids: no server; ids and progress tokens mapped; the answ
   assert.match(miss.error.message, /^TR_REPLAY_MISS: Failed to replay "POST mcp\+stdio:\/\/scripted\/tools\/call\/never-recorded"/)
   assert.equal(rep.summary.ok, false)
   assert.equal(rep.summary.misses.length, 1)
+  await store.close()
+})
+
+/** Waits (bounded) until `ok()` holds. */
+async function until(ok: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 400 && !ok(); i++) await new Promise((r) => setTimeout(r, 5))
+  assert.ok(ok(), `timed out waiting for ${what}`)
+}
+
+/** A server the test drives by hand: it only notes what it was written, and exits when its input closes. */
+function manualServer(c: () => McpConversation): { end: ServerEnd; written: string[] } {
+  const written: string[] = []
+  const end: ServerEnd = {
+    write: (line) => void written.push(String((JSON.parse(line) as Msg).method)),
+    closeInput: () => queueMicrotask(() => c().serverExit(0, null)),
+    kill: () => {},
+  }
+  return { end, written }
+}
+
+/**
+ * A session that forwards every message to a recorder whose commit the test holds: `commit(url)` lets the
+ * exchange of `url` be committed, `recorded(url)` is what its recorder got so far.
+ */
+function heldSession(): { session: CaptureSession; commit(url: string): void; recorded(url: string): string[] } {
+  const commits = new Map<string, { promise: Promise<void>; resolve: () => void }>()
+  const logs = new Map<string, string[]>()
+  const held = (url: string) => {
+    let c = commits.get(url)
+    if (!c) {
+      let resolve = () => {}
+      const promise = new Promise<void>((r) => (resolve = r))
+      c = { promise, resolve }
+      commits.set(url, c)
+    }
+    return c
+  }
+  const recorderFor = (url: string): ExchangeRecorder => {
+    const log: string[] = []
+    logs.set(url, log)
+    return {
+      recording: true,
+      responseStart: () => void log.push('head'),
+      responseData: (chunk) => void log.push(new TextDecoder().decode(chunk).trim()),
+      responseEnd: () => {
+        log.push('end')
+        return held(url).promise
+      },
+      fail: (e) => {
+        log.push(`fail ${e.code}`)
+        return held(url).promise
+      },
+    }
+  }
+  const session: CaptureSession = {
+    arrival: () => ({ turn: (fn) => fn(), progress() {}, release() {} }),
+    handle: (captured) => ({ kind: 'forward', recorder: recorderFor(captured.url) }),
+    refuse() {},
+  }
+  return { session, commit: (url) => held(url).resolve(), recorded: (url) => logs.get(url) ?? [] }
+}
+
+test('durability: an answer that completes its exchange reaches the client only once the exchange is committed, and what the server wrote next waits for it', async () => {
+  const held = heldSession()
+  const seen: string[] = []
+  let conversation: McpConversation | undefined
+  const server = manualServer(() => conversation as McpConversation)
+  conversation = new McpConversation({
+    session: held.session,
+    server: 's',
+    command: ['s'],
+    log: () => {},
+    client: {
+      send: (line) => {
+        const m = JSON.parse(line) as Msg
+        seen.push(m.method ? String(m.method) : `answer ${String(m.id)}`)
+      },
+      stderr: () => {},
+      exit: () => {},
+    },
+    start: async () => server.end,
+  })
+  await conversation.launch()
+  const A = 'mcp+stdio://s/tools/call/a'
+  // Two requests in flight: when the first is answered, the latest message is the second, so the answer ends
+  // the first one's transcript (its exchange is complete).
+  conversation.fromClient(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'a', arguments: {} } }))
+  conversation.fromClient(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'b', arguments: {} } }))
+  await until(() => server.written.length === 2, 'both requests at the server')
+  conversation.serverLine(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [] } }))
+  conversation.serverLine(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'after 1' } }))
+  await new Promise((r) => setTimeout(r, 30))
+  assert.deepEqual(held.recorded(A), ['head', '{"jsonrpc":"2.0","id":1,"result":{"content":[]}}', 'end'], 'the answer is recorded and its exchange ended')
+  assert.deepEqual(seen, [], 'nothing reached the client before the commit: not the answer, not the line the server wrote after it')
+  held.commit(A)
+  await until(() => seen.length === 2, 'the answer and the notification after the commit')
+  assert.deepEqual(seen, ['answer 1', 'notifications/message'], 'in the order the server wrote them')
+  conversation.serverLine(JSON.stringify({ jsonrpc: '2.0', id: 2, result: { content: [] } }))
+  await until(() => seen.length === 3, 'the answer to the latest request, which keeps its transcript open')
+  for (const url of ['mcp+stdio://s/', 'mcp+stdio://s/tools/call/b']) held.commit(url)
+  conversation.clientClosed()
+  await conversation.done
+})
+
+test('a client that goes away mid-conversation: its unanswered request is recorded as the client abort, an answer within the drain as the answer', async () => {
+  const store = createMemoryStore()
+  const session = await openSession({ mode: 'record', trace: 'gone', store })
+  const seen: string[] = []
+  let conversation: McpConversation | undefined
+  const server = manualServer(() => conversation as McpConversation)
+  conversation = new McpConversation({
+    session,
+    server: 's',
+    command: ['s'],
+    log: () => {},
+    client: { send: (line) => void seen.push(line), stderr: () => {}, exit: () => {} },
+    start: async () => server.end,
+  })
+  await conversation.launch()
+  conversation.fromClient(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'slow', arguments: {} } }))
+  conversation.fromClient(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'never', arguments: {} } }))
+  await until(() => server.written.length === 2, 'both requests at the server')
+  // The client goes away (its pipe broke, it signalled the wrapper, the app closed its transport).
+  conversation.clientGone()
+  conversation.clientClosed()
+  // The server still answers the first one (within the drain), then exits when its input closes.
+  conversation.serverLine(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'late' }] } }))
+  await conversation.done
+  const summary = await session.close()
+  assert.equal(summary.recorded, 3)
+  assert.deepEqual(seen, [], 'nothing goes to a client that went away')
+  const trace = await store.readTrace('gone')
+  const outcome = (url: string) => trace.exchanges.find((x) => x.request.url === url)?.outcome
+  assert.deepEqual(transcript(trace, 'mcp+stdio://s/tools/call/slow'), ['answer'])
+  const never = outcome('mcp+stdio://s/tools/call/never')
+  assert.equal(never?.kind, 'error')
+  assert.equal(never.kind === 'error' && never.error.code, CLIENT_ABORT_CODE, 'recorded as the client abort, as for HTTP')
+  assert.equal(never.kind === 'error' && never.error.phase, 'response-body')
   await store.close()
 })

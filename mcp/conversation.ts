@@ -1,23 +1,37 @@
 /**
- * One MCP conversation between a client and a stdio server, as exchanges (the format: trace/mcp-wire.ts).
- * Both MCP capture paths (the `tr-proxy mcp` wrapper and the in-process Transport wrapper) feed it the
- * client's messages and, while a real server runs, the server's output; it asks the session about each
- * client message and carries out the decision:
- * - forward: the message goes to the server; what the server does next is recorded into that message's
- *   transcript (an answer into its own request's; anything else into the latest client message's);
- * - replay: no server; the recorded transcript is played to the client with the JSON-RPC id of the answer
- *   (and progress tokens) mapped to the client's, server-to-client requests as recorded, waiting where the
- *   recording waited for the client (its reply, the end of its input), and the server's exit played as an exit;
- * - refusal: a request gets a JSON-RPC error naming the code (TR_REPLAY_MISS) at once; the session's ledger
- *   already counts it.
- * Messages are decided one at a time, in the order the client sent them.
+ * One MCP conversation between a client and a stdio server, as exchanges (the format: trace/mcp-wire.ts): the
+ * MCP capture path, one adapter over the capture lifecycle (capture/). Both MCP entry points (the `tr-proxy
+ * mcp` wrapper and the in-process Transport wrapper) feed it the client's messages and, while a real server
+ * runs, the server's output. Each client message is one request through `captureRequest` (its arrival turn,
+ * the session's decision, the abort race, replay / refusal / forward), answered through its MessageTarget
+ * (client-target.ts). What this file holds is MCP's part, the protocol:
+ * - messages are decided one at a time, in the order the client sent them (they share one pipe: a fault's
+ *   wait on one holds the later ones);
+ * - forward: the message goes to the server's input, and what the server writes next is reported to that
+ *   message's live tee as its transcript (a synthetic head, a line per piece, the end when the transcript
+ *   closes): an answer into its own request's transcript, anything else into the latest client message's. An
+ *   answer ends its transcript unless it is the latest message's (what the server does next belongs there);
+ *   the tee then holds it until the exchange is committed;
+ * - order: the server's output and the messages forwarded to it pass one at a time, in the order they
+ *   happened, and wait while a tee holds the server back (the store or the client behind) or an answer waits
+ *   for its commit, so the client reads the server's lines in the server's order;
+ * - replay: no server; the target plays the recorded transcript, the recorded exit included;
+ * - refusal: a request gets a JSON-RPC error naming the code at once; the session's ledger already counts it.
  */
-import type { CapturedRequest, ExchangeRecorder } from '../engine/index.ts'
 import {
-  editJson,
+  type CapturedExchange,
+  type CaptureOptions,
+  type CaptureSession,
+  captureRequest,
+  DEFAULT_DRAIN_AFTER_ABORT_MS,
+  DEFAULT_PACE,
+  type LiveEvents,
+} from '../capture/index.ts'
+import { type CapturedRequest, type Decision, parseMaxBodyBytes } from '../engine/index.ts'
+import {
+  ErrorCodes,
   eventLine,
   type HeaderPairs,
-  headerValue,
   isJsonRpcResponse,
   MCP_COMMAND_HEADER,
   MCP_ID_HEADER,
@@ -25,34 +39,13 @@ import {
   MCP_PROGRESS_TOKEN_HEADER,
   MCP_SERVER_EXITED,
   MCP_TRANSCRIPT_TYPE,
-  type McpEvent,
   maskedCommandLine,
   mcpStdioUrl,
   PROGRESS_TOKEN,
   readTranscriptLine,
+  ToolReplayError,
 } from '../trace/index.ts'
-import { decideMessage, type MessageDecision, type PlayedAnswer, type SessionPort } from './lifecycle.ts'
-
-/** JSON-RPC error code of Tool Replay's refusals (implementation-defined server error range; the SDK uses none of it). */
-export const MCP_REFUSAL_CODE = -32099
-/** JSON-RPC error code of a timeout (the MCP SDK's own RequestTimeout). */
-export const MCP_TIMEOUT_CODE = -32001
-
-/** Where the conversation sends what the client must see. */
-export interface ClientEnd {
-  /** One line for the client (a JSON-RPC message, or a server's non-JSON output), without newline. */
-  send(line: string): void
-  /** Text the server wrote on stderr. */
-  stderr(text: string): void
-  /** The server ended (code and signal as recorded; null when unknown): the client's end closes too. */
-  exit(code: number | null, signal: string | null): void
-  /**
-   * Replay: the next line was recorded in a later chunk, `gapMs` after the previous one; resolves when the client
-   * may read it as a read of its own (the SDK handles a notification a turn later than an answer, so a progress
-   * note and the answer merged into one read would lose the note).
-   */
-  between?(gapMs: number): Promise<void>
-}
+import { type ClientEnd, type ConversationHost, idKey, liveLine, type MessageInfo, MessageTarget } from './client-target.ts'
 
 /** A running server, as the conversation drives it. */
 export interface ServerEnd {
@@ -62,11 +55,15 @@ export interface ServerEnd {
   closeInput(): void
   /** Kills the server at once (a server_crash fault). */
   kill(): void
+  /** Stops reading the server's output while the conversation holds it back (a transport that can). */
+  pause?(): void
+  resume?(): void
 }
 
 /** Options for `McpConversation`. */
 export interface ConversationOptions {
-  port: SessionPort
+  /** The session the messages go to: an engine `Session`, or one another process owns (`findSharedSession`). */
+  session: CaptureSession
   /** The server's name: the host of its URLs. */
   server: string
   /** The server's command line, for the launch exchange (secret-looking values are masked). */
@@ -76,35 +73,37 @@ export interface ConversationOptions {
   start(): Promise<ServerEnd>
   /** Warnings (a refused notification). */
   log(line: string): void
+  /** How long an answer the client gave up on keeps being recorded (ms; default 1000, as for HTTP; 0 records the abort). */
+  drainAfterAbortMs?: number
+  /** Largest message params buffered for matching (default 64 MiB, as for HTTP bodies). */
+  maxBodyBytes?: number
 }
 
-/** An exchange being recorded: the transcript of one client message. */
+/** An exchange being recorded: the transcript of one forwarded client message, fed to its live tee. */
 interface Open {
-  recorder: ExchangeRecorder
+  events: LiveEvents
+  target: MessageTarget
   /** For a request: its id (as a map key) while it waits for the server's answer. */
   requestKey?: string
   /** Server requests this transcript holds (keys), so a reply can be marked in it. */
   serverRequests: Set<string>
-  /** A fault decides what the client gets: nothing is passed on live; `client` is played once the exchange ends. */
-  client?: Promise<PlayedAnswer>
-  clientId?: unknown
+  /** A fault decides what the client gets: the tee only records, and the client gets the fault's playback. */
+  relayed: boolean
   closed: boolean
 }
 
 /** A client message, read. */
-interface ClientMessage {
+interface ClientMessage extends MessageInfo {
   kind: 'request' | 'notification' | 'reply'
   text: string
-  id?: unknown
   method: string
   params?: unknown
   captured: CapturedRequest
-  /** The progress token the client asked for (requests). */
-  progressToken?: unknown
 }
 
+type Forward = Extract<Decision, { kind: 'forward' }>
+
 const encoder = new TextEncoder()
-const idKey = (id: unknown): string => JSON.stringify(id) ?? 'null'
 
 /** A promise with its resolve, settled once. */
 function deferred(): { promise: Promise<void>; resolve: () => void } {
@@ -115,11 +114,13 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 
 /**
  * @example
- * const c = new McpConversation({ port: localPort(session), server: 'filesystem', command, client, start, log })
+ * const c = new McpConversation({ session, server: 'filesystem', command, client, start, log })
  * await c.launch(); c.fromClient(line); ...; c.clientClosed(); await c.done
  */
 export class McpConversation {
   readonly #o: ConversationOptions
+  readonly #capture: CaptureOptions
+  readonly #host: ConversationHost
   #queue: Promise<void> = Promise.resolve()
   #server: ServerEnd | undefined
   #latest: Open | undefined
@@ -127,16 +128,20 @@ export class McpConversation {
   #limbo: string[] = []
   readonly #pending = new Map<string, Open>()
   readonly #opens = new Set<Open>()
-  readonly #writes = new Set<Promise<unknown>>()
+  /** Requests the client still waits on (id key → target): a cancellation or a client that goes away gives them up. */
+  readonly #waiting = new Map<string, MessageTarget>()
   /** Server-to-client requests seen (id key → method), for the URL of the client's reply. */
   readonly #serverRequests = new Map<string, string>()
   /** Replay: the client's replies so far, and waits for ones still to come. */
   readonly #replied = new Map<string, { promise: Promise<void>; resolve: () => void }>()
   readonly #inputClosed = deferred()
-  /** Requests waiting on a fault (id key → abort), so a cancellation ends the wait. */
-  readonly #aborts = new Map<string, AbortController>()
-  /** Plays of replayed transcripts still running. */
-  readonly #plays = new Set<Promise<void>>()
+  /** Messages still being carried out (each one's lifecycle). */
+  readonly #inflight = new Set<Promise<void>>()
+  /** The server's output and the messages forwarded to it, in the order they happened (see the module comment). */
+  readonly #inbox: Array<() => void> = []
+  /** What holds the inbox: a tee holding the server back (its Open), an answer waiting for its commit (its target). */
+  readonly #holds = new Set<object>()
+  #draining = false
   #exited = false
   /** The client closed its end. */
   #closed = false
@@ -144,6 +149,25 @@ export class McpConversation {
 
   constructor(options: ConversationOptions) {
     this.#o = options
+    this.#capture = {
+      session: options.session,
+      pace: DEFAULT_PACE,
+      maxBodyBytes: parseMaxBodyBytes(options.maxBodyBytes),
+      drainAfterAbortMs: options.drainAfterAbortMs ?? DEFAULT_DRAIN_AFTER_ABORT_MS,
+    }
+    this.#host = {
+      client: options.client,
+      log: options.log,
+      serverRequest: (key, method) => this.#serverRequests.set(key, method),
+      reply: (key) => this.#waitReply(key),
+      inputClosed: this.#inputClosed.promise,
+      exit: (code, signal) => {
+        if (this.#exited) return
+        this.#exited = true
+        this.#o.client.exit(code, signal)
+        this.#end()
+      },
+    }
   }
 
   /** Resolves once the conversation is over (the server exited, or the client closed and every transcript ended). */
@@ -167,24 +191,14 @@ export class McpConversation {
       ],
       body: null,
     }
+    const target = new MessageTarget(this.#host, { kind: 'launch' })
     return this.#enqueue(async () => {
-      const d = await decideMessage(this.#o.port, captured)
-      if (d.kind === 'fail') {
-        this.#o.log(`${d.code}: ${d.message}`)
-        return
-      }
-      if (d.kind === 'replay') {
-        this.#play(d, undefined)
-        return
-      }
-      this.#latest = this.#open(d)
-      try {
-        this.#server = await this.#o.start()
-      } catch (err) {
-        this.#append(this.#latest, eventLine({ kind: 'stderr', text: `${(err as Error).message}\n` }))
-        this.serverExit(null, null)
-        throw err
-      }
+      let starting: Promise<void> | undefined
+      // Straight, not through the inbox: no server runs yet, so nothing it wrote can come before.
+      await this.#carry(captured, target, (events) => {
+        starting = this.#start(events, target)
+      })
+      await starting
     })
   }
 
@@ -195,51 +209,181 @@ export class McpConversation {
       this.#o.log(`ignored a client line that is not a JSON-RPC message: ${text.slice(0, 200)}`)
       return
     }
-    // A cancellation ends a fault's wait on the request it names at once (it would otherwise queue behind it).
+    // A cancellation gives its request up at once (it would otherwise queue behind it): a fault's wait on it
+    // ends, and an answer still to come is recorded as the client abort it is.
     if (m.kind === 'notification' && m.method === 'notifications/cancelled') {
-      const id = (m.params as { requestId?: unknown } | undefined)?.requestId
-      this.#aborts.get(idKey(id))?.abort()
+      this.#waiting.get(idKey((m.params as { requestId?: unknown } | undefined)?.requestId))?.giveUp()
     }
     if (m.kind === 'reply') this.#replyArrived(idKey(m.id))
-    void this.#enqueue(() => this.#handle(m))
+    const target = new MessageTarget(this.#host, m)
+    if (m.kind === 'request') {
+      const key = idKey(m.id)
+      this.#waiting.set(key, target)
+      target.onSettled(() => {
+        if (this.#waiting.get(key) === target) this.#waiting.delete(key)
+      })
+    }
+    void this.#enqueue(() => this.#carry(m.captured, target, (events, d) => this.#receive(() => this.#forward(m, target, events, d))))
   }
 
-  /** The client closed its end (stdin EOF, transport close). */
+  /** The client closed its end (stdin EOF, transport close): the server's input closes; answers still come. Idempotent. */
   clientClosed(): void {
+    if (this.#closed) return
     this.#inputClosed.resolve()
     // No reply can come any more: a replayed transcript waiting for one plays on.
     for (const w of this.#replied.values()) w.resolve()
     this.#closed = true
     void this.#enqueue(async () => {
-      if (this.#server && !this.#exited) {
-        this.#append(this.#latest, eventLine({ kind: 'stdin-closed' }))
-        this.#server.closeInput()
+      const server = this.#server
+      if (server && !this.#exited) {
+        this.#receive(() => {
+          if (this.#exited) return
+          this.#append(this.#latest, eventLine({ kind: 'stdin-closed' }))
+          server.closeInput()
+        })
         return
       }
       // Replay: the transcripts play out (one may hold the recorded exit), then the conversation ends.
-      await Promise.allSettled([...this.#plays])
+      await Promise.allSettled([...this.#inflight])
       if (!this.#server) this.#end()
     })
   }
 
+  /**
+   * The client went away (its end broke, it signalled the wrapper, the app closed its transport): the requests
+   * it still waited on are given up, and recorded as the client abort they were, as for HTTP.
+   */
+  clientGone(): void {
+    for (const target of [...this.#waiting.values()]) target.giveUp()
+  }
+
   /** A line the live server wrote on stdout. */
   serverLine(text: string): void {
+    this.#receive(() => this.#line(text))
+  }
+
+  /** Text the live server wrote on stderr. */
+  serverStderr(text: string): void {
+    this.#receive(() => this.#put(this.#latest, eventLine({ kind: 'stderr', text })))
+  }
+
+  /** The live server exited: recorded in the latest transcript; unanswered requests fail with MCP_SERVER_EXITED. */
+  serverExit(code: number | null, signal: string | null): void {
+    this.#receive(() => this.#exit(code, signal))
+  }
+
+  /**
+   * One message through the capture lifecycle; resolves once its decision is being carried out (the next
+   * message is decided after it), which `forward` does for a forward.
+   */
+  #carry(captured: CapturedRequest, target: MessageTarget, forward: (events: LiveEvents, decision: Forward) => void): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let decision: Decision | undefined
+      const options: CaptureOptions = {
+        ...this.#capture,
+        onDecision: (d) => {
+          decision = d
+          target.decided(d)
+          resolve()
+        },
+      }
+      const exchange: CapturedExchange = {
+        method: captured.method,
+        url: captured.url,
+        headers: captured.headers,
+        readBody: (max, tooLarge) => {
+          if (captured.body && captured.body.byteLength > max) throw tooLarge()
+          return { bytes: captured.body }
+        },
+        client: target,
+        forward: (_body, events) => forward(events, decision as Forward),
+      }
+      const carried = captureRequest(options, exchange, this.#o.session.arrival())
+      if (!carried) {
+        resolve()
+        return
+      }
+      this.#inflight.add(carried)
+      void carried.then(() => {
+        this.#inflight.delete(carried)
+        resolve()
+      })
+    })
+  }
+
+  /** The launch is forwarded: its transcript opens, and the server starts. */
+  async #start(events: LiveEvents, target: MessageTarget): Promise<void> {
+    const open = this.#open(events, target, false)
+    this.#latest = open
+    try {
+      this.#server = await this.#o.start()
+    } catch (err) {
+      // Recorded for replay; this run's caller reports the error itself.
+      target.skip(1)
+      this.#append(open, eventLine({ kind: 'stderr', text: `${(err as Error).message}\n` }))
+      this.serverExit(null, null)
+      throw err
+    }
+  }
+
+  /** A forwarded client message goes to the server, and its transcript becomes the latest. */
+  #forward(m: ClientMessage, target: MessageTarget, events: LiveEvents, decision: Forward): void {
+    const server = this.#server
+    if (!server || this.#exited) {
+      const why = this.#exited ? 'the server has exited' : 'the server was not started (its launch was replayed)'
+      const refusal = new ToolReplayError(
+        ErrorCodes.REPLAY_MISS,
+        `Failed to forward MCP "${m.method}" to server "${this.#o.server}": ${why}. Record the whole conversation again (mode "record").`,
+      )
+      events.error(refusal, { code: MCP_SERVER_EXITED, message: `Not forwarded: ${why}.` })
+      return
+    }
+    // The previous latest message's transcript ends here unless it still waits for its answer.
+    const previous = this.#latest
+    if (previous && !(previous.requestKey !== undefined && this.#pending.get(previous.requestKey) === previous)) this.#finish(previous)
+    if (m.kind === 'reply') this.#markReplied(idKey(m.id))
+    const open = this.#open(events, target, decision.client !== undefined)
+    this.#latest = open
+    if (m.kind === 'request') {
+      open.requestKey = idKey(m.id)
+      this.#pending.set(open.requestKey, open)
+    }
+    if (decision.fault?.kind === 'server_crash') server.kill()
+    else server.write(m.text)
+  }
+
+  /** Opens a transcript on `events` (the message's live tee): the synthetic head, then what waited for it. */
+  #open(events: LiveEvents, target: MessageTarget, relayed: boolean): Open {
+    const open: Open = { events, target, serverRequests: new Set(), relayed, closed: false }
+    this.#opens.add(open)
+    events.control({ pause: () => this.#hold(open), resume: () => this.#release(open), abort: () => this.#drop(open) })
+    events.started()
+    events.sent()
+    events.head({ status: 200, statusText: 'OK', headers: [['content-type', MCP_TRANSCRIPT_TYPE]] })
+    target.onSettled(() => this.#release(target))
+    const limbo = this.#limbo
+    if (limbo.length > 0) {
+      this.#limbo = []
+      // The client got them when they came: here they are only recorded.
+      target.skip(limbo.length)
+      for (const text of limbo) events.data(encoder.encode(`${text}\n`))
+    }
+    return open
+  }
+
+  /** A line the server wrote on stdout: an answer goes to its request's transcript, anything else to the latest. */
+  #line(text: string): void {
     const line = readTranscriptLine(text)
     if (line.kind === 'event') {
-      this.#append(this.#latest, eventLine({ kind: 'stdout', text }))
-      this.#o.client.send(text)
+      this.#put(this.#latest, eventLine({ kind: 'stdout', text }))
       return
     }
     const m = line.message
     if (isJsonRpcResponse(m)) {
-      const open = this.#pending.get(idKey(m.id))
+      const key = idKey(m.id)
+      const open = this.#pending.get(key)
       if (open) {
-        this.#pending.delete(idKey(m.id))
-        this.#append(open, text)
-        if (!open.client) this.#o.client.send(text)
-        // A relayed (faulted) answer is final now; any other stays open while it is the latest message.
-        if (open !== this.#latest || open.client) this.#finish(open)
-        if (open === this.#latest && open.client) this.#latest = undefined
+        this.#answer(open, key, text)
         return
       }
     }
@@ -247,34 +391,118 @@ export class McpConversation {
       this.#serverRequests.set(idKey(m.id), m.method)
       this.#latest?.serverRequests.add(idKey(m.id))
     }
-    this.#append(this.#latest, text)
-    this.#o.client.send(text)
+    this.#put(this.#latest, text)
   }
 
-  /** Text the live server wrote on stderr. */
-  serverStderr(text: string): void {
-    this.#append(this.#latest, eventLine({ kind: 'stderr', text }))
-    this.#o.client.stderr(text)
+  #answer(open: Open, key: string, text: string): void {
+    this.#pending.delete(key)
+    if (!open.relayed) open.target.answered()
+    // The transcript stays open while it is the latest message's (what the server does next goes there); a
+    // fault's answer ends it now, since the fault's playback waits for it.
+    if (open === this.#latest && !open.relayed) {
+      this.#append(open, text)
+      return
+    }
+    // The answer completes the exchange: the tee hands it over once the exchange is committed.
+    this.#append(open, text, true)
+    if (open === this.#latest) this.#latest = undefined
+    this.#finish(open)
+    // Whatever the server wrote next waits until that answer went out, so the client reads them in order.
+    if (!open.relayed && !open.target.settled) this.#hold(open.target)
   }
 
-  /** The live server exited: recorded in the latest transcript; unanswered requests fail with MCP_SERVER_EXITED. */
-  serverExit(code: number | null, signal: string | null): void {
+  /**
+   * A line for `open`'s transcript that the client sees as it comes: the tee passes it on; when no tee the client
+   * follows carries it (none open, or a fault's), it goes to the client here.
+   */
+  #put(open: Open | undefined, text: string): void {
+    const carried = open !== undefined && !open.closed && !open.relayed
+    this.#append(open, text)
+    if (!carried) void liveLine(this.#o.client, text)
+  }
+
+  /** Records a line in `open`'s transcript (the next one's when it is over). `final`: it completes the exchange. */
+  #append(open: Open | undefined, text: string, final = false): void {
+    if (!open || open.closed) {
+      this.#limbo.push(text)
+      return
+    }
+    open.events.data(encoder.encode(`${text}\n`), final)
+  }
+
+  #exit(code: number | null, signal: string | null): void {
     if (this.#exited) return
     this.#exited = true
     this.#append(this.#latest, eventLine({ kind: 'exit', code, signal }))
     const how = signal ? `signal ${signal}` : `code ${code}`
+    const message = `The MCP server exited (${how}) before it answered.`
     for (const open of this.#pending.values()) {
-      open.closed = true
-      this.#track(open.recorder.fail({ code: MCP_SERVER_EXITED, message: `The MCP server exited (${how}) before it answered.` }, 'response-body'))
+      this.#close(open)
+      open.events.error(new Error(message), { code: MCP_SERVER_EXITED, message })
     }
     this.#pending.clear()
-    for (const open of this.#opens) this.#finish(open)
+    for (const open of [...this.#opens]) this.#finish(open)
     this.#o.client.exit(code, signal)
     this.#end()
   }
 
+  /** The transcript ends (its exchange is recorded as a response). */
+  #finish(open: Open): void {
+    if (open.closed) return
+    this.#close(open)
+    open.events.end([])
+  }
+
+  /** No more lines go to `open` (whatever its tee still holds the server back for is over). */
+  #close(open: Open): void {
+    open.closed = true
+    this.#opens.delete(open)
+    this.#release(open)
+  }
+
+  /** The tee ended the exchange itself (its client gave up, the drain is over): later lines go elsewhere. */
+  #drop(open: Open): void {
+    if (open.closed) return
+    this.#close(open)
+    if (open.requestKey !== undefined && this.#pending.get(open.requestKey) === open) this.#pending.delete(open.requestKey)
+  }
+
+  /** Runs `action` in its turn in the inbox (see the module comment). */
+  #receive(action: () => void): void {
+    this.#inbox.push(action)
+    this.#drain()
+  }
+
+  #drain(): void {
+    if (this.#draining) return
+    this.#draining = true
+    try {
+      while (this.#holds.size === 0 && this.#inbox.length > 0) {
+        const action = this.#inbox.shift() as () => void
+        try {
+          action()
+        } catch (err) {
+          this.#o.log(`MCP conversation: ${(err as Error)?.message ?? String(err)}`)
+        }
+      }
+    } finally {
+      this.#draining = false
+    }
+  }
+
+  #hold(key: object): void {
+    if (this.#holds.size === 0) this.#server?.pause?.()
+    this.#holds.add(key)
+  }
+
+  #release(key: object): void {
+    if (!this.#holds.delete(key) || this.#holds.size > 0) return
+    this.#server?.resume?.()
+    this.#drain()
+  }
+
   #end(): void {
-    void Promise.allSettled([...this.#writes, ...this.#plays]).then(() => this.#ended.resolve())
+    void Promise.allSettled([...this.#inflight]).then(() => this.#ended.resolve())
   }
 
   #enqueue(step: () => Promise<void>): Promise<void> {
@@ -322,105 +550,6 @@ export class McpConversation {
     return { method: 'POST', url, headers: [['content-type', 'application/json'], ...headers], body: encoder.encode(JSON.stringify(body)) }
   }
 
-  async #handle(m: ClientMessage): Promise<void> {
-    const abort = m.kind === 'request' ? new AbortController() : undefined
-    if (abort) this.#aborts.set(idKey(m.id), abort)
-    let d: MessageDecision
-    try {
-      d = await decideMessage(this.#o.port, abort ? { ...m.captured, signal: abort.signal } : m.captured)
-    } finally {
-      if (abort) this.#aborts.delete(idKey(m.id))
-    }
-    if (d.kind === 'fail') {
-      this.#refuse(m, d.code, d.message)
-      return
-    }
-    if (d.kind === 'replay') {
-      // A cancelled request (the client gave up while a fault held it) gets nothing, as the client expects.
-      if (abort?.signal.aborted) return
-      this.#play(d, m)
-      return
-    }
-    if (!this.#server || this.#exited) {
-      const why = this.#exited ? 'the server has exited' : 'the server was not started (its launch was replayed)'
-      void d.recorder.fail({ code: MCP_SERVER_EXITED, message: `Not forwarded: ${why}.` }, 'connect')
-      this.#refuse(
-        m,
-        'TR_REPLAY_MISS',
-        `Failed to forward MCP "${m.method}" to server "${this.#o.server}": ${why}. Record the whole conversation again (mode "record").`,
-      )
-      return
-    }
-    // The previous latest message's transcript ends here unless it still waits for its answer.
-    const previous = this.#latest
-    if (previous && !(previous.requestKey !== undefined && this.#pending.get(previous.requestKey) === previous)) this.#finish(previous)
-    if (m.kind === 'reply') this.#markReplied(idKey(m.id))
-    const open = this.#open(d, m)
-    this.#latest = open
-    if (m.kind === 'request') {
-      open.requestKey = idKey(m.id)
-      this.#pending.set(open.requestKey, open)
-    }
-    if (d.fault === 'server_crash') this.#server.kill()
-    else this.#server.write(m.text)
-  }
-
-  /** A refused message: a request gets a JSON-RPC error at once; anything else is only reported (the ledger has it). */
-  #refuse(m: ClientMessage, code: string, message: string): void {
-    if (m.kind !== 'request') {
-      this.#o.log(`${code}: ${message}`)
-      return
-    }
-    const error = { code: MCP_REFUSAL_CODE, message: `${code}: ${message}`, data: { toolReplayError: code } }
-    this.#o.client.send(JSON.stringify({ jsonrpc: '2.0', id: m.id, error }))
-  }
-
-  #open(d: Extract<MessageDecision, { kind: 'forward' }>, m?: ClientMessage): Open {
-    const open: Open = { recorder: d.recorder, serverRequests: new Set(), closed: false }
-    if (d.client) {
-      open.client = d.client
-      if (m?.kind === 'request') open.clientId = m.id
-    }
-    this.#opens.add(open)
-    open.recorder.responseStart({ status: 200, statusText: 'OK', headers: [['content-type', MCP_TRANSCRIPT_TYPE]] })
-    const limbo = this.#limbo
-    this.#limbo = []
-    for (const text of limbo) this.#append(open, text)
-    return open
-  }
-
-  #append(open: Open | undefined, text: string): void {
-    if (!open || open.closed) {
-      this.#limbo.push(text)
-      return
-    }
-    const p = open.recorder.responseData(encoder.encode(`${text}\n`))
-    if (p) this.#track(p)
-  }
-
-  #finish(open: Open): void {
-    if (open.closed) return
-    open.closed = true
-    this.#opens.delete(open)
-    this.#track(open.recorder.responseEnd())
-    if (open.client) {
-      const client = open.client
-      this.#trackPlay(client.then((answer) => this.#playLines(answer, open.clientId === undefined ? undefined : { id: open.clientId }, false)))
-    }
-  }
-
-  #track(p: Promise<unknown>): void {
-    const q = p.catch((err: unknown) => this.#o.log(`MCP recording: ${(err as Error)?.message ?? String(err)}`))
-    this.#writes.add(q)
-    void q.finally(() => this.#writes.delete(q))
-  }
-
-  #trackPlay(p: Promise<void>): void {
-    const q = p.catch((err: unknown) => this.#o.log(`MCP replay: ${(err as Error)?.message ?? String(err)}`))
-    this.#plays.add(q)
-    void q.finally(() => this.#plays.delete(q))
-  }
-
   /** Marks the client's reply to server request `key` in every open transcript that holds that request. */
   #markReplied(key: string): void {
     const id = JSON.parse(key) as string | number
@@ -446,77 +575,4 @@ export class McpConversation {
     }
     return w.promise
   }
-
-  /** Plays a replayed (or made-up) answer to the client. */
-  #play(d: Extract<MessageDecision, { kind: 'replay' }>, m: ClientMessage | undefined): void {
-    const recordedToken = headerValue(d.exchange.request.headers, MCP_PROGRESS_TOKEN_HEADER)
-    const map: Mapping = {}
-    if (m?.kind === 'request') map.id = m.id
-    if (recordedToken !== undefined && m?.progressToken !== undefined) map.token = { recorded: recordedToken, current: m.progressToken }
-    this.#trackPlay(d.answer.then((answer) => this.#playLines(answer, map, m?.kind === 'request')))
-  }
-
-  async #playLines(answer: PlayedAnswer, map: Mapping | undefined, request: boolean): Promise<void> {
-    let answered = false
-    let previous: { chunk: number; atMs: number } | undefined
-    for (const { text, chunk, atMs } of answer.lines) {
-      if (previous && chunk !== previous.chunk && this.#o.client.between) await this.#o.client.between(Math.max(0, atMs - previous.atMs))
-      previous = { chunk, atMs }
-      const line = readTranscriptLine(text)
-      if (line.kind === 'event') {
-        if (await this.#playEvent(line.event)) return
-        continue
-      }
-      const msg = line.message
-      if (isJsonRpcResponse(msg) && map?.id !== undefined) {
-        answered = true
-        this.#o.client.send(editJson(text, [{ path: ['id'], value: map.id }]))
-        continue
-      }
-      if (typeof msg.method === 'string' && msg.id !== undefined) this.#serverRequests.set(idKey(msg.id), msg.method)
-      const token = (msg.params as { progressToken?: unknown } | undefined)?.progressToken
-      if (msg.method === 'notifications/progress' && map?.token && idKey(token) === map.token.recorded) {
-        this.#o.client.send(editJson(text, [{ path: ['params', 'progressToken'], value: map.token.current }]))
-        continue
-      }
-      this.#o.client.send(text)
-    }
-    // A fault's failure reaches the client as MCP would show it: a timeout as the SDK's timeout error; a lost
-    // answer (or a crash) as no answer at all.
-    const e = answer.error
-    if (request && !answered && e && answer.injected && map?.id !== undefined && /TIMEDOUT|TIMEOUT/.test(e.code)) {
-      const error = { code: MCP_TIMEOUT_CODE, message: `Request timed out: ${e.message}` }
-      this.#o.client.send(JSON.stringify({ jsonrpc: '2.0', id: map.id, error }))
-    }
-  }
-
-  /** Plays one event; true when the transcript ends here (the server exited). */
-  async #playEvent(e: McpEvent): Promise<boolean> {
-    switch (e.kind) {
-      case 'stderr':
-        this.#o.client.stderr(e.text)
-        return false
-      case 'stdout':
-        this.#o.client.send(e.text)
-        return false
-      case 'replied':
-        await this.#waitReply(idKey(e.id))
-        return false
-      case 'stdin-closed':
-        await this.#inputClosed.promise
-        return false
-      case 'exit':
-        if (this.#exited) return true
-        this.#exited = true
-        this.#o.client.exit(e.code, e.signal)
-        this.#end()
-        return true
-    }
-  }
-}
-
-/** How a replayed transcript is mapped to this run: the answer's id, and the progress token. */
-interface Mapping {
-  id?: unknown
-  token?: { recorded: string; current: unknown }
 }

@@ -1,11 +1,11 @@
-/** MCP over stdio: the `tr-proxy mcp` wrapper and the in-process Transport wrapper, one conversation adapter. */
+/** MCP over stdio: the `tr-proxy mcp` wrapper and the in-process Transport wrapper, one adapter over capture/. */
 
-export type { ClientEnd, ConversationOptions, ServerEnd } from './conversation.ts'
-/** The conversation both MCP paths feed; the JSON-RPC error codes of its refusals and timeouts. */
-export { MCP_REFUSAL_CODE, MCP_TIMEOUT_CODE, McpConversation } from './conversation.ts'
-export type { SessionPort } from './lifecycle.ts'
-/** A session in this process as the MCP paths use it. */
-export { localPort, remotePort } from './lifecycle.ts'
+export type { ClientEnd } from './client-target.ts'
+/** The JSON-RPC error codes of Tool Replay's refusals and of a fault's timeout. */
+export { MCP_REFUSAL_CODE, MCP_TIMEOUT_CODE } from './client-target.ts'
+export type { ConversationOptions, ServerEnd } from './conversation.ts'
+/** The conversation both MCP paths feed. */
+export { McpConversation } from './conversation.ts'
 export type { McpStdioExit, McpStdioOptions } from './stdio-wrapper.ts'
 /** Serves one stdio conversation (`tr-proxy mcp -- cmd`); server names. */
 export { assertServerName, runMcpStdio, sanitizeServerName, serverNameFor } from './stdio-wrapper.ts'

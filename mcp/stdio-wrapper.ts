@@ -7,10 +7,10 @@
 import { spawn } from 'node:child_process'
 import { basename, extname } from 'node:path'
 import type { Readable, Writable } from 'node:stream'
+import type { CaptureSession } from '../capture/index.ts'
 import { ErrorCodes, SERVER_NAME, ToolReplayError } from '../trace/index.ts'
 import { McpConversation, type ServerEnd } from './conversation.ts'
 import { LineReader } from './framing.ts'
-import type { SessionPort } from './lifecycle.ts'
 
 /** Replay: the longest a recorded gap between two chunks of a transcript is kept (ms), and the shortest. */
 export const MAX_CHUNK_GAP_MS = 50
@@ -25,7 +25,8 @@ export const SERVER_EXIT_GRACE_MS = 800
 
 /** Options for `runMcpStdio`. */
 export interface McpStdioOptions {
-  port: SessionPort
+  /** The session: the command's own, or the one of the run that started this process (`findSharedSession`). */
+  session: CaptureSession
   /** The server's name in the trace (see `serverNameFor`). */
   server: string
   /** The server's command line. */
@@ -50,7 +51,7 @@ export interface McpStdioExit {
 /**
  * Serves one MCP stdio conversation until the client closes and the server has exited.
  * @example
- * const exit = await runMcpStdio({ port: localPort(session), server: 'filesystem', command: ['node', 'server.js', dir] })
+ * const exit = await runMcpStdio({ session, server: 'filesystem', command: ['node', 'server.js', dir] })
  */
 export async function runMcpStdio(o: McpStdioOptions): Promise<McpStdioExit> {
   const input = o.input ?? process.stdin
@@ -60,16 +61,17 @@ export async function runMcpStdio(o: McpStdioOptions): Promise<McpStdioExit> {
   let stopServer: (() => void) | undefined
   const log = (line: string) => errors.write(`tr-proxy mcp (${o.server}): ${line}\n`)
   const conversation: McpConversation = new McpConversation({
-    port: o.port,
+    session: o.session,
     server: o.server,
     command: o.command,
     log,
     client: {
-      send: (line) => output.write(`${line}\n`),
+      // While the client is not reading, the server waits (the live tee's back-pressure).
+      send: (line) => (output.write(`${line}\n`) ? undefined : drained(output)),
       stderr: (text) => errors.write(text),
       // A pipe merges writes the reader has not read yet: a flushed write and a short wait (the recorded gap,
       // kept between MIN and MAX) give each recorded chunk its own read, as the proxy does for HTTP bodies.
-      between: (gapMs) =>
+      separate: (gapMs) =>
         new Promise<void>((resolve) => {
           output.write('', () => setTimeout(resolve, Math.min(MAX_CHUNK_GAP_MS, Math.max(MIN_CHUNK_GAP_MS, gapMs))))
         }),
@@ -92,12 +94,18 @@ export async function runMcpStdio(o: McpStdioOptions): Promise<McpStdioExit> {
     reader.end()
     conversation.clientClosed()
   })
-  input.once('error', () => conversation.clientClosed())
-  // A client that signals the wrapper (the SDK does after 2 s) ends the conversation as a closed input would:
-  // the server is stopped and the trace still completes.
+  // A client whose ends break is gone: what it still waited for is recorded as the client abort.
+  const gone = () => {
+    conversation.clientGone()
+    conversation.clientClosed()
+  }
+  input.once('error', gone)
+  output.once('error', gone)
+  // A client that signals the wrapper (the SDK does after 2 s) has given up: the server is stopped, what it
+  // had not answered is recorded as the client abort, and the trace still completes.
   const onSignal = () => {
     stopServer?.()
-    conversation.clientClosed()
+    gone()
   }
   process.once('SIGTERM', onSignal)
   process.once('SIGINT', onSignal)
@@ -106,9 +114,25 @@ export async function runMcpStdio(o: McpStdioOptions): Promise<McpStdioExit> {
   } finally {
     process.off('SIGTERM', onSignal)
     process.off('SIGINT', onSignal)
+    output.off('error', gone)
   }
   input.pause()
   return result
+}
+
+/** Resolves once `output` can take more (or will never). */
+function drained(output: Writable): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      output.off('drain', done)
+      output.off('close', done)
+      output.off('error', done)
+      resolve()
+    }
+    output.on('drain', done)
+    output.on('close', done)
+    output.on('error', done)
+  })
 }
 
 /** Spawns the server with piped stdio and wires its output into the conversation. */
@@ -152,6 +176,12 @@ function startServer(command: readonly string[], env: NodeJS.ProcessEnv, convers
         },
         kill: () => {
           child.kill('SIGKILL')
+        },
+        pause: () => {
+          child.stdout.pause()
+        },
+        resume: () => {
+          child.stdout.resume()
         },
         stop: () => {
           child.kill('SIGTERM')

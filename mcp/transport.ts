@@ -8,9 +8,8 @@
  * Structural types: the SDK is not a dependency of Tool Replay; anything shaped like its Transport fits.
  */
 import { PassThrough } from 'node:stream'
-import type { Session } from '../engine/index.ts'
+import type { RemoteSession, Session } from '../engine/index.ts'
 import { McpConversation, type ServerEnd } from './conversation.ts'
-import { localPort, type SessionPort } from './lifecycle.ts'
 import { assertServerName } from './stdio-wrapper.ts'
 
 /** A JSON-RPC message as the SDK passes it. */
@@ -35,8 +34,8 @@ export interface McpTransport {
 
 /** Options for `wrapMcpTransport`. */
 export interface WrapTransportOptions {
-  /** The session the messages go to: an engine Session (`install()` returns it as `session`), or a port. */
-  session: Session | SessionPort
+  /** The session the messages go to: an engine Session (`install()` returns it as `session`), or a shared one. */
+  session: Session | RemoteSession
   /** The server's name in the trace (the host of its mcp+stdio:// URLs). */
   name: string
   /** The server's command line, kept in the launch exchange (secret-looking values masked). */
@@ -62,7 +61,6 @@ export interface WrappedMcpTransport extends McpTransport {
  */
 export function wrapMcpTransport(inner: McpTransport, options: WrapTransportOptions): WrappedMcpTransport {
   const name = assertServerName(options.name)
-  const port = 'decide' in options.session ? options.session : localPort(options.session)
   const warn = options.onWarning ?? ((m: string) => process.emitWarning(m, { type: 'ToolReplayWarning', code: 'TR_MCP' }))
   const stderr = new PassThrough()
   let started = 0
@@ -78,7 +76,9 @@ export function wrapMcpTransport(inner: McpTransport, options: WrapTransportOpti
     send: async (message) => {
       conversation.fromClient(JSON.stringify(message))
     },
+    // The app closed its client: a request it still waited on is given up (recorded as the client abort).
     close: async () => {
+      conversation.clientGone()
       conversation.clientClosed()
       await conversation.done
       signalClose()
@@ -91,7 +91,7 @@ export function wrapMcpTransport(inner: McpTransport, options: WrapTransportOpti
     wrapper.onclose?.()
   }
   const conversation: McpConversation = new McpConversation({
-    port,
+    session: options.session,
     server: name,
     command: options.command ?? [],
     log: warn,
@@ -101,7 +101,7 @@ export function wrapMcpTransport(inner: McpTransport, options: WrapTransportOpti
         if (!stderr.writableEnded) stderr.write(text)
       },
       // In process, a macrotask between recorded chunks lets the SDK handle one before the next arrives.
-      between: () => new Promise<void>((resolve) => setImmediate(resolve)),
+      separate: () => new Promise<void>((resolve) => setImmediate(resolve)),
       exit: () => queueMicrotask(signalClose),
     },
     start: async (): Promise<ServerEnd> => {

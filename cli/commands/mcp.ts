@@ -10,7 +10,7 @@ import {
   type Mode,
   openSession,
 } from '../../engine/index.ts'
-import { assertServerName, localPort, remotePort, runMcpStdio, serverNameFor } from '../../mcp/index.ts'
+import { assertServerName, runMcpStdio, serverNameFor } from '../../mcp/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { EXIT_CODES } from '../exit-codes.ts'
 import { withStore } from '../open-store.ts'
@@ -61,7 +61,7 @@ export const mcpCommand: CommandModule = {
       const shared = await findSharedSession()
       if (shared) {
         try {
-          const exit = await runMcpStdio({ port: remotePort(shared), server, command })
+          const exit = await runMcpStdio({ session: shared, server, command })
           return exitCodeOf(exit)
         } finally {
           shared.close()
@@ -73,7 +73,7 @@ export const mcpCommand: CommandModule = {
       const session = await openSession({ mode, trace, store, redaction, labels: { recordedWith: 'mcp' }, ...(faults ? { faults } : {}) })
       let exit: Awaited<ReturnType<typeof runMcpStdio>>
       try {
-        exit = await runMcpStdio({ port: localPort(session), server, command })
+        exit = await runMcpStdio({ session, server, command })
       } catch (err) {
         await session.discard().catch(() => {})
         throw err
