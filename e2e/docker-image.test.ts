@@ -160,8 +160,10 @@ describe('the Docker image built from the Dockerfile runs serve and replay', { t
     const app = inStage(image, '.')
     const top = readdirSync(app).sort()
     assert.ok(top.includes('dist') && top.includes('bin') && top.includes('node_modules') && top.includes('package.json'), top.join(' '))
-    for (const source of ['cli', 'trace', 'engine', 'lab', 'proxy', 'interceptor', 'mcp', 'cases', 'assets', 'interop', 'inspector', 'store'])
+    for (const source of ['cli', 'trace', 'engine', 'capture', 'lab', 'proxy', 'interceptor', 'mcp', 'cases', 'assets', 'interop', 'store'])
       assert.ok(!top.includes(source), `${source}/ sources in the image`)
+    // The inspector's built page ships with the package (package.json "files"); its sources do not.
+    assert.deepEqual(readdirSync(join(app, 'inspector')), ['assets'], 'inspector/ holds only its built page')
     assert.ok(existsSync(join(app, 'dist', 'cli', 'main.js')))
     assert.ok(existsSync(join(app, 'node_modules', 'yargs')), 'production dependencies installed')
     assert.ok(!existsSync(join(app, 'node_modules', 'typescript')), 'dev dependencies left out')

@@ -36,7 +36,7 @@ function write(root: string, files: Record<string, string>): void {
 test('this checkout keeps its layers', () => {
   const r = check(ROOT)
   assert.equal(r.status, 0, r.stderr)
-  assert.match(r.stdout, /trace → store → engine → capture → interceptor\|proxy\|interop → cases\|lab → cli hold/)
+  assert.match(r.stdout, /trace → store → engine → capture → interceptor\|proxy\|mcp\|interop → cases\|assets\|lab → inspector → cli hold/)
 })
 
 test('a copy of the checkout with one type-only back edge (store → engine) fails, naming the edge and the cycle it closes', (t) => {
@@ -78,7 +78,7 @@ test('each other rule, broken once in a scratch tree, is named', (t) => {
     'cases/index.ts': "export { g as h } from '../interceptor/index.ts'\n",
     'interceptor/index.ts': "export { g } from '../proxy/index.ts'\n", // same floor
     'proxy/index.ts': 'export const g = 4\n',
-    'inspector/index.ts': 'export const i = 5\n', // a folder on no floor
+    'unplaced/index.ts': 'export const i = 5\n', // a folder on no floor
   })
   const r = check(root)
   assert.equal(r.status, 1)
@@ -91,7 +91,7 @@ test('each other rule, broken once in a scratch tree, is named', (t) => {
     "engine/index.ts:1: imports '../store/public.ts', a public entry (for users); inside the package import '../store/index.ts'.",
     "engine/index.ts:2: self-reference 'tool-replay/trace'",
     "interceptor/index.ts:1: same floor interceptor → proxy: interceptor/ (floor 4) imports '../proxy/index.ts' (floor 4)",
-    'inspector/: a folder of code on no floor. Place it in FLOORS (scripts/check-layers.mjs)',
+    'unplaced/: a folder of code on no floor. Place it in FLOORS (scripts/check-layers.mjs)',
   ]
   for (const line of expected) assert.ok(r.stderr.includes(line), `missing: ${line}\n--- stderr:\n${r.stderr}`)
   assert.match(
