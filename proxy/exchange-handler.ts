@@ -42,7 +42,8 @@ export interface ExchangeHandlerContext {
   agent: Agent
   stats: ProxyStats
   pace: Pace
-  chunkGapMs: number
+  /** Gap between chunk writes (ms); undefined: the default for the client's connection. */
+  chunkGapMs: number | undefined
   maxBodyBytes: number
   drainAfterAbortMs: number
   /** `host:port` the proxy listens on, for the message to clients that use it as a server. */

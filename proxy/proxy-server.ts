@@ -17,7 +17,6 @@ import { createExchangeHandler, createStats, type ProxyStats } from './exchange-
 import { ProxySessions } from './proxy-sessions.ts'
 import { RequestRouter } from './request-router.ts'
 import type { TunnelTarget } from './request-target.ts'
-import { DEFAULT_CHUNK_GAP_MS } from './response-target.ts'
 import { sendProxyError } from './responses.ts'
 import { type ReverseMount, ReverseRoutes } from './reverse-routes.ts'
 import { createConnectHandler, createUpgradeHandler } from './tunnels.ts'
@@ -72,7 +71,7 @@ export interface ProxyServerOptions {
   upstream?: UpstreamOptions
   /** Replay timing (see engine/pacing.ts): 'chunks' (default), 'none', 'recorded' or a speed factor. */
   pace?: PaceOption
-  /** Gap between chunk writes in ms when chunks are kept apart (default DEFAULT_CHUNK_GAP_MS). */
+  /** Gap between chunk writes in ms when chunks are kept apart (default: 0 over TLS, 2 over plain HTTP; see response-target.ts). */
   chunkGapMs?: number
   /** Largest request body buffered for identity, in bytes (default 64 MiB); larger gets 413. */
   maxBodyBytes?: number
@@ -134,7 +133,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     agent,
     stats,
     pace: parsePace(options.pace),
-    chunkGapMs: options.chunkGapMs ?? DEFAULT_CHUNK_GAP_MS,
+    chunkGapMs: options.chunkGapMs,
     maxBodyBytes: parseMaxBodyBytes(options.maxBodyBytes),
     drainAfterAbortMs: options.drainAfterAbortMs ?? DEFAULT_DRAIN_AFTER_ABORT_MS,
     listening,

@@ -55,7 +55,8 @@ export function proxyOptions(y: Argv): Argv {
     .option('max-body-bytes', { type: 'number', describe: 'Largest request body buffered for matching (default 64 MiB); larger ones get 413' })
     .option('chunk-gap-ms', {
       type: 'number',
-      describe: 'Extra gap between replayed chunks, for clients across a real network (default 0: flushed writes are enough on loopback)',
+      describe:
+        'Gap between replayed chunks after each is flushed, for clients across a real network (default: 0 over TLS, whose records keep chunks apart; 2 over plain HTTP)',
     })
     .option('headers-timeout-ms', {
       type: 'number',
