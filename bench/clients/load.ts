@@ -28,15 +28,27 @@ interface UndiciJob {
 }
 
 async function cannon(job: CannonJob) {
-  const result = await autocannon({
-    url: job.url,
-    connections: job.connections,
-    amount: job.amount,
-    // A loaded machine can stall a request for seconds; a timeout is an error, so leave room.
-    timeout: 30,
-    requests: [{ method: 'GET', path: job.path, ...(job.host ? { headers: { host: job.host } } : {}) }],
+  // autocannon ends an `amount` run on its one-second tick, so its own start/finish make req/s whole-second
+  // steps (30,000 requests: 14.7k, 9.9k or 7.4k req/s): time from the start to the last response instead.
+  let last = 0
+  const t0 = performance.now()
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: job.url,
+        connections: job.connections,
+        amount: job.amount,
+        // A loaded machine can stall a request for seconds; a timeout is an error, so leave room.
+        timeout: 30,
+        requests: [{ method: 'GET', path: job.path, ...(job.host ? { headers: { host: job.host } } : {}) }],
+      },
+      (err, r) => (err ? reject(err) : resolve(r)),
+    )
+    instance.on('response', () => {
+      last = performance.now()
+    })
   })
-  const ms = result.finish.getTime() - result.start.getTime()
+  const ms = (last || performance.now()) - t0
   const total = result['2xx']
   return { total, ms, rps: (total / ms) * 1000, errors: result.errors + result.non2xx + result.timeouts }
 }
