@@ -24,6 +24,7 @@ import {
 import { openStore, type TraceStore } from '../store/index.ts'
 import { ErrorCodes, type IdentityOptions, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { globalFetchIsCapturable, installGlobalDispatcher } from './global-dispatcher.ts'
+import { installHttp2Guard } from './http2-guard.ts'
 import type { NodeHttpCapture } from './node-http-capture.ts'
 import { createRecordReplayDispatcher, type RecordReplayDispatcher } from './record-replay-dispatcher.ts'
 
@@ -66,6 +67,13 @@ export interface InstallOptions {
    * @mswjs/interceptors. Default true when `global` is; false leaves them to the network.
    */
   nodeHttp?: boolean
+  /**
+   * node:http2 is not captured: while installed, `http2.connect` refuses with TR_CAPTURE_UNAVAILABLE (a miss in
+   * strict replay) so an HTTP/2 client cannot go out unrecorded or unreplayed. False leaves node:http2 alone;
+   * an HTTP/2 connection then also needs `nodeHttp: false` (the node:http capture reads client sockets as
+   * HTTP/1.1 and holds it). Default true when `global` is.
+   */
+  http2?: boolean
   /** Labels stored with a recorded trace. */
   labels?: Record<string, string>
   /** 'none' replays through the store even for small traces (see SessionOptions.preload). */
@@ -177,6 +185,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
           cause: err,
         })
   }
+  const uninstallHttp2 = options.global !== false && options.http2 !== false ? installHttp2Guard(session) : () => {}
   // Processes the app starts that capture on their own (`tr-proxy mcp` as an MCP server command) join this trace.
   let shared: SharedSessionHost | undefined
   try {
@@ -187,6 +196,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
   const uninstall = () => {
     uninstallDispatcher()
     nodeHttp?.uninstall()
+    uninstallHttp2()
   }
   let closing: Promise<SessionSummary> | undefined
   return {
