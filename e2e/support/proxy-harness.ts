@@ -23,10 +23,18 @@ export interface HarnessOptions {
   ca?: CertificateAuthority
 }
 
+/** Temp directories to remove when the test process exits (one exit listener for all of them). */
+const tempDirs = new Set<string>()
+
 /** A fresh temp directory for a test's store and CA, removed when the test process exits. */
 export function tempDir(prefix = 'tr-proxy-e2e-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix))
-  process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+  if (tempDirs.size === 0) {
+    process.once('exit', () => {
+      for (const d of tempDirs) rmSync(d, { recursive: true, force: true })
+    })
+  }
+  tempDirs.add(dir)
   return dir
 }
 
