@@ -216,11 +216,13 @@ console.log(JSON.stringify({ reads, firstMs, lastMs }))\n`,
 
   test('plain HTTP through the proxy, forward (http:// URL) and reverse mode: a Node fetch client reads the chunks apart', async () => {
     // TCP keeps no boundaries, and Node fetch (undici) hands its reader everything its body buffer holds, so
-    // while the client turns the head into a Response the first chunks merge: measured live through this proxy
-    // at 5 ms upstream gaps, 18-20 reads of 20; replayed with a 2 ms gap 17-20 (1 ms: 14-16, 0 ms: 2, 4 ms: 20).
-    // The claim: at most four merges, in three tries (the trace holds six streams); 'none' shows it can fail.
+    // while the client is busy (turning the head into a Response, or starved of CPU) chunks merge: measured live
+    // through this proxy at 5 ms upstream gaps, 18-20 reads of 20; replayed with a 2 ms gap 17-20 at rest and 14
+    // with the full suite running beside it (1 ms: 14-16, 0 ms: 2, 4 ms: 20 at rest). The claim checked here is
+    // the proxy's: it sends the chunks apart, so the client reads at least half of them apart (in three tries;
+    // the trace holds six streams), where 'none' (every chunk written at once) gives about 2 reads.
     const plain = await startUpstream()
-    const apart = (reads: number) => reads >= EVENTS - 4
+    const apart = (reads: number) => reads >= EVENTS / 2
     try {
       const trace = 'proxy-fidelity-plain'
       const u = `http://127.0.0.1:${plain.port}/sse?n=${EVENTS}&gap=5`

@@ -22,8 +22,9 @@ export const DEFAULT_CHUNK_GAP_MS = 0
  * The same over plain HTTP (forward `http://` URLs, reverse mode): TCP keeps no boundaries, and a client reads
  * whatever its socket holds when it gets to run, so two writes a macrotask apart usually arrive as one read.
  * Measured with a Node fetch client replaying 20 chunks through the plain-HTTP proxy (e2e/stream-fidelity):
- * reads apart with a 0 ms gap 2, 1 ms 14-16, 2 ms 17-20, 4 ms 20; live at 5 ms upstream gaps 18-20 (the
- * merges left are at the start, while the client turns the head into a Response).
+ * reads apart with a 0 ms gap 2, 1 ms 14-16, 2 ms 17-20 (14 with the test suite running beside it), 4 ms 20;
+ * live at 5 ms upstream gaps 18-20 (the merges left happen while the client is busy, e.g. turning the head
+ * into a Response).
  */
 export const DEFAULT_PLAIN_CHUNK_GAP_MS = 2
 
