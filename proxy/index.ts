@@ -16,7 +16,7 @@ export { resendLive } from './live-resend.ts'
 export { formatExports, proxyEnvironment, writeCaBundle } from './proxy-env.ts'
 export type { ProxyRunOptions, ProxyRunResult } from './proxy-run.ts'
 /** One CLI-style run: session + proxy, then a command through it or serve until a signal. */
-export { runProxySession } from './proxy-run.ts'
+export { runProxySession, waitForStop } from './proxy-run.ts'
 export type { ProxyLimits, ProxyServer, ProxyServerOptions, ProxyStats } from './proxy-server.ts'
 /** Starts the proxy around a default engine session (or none); its default connection limits. */
 export { DEFAULT_PROXY_LIMITS, startProxy } from './proxy-server.ts'

@@ -183,7 +183,8 @@ function logListening(o: ProxyRunOptions, proxy: ProxyServer<Session | undefined
   o.log(`Route a shell through it: eval "$(tr-proxy env --port ${proxy.port}${o.host ? ` --host ${o.host}` : ''})". Stop with Ctrl-C.`)
 }
 
-function waitForStop(stop: Promise<void> | undefined): Promise<void> {
+/** Resolves on SIGINT or SIGTERM, or once `stop` settles (when given). */
+export function waitForStop(stop?: Promise<void>): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       process.off('SIGINT', done)

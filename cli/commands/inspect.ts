@@ -1,5 +1,6 @@
 import { resolve } from 'node:path'
 import { FAULTS_FILE_ENV, readFaultsFile } from '../../engine/index.ts'
+import { waitForStop } from '../../proxy/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { storeDir, withExistingStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
@@ -47,15 +48,7 @@ export const inspectCommand: CommandModule = {
       if (args.json) io.out(JSON.stringify({ ok: true, url, port: inspector.port, store: store.location }))
       else io.out(`Tool Replay inspector: ${url}\nStore: ${store.location}. Stop with Ctrl-C.`)
       if (args.open) openBrowser(url)
-      await new Promise<void>((done) => {
-        const stop = () => {
-          process.off('SIGINT', stop)
-          process.off('SIGTERM', stop)
-          done()
-        }
-        process.on('SIGINT', stop)
-        process.on('SIGTERM', stop)
-      })
+      await waitForStop()
       await inspector.close()
       return 0
     })
