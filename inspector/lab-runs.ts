@@ -2,7 +2,7 @@
  * The lab page: runs the bundled `demo` scenarios (lab/) with the page's seed, probability and call budget,
  * and keeps the last few results so a chosen policy's trace can be downloaded as a trace file.
  */
-import { findScenario, type LabRun, labRunJson, RECOVERY_POLICIES, type RecoveryPolicy, runLab } from '../lab/index.ts'
+import { findScenario, type LabRun, labRunJson, parsePolicies, runLab } from '../lab/index.ts'
 import { exportTrace } from '../store/index.ts'
 import { ErrorCodes, shellLine, ToolReplayError } from '../trace/index.ts'
 
@@ -63,15 +63,4 @@ export class LabRuns {
     }
     return { name: `${run.scenario}-${policy}.trace.json`, text: exportTrace(p.trace, { inlineLimit: Number.MAX_SAFE_INTEGER }).text }
   }
-}
-
-function parsePolicies(text: string): RecoveryPolicy[] {
-  if (text === 'all') return [...RECOVERY_POLICIES]
-  const list = text.split(',').map((p) => p.trim())
-  for (const p of list) {
-    if (!(RECOVERY_POLICIES as readonly string[]).includes(p)) {
-      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Unknown recovery policy "${p}". Policies: ${RECOVERY_POLICIES.join(', ')}, or all.`)
-    }
-  }
-  return list as RecoveryPolicy[]
 }

@@ -4,13 +4,25 @@
  * (timeouts, backoff, Retry-After) is on the lab clock.
  */
 import { type Dispatcher, fetch } from 'undici'
-import { parseJson, parseSse } from '../trace/index.ts'
+import { ErrorCodes, parseJson, parseSse, ToolReplayError } from '../trace/index.ts'
 import type { Rate } from './shipping-api.ts'
 import type { LabClock } from './virtual-clock.ts'
 
 /** How the agent recovers from failures. */
 export type RecoveryPolicy = 'none' | 'unchecked' | 'idempotent'
 export const RECOVERY_POLICIES: readonly RecoveryPolicy[] = ['none', 'unchecked', 'idempotent']
+
+/** Recovery policies from a comma-separated list, or `all`; an unknown name is TR_INVALID_OPTION. */
+export function parsePolicies(text: string): RecoveryPolicy[] {
+  if (text === 'all') return [...RECOVERY_POLICIES]
+  const list = text.split(',').map((p) => p.trim())
+  for (const p of list) {
+    if (!(RECOVERY_POLICIES as readonly string[]).includes(p)) {
+      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Unknown recovery policy "${p}". Policies: ${RECOVERY_POLICIES.join(', ')}, or all.`)
+    }
+  }
+  return list as RecoveryPolicy[]
+}
 
 /** What a policy does, spelled out. */
 export interface PolicySpec {

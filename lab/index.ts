@@ -1,7 +1,7 @@
 /** The fault lab: a bundled shipping API and agent, run under seeded faults with three recovery policies. */
 
 export type { AgentResult, PolicySpec, RecoveryPolicy } from './agent.ts'
-export { POLICIES, RECOVERY_POLICIES, shipOrder } from './agent.ts'
+export { POLICIES, parsePolicies, RECOVERY_POLICIES, shipOrder } from './agent.ts'
 export type { LabOptions, LabRun, PolicyRun } from './run-lab.ts'
 export { findScenario, formatLabRun, LAB_DEADLINE_MS, labConfig, labRunJson, runLab } from './run-lab.ts'
 export type { Scenario } from './scenarios.ts'

@@ -1,8 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { formatLabRun, labRunJson, RECOVERY_POLICIES, type RecoveryPolicy, runLab, SCENARIO_NAMES } from '../../lab/index.ts'
+import { formatLabRun, labRunJson, parsePolicies, RECOVERY_POLICIES, runLab, SCENARIO_NAMES } from '../../lab/index.ts'
 import { writeTraceFile } from '../../store/index.ts'
-import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import type { Args, CommandModule } from './command.ts'
 
 /** `tr-proxy demo --scenario lost_ack --policy all`: the fault lab. */
@@ -43,17 +42,6 @@ export const demoCommand: CommandModule = {
     // The lab shows failing policies on purpose: its exit code says it ran, not how the agents fared.
     return 0
   },
-}
-
-function parsePolicies(text: string): RecoveryPolicy[] {
-  if (text === 'all') return [...RECOVERY_POLICIES]
-  const list = text.split(',').map((p) => p.trim())
-  for (const p of list) {
-    if (!(RECOVERY_POLICIES as readonly string[]).includes(p)) {
-      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Unknown recovery policy "${p}". Policies: ${RECOVERY_POLICIES.join(', ')}, or all.`)
-    }
-  }
-  return list as RecoveryPolicy[]
 }
 
 /** The command that reruns one scenario of this invocation. */
