@@ -13,6 +13,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium } from 'playwright-core'
+import { CHROMIUM, CHROMIUM_FLAGS } from '../e2e/support/browser.ts'
 import { startInspector } from '../inspector/index.ts'
 import { openStore } from '../store/index.ts'
 import { bodyFromBytes, type Exchange, type Trace } from '../trace/index.ts'
@@ -92,19 +93,7 @@ async function main(): Promise<void> {
     apiTimes.last.push(await api(`/api/runs/big/timeline?from=${EXCHANGES - 200}&limit=200`))
     apiTimes.exchange.push(await api(`/api/runs/big/exchanges/${EXCHANGES / 2}`))
   }
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  })
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS })
   const paint: number[] = []
   const open: number[] = []
   const jump: number[] = []

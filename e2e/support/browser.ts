@@ -11,7 +11,8 @@ import { type BrowserContext, chromium } from 'playwright-core'
 /** Where Debian's chromium package puts the browser. */
 export const CHROMIUM = process.env.TOOL_REPLAY_CHROMIUM ?? '/usr/bin/chromium'
 
-const FLAGS = [
+/** Flags for a quiet headless run (no background traffic, no QUIC): the tests and bench/inspector.ts use them. */
+export const CHROMIUM_FLAGS = [
   '--headless',
   '--no-sandbox',
   '--disable-gpu',
@@ -36,7 +37,7 @@ export async function launchBrowser(): Promise<{ context: BrowserContext; close:
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: FLAGS,
+    args: CHROMIUM_FLAGS,
     viewport: { width: 1400, height: 900 },
     acceptDownloads: true,
   })
