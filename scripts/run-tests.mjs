@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Runs the test suite with Node's built-in runner (type stripping, no build step).
 //   node scripts/run-tests.mjs [unit|e2e|all] [extra node --test args]
+//   node scripts/run-tests.mjs FILE.test.ts ... [extra node --test args]   (those files only, as `all` runs them)
 // Unit tests live beside the code (*.test.ts); end-to-end tests in e2e/.
 // `all` and `e2e` run each file in its own process, two at a time. `unit` is the edit loop: the beside-code
 // files in one process (no start-up per file: ~23 s instead of ~100 s on 2 cores), leaving out the few that
@@ -9,10 +10,18 @@
 import './require-node.mjs'
 import { spawnSync } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
+import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 
-const which = process.argv[2] && !process.argv[2].startsWith('-') ? process.argv[2] : 'all'
-const extra = process.argv.slice(which === process.argv[2] ? 3 : 2)
+const named = process.argv.slice(2).filter((a) => a.endsWith('.ts') && !a.startsWith('-'))
+const rest = process.argv.slice(2).filter((a) => !named.includes(a))
+const which = named.length > 0 ? 'files' : rest[0] && !rest[0].startsWith('-') ? rest[0] : 'all'
+if (!['unit', 'e2e', 'all', 'files'].includes(which)) {
+  console.error(`Unknown test selection "${which}": name unit, e2e, all, or test files (FILE.test.ts).`)
+  process.exit(64)
+}
+const extra = which === rest[0] ? rest.slice(1) : rest
 const unitDirs = [
   'trace',
   'store',
@@ -55,12 +64,18 @@ const walk = (dir) => {
     else if (name.endsWith('.test.ts') && !(which === 'unit' && SLOW_UNITS.has(p))) files.push(p)
   }
 }
-for (const d of dirs) walk(d)
+if (which === 'files') files.push(...named)
+else for (const d of dirs) walk(d)
 if (files.length === 0) {
   console.error('No test files found.')
   process.exit(1)
 }
 const isolation = which === 'unit' ? ['--experimental-test-isolation=none'] : ['--test-concurrency=2']
 const args = ['--conditions=tool-replay-source', '--test', ...isolation, '--test-timeout=120000', ...extra, ...files]
-const r = spawnSync(process.execPath, args, { stdio: 'inherit' })
+// Every test process and every process a test spawns (the CLI runs its .ts sources in a checkout) reuses one
+// type stripping per source file (scripts/strip-cache.mjs): about a third of each CLI start.
+const stripCache = process.env.TOOL_REPLAY_STRIP_CACHE ?? join(tmpdir(), `tool-replay-strip-cache-${userInfo().uid}`)
+const hook = `--import=${pathToFileURL(join(import.meta.dirname, 'strip-cache.mjs')).href}`
+const env = { ...process.env, TOOL_REPLAY_STRIP_CACHE: stripCache, NODE_OPTIONS: [process.env.NODE_OPTIONS, hook].filter(Boolean).join(' ') }
+const r = spawnSync(process.execPath, args, { stdio: 'inherit', env })
 process.exit(r.status ?? 1)
