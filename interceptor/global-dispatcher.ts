@@ -5,7 +5,7 @@
  * both handler APIs, so it goes into both slots unwrapped.
  */
 import type { Dispatcher } from 'undici'
-import { undiciPackage } from './undici.ts'
+import { undiciPackage } from '../capture/index.ts'
 
 const V1 = Symbol.for('undici.globalDispatcher.1')
 const V2 = Symbol.for('undici.globalDispatcher.2')

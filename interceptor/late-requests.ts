@@ -7,12 +7,11 @@
  */
 import { ClientRequestInterceptor } from '@mswjs/interceptors/ClientRequest'
 import type { Dispatcher } from 'undici'
-import { drivePlayback, refusalPlayback, refusalResponse } from '../capture/index.ts'
+import { DispatcherBase, drivePlayback, refusalPlayback, refusalResponse } from '../capture/index.ts'
 import { lateRequestRefusal } from '../engine/index.ts'
 import { installGlobalDispatcher } from './global-dispatcher.ts'
 import { fetchClient } from './playback.ts'
 import { type AnyDispatchHandler, createResponseSink } from './response-sink.ts'
-import { DispatcherBase } from './undici.ts'
 
 /** A dispatcher that refuses every request as one that came after trace `trace` was judged. */
 export class LateRequestDispatcher extends DispatcherBase {

@@ -14,11 +14,13 @@ import {
   type CaptureOptions,
   captureRequest,
   DEFAULT_DRAIN_AFTER_ABORT_MS,
+  DispatcherBase,
   drivePlayback,
   forwardThroughDispatcher,
   type PaceOption,
   parsePace,
   refusalPlayback,
+  undiciPackage,
 } from '../capture/index.ts'
 import { parseMaxBodyBytes, type Session, type Ticket } from '../engine/index.ts'
 import { ErrorCodes, headerValue, ToolReplayError } from '../trace/index.ts'
@@ -26,7 +28,6 @@ import { runAsInternalConnection } from './internal-connection.ts'
 import { fetchClient } from './playback.ts'
 import { type BufferedBody, bufferBody, headerPairs, requestUrl } from './request-capture.ts'
 import { type AnyDispatchHandler, createResponseSink } from './response-sink.ts'
-import { DispatcherBase, undiciPackage } from './undici.ts'
 
 export interface RecordReplayDispatcherOptions {
   /** The session that decides what happens to each request. */

@@ -3,20 +3,33 @@
  * and kept in the store directory (`<store>/ca/ca.pem`, key `<store>/ca/ca-key.pem` at mode 0600), and
  * per-host leaf certificates made in memory and cached.
  */
-// @peculiar/x509 2.x reads decorator metadata at import time; reflect-metadata must load first.
-import 'reflect-metadata'
-import { createPrivateKey, generateKeyPairSync, type KeyObject, randomBytes, webcrypto } from 'node:crypto'
+import { createPrivateKey, generateKeyPairSync, type KeyObject, randomBytes, webcrypto, X509Certificate } from 'node:crypto'
 import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createSecureContext, type SecureContext } from 'node:tls'
-import * as x509 from '@peculiar/x509'
+import type * as X509 from '@peculiar/x509'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { buildLeafCertificate, type LeafTemplate, toPem } from './leaf-certificate.ts'
 
 const ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const
 const DAY_MS = 86_400_000
 
-x509.cryptoProvider.set(webcrypto as unknown as Crypto)
+let x509Module: Promise<typeof X509> | undefined
+
+/**
+ * @peculiar/x509, loaded on first use (making the root, or the first leaf): it is ~150 modules, which a
+ * proxy that never intercepts TLS (reverse mode, plain-HTTP clients, the CLI's other commands) does not need.
+ */
+function x509(): Promise<typeof X509> {
+  x509Module ??= (async () => {
+    // @peculiar/x509 2.x reads decorator metadata at import time; reflect-metadata must load first.
+    await import('reflect-metadata')
+    const m = await import('@peculiar/x509')
+    m.cryptoProvider.set(webcrypto as unknown as Crypto)
+    return m
+  })()
+  return x509Module
+}
 
 /** Where a CA lives inside a store directory. */
 export function caDir(storeDir: string): string {
@@ -34,17 +47,15 @@ export class CertificateAuthority {
   readonly certPem: string
   /** Absolute path of the root certificate file. */
   readonly certPath: string
-  readonly #cert: x509.X509Certificate
   readonly #keyObject: KeyObject
   // One pending promise per host so concurrent handshakes for a new host share one signing.
   readonly #contexts = new Map<string, Promise<SecureContext>>()
   #template: Promise<{ template: LeafTemplate; keyPem: string }> | undefined
 
   /** Use `loadCertificateAuthority`. */
-  constructor(init: { certPem: string; certPath: string; cert: x509.X509Certificate; key: KeyObject }) {
+  constructor(init: { certPem: string; certPath: string; key: KeyObject }) {
     this.certPem = init.certPem
     this.certPath = init.certPath
-    this.#cert = init.cert
     this.#keyObject = init.key
   }
 
@@ -85,14 +96,16 @@ export class CertificateAuthority {
     // One key pair for every leaf of this process: signing a certificate is cheap, making a key is not,
     // and the leaf key never leaves memory. Issuer, key and key identifiers are encoded once.
     this.#template ??= (async () => {
+      const { X509Certificate: Certificate, AuthorityKeyIdentifierExtension, SubjectKeyIdentifierExtension } = await x509()
+      const cert = new Certificate(this.certPem)
       const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
       const spki = publicKey.export({ type: 'spki', format: 'der' })
       const template: LeafTemplate = {
-        issuerName: new Uint8Array(this.#cert.subjectName.toArrayBuffer()),
+        issuerName: new Uint8Array(cert.subjectName.toArrayBuffer()),
         subjectPublicKeyInfo: spki,
         keyIdExtensions: [
-          new Uint8Array((await x509.AuthorityKeyIdentifierExtension.create(this.#cert, false)).rawData),
-          new Uint8Array((await x509.SubjectKeyIdentifierExtension.create(spki, false)).rawData),
+          new Uint8Array((await AuthorityKeyIdentifierExtension.create(cert, false)).rawData),
+          new Uint8Array((await SubjectKeyIdentifierExtension.create(spki, false)).rawData),
         ],
         caKey: this.#keyObject,
       }
@@ -146,13 +159,16 @@ async function readCa(certPath: string, keyPath: string): Promise<CertificateAut
   const keyPem = await readFile(keyPath, 'utf8')
   const key = createPrivateKey(keyPem)
   if (key.asymmetricKeyType !== 'ec') throw new Error(`${keyPath} is not an EC key`)
-  return new CertificateAuthority({ certPem, certPath, cert: new x509.X509Certificate(certPem), key })
+  // Parsed now (Node's own parser) so a damaged ca.pem fails at load, not at the first intercepted host.
+  new X509Certificate(certPem)
+  return new CertificateAuthority({ certPem, certPath, key })
 }
 
 async function createRootPem(): Promise<{ certPem: string; keyPem: string }> {
+  const x509Lib = await x509()
   const keys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify'])) as CryptoKeyPair
   const now = Date.now()
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+  const cert = await x509Lib.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
     name: `CN=Tool Replay local CA ${randomBytes(4).toString('hex')}, O=Tool Replay`,
     notBefore: new Date(now - DAY_MS),
@@ -160,9 +176,9 @@ async function createRootPem(): Promise<{ certPem: string; keyPem: string }> {
     signingAlgorithm: ALGORITHM,
     keys,
     extensions: [
-      new x509.BasicConstraintsExtension(true, 0, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false),
+      new x509Lib.BasicConstraintsExtension(true, 0, true),
+      new x509Lib.KeyUsagesExtension(x509Lib.KeyUsageFlags.keyCertSign | x509Lib.KeyUsageFlags.cRLSign, true),
+      await x509Lib.SubjectKeyIdentifierExtension.create(keys.publicKey, false),
     ],
   })
   return {

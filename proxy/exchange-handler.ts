@@ -39,7 +39,8 @@ export function createStats(): ProxyStats {
 /** What handling a request needs. */
 export interface ExchangeHandlerContext {
   session: Session
-  agent: Agent
+  /** The upstream Agent, made on first forward. */
+  agent: { get(): Agent }
   stats: ProxyStats
   pace: Pace
   /** Gap between chunk writes (ms); undefined: the default for the client's connection. */
@@ -114,7 +115,7 @@ export function createExchangeHandler(
       forward: (body, events) => {
         const u = new URL(url)
         forwardThroughDispatcher(
-          ctx.agent,
+          ctx.agent.get(),
           {
             origin: `${u.protocol}//${u.host}`,
             path: `${u.pathname}${u.search}`,

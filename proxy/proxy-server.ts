@@ -20,7 +20,7 @@ import type { TunnelTarget } from './request-target.ts'
 import { sendProxyError } from './responses.ts'
 import { type ReverseMount, ReverseRoutes } from './reverse-routes.ts'
 import { createConnectHandler, createUpgradeHandler } from './tunnels.ts'
-import { createUpstreamAgent, type UpstreamOptions } from './upstream.ts'
+import { lazyUpstreamAgent, type UpstreamOptions } from './upstream.ts'
 
 export type { ProxyStats } from './exchange-handler.ts'
 
@@ -117,7 +117,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   const reverse = options.reverse && options.reverse.length > 0 ? new ReverseRoutes(options.reverse) : undefined
   const limits = { ...DEFAULT_PROXY_LIMITS, ...options.limits }
   const stats = createStats()
-  const agent = createUpstreamAgent(options.upstream ?? {})
+  const agent = lazyUpstreamAgent(options.upstream ?? {})
   const tunnelTargets = new WeakMap<Duplex, TunnelTarget>()
   const sockets = new Set<Duplex>()
   const inflight = new Set<Promise<void>>()
@@ -189,8 +189,10 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   })
   for (const server of [outer, inner]) slots.watch(server)
 
-  await ca.warmUp()
   await listen(outer, host, options.port ?? 0)
+  // The leaf key and the certificate library are made ready while the app starts, off the start-up path; a
+  // CONNECT that comes first waits for the same preparation (and fails with its error, if it failed).
+  ca.warmUp().catch(() => {})
   port = (outer.address() as AddressInfo).port
 
   let closed: Promise<SessionSummary | undefined> | undefined

@@ -10,9 +10,7 @@
 import './require-node.mjs'
 import { spawnSync } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
-import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
 
 const named = process.argv.slice(2).filter((a) => a.endsWith('.ts') && !a.startsWith('-'))
 const rest = process.argv.slice(2).filter((a) => !named.includes(a))
@@ -72,10 +70,5 @@ if (files.length === 0) {
 }
 const isolation = which === 'unit' ? ['--experimental-test-isolation=none'] : ['--test-concurrency=2']
 const args = ['--conditions=tool-replay-source', '--test', ...isolation, '--test-timeout=120000', ...extra, ...files]
-// Every test process and every process a test spawns (the CLI runs its .ts sources in a checkout) reuses one
-// type stripping per source file (scripts/strip-cache.mjs): about a third of each CLI start.
-const stripCache = process.env.TOOL_REPLAY_STRIP_CACHE ?? join(tmpdir(), `tool-replay-strip-cache-${userInfo().uid}`)
-const hook = `--import=${pathToFileURL(join(import.meta.dirname, 'strip-cache.mjs')).href}`
-const env = { ...process.env, TOOL_REPLAY_STRIP_CACHE: stripCache, NODE_OPTIONS: [process.env.NODE_OPTIONS, hook].filter(Boolean).join(' ') }
-const r = spawnSync(process.execPath, args, { stdio: 'inherit', env })
+const r = spawnSync(process.execPath, args, { stdio: 'inherit' })
 process.exit(r.status ?? 1)
