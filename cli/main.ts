@@ -28,6 +28,7 @@ export async function runCli(argv: string[], io: Io = processIo): Promise<number
       throw err ?? new UsageError(msg)
     })
     .exitProcess(false)
+  skipHelpRendering(parser)
   for (const command of COMMANDS) {
     parser.command({
       command: command.command,
@@ -51,6 +52,20 @@ export async function runCli(argv: string[], io: Io = processIo): Promise<number
     return reportError(io, err, json)
   }
   return exitCode
+}
+
+/**
+ * yargs renders the whole help text of the chosen command before running its handler, in case the handler
+ * asks for it (`showHelp()`); ours never do, and the rendering (string widths of every line) took ~50 ms of
+ * each CLI start, blocking the event loop while a proxy starts. `--help` and usage errors still render it.
+ * @note `getInternalMethods()` is yargs' own internal surface; if a release changes it, nothing here breaks
+ * (the help is rendered as before).
+ */
+function skipHelpRendering(parser: Argv): void {
+  const usage = (parser as unknown as { getInternalMethods?: () => { getUsageInstance?: () => { cacheHelpMessage?: unknown } } })
+    .getInternalMethods?.()
+    .getUsageInstance?.()
+  if (usage && typeof usage.cacheHelpMessage === 'function') usage.cacheHelpMessage = () => {}
 }
 
 /** A command line yargs rejected (unknown flag, bad choice, missing argument). */
