@@ -5,7 +5,7 @@
  * `{ ok: false, error: { code, message, details } }` with an HTTP status that fits the code.
  */
 import { randomBytes } from 'node:crypto'
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { FaultsConfig } from '../engine/index.ts'
 import type { TraceStore } from '../store/index.ts'
@@ -17,6 +17,8 @@ import { checkRequest, policyFor, TOKEN_COOKIE, TOKEN_HEADER } from './guard.ts'
 import { LabRuns } from './lab-runs.ts'
 import { type RerunEvent, Reruns } from './rerun.ts'
 import { listRuns, runHead, StatsCache, TIMELINE_PAGE, timelinePage } from './run-view.ts'
+
+const { createServer } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
 /** Options of `startInspector`. */
 export interface InspectorOptions {

@@ -11,9 +11,11 @@
  * is the one exempted, so each is wrapped where it is made. Without msw loaded the context does not exist
  * and the call simply runs.
  */
-import http from 'node:http'
+import type { Agent as HttpAgent } from 'node:http'
 import https from 'node:https'
 import type { Duplex } from 'node:stream'
+
+const http = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
 interface InternalConnectionContext {
   run<T>(callback: () => T): T
@@ -29,7 +31,7 @@ type CreateConnection = (options: object, callback: (err: Error | null, socket: 
 
 /** Keep-alive agents whose every new socket bypasses the interception: where captured node:http requests go live. */
 export interface ForwardAgents {
-  http: http.Agent
+  http: HttpAgent
   https: https.Agent
   /** Closes every pooled socket. */
   destroy(): void
@@ -37,7 +39,7 @@ export interface ForwardAgents {
 
 /** Creates the agents the node:http capture forwards through (one pool per TLS option set, as Node keys it). */
 export function createForwardAgents(): ForwardAgents {
-  const internal = <A extends http.Agent>(agent: A): A => {
+  const internal = <A extends HttpAgent>(agent: A): A => {
     const create = (agent as unknown as { createConnection: CreateConnection }).createConnection.bind(agent)
     ;(agent as unknown as { createConnection: CreateConnection }).createConnection = (options, callback) =>
       runAsInternalConnection(() => create(options, callback))

@@ -11,7 +11,6 @@
  * live fetch requests, this capture's live requests) is made outside msw's interception
  * (internal-connection.ts), and a forwarded request is also recognised by identity: nothing is captured twice.
  */
-import { ClientRequest } from 'node:http'
 import { syncBuiltinESMExports } from 'node:module'
 import type { Socket } from 'node:net'
 import type { HttpRequestEvent } from '@mswjs/interceptors'
@@ -33,6 +32,8 @@ import { ignoreMockedTlsSessions } from './mocked-tls-session.ts'
 import { forwardLive } from './node-http-forward.ts'
 import { allHeaderPairs, bufferRequestBody, requestHeaderPairs, upstreamRoute } from './node-http-request.ts'
 import { type ControllerTarget, controllerTarget } from './node-http-response.ts'
+
+const { ClientRequest } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
 /** Options for `installNodeHttpCapture` (install() passes its own). */
 export interface NodeHttpCaptureOptions {

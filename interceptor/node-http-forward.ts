@@ -5,12 +5,14 @@
  * client events into the live tee's (capture/live-tee.ts), as capture/undici-upstream.ts does for undici:
  * what reaches the app and the recording, back-pressure, aborts and durability are decided there.
  */
-import http, { type IncomingMessage } from 'node:http'
+import type { ClientRequest, IncomingMessage } from 'node:http'
 import https from 'node:https'
 import type { LiveEvents } from '../capture/index.ts'
 import { type HeaderPairs, headerPairsFromRaw } from '../trace/index.ts'
 import type { ForwardAgents } from './internal-connection.ts'
 import type { UpstreamRoute } from './node-http-request.ts'
+
+const http = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
 /** One request to send live: the app's request as captured (not redacted), body buffered. */
 export interface LiveRequest {
@@ -26,7 +28,7 @@ export interface LiveRequest {
 export interface ForwardContext {
   agents: ForwardAgents
   /** Called with the live ClientRequest as soon as it exists (so the capture can recognise it). */
-  created(request: http.ClientRequest): void
+  created(request: ClientRequest): void
 }
 
 /** The request's fields as Node's client sends them, with a Content-Length that matches the body sent. */
@@ -108,7 +110,7 @@ const SERVER_CLOSED = { code: 'UND_ERR_SOCKET', message: 'other side closed' }
  * "Started" means connected (a reused socket already is): a refused connection is a connect failure even
  * though Node accepted the whole request into the socket's buffer before it failed.
  */
-function trackProgress(request: http.ClientRequest, secure: boolean, events: LiveEvents): void {
+function trackProgress(request: ClientRequest, secure: boolean, events: LiveEvents): void {
   let started = false
   request.on('socket', (socket) => {
     const connected = () => {

@@ -3,10 +3,11 @@
  * headers and body the engine matches on, and how the app would have reached its upstream (the TLS
  * options and Unix socket of its `http.ClientRequest`), so a forwarded request goes where the app's would.
  */
-import { ClientRequest } from 'node:http'
 import { type ConnectionOptions, TLSSocket } from 'node:tls'
 import { type HeaderPairs, headerValue, stripHopByHop } from '../trace/index.ts'
 import { type BufferedBody, bufferBody } from './request-capture.ts'
+
+const { ClientRequest } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
 /**
  * The request's header fields as sent on the wire, without hop-by-hop fields (as the proxy records them).
@@ -74,7 +75,7 @@ export function upstreamRoute(initiator: unknown, url: URL): UpstreamRoute {
   // msw's initiator may be an earlier request (see node-http-response.ts, socketOf): its route is taken only
   // when it went to this request's origin.
   if (!(initiator instanceof ClientRequest) || initiator.host !== url.hostname.replace(/^\[|\]$/g, '')) return { tls: {} }
-  const socketPath = (initiator as ClientRequest & { socketPath?: unknown }).socketPath
+  const socketPath = (initiator as InstanceType<typeof ClientRequest> & { socketPath?: unknown }).socketPath
   const route: UpstreamRoute = { tls: {}, ...(typeof socketPath === 'string' ? { socketPath } : {}) }
   const options = connectOptionsOf(initiator.socket)
   const port = url.port || (url.protocol === 'https:' ? '443' : '80')

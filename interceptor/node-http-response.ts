@@ -12,12 +12,13 @@
  * response. Reset (`read ECONNRESET`, ...): the app's socket reports that error and Node's client destroys
  * it, so the request gets the error first and the response is aborted after, as with a real reset.
  */
-import { ClientRequest } from 'node:http'
 import type { Socket } from 'node:net'
 import { FetchResponse, RequestController } from '@mswjs/interceptors'
 import { type ClientTarget, toNodeError } from '../capture/index.ts'
 import { CLIENT_ABORT_CODE } from '../engine/index.ts'
 import { type HeaderPairs, stripHopByHop } from '../trace/index.ts'
+
+const { ClientRequest } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
 /** A ClientTarget over msw's controller. `failWith`: before the head the app's request fails with the error; after it the connection drops (see the module note). */
 export type ControllerTarget = ClientTarget
@@ -45,7 +46,7 @@ function socketOf(initiator: unknown, request: Request): Socket | undefined {
       socket !== undefined &&
       !socket.destroyed &&
       owner instanceof ClientRequest &&
-      !(owner as ClientRequest & { res?: unknown }).res &&
+      !(owner as InstanceType<typeof ClientRequest> & { res?: unknown }).res &&
       owner.method === request.method &&
       owner.path === path &&
       owner.host === hostname

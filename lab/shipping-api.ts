@@ -4,9 +4,11 @@
  * shipment already created; the same key with another body is 422). It keeps its own ledger of what it
  * committed, so the lab can compare the trace's commit evidence against the ground truth.
  */
-import http from 'node:http'
+import type { ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { parseJson } from '../trace/index.ts'
+
+const http = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
 /** A shipping rate. Prices are strings, as money in JSON should be. */
 export interface Rate {
@@ -66,7 +68,7 @@ export async function startShippingApi(options: { port?: number } = {}): Promise
     })
   })
 
-  function createShipment(text: string, key: string | string[] | undefined, res: http.ServerResponse): void {
+  function createShipment(text: string, key: string | string[] | undefined, res: ServerResponse): void {
     let input: { orderId?: unknown; rateId?: unknown }
     try {
       input = parseJson(text) as typeof input
@@ -110,14 +112,14 @@ export async function startShippingApi(options: { port?: number } = {}): Promise
   }
 }
 
-function streamRates(res: http.ServerResponse): void {
+function streamRates(res: ServerResponse): void {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' })
   // One write per event, so the stream arrives in event-sized chunks as a real one would.
   for (const rate of RATES) res.write(`event: rate\ndata: ${JSON.stringify(rate)}\n\n`)
   res.end(`event: done\ndata: {"count":${RATES.length}}\n\n`)
 }
 
-function send(res: http.ServerResponse, status: number, body: unknown, headers: Array<[string, string]> = []): void {
+function send(res: ServerResponse, status: number, body: unknown, headers: Array<[string, string]> = []): void {
   const text = JSON.stringify(body)
   res.writeHead(status, [['content-type', 'application/json'], ['content-length', String(Buffer.byteLength(text))], ...headers].flat())
   res.end(text)

@@ -10,13 +10,15 @@
 import { createHash } from 'node:crypto'
 import { readdirSync, rmSync } from 'node:fs'
 import { lstat, mkdir } from 'node:fs/promises'
-import { createServer, request, type Server } from 'node:http'
+import type { Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import type { Session, SessionSummary } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { type ControlContext, createControlRoutes } from './control-routes.ts'
 import type { ProxyServer } from './proxy-server.ts'
+
+const { createServer, request } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
 const SOCKET_NAME = /^proxy-control-(\d{1,5})\.sock$/
 

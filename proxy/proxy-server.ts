@@ -5,7 +5,7 @@
  * parts (request-router.ts picks each request's session and upstream; exchange-handler.ts, tunnels.ts) to two
  * node:http listeners and enforces the connection limits; the parts are built and tested on their own.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { DEFAULT_DRAIN_AFTER_ABORT_MS, type PaceOption, parsePace } from '../capture/index.ts'
@@ -21,6 +21,8 @@ import { sendProxyError } from './responses.ts'
 import { type ReverseMount, ReverseRoutes } from './reverse-routes.ts'
 import { createConnectHandler, createUpgradeHandler } from './tunnels.ts'
 import { lazyUpstreamAgent, type UpstreamOptions } from './upstream.ts'
+
+const { createServer } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
 export type { ProxyStats } from './exchange-handler.ts'
 

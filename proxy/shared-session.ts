@@ -5,7 +5,6 @@
  * `tr-proxy session open|close` calls.
  */
 import { readFile } from 'node:fs/promises'
-import { request } from 'node:http'
 import { dirname, join } from 'node:path'
 import { rootCertificates } from 'node:tls'
 import type { Dispatcher } from 'undici'
@@ -16,6 +15,8 @@ import { type ErrorCode, ErrorCodes, parseJson, ToolReplayError } from '../trace
 import { controlSocketPath, type NamedSessionStatus } from './control-api.ts'
 import { proxyEnvironment } from './proxy-env.ts'
 import type { SessionSpec } from './session-spec.ts'
+
+const { request } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
 /** Where the shared proxy is: its URL (TOOL_REPLAY_PROXY) and its store (TOOL_REPLAY_STORE), or its control socket. */
 export interface SharedProxyAddress {

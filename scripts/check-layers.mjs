@@ -16,7 +16,9 @@
  *   - no cycles between files (type-only imports count here too): move the shared types down to a file both
  *     sides import;
  *   - every top-level folder with code is on a floor or listed as outside the package: a new folder is a
- *     decision about where it sits.
+ *     decision about where it sits;
+ *   - shipped code takes node:http with `process.getBuiltinModule('node:http')`, never a value import: an ESM
+ *     import of node:http loads Node's bundled undici (~40 ms of every process start; see trace/patch.ts).
  * Test code (`*.test.*` beside the code, and what sits in a `fixtures/` folder) follows the same rules (a unit
  * test tests its floor and what is below it), except that it may also import fixtures: those of its own or a
  * lower floor's folder, and those of e2e/. Code that ships never imports test code: it leaves the tarball.
@@ -104,7 +106,10 @@ function codeFiles(root, dir) {
 function importsOf(path) {
   const text = readFileSync(path, 'utf8')
   const { importedFiles } = ts.preProcessFile(text, true, true)
-  return importedFiles.map((f) => ({ spec: f.fileName, line: lineAt(text, f.pos) }))
+  return importedFiles.map((f) => {
+    const statement = text.slice(Math.max(text.lastIndexOf('import', f.pos), text.lastIndexOf('export', f.pos)), f.pos)
+    return { spec: f.fileName, line: lineAt(text, f.pos), typeOnly: /^(import|export)\s+type\s/.test(statement) }
+  })
 }
 
 function lineAt(text, pos) {
@@ -130,6 +135,9 @@ function checkImport(root, file, imp, floorOf, floors) {
   const where = `${file}:${imp.line}`
   if (imp.spec === PACKAGE_NAME || imp.spec.startsWith(`${PACKAGE_NAME}/`)) {
     return `${where}: self-reference '${imp.spec}': inside the package import relatively, through the folder's door (index.ts), so this check sees the edge.`
+  }
+  if ((imp.spec === 'node:http' || imp.spec === 'http') && !imp.typeOnly && !TEST_CODE.test(file)) {
+    return `${where}: imports node:http as a module; take it with process.getBuiltinModule('node:http') (an ESM import of node:http loads Node's bundled undici, ~40 ms of every start: see trace/patch.ts). Type-only imports are fine.`
   }
   const target = resolveRelative(root, file, imp.spec)
   if (!target) return undefined

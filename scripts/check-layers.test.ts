@@ -77,7 +77,7 @@ test('each other rule, broken once in a scratch tree, is named', (t) => {
     'cli/index.ts': "import { d } from '../engine/index.ts'\nimport { h } from '../cases/index.ts'\nexport const e = d + h\n", // fine
     'cases/index.ts': "export { g as h } from '../interceptor/index.ts'\n",
     'interceptor/index.ts': "export { g } from '../proxy/index.ts'\n", // same floor
-    'proxy/index.ts': 'export const g = 4\n',
+    'proxy/index.ts': "import type { Server } from 'node:http'\nimport { createServer } from 'node:http'\nexport const g = 4\nexport type S = Server\n", // a value import of node:http
     'unplaced/index.ts': 'export const i = 5\n', // a folder on no floor
   })
   const r = check(root)
@@ -91,6 +91,7 @@ test('each other rule, broken once in a scratch tree, is named', (t) => {
     "engine/index.ts:1: imports '../store/public.ts', a public entry (for users); inside the package import '../store/index.ts'.",
     "engine/index.ts:2: self-reference 'tool-replay/trace'",
     "interceptor/index.ts:1: same floor interceptor → proxy: interceptor/ (floor 4) imports '../proxy/index.ts' (floor 4)",
+    "proxy/index.ts:2: imports node:http as a module; take it with process.getBuiltinModule('node:http')",
     'unplaced/: a folder of code on no floor. Place it in FLOORS (scripts/check-layers.mjs)',
   ]
   for (const line of expected) assert.ok(r.stderr.includes(line), `missing: ${line}\n--- stderr:\n${r.stderr}`)
