@@ -5,7 +5,7 @@
  * both handler APIs, so it goes into both slots unwrapped.
  */
 import type { Dispatcher } from 'undici'
-import { undiciPackage } from '../capture/index.ts'
+import { undiciPart } from '../capture/index.ts'
 
 const V1 = Symbol.for('undici.globalDispatcher.1')
 const V2 = Symbol.for('undici.globalDispatcher.2')
@@ -48,9 +48,8 @@ export function installGlobalDispatcher(dispatcher: Dispatcher): () => void {
     if (restored) return
     restored = true
     // A missing slot is left as a working default rather than undefined, which would crash fetch.
-    const { Agent, Dispatcher1Wrapper } = undiciPackage()
-    const v2 = previous.v2 ?? new Agent()
-    setSlot(V1, previous.v1 ?? new Dispatcher1Wrapper(v2))
+    const v2 = previous.v2 ?? new (undiciPart('Agent'))()
+    setSlot(V1, previous.v1 ?? new (undiciPart('Dispatcher1Wrapper'))(v2))
     setSlot(V2, v2)
   }
 }

@@ -6,20 +6,22 @@
  * asked for HTTP/2 to go out untouched (`install({ http2: false, nodeHttp: false })`: with node:http captured,
  * @mswjs/interceptors' socket interception reads every client socket as HTTP/1.1 and holds an HTTP/2 one).
  */
-import http2 from 'node:http2'
+import type { connect } from 'node:http2'
 import { syncBuiltinESMExports } from 'node:module'
 import type { Session } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 
 /** Installs the refusing `http2.connect` (also for `import { connect } from 'node:http2'`); returns the undo. */
 export function installHttp2Guard(session: Pick<Session, 'refuse'>): () => void {
+  // Taken here, not imported: node:http2 (with tls and crypto) loads only when install() runs.
+  const http2 = process.getBuiltinModule('node:http2')
   const original = http2.connect
   const guarded = function connect(authority: string | URL | { protocol?: string; host?: string; hostname?: string; port?: number | string }): never {
     const url = authorityUrl(authority)
     const error = http2Refusal(url)
     session.refuse({ method: 'CONNECT', url }, error)
     throw error
-  } as unknown as typeof http2.connect
+  } as unknown as typeof connect
   http2.connect = guarded
   syncBuiltinESMExports()
   return () => {

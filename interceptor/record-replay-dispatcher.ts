@@ -20,7 +20,7 @@ import {
   type PaceOption,
   parsePace,
   refusalPlayback,
-  undiciPackage,
+  undiciPart,
 } from '../capture/index.ts'
 import { parseMaxBodyBytes, type Session, type Ticket } from '../engine/index.ts'
 import { ErrorCodes, headerValue, ToolReplayError } from '../trace/index.ts'
@@ -85,7 +85,7 @@ export class RecordReplayDispatcher extends DispatcherBase {
   /** Where forwarded requests go: the given upstream, or an undici Agent made on first use. */
   #forwardTo(): Dispatcher {
     if (this.#upstream) return this.#upstream
-    this.#upstream = new (undiciPackage().Agent)()
+    this.#upstream = new (undiciPart('Agent'))()
     // After close() it is closed too, so a late forward fails as it did on the Agent made up front.
     if (this.#closed) void this.#upstream.close()
     return this.#upstream

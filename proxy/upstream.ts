@@ -1,7 +1,7 @@
 import { isIP, connect as netConnect, type Socket } from 'node:net'
 import { rootCertificates, connect as tlsConnect } from 'node:tls'
 import type { Agent } from 'undici'
-import { undiciPackage } from '../capture/index.ts'
+import { undiciPart } from '../capture/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 
 /** How the proxy reaches upstreams. */
@@ -52,7 +52,8 @@ export function parseResolve(values: readonly string[]): Record<string, { host: 
  * only, like the client side.
  */
 export function createUpstreamAgent(options: UpstreamOptions): Agent {
-  const { Agent, buildConnector } = undiciPackage()
+  const Agent = undiciPart('Agent')
+  const buildConnector = undiciPart('buildConnector')
   const base = buildConnector({
     allowH2: false,
     timeout: options.connectTimeoutMs ?? 10_000,
