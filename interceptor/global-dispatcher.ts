@@ -4,8 +4,7 @@
  * `undici` package (v8, under `undici.globalDispatcher.2`, controller handlers). Our dispatcher speaks
  * both handler APIs, so it goes into both slots unwrapped.
  */
-import type { Dispatcher } from 'undici'
-import { undiciPart } from '../capture/index.ts'
+import { Agent, type Dispatcher, Dispatcher1Wrapper } from 'undici'
 
 const V1 = Symbol.for('undici.globalDispatcher.1')
 const V2 = Symbol.for('undici.globalDispatcher.2')
@@ -48,8 +47,8 @@ export function installGlobalDispatcher(dispatcher: Dispatcher): () => void {
     if (restored) return
     restored = true
     // A missing slot is left as a working default rather than undefined, which would crash fetch.
-    const v2 = previous.v2 ?? new (undiciPart('Agent'))()
-    setSlot(V1, previous.v1 ?? new (undiciPart('Dispatcher1Wrapper'))(v2))
+    const v2 = previous.v2 ?? new Agent()
+    setSlot(V1, previous.v1 ?? new Dispatcher1Wrapper(v2))
     setSlot(V2, v2)
   }
 }

@@ -6,15 +6,15 @@
  * requests go out live.
  */
 import { ClientRequestInterceptor } from '@mswjs/interceptors/ClientRequest'
-import type { Dispatcher } from 'undici'
-import { DispatcherBase, drivePlayback, refusalPlayback, refusalResponse } from '../capture/index.ts'
+import { Dispatcher } from 'undici'
+import { drivePlayback, refusalPlayback, refusalResponse } from '../capture/index.ts'
 import { lateRequestRefusal } from '../engine/index.ts'
 import { installGlobalDispatcher } from './global-dispatcher.ts'
 import { fetchClient } from './playback.ts'
 import { type AnyDispatchHandler, createResponseSink } from './response-sink.ts'
 
 /** A dispatcher that refuses every request as one that came after trace `trace` was judged. */
-export class LateRequestDispatcher extends DispatcherBase {
+export class LateRequestDispatcher extends Dispatcher {
   readonly #trace: string
 
   constructor(trace: string) {

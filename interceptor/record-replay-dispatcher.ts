@@ -8,19 +8,17 @@
  * composing collapsed repeated Set-Cookie under Node 22's bundled fetch and broke per-request
  * `dispatcher:` with undici 8, while this shape worked with every Node/undici pair tried.
  */
-import type { Dispatcher } from 'undici'
+import { Agent, Dispatcher } from 'undici'
 import {
   type CapturedExchange,
   type CaptureOptions,
   captureRequest,
   DEFAULT_DRAIN_AFTER_ABORT_MS,
-  DispatcherBase,
   drivePlayback,
   forwardThroughDispatcher,
   type PaceOption,
   parsePace,
   refusalPlayback,
-  undiciPart,
 } from '../capture/index.ts'
 import { parseMaxBodyBytes, type Session, type Ticket } from '../engine/index.ts'
 import { ErrorCodes, headerValue, ToolReplayError } from '../trace/index.ts'
@@ -51,9 +49,9 @@ export interface RecordReplayDispatcherOptions {
  * const dispatcher = createRecordReplayDispatcher({ session })
  * await fetch('https://api.test/users/1', { dispatcher })
  */
-export class RecordReplayDispatcher extends DispatcherBase {
+export class RecordReplayDispatcher extends Dispatcher {
   readonly #session: Session
-  #upstream: Dispatcher | undefined
+  readonly #upstream: Dispatcher
   readonly #ownsUpstream: boolean
   readonly #capture: CaptureOptions
   #closed = false
@@ -62,8 +60,8 @@ export class RecordReplayDispatcher extends DispatcherBase {
     super()
     this.#session = options.session
     this.#ownsUpstream = options.upstream === undefined
-    // Made on first forward: replay never dispatches to it.
-    this.#upstream = options.upstream
+    // Replay never dispatches to it, and an idle Agent opens no socket.
+    this.#upstream = options.upstream ?? new Agent()
     this.#capture = {
       session: options.session,
       pace: parsePace(options.pace),
@@ -80,15 +78,6 @@ export class RecordReplayDispatcher extends DispatcherBase {
    */
   get isMockActive(): boolean {
     return true
-  }
-
-  /** Where forwarded requests go: the given upstream, or an undici Agent made on first use. */
-  #forwardTo(): Dispatcher {
-    if (this.#upstream) return this.#upstream
-    this.#upstream = new (undiciPart('Agent'))()
-    // After close() it is closed too, so a late forward fails as it did on the Agent made up front.
-    if (this.#closed) void this.#upstream.close()
-    return this.#upstream
   }
 
   /** The session deciding for this dispatcher. */
@@ -113,7 +102,7 @@ export class RecordReplayDispatcher extends DispatcherBase {
    */
   #upgrade(opts: Dispatcher.DispatchOptions, handler: AnyDispatchHandler): boolean {
     const decision = this.#session.handleUpgrade({ method: opts.method, url: requestUrl(opts), headers: headerPairs(opts.headers), body: null })
-    if (decision.kind === 'forward') return runAsInternalConnection(() => this.#forwardTo().dispatch(opts, handler as Dispatcher.DispatchHandler))
+    if (decision.kind === 'forward') return runAsInternalConnection(() => this.#upstream.dispatch(opts, handler as Dispatcher.DispatchHandler))
     const error = decision.kind === 'fail' ? decision.error : new ToolReplayError(ErrorCodes.INTERNAL, 'handleUpgrade replayed an upgrade')
     const sink = createResponseSink(handler)
     queueMicrotask(() => {
@@ -159,7 +148,7 @@ export class RecordReplayDispatcher extends DispatcherBase {
         const forwardHeaders = read?.contentType ? headers.flat() : opts.headers
         const live = { ...opts, body: body === null ? null : Buffer.from(body.buffer, body.byteOffset, body.byteLength), headers: forwardHeaders }
         // Outside node:http capture (msw patches every socket's connect): this request is already captured here.
-        runAsInternalConnection(() => forwardThroughDispatcher(this.#forwardTo(), live as Dispatcher.DispatchOptions, events))
+        runAsInternalConnection(() => forwardThroughDispatcher(this.#upstream, live as Dispatcher.DispatchOptions, events))
       },
     }
     void captureRequest(this.#capture, exchange, ticket)
@@ -169,7 +158,7 @@ export class RecordReplayDispatcher extends DispatcherBase {
   override close(callback: () => void): void
   override close(callback?: () => void): Promise<void> | undefined {
     this.#closed = true
-    const done = this.#ownsUpstream && this.#upstream ? this.#upstream.close() : Promise.resolve()
+    const done = this.#ownsUpstream ? this.#upstream.close() : Promise.resolve()
     if (!callback) return done
     done.then(callback, callback)
     return undefined
@@ -183,7 +172,7 @@ export class RecordReplayDispatcher extends DispatcherBase {
     this.#closed = true
     const callback = typeof a === 'function' ? a : b
     const err = typeof a === 'function' ? null : (a ?? null)
-    const done = this.#ownsUpstream && this.#upstream ? this.#upstream.destroy(err) : Promise.resolve()
+    const done = this.#ownsUpstream ? this.#upstream.destroy(err) : Promise.resolve()
     if (!callback) return done
     done.then(callback, callback)
     return undefined

@@ -3,7 +3,7 @@
  * create the shipment) under one of three recovery policies. Its HTTP is undici's real fetch; all its waiting
  * (timeouts, backoff, Retry-After) is on the lab clock.
  */
-import type { Dispatcher } from 'undici'
+import { type Dispatcher, fetch } from 'undici'
 import { ErrorCodes, parseJson, parseSse, ToolReplayError } from '../trace/index.ts'
 import type { Rate } from './shipping-api.ts'
 import type { LabClock } from './virtual-clock.ts'
@@ -102,7 +102,7 @@ export async function shipOrder(options: {
   const attempt = <T>(what: string, fn: (signal: AbortSignal) => Promise<T>) => withRetries(what, policy, clock, result, fn)
   try {
     const rates = await attempt('GET /rates', async (signal) => {
-      const res = await (await import('undici')).fetch(`${baseUrl}/rates?orderId=${encodeURIComponent(orderId)}`, { dispatcher, signal })
+      const res = await fetch(`${baseUrl}/rates?orderId=${encodeURIComponent(orderId)}`, { dispatcher, signal })
       if (!res.ok) throw new HttpError(res.status, res.headers)
       const events = parseSse(await res.text())
       if (policy.validates && !events.some((e) => e.event === 'done')) throw new InvalidAnswer('the rates stream ended without its done event')
@@ -116,7 +116,7 @@ export async function shipOrder(options: {
     const headers: Record<string, string> = { 'content-type': 'application/json' }
     if (policy.idempotencyKey) headers['idempotency-key'] = `ship-${orderId}`
     const shipment = await attempt('POST /shipments', async (signal) => {
-      const res = await (await import('undici')).fetch(`${baseUrl}/shipments`, { method: 'POST', headers, body, dispatcher, signal })
+      const res = await fetch(`${baseUrl}/shipments`, { method: 'POST', headers, body, dispatcher, signal })
       if (!res.ok) throw new HttpError(res.status, res.headers)
       const json = (await res.json()) as { shipment?: { id?: unknown } }
       if (policy.validates && typeof json.shipment?.id !== 'string') throw new InvalidAnswer('the shipment answer has no string $.shipment.id')

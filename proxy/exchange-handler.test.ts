@@ -90,7 +90,7 @@ test('exchange handler: replays a recorded chunked response, refuses a miss with
   const agent = new Agent()
   const handle = createExchangeHandler({
     session,
-    agent: { get: () => agent },
+    agent,
     stats,
     pace: { kind: 'chunks' },
     chunkGapMs: 0,

@@ -39,8 +39,7 @@ export function createStats(): ProxyStats {
 /** What handling a request needs. */
 export interface ExchangeHandlerContext {
   session: Session
-  /** The upstream Agent, made on first forward. */
-  agent: { get(): Agent }
+  agent: Agent
   stats: ProxyStats
   pace: Pace
   /** Gap between chunk writes (ms); undefined: the default for the client's connection. */
@@ -115,7 +114,7 @@ export function createExchangeHandler(
       forward: (body, events) => {
         const u = new URL(url)
         forwardThroughDispatcher(
-          ctx.agent.get(),
+          ctx.agent,
           {
             origin: `${u.protocol}//${u.host}`,
             path: `${u.pathname}${u.search}`,

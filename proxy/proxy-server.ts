@@ -20,7 +20,7 @@ import type { TunnelTarget } from './request-target.ts'
 import { sendProxyError } from './responses.ts'
 import { type ReverseMount, ReverseRoutes } from './reverse-routes.ts'
 import { createConnectHandler, createUpgradeHandler } from './tunnels.ts'
-import { lazyUpstreamAgent, type UpstreamOptions } from './upstream.ts'
+import { createUpstreamAgent, type UpstreamOptions } from './upstream.ts'
 
 const { createServer } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
@@ -119,7 +119,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   const reverse = options.reverse && options.reverse.length > 0 ? new ReverseRoutes(options.reverse) : undefined
   const limits = { ...DEFAULT_PROXY_LIMITS, ...options.limits }
   const stats = createStats()
-  const agent = lazyUpstreamAgent(options.upstream ?? {})
+  const agent = createUpstreamAgent(options.upstream ?? {})
   const tunnelTargets = new WeakMap<Duplex, TunnelTarget>()
   const sockets = new Set<Duplex>()
   const inflight = new Set<Promise<void>>()

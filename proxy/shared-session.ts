@@ -7,8 +7,7 @@
 import { readFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { rootCertificates } from 'node:tls'
-import type { Dispatcher } from 'undici'
-import { undiciPart } from '../capture/index.ts'
+import { type Dispatcher, ProxyAgent } from 'undici'
 import type { Mode, SessionSummary } from '../engine/index.ts'
 import { defaultStoreDir } from '../store/index.ts'
 import { type ErrorCode, ErrorCodes, parseJson, ToolReplayError } from '../trace/index.ts'
@@ -153,7 +152,7 @@ export async function openSharedSession(spec: Partial<SessionSpec> & { name: str
   const session = answer.session as NamedSessionStatus
   // Written next to the CA by the serve (proxy-env.ts writeCaBundle).
   const bundlePath = join(dirname(caPath), 'bundle.pem')
-  const dispatcher = new (undiciPart('ProxyAgent'))({ uri: session.proxy, requestTls: { ca: [...rootCertificates, caPem] } })
+  const dispatcher = new ProxyAgent({ uri: session.proxy, requestTls: { ca: [...rootCertificates, caPem] } })
   let closed: Promise<SessionSummary> | undefined
   return {
     name: session.name,

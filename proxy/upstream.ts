@@ -1,7 +1,6 @@
 import { isIP, connect as netConnect, type Socket } from 'node:net'
 import { rootCertificates, connect as tlsConnect } from 'node:tls'
-import type { Agent } from 'undici'
-import { undiciPart } from '../capture/index.ts'
+import { Agent, buildConnector } from 'undici'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 
 /** How the proxy reaches upstreams. */
@@ -52,8 +51,6 @@ export function parseResolve(values: readonly string[]): Record<string, { host: 
  * only, like the client side.
  */
 export function createUpstreamAgent(options: UpstreamOptions): Agent {
-  const Agent = undiciPart('Agent')
-  const buildConnector = undiciPart('buildConnector')
   const base = buildConnector({
     allowH2: false,
     timeout: options.connectTimeoutMs ?? 10_000,
@@ -71,31 +68,6 @@ export function createUpstreamAgent(options: UpstreamOptions): Agent {
       base({ ...opts, hostname: target.host, port: String(target.port || port), ...(servername ? { servername } : {}) }, callback)
     },
   })
-}
-
-/** The proxy's upstream Agent, made on first use: a strict replay never forwards, and never loads undici's client. */
-export interface LazyUpstreamAgent {
-  get(): Agent
-  /** Closes the Agent if it was made; one made after this is closed at once, as a closed Agent would refuse. */
-  close(): Promise<void>
-}
-
-/** An upstream Agent (`createUpstreamAgent`) made on the first `get()`. */
-export function lazyUpstreamAgent(options: UpstreamOptions): LazyUpstreamAgent {
-  let agent: Agent | undefined
-  let closed = false
-  return {
-    get() {
-      if (agent) return agent
-      agent = createUpstreamAgent(options)
-      if (closed) agent.close().catch(() => {})
-      return agent
-    },
-    async close() {
-      closed = true
-      await agent?.close()
-    },
-  }
 }
 
 /** Opens a raw (TLS when `secure`) connection to an upstream, for WebSocket pass-through. */
