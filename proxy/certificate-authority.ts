@@ -5,7 +5,7 @@
  */
 import { createPrivateKey, generateKeyPairSync, type KeyObject, randomBytes, webcrypto, X509Certificate } from 'node:crypto'
 import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { createSecureContext, type SecureContext } from 'node:tls'
 import type * as X509 from '@peculiar/x509'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
@@ -17,8 +17,8 @@ const DAY_MS = 86_400_000
 let x509Module: Promise<typeof X509> | undefined
 
 /**
- * @peculiar/x509, loaded on first use (making the root, or the first leaf): it is ~150 modules, which a
- * proxy that never intercepts TLS (reverse mode, plain-HTTP clients, the CLI's other commands) does not need.
+ * @peculiar/x509 (~150 modules), loaded when a certificate is first made: making the root, or a proxy's start
+ * (`warmUp`). The CLI's commands that start no proxy, and code that only imports the proxy, never load it.
  */
 function x509(): Promise<typeof X509> {
   x509Module ??= (async () => {
@@ -77,9 +77,16 @@ export class CertificateAuthority {
     return ctx
   }
 
-  /** Prepares the shared leaf key and encodings now, so the first intercepted host does not pay for them. */
+  /**
+   * Prepares the shared leaf key and encodings now, so the first intercepted host does not pay for them; fails
+   * with TR_PROXY_START_FAILED when the certificate library cannot use this CA.
+   */
   async warmUp(): Promise<void> {
-    await this.#leaf('warm-up.invalid')
+    try {
+      await this.#leaf('warm-up.invalid')
+    } catch (err) {
+      throw caError(dirname(this.certPath), err)
+    }
   }
 
   /** Issues a leaf certificate and its key for `host` as PEM (for test servers; not cached). */

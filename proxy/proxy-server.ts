@@ -191,10 +191,10 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   })
   for (const server of [outer, inner]) slots.watch(server)
 
+  // Before listening, so a CA the certificate library cannot use fails the start (TR_PROXY_START_FAILED), not
+  // the first intercepted connection.
+  await ca.warmUp()
   await listen(outer, host, options.port ?? 0)
-  // The leaf key and the certificate library are made ready while the app starts, off the start-up path; a
-  // CONNECT that comes first waits for the same preparation (and fails with its error, if it failed).
-  ca.warmUp().catch(() => {})
   port = (outer.address() as AddressInfo).port
 
   let closed: Promise<SessionSummary | undefined> | undefined

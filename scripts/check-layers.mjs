@@ -84,6 +84,7 @@ export function checkLayers(root, floors = FLOORS, outside = OUTSIDE) {
       if (target) edges.push(target)
     }
     graph.set(file, edges)
+    problems.push(...nodeHttpValueImports(root, file))
   }
   for (const cycle of cyclesOf(graph)) {
     problems.push(`cycle: ${cycle.join(' → ')} (type-only imports count). Move what both sides share down to a file that imports neither.`)
@@ -106,10 +107,29 @@ function codeFiles(root, dir) {
 function importsOf(path) {
   const text = readFileSync(path, 'utf8')
   const { importedFiles } = ts.preProcessFile(text, true, true)
-  return importedFiles.map((f) => {
-    const statement = text.slice(Math.max(text.lastIndexOf('import', f.pos), text.lastIndexOf('export', f.pos)), f.pos)
-    return { spec: f.fileName, line: lineAt(text, f.pos), typeOnly: /^(import|export)\s+type\s/.test(statement) }
-  })
+  return importedFiles.map((f) => ({ spec: f.fileName, line: lineAt(text, f.pos) }))
+}
+
+/**
+ * Declarations in a shipped file that import or re-export node:http as a value (not `import type` /
+ * `export type`; an `import { type A }` still loads the module), read from the syntax tree, as rule messages.
+ */
+function nodeHttpValueImports(root, file) {
+  const text = readFileSync(join(root, file), 'utf8')
+  if (TEST_CODE.test(file) || !text.includes('http')) return []
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false)
+  const problems = []
+  for (const node of source.statements) {
+    const spec = node.moduleSpecifier
+    if (!spec || !ts.isStringLiteral(spec) || (spec.text !== 'node:http' && spec.text !== 'http')) continue
+    const typeOnly = ts.isImportDeclaration(node) ? node.importClause?.isTypeOnly === true : ts.isExportDeclaration(node) && node.isTypeOnly
+    if (!typeOnly) {
+      problems.push(
+        `${file}:${lineAt(text, node.getStart(source))}: imports node:http as a module; take it with process.getBuiltinModule('node:http') (an ESM import of node:http loads Node's bundled undici, ~40 ms of every start: see trace/patch.ts). Type-only imports are fine.`,
+      )
+    }
+  }
+  return problems
 }
 
 function lineAt(text, pos) {
@@ -135,9 +155,6 @@ function checkImport(root, file, imp, floorOf, floors) {
   const where = `${file}:${imp.line}`
   if (imp.spec === PACKAGE_NAME || imp.spec.startsWith(`${PACKAGE_NAME}/`)) {
     return `${where}: self-reference '${imp.spec}': inside the package import relatively, through the folder's door (index.ts), so this check sees the edge.`
-  }
-  if ((imp.spec === 'node:http' || imp.spec === 'http') && !imp.typeOnly && !TEST_CODE.test(file)) {
-    return `${where}: imports node:http as a module; take it with process.getBuiltinModule('node:http') (an ESM import of node:http loads Node's bundled undici, ~40 ms of every start: see trace/patch.ts). Type-only imports are fine.`
   }
   const target = resolveRelative(root, file, imp.spec)
   if (!target) return undefined

@@ -77,7 +77,8 @@ test('each other rule, broken once in a scratch tree, is named', (t) => {
     'cli/index.ts': "import { d } from '../engine/index.ts'\nimport { h } from '../cases/index.ts'\nexport const e = d + h\n", // fine
     'cases/index.ts': "export { g as h } from '../interceptor/index.ts'\n",
     'interceptor/index.ts': "export { g } from '../proxy/index.ts'\n", // same floor
-    'proxy/index.ts': "import type { Server } from 'node:http'\nimport { createServer } from 'node:http'\nexport const g = 4\nexport type S = Server\n", // a value import of node:http
+    'proxy/index.ts':
+      "import type { Server } from 'node:http'\nimport {\n  createServer, // not an import type\n} from 'node:http'\nexport const g = 4\nexport type S = Server | typeof import('node:http')\n", // a value import of node:http
     'unplaced/index.ts': 'export const i = 5\n', // a folder on no floor
   })
   const r = check(root)

@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
-const named = process.argv.slice(2).filter((a) => a.endsWith('.ts') && !a.startsWith('-'))
+const named = process.argv.slice(2).filter((a) => /\.test\.[cm]?ts$/.test(a) && !a.startsWith('-'))
 const rest = process.argv.slice(2).filter((a) => !named.includes(a))
 const which = named.length > 0 ? 'files' : rest[0] && !rest[0].startsWith('-') ? rest[0] : 'all'
 if (!['unit', 'e2e', 'all', 'files'].includes(which)) {
