@@ -77,14 +77,15 @@ export function checkLayers(root, floors = FLOORS, outside = OUTSIDE) {
   const graph = new Map()
   for (const file of files) {
     const edges = []
-    for (const imp of importsOf(join(root, file))) {
+    const text = readFileSync(join(root, file), 'utf8')
+    for (const imp of importsOf(text)) {
       const problem = checkImport(root, file, imp, floorOf, floors)
       if (problem) problems.push(problem)
       const target = resolveRelative(root, file, imp.spec)
       if (target) edges.push(target)
     }
     graph.set(file, edges)
-    problems.push(...nodeHttpValueImports(root, file))
+    problems.push(...nodeHttpValueImports(file, text))
   }
   for (const cycle of cyclesOf(graph)) {
     problems.push(`cycle: ${cycle.join(' → ')} (type-only imports count). Move what both sides share down to a file that imports neither.`)
@@ -104,8 +105,7 @@ function codeFiles(root, dir) {
 }
 
 /** Every module specifier a file imports, with its line (comments and strings that are not imports are skipped). */
-function importsOf(path) {
-  const text = readFileSync(path, 'utf8')
+function importsOf(text) {
   const { importedFiles } = ts.preProcessFile(text, true, true)
   return importedFiles.map((f) => ({ spec: f.fileName, line: lineAt(text, f.pos) }))
 }
@@ -114,8 +114,7 @@ function importsOf(path) {
  * Declarations in a shipped file that import or re-export node:http as a value (not `import type` /
  * `export type`; an `import { type A }` still loads the module), read from the syntax tree, as rule messages.
  */
-function nodeHttpValueImports(root, file) {
-  const text = readFileSync(join(root, file), 'utf8')
+function nodeHttpValueImports(file, text) {
   if (TEST_CODE.test(file) || !text.includes('http')) return []
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false)
   const problems = []

@@ -19,7 +19,8 @@ if (!['unit', 'e2e', 'all', 'files'].includes(which)) {
   console.error(`Unknown test selection "${which}": name unit, e2e, all, or test files (FILE.test.ts).`)
   process.exit(64)
 }
-const extra = which === rest[0] ? rest.slice(1) : rest
+// A selection word beside named files (`unit FILE.test.ts`) is dropped: the names say what runs.
+const extra = which === rest[0] || (which === 'files' && ['unit', 'e2e', 'all'].includes(rest[0])) ? rest.slice(1) : rest
 const unitDirs = [
   'trace',
   'store',
