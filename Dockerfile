@@ -1,5 +1,6 @@
 # tr-proxy: the Tool Replay proxy, run from the compiled package exactly as npm would install it.
-# Stage "build" compiles the TypeScript and packs the package (`npm pack`: package.json, dist/, bin/);
+# Stage "build" compiles the TypeScript (scripts/build.mjs: tsc's declarations, esbuild's bundle) and packs
+# the package (`npm pack`: package.json, dist/, bin/);
 # the final stage holds that package and its production dependencies, nothing else.
 # e2e/docker-image.test.ts replays this file without Docker (COPY, WORKDIR, ENV, RUN), then runs
 # `serve` and `replay` from the result (a source folder missing here fails its build step): keep every
@@ -8,6 +9,7 @@ FROM node:22-bookworm-slim AS build
 WORKDIR /build
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json index.ts README.md ./
 COPY bin ./bin
+COPY scripts/build.mjs ./scripts/build.mjs
 COPY trace ./trace
 COPY store ./store
 COPY engine ./engine

@@ -65,7 +65,9 @@ export interface ChildMessage {
 export async function runRunnerInChild(c: IntactCase, run: { module: string; export: string }): Promise<RunOutcome> {
   await runnerModulePath(c, run)
   const self = import.meta.url
-  const entry = fileURLToPath(new URL(self.endsWith('.ts') ? './runner-process.ts' : './runner-process.js', self))
+  // From the sources, the file beside this one; from the package, dist/cases/runner-process.js, which the build
+  // makes an entry of its own (this code may sit in any module one folder below dist/).
+  const entry = fileURLToPath(new URL(self.endsWith('.ts') ? './runner-process.ts' : '../cases/runner-process.js', self))
   // Only resolution conditions carry over (a checkout runs with --conditions=tool-replay-source); test-runner
   // flags and preloads must not.
   const execArgv = process.execArgv.filter((a) => a.startsWith('--conditions=') || a.startsWith('-C='))

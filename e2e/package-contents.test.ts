@@ -1,17 +1,19 @@
 /**
- * What the published package holds. The tarball is built as users get it (tsconfig.build.json into a staging
+ * What the published package holds. The tarball is built as users get it (scripts/build.mjs into a staging
  * copy, then `npm pack`; e2e/support/packed-package.ts, shared with the promoted-test runs) and its file list
  * read back: no test code, no fixtures (the store contract suite among them), no e2e/, bench/, examples/ or
  * scripts/, and every file the exports map names is there. A second test packs a directory whose dist/ holds
  * leftovers of an older build (`npm pack --dry-run --json`), so the `files` field itself keeps test code out
- * even when dist/ was not built clean.
+ * even when dist/ was not built clean. A third installs the tarball and loads every subpath from it: the build
+ * bundles our modules into entries and shared chunks, so a chunk path gone wrong or a class copied into two
+ * entries (two `ToolReplayError`s, an `instanceof` that fails across subpaths) shows there.
  */
 import assert from 'node:assert/strict'
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { packedTarball, runProgram } from './support/packed-package.ts'
+import { packedTarball, runProgram, scratchProject } from './support/packed-package.ts'
 
 const ROOT = new URL('../', import.meta.url).pathname
 const TEST_CODE = /(\.test\.[cm]?[jt]s|\.test\.d\.[cm]?ts)(\.map)?$|(^|\/)fixtures\/|trace-store-contract/
@@ -76,4 +78,29 @@ test('package.json "files" keeps test code and fixtures out of a dist/ left over
     paths.filter((p) => p.startsWith('dist/')),
     ['dist/store/trace-file.js'],
   )
+})
+
+test('every subpath loads from the installed package, and a class is one class whichever subpath it comes from', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tr-installed-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  await scratchProject(dir, await packedTarball(), [])
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, unknown> }
+  // The test-framework setups register hooks with their runner when imported (the promoted-test files load them);
+  // package.json is data.
+  const subpaths = Object.keys(pkg.exports)
+    .filter((s) => !/(node-test|vitest|\.json)$/.test(s))
+    .map((s) => s.replace(/^\./, 'tool-replay'))
+  const script = [
+    `const names = ${JSON.stringify(subpaths)}`,
+    'const mods = await Promise.all(names.map((n) => import(n)))',
+    'const errors = new Set(mods.map((m) => m.ToolReplayError).filter(Boolean))',
+    'const withError = mods.filter((m) => m.ToolReplayError).length',
+    'console.log(JSON.stringify({ loaded: mods.length, withError, distinct: errors.size }))',
+  ].join('\n')
+  const r = await runProgram(process.execPath, ['--input-type=module', '-e', script], { cwd: dir, timeoutMs: 60_000 })
+  assert.equal(r.code, 0, r.out)
+  const seen = JSON.parse(r.out.trim().split('\n').at(-1) as string) as { loaded: number; withError: number; distinct: number }
+  assert.equal(seen.loaded, subpaths.length)
+  assert.ok(seen.withError >= 2, `ToolReplayError is exported by ${seen.withError} subpath(s): the identity check needs two`)
+  assert.equal(seen.distinct, 1, 'ToolReplayError is a different class in different subpaths')
 })

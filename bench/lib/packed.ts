@@ -1,6 +1,6 @@
 /**
  * The package as users install it, for the cold-start and import benchmarks: the tarball e2e tests build
- * (e2e/support/packed-package.ts: `tsc` into a staging copy, `npm pack`, cached by a hash of the sources) installed
+ * (e2e/support/packed-package.ts: `scripts/build.mjs` into a staging copy, `npm pack`, cached by a hash of the sources) installed
  * into a scratch project, itself kept in the temp dir under the tarball's hash so a second run reuses it.
  */
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs'

@@ -1,5 +1,5 @@
 /**
- * The package as users get it: `tsc -p tsconfig.build.json` (what `npm run build` runs) into a staging copy,
+ * The package as users get it: `node scripts/build.mjs` (what `npm run build` runs) into a staging copy,
  * `npm pack` of that copy, and a scratch project that `npm install`s the tarball. The build goes to a staging
  * directory, never to this checkout's dist/: bin/tr-proxy.js prefers dist/, so building here would switch
  * every other test that spawns the CLI to half-written compiled code.
@@ -35,6 +35,7 @@ const BUILD_DIRS = [
   'README.md',
   'tsconfig.json',
   'tsconfig.build.json',
+  'scripts/build.mjs',
 ]
 
 /** Runs a program and resolves with its exit code and output (stdout then stderr); never rejects on a non-zero exit. */
@@ -87,9 +88,7 @@ export async function packedTarball(): Promise<string> {
     cpSync(join(ROOT, 'bin'), join(staging, 'bin'), { recursive: true })
     // The inspector's built page ships beside dist/ (package.json "files").
     cpSync(join(ROOT, 'inspector/assets'), join(staging, 'inspector/assets'), { recursive: true })
-    await exec(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(staging, 'dist')], {
-      cwd: ROOT,
-    })
+    await exec(process.execPath, [join(ROOT, 'scripts/build.mjs'), '--out', join(staging, 'dist')], { cwd: ROOT })
     const packed = (await exec('npm', ['pack', '--silent', '--pack-destination', staging], { cwd: staging })).trim().split('\n').at(-1) as string
     // Published under the hash name by one rename: a concurrent run sees the whole tarball or none.
     const ready = mkdtempSync(join(tmpdir(), 'tr-pack-ready-'))
