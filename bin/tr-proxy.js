@@ -3,6 +3,7 @@
 // TypeScript sources are beside this file) always runs the sources, which Node >= 22.18 runs directly by
 // stripping types: a dist/ left over from an older build can never run stale code.
 import { existsSync } from 'node:fs'
+import nodeModule from 'node:module'
 
 const [major, minor] = process.versions.node.split('.').map(Number)
 if (major < 22 || (major === 22 && minor < 19)) {
@@ -16,6 +17,10 @@ for (const stream of [process.stdout, process.stderr]) {
     if (err.code !== 'EPIPE' && err.code !== 'ERR_STREAM_DESTROYED') throw err
   })
 }
+// V8's compiled code for the modules a start loads (ours, undici, yargs, the certificate library) is kept on disk
+// (Node's compile cache, in <tmp>/node-compile-cache, as tsc and npm keep theirs), so a second start skips most of
+// the compiling; NODE_DISABLE_COMPILE_CACHE=1 turns it off. Nothing of the store goes there.
+nodeModule.enableCompileCache?.()
 const source = new URL('../cli/main.ts', import.meta.url)
 const compiled = new URL('../dist/cli/main.js', import.meta.url)
 const { runCli } = await import(existsSync(source) ? source.href : compiled.href)
