@@ -22,6 +22,7 @@ import { after, before, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { exportTrace, openStore } from 'tool-replay/store'
 import { bodyBytes, decodeContentEncoding, headerValue, sha256, type Trace } from 'tool-replay/trace'
+import { runCli } from '../cli/index.ts'
 import { type FakeServices, startFakeServices } from '../examples/approval-agent/fake-services.ts'
 import { filesUnder } from './support/files-under.ts'
 import { normalizeOutput, outputMatches, readmeCommands } from './support/readme-commands.ts'
@@ -174,7 +175,12 @@ test('no API key on disk: not in the decoded traces, not in any file of the stor
 
 test('the committed case verifies against the repository as it is, and verify leaves it byte-identical', async () => {
   const before = hashTree(join(ROOT, CASE))
-  const r = await sh(`node bin/tr-proxy.js verify ${CASE}`, ROOT)
+  // `tr-proxy verify` in this process (the walk-through above runs it as a user does, through bash).
+  // Both streams in order, each text a line as the CLI prints it (the app prints nothing of its own).
+  let printed = ''
+  const print = (t: string) => (printed += t.endsWith('\n') ? t : `${t}\n`)
+  const status = await runCli(['verify', join(ROOT, CASE)], { out: print, err: print })
+  const r = { status, lines: printed.replace(/\n$/, '').split('\n') }
   assert.equal(r.status, 0, r.lines.join('\n'))
   assert.deepEqual(r.lines, [
     'Case "refund-over-limit" passed: 3 exchange(s) replayed strictly, result {"decision":"manual_review","order_id":"A-1042","amount_usd":899.9} as expected.',

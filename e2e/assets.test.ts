@@ -63,14 +63,30 @@ async function startApi(tls: { cert: string; key: string }): Promise<CountingUps
   return u
 }
 
-/** The app under test: reads paths and prints what it got (sizes and a hash), so a replay can be compared byte for byte. */
-const app = (...paths: string[]) => `
+/**
+ * The app under test: reads paths and writes what it got (sizes and a hash) to `out`, so a replay can be compared
+ * byte for byte. A file, not stdout: tr-proxy runs in this process and passes the app's stdout to this one's.
+ */
+const app = (out: string, ...paths: string[]) => `
 const { createHash } = await import('node:crypto')
+const { appendFileSync } = await import('node:fs')
 for (const p of ${JSON.stringify(paths)}) {
   const r = await fetch('https://api.test' + p)
   const b = Buffer.from(await r.arrayBuffer())
-  console.log(p, r.status, b.length, createHash('sha256').update(b).digest('hex').slice(0, 16))
+  appendFileSync(${JSON.stringify(out)}, [p, r.status, b.length, createHash('sha256').update(b).digest('hex').slice(0, 16)].join(' ') + '\\n')
 }`
+let runs = 0
+/**
+ * `tr-proxy record|replay ... -- node -e APP` with tr-proxy in this process (the wrapper, proxy and store are
+ * what the tests below build on, not tr-proxy's own process; the app is a real child going through the proxy).
+ * Returns the exit code, tr-proxy's output and what the app read.
+ */
+async function wrapped(args: string[], ...paths: string[]): Promise<{ code: number; stderr: string; read: string }> {
+  const out = join(work, `app-${++runs}.txt`)
+  writeFileSync(out, '')
+  const r = await cli([...args, '--', process.execPath, '--input-type=module', '-e', app(out, ...paths)])
+  return { code: r.code, stderr: r.stdout + r.stderr, read: readFileSync(out, 'utf8') }
+}
 
 let api: CountingUpstream
 let daemon: GitDaemon
@@ -96,7 +112,7 @@ async function cli(args: string[]): Promise<{ code: number; stdout: string; stde
 const assets = (p: Project, action: string, ...rest: string[]) =>
   cli(['assets', action, '--store', p.store, '--pointer', p.pointer, '--cache', p.cache, ...rest])
 const proxyArgs = (p: Project) => ['--store', p.store, '--resolve', `api.test=127.0.0.1:${api.port}`, '--upstream-ca', upstreamCa]
-/** tr-proxy as its own process: what a wrapped app prints is on its stdout. */
+/** tr-proxy as its own process (two restores at once, one with its own git configuration in its environment). */
 async function bin(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } })
   let stdout = ''
@@ -108,10 +124,10 @@ async function bin(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code:
   return { code: code as number | null, stdout, stderr }
 }
 async function record(p: Project, trace: string, ...paths: string[]): Promise<string> {
-  const r = await bin(['record', ...proxyArgs(p), '--trace', trace, '--', process.execPath, '--input-type=module', '-e', app(...paths)])
+  const r = await wrapped(['record', ...proxyArgs(p), '--trace', trace], ...paths)
   assert.equal(r.code, 0, r.stderr)
-  assert.equal(r.stdout.split('\n').filter(Boolean).length, paths.length, r.stdout)
-  return r.stdout
+  assert.equal(r.read.split('\n').filter(Boolean).length, paths.length, r.read)
+  return r.read
 }
 const cacheGit = (p: Project, ...args: string[]) => {
   const repos = join(p.cache, 'repos')
@@ -177,20 +193,9 @@ describe('tr-proxy assets with a real git remote (git daemon on loopback)', { ti
     assert.match(status.stdout, /same\s+catalog/)
 
     const connections = api.connections
-    const replay = await bin([
-      'replay',
-      '--strict',
-      ...proxyArgs(B),
-      '--trace',
-      'catalog',
-      '--',
-      process.execPath,
-      '--input-type=module',
-      '-e',
-      app('/items', '/image', '/lines'),
-    ])
+    const replay = await wrapped(['replay', '--strict', ...proxyArgs(B), '--trace', 'catalog'], '/items', '/image', '/lines')
     assert.equal(replay.code, 0, replay.stderr)
-    assert.equal(replay.stdout, catalogOutput, replay.stderr)
+    assert.equal(replay.read, catalogOutput, replay.stderr)
     assert.match(catalogOutput, /^\/image 200 102400 /m)
     assert.equal(api.connections, connections, 'the replay opened no connection to the upstream')
     // Restoring again changes nothing and downloads nothing.

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
 import { cpSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { before, test } from 'node:test'
+import { before, describe, test } from 'node:test'
 import { runCli } from '../cli/index.ts'
 import { openStore, readTraceFile, type TraceStore } from '../store/index.ts'
 import { bodyFromBytes, type Exchange, TRACE_FORMAT_VERSION, type Trace } from '../trace/index.ts'
@@ -230,53 +230,61 @@ const KINDS: Kind[] = [
   },
 ]
 
-for (const kind of KINDS) {
-  test(`damage: ${kind.name} — nothing changes on disk, fsck names it and rescues every intact trace`, async (t) => {
-    const dir = join(root, kind.name.replace(/\W+/g, '-'), 'store')
-    cpSync(base, dir, { recursive: true })
-    const named = kind.damage(dir)
-    const before = snapshot(dir)
+// The kinds share nothing but the read-only base store and originals (each damages its own copy), so they run a
+// few at a time: much of each one's time is the store waiting out a damaged open (it retries for a second in
+// case another process is writing), which overlaps; four keep the rescued traces in memory bounded.
+describe('a damaged store', { concurrency: 4 }, () => {
+  for (const kind of KINDS) {
+    test(`damage: ${kind.name} — nothing changes on disk, fsck names it and rescues every intact trace`, async (t) => {
+      const dir = join(root, kind.name.replace(/\W+/g, '-'), 'store')
+      cpSync(base, dir, { recursive: true })
+      const named = kind.damage(dir)
+      const before = snapshot(dir)
 
-    const ls = await cli('ls', '--store', dir)
-    if (kind.opens) assert.equal(ls.code, 0, ls.err)
-    else {
-      assert.equal(ls.code, 67, `ls must refuse the store: ${ls.out}`)
-      for (const f of named) assert.match(ls.err, new RegExp(f.replace('.', '\\.')), 'the refusal names the damaged file')
-      assert.match(ls.err, /Nothing was changed/)
-    }
-
-    const rescued = join(dir, '..', 'rescued')
-    const fsck = await cli('fsck', '--store', dir, '--export-to', rescued)
-    assert.equal(fsck.code, 67, fsck.out)
-    for (const f of named) assert.match(fsck.err, new RegExp(f.replace('.', '\\.')), `fsck names ${f}`)
-    if (kind.opens) assert.match(fsck.err, /is damaged|is missing/)
-    assert.deepEqual(snapshot(dir), before, 'no file of the store changed, none was added or removed')
-
-    // Every rescued exchange is exactly what was recorded; the traces the damage did not reach are whole.
-    const files = readdirSync(rescued).filter((f) => f.endsWith('.trace.json'))
-    for (const name of kind.whole) {
-      assert.ok(files.includes(`${name}.trace.json`), `${name} rescued as complete (got ${files.join(', ')})`)
-      const got = await readTraceFile(join(rescued, `${name}.trace.json`))
-      const want = originals.get(name) as Trace
-      assert.deepEqual(got.meta, want.meta, `${name}: not labelled partial\n${fsck.err}`)
-      assert.deepEqual(got.exchanges, want.exchanges)
-      assert.deepEqual(got.bodies, want.bodies)
-    }
-    const counts: string[] = []
-    for (const file of files) {
-      const got = await readTraceFile(join(rescued, file))
-      counts.push(`${file.replace('.trace.json', '')} ${got.exchanges.length}`)
-      for (const x of got.exchanges) {
-        const [, trace, i] = /^https:\/\/api\.test\/([^/]+)\/(\d+)$/.exec(x.request.url) as RegExpExecArray
-        const want = originals.get(trace as string) as Trace
-        assert.deepEqual(x, want.exchanges[Number(i)], `${file}: ${x.request.url} as recorded`)
+      const ls = await cli('ls', '--store', dir)
+      if (kind.opens) assert.equal(ls.code, 0, ls.err)
+      else {
+        assert.equal(ls.code, 67, `ls must refuse the store: ${ls.out}`)
+        for (const f of named) assert.match(ls.err, new RegExp(f.replace('.', '\\.')), 'the refusal names the damaged file')
+        assert.match(ls.err, /Nothing was changed/)
       }
-      for (const [digest, bytes] of got.bodies) assert.equal(createHash('sha256').update(bytes).digest('hex'), digest)
-    }
-    // For the closing note: what was rescued (of old-1 400, old-2 400, new-1 30, new-2 30, big 3 exchanges).
-    t.diagnostic(`ls exit ${ls.code}; rescued: ${counts.join(', ')}`)
-  })
-}
+
+      const rescued = join(dir, '..', 'rescued')
+      const fsck = await cli('fsck', '--store', dir, '--export-to', rescued)
+      assert.equal(fsck.code, 67, fsck.out)
+      for (const f of named) assert.match(fsck.err, new RegExp(f.replace('.', '\\.')), `fsck names ${f}`)
+      if (kind.opens) assert.match(fsck.err, /is damaged|is missing/)
+      assert.deepEqual(snapshot(dir), before, 'no file of the store changed, none was added or removed')
+
+      // Every rescued exchange is exactly what was recorded; the traces the damage did not reach are whole.
+      const files = readdirSync(rescued).filter((f) => f.endsWith('.trace.json'))
+      // Each rescued file read once, for both checks below.
+      const read = new Map<string, Trace>()
+      for (const file of files) read.set(file, await readTraceFile(join(rescued, file)))
+      for (const name of kind.whole) {
+        assert.ok(files.includes(`${name}.trace.json`), `${name} rescued as complete (got ${files.join(', ')})`)
+        const got = read.get(`${name}.trace.json`) as Trace
+        const want = originals.get(name) as Trace
+        assert.deepEqual(got.meta, want.meta, `${name}: not labelled partial\n${fsck.err}`)
+        assert.deepEqual(got.exchanges, want.exchanges)
+        assert.deepEqual(got.bodies, want.bodies)
+      }
+      const counts: string[] = []
+      for (const file of files) {
+        const got = read.get(file) as Trace
+        counts.push(`${file.replace('.trace.json', '')} ${got.exchanges.length}`)
+        for (const x of got.exchanges) {
+          const [, trace, i] = /^https:\/\/api\.test\/([^/]+)\/(\d+)$/.exec(x.request.url) as RegExpExecArray
+          const want = originals.get(trace as string) as Trace
+          assert.deepEqual(x, want.exchanges[Number(i)], `${file}: ${x.request.url} as recorded`)
+        }
+        for (const [digest, bytes] of got.bodies) assert.equal(createHash('sha256').update(bytes).digest('hex'), digest)
+      }
+      // For the closing note: what was rescued (of old-1 400, old-2 400, new-1 30, new-2 30, big 3 exchanges).
+      t.diagnostic(`ls exit ${ls.code}; rescued: ${counts.join(', ')}`)
+    })
+  }
+})
 
 test('read-only commands change no file: ls, show, export, diff, scan and fsck on a healthy store', async () => {
   const dir = join(root, 'read-only', 'store')
