@@ -10,6 +10,7 @@
 import './require-node.mjs'
 import { spawnSync } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 const named = process.argv.slice(2).filter((a) => /\.test\.[cm]?ts$/.test(a) && !a.startsWith('-'))
@@ -71,5 +72,12 @@ if (files.length === 0) {
 }
 const isolation = which === 'unit' ? ['--experimental-test-isolation=none'] : ['--test-concurrency=2']
 const args = ['--conditions=tool-replay-source', '--test', ...isolation, '--test-timeout=120000', ...extra, ...files]
-const r = spawnSync(process.execPath, args, { stdio: 'inherit' })
+// Every process the run starts (each test file, each CLI and SDK process a test spawns) shares Node's compile
+// cache, so a module compiled once is not compiled again by the next process: most of the suite's CPU is such
+// starts. Node 22 caches JavaScript; Node 24 and later also the type-stripped sources. Unless the caller chose.
+const env = { ...process.env }
+if (env.NODE_COMPILE_CACHE === undefined && env.NODE_DISABLE_COMPILE_CACHE === undefined) {
+  env.NODE_COMPILE_CACHE = join(tmpdir(), 'tool-replay-test-compile-cache')
+}
+const r = spawnSync(process.execPath, args, { stdio: 'inherit', env })
 process.exit(r.status ?? 1)
