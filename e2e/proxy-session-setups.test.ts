@@ -19,17 +19,14 @@ import { type CountingUpstream, REPO_ROOT, type ServeProcess, startCountingUpstr
 const FILES = ['orders', 'billing', 'search'] as const
 const work = tempDir('tr-session-setups-')
 const storeDir = join(work, 'store')
-let upstream: CountingUpstream
 let serve: ServeProcess
 
 before(async () => {
-  upstream = await startCountingUpstream()
   serve = await startServe(['--sessions-only', '--store', storeDir, '--port', '0'])
 })
 
 after(async () => {
   const stopped = await serve?.stop()
-  await upstream?.close()
   assert.equal(stopped?.code, 0, stopped?.stderr)
 })
 
@@ -92,11 +89,14 @@ async function traces(prefix: string): Promise<Record<string, string[]>> {
 const expectedTrace = (name: string) => [0, 1, 0, 1, 0].map((n) => `/${name}/${n}`).concat(`/${name}/child`, `/${name}/node-child`)
 
 async function recordReplayMiss(o: {
+  /** This test's own upstream: its connection count is this test's alone while the other runs beside it. */
+  upstream: CountingUpstream
   runner: (env: Record<string, string>) => Promise<{ code: number; out: string }>
   dir: string
   prefix: string
   traceName: (file: string) => string
 }): Promise<void> {
+  const { upstream } = o
   const base = { APP_URL: `http://127.0.0.1:${upstream.httpPort}`, TOOL_REPLAY_PROXY: serve.url, TOOL_REPLAY_STORE: storeDir, OUT_DIR: o.dir }
   const recorded = await o.runner({ ...base, TOOL_REPLAY_MODE: 'record' })
   assert.equal(recorded.code, 0, recorded.out)
@@ -120,13 +120,17 @@ async function recordReplayMiss(o: {
   assert.equal(upstream.connections, connections, 'replays opened no upstream connection')
 }
 
-describe('shared-proxy test setups: a session per test file on one serve', { timeout: 240_000 }, () => {
-  test('node --test --import tool-replay/proxy-node-test, three files at once', async () => {
+// The two runners' suites run at once on the one serve, each with its own sessions, traces and upstream.
+describe('shared-proxy test setups: a session per test file on one serve', { timeout: 240_000, concurrency: true }, () => {
+  test('node --test --import tool-replay/proxy-node-test, three files at once', async (t) => {
+    const upstream = await startCountingUpstream()
+    t.after(() => upstream.close())
     const dir = join(work, 'node-test')
     await mkdir(dir, { recursive: true })
     for (const f of FILES) await writeFile(join(dir, `${f}.test.mjs`), appTest('node', f))
     const files = FILES.map((f) => join(dir, `${f}.test.mjs`))
     await recordReplayMiss({
+      upstream,
       dir,
       prefix: 'node-suite:',
       traceName: (f) => `node-suite:${f}`,
@@ -139,7 +143,9 @@ describe('shared-proxy test setups: a session per test file on one serve', { tim
   })
 
   const bin = vitestBin()
-  test('vitest setupFiles: tool-replay/proxy-vitest, three files in parallel workers', { skip: bin ? false : 'vitest is not installed' }, async () => {
+  test('vitest setupFiles: tool-replay/proxy-vitest, three files in parallel workers', { skip: bin ? false : 'vitest is not installed' }, async (t) => {
+    const upstream = await startCountingUpstream()
+    t.after(() => upstream.close())
     const dir = join(work, 'vitest')
     await mkdir(dir, { recursive: true })
     for (const f of FILES) await writeFile(join(dir, `${f}.test.mjs`), appTest('vitest', f))
@@ -148,6 +154,7 @@ describe('shared-proxy test setups: a session per test file on one serve', { tim
       `export default { test: { setupFiles: [${JSON.stringify(join(REPO_ROOT, 'proxy', 'shared-session-vitest.ts'))}], include: ['*.test.mjs'] } }\n`,
     )
     await recordReplayMiss({
+      upstream,
       dir,
       prefix: 'vitest-suite:',
       traceName: (f) => `vitest-suite:${f}`,
