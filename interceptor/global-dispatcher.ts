@@ -4,7 +4,8 @@
  * `undici` package (v8, under `undici.globalDispatcher.2`, controller handlers). Our dispatcher speaks
  * both handler APIs, so it goes into both slots unwrapped.
  */
-import { Agent, type Dispatcher, Dispatcher1Wrapper } from 'undici'
+import type { Dispatcher } from 'undici'
+import { loadedUndici } from './undici-loader.ts'
 
 const V1 = Symbol.for('undici.globalDispatcher.1')
 const V2 = Symbol.for('undici.globalDispatcher.2')
@@ -36,7 +37,8 @@ export function globalFetchIsCapturable(): boolean {
 
 /**
  * Makes `dispatcher` the global dispatcher for Node's fetch and for the undici package, and returns a
- * function that puts back what was there before (idempotent).
+ * function that puts back what was there before (idempotent). install() calls it once undici is loaded
+ * (loadUndici), as loading undici fills both slots when they are empty.
  */
 export function installGlobalDispatcher(dispatcher: Dispatcher): () => void {
   const previous = currentGlobalDispatchers()
@@ -46,9 +48,11 @@ export function installGlobalDispatcher(dispatcher: Dispatcher): () => void {
   return () => {
     if (restored) return
     restored = true
-    // A missing slot is left as a working default rather than undefined, which would crash fetch.
-    const v2 = previous.v2 ?? new Agent()
-    setSlot(V1, previous.v1 ?? new Dispatcher1Wrapper(v2))
+    // A missing slot is left as a working default rather than undefined, which would crash fetch. Without
+    // undici loaded there is none to make; undici fills a slot that is undefined when it loads.
+    const undici = loadedUndici()
+    const v2 = previous.v2 ?? (undici ? new undici.Agent() : undefined)
+    setSlot(V1, previous.v1 ?? (undici && v2 ? new undici.Dispatcher1Wrapper(v2) : undefined))
     setSlot(V2, v2)
   }
 }

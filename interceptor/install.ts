@@ -27,6 +27,7 @@ import { globalFetchIsCapturable, installGlobalDispatcher } from './global-dispa
 import { installHttp2Guard } from './http2-guard.ts'
 import type { NodeHttpCapture } from './node-http-capture.ts'
 import { createRecordReplayDispatcher, type RecordReplayDispatcher } from './record-replay-dispatcher.ts'
+import { loadUndici } from './undici-loader.ts'
 
 export interface InstallOptions {
   /** Default 'replay'. */
@@ -120,6 +121,10 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
   // Checked before anything opens: a typo must not leave a store open or a trace half-recorded.
   parsePace(options.pace)
   parseMaxBodyBytes(options.maxBodyBytes)
+  // Before the dispatcher exists: it goes where an app reaches it (the global slots, `tr.dispatcher`), and
+  // there it is a whole undici Dispatcher (`request()`, `stream()`, ... come with undici) as it always was.
+  // Importing the interceptor does not load undici (~110 ms); installing it does.
+  await loadUndici()
   const fromFile = options.config === false ? undefined : (await loadConfig(options.config === undefined ? {} : { file: options.config })).config.redaction
   const redaction = mergeRedaction(fromFile, options.redaction)
   const faults =

@@ -6,15 +6,16 @@
  * requests go out live.
  */
 import { ClientRequestInterceptor } from '@mswjs/interceptors/ClientRequest'
-import { Dispatcher } from 'undici'
+import type { Dispatcher } from 'undici'
 import { drivePlayback, refusalPlayback, refusalResponse } from '../capture/index.ts'
 import { lateRequestRefusal } from '../engine/index.ts'
 import { installGlobalDispatcher } from './global-dispatcher.ts'
 import { fetchClient } from './playback.ts'
 import { type AnyDispatchHandler, createResponseSink } from './response-sink.ts'
+import { extendsUndiciDispatcher, UndiciDispatcher } from './undici-loader.ts'
 
 /** A dispatcher that refuses every request as one that came after trace `trace` was judged. */
-export class LateRequestDispatcher extends Dispatcher {
+export class LateRequestDispatcher extends UndiciDispatcher {
   readonly #trace: string
 
   constructor(trace: string) {
@@ -54,6 +55,8 @@ export class LateRequestDispatcher extends Dispatcher {
     return undefined
   }
 }
+
+extendsUndiciDispatcher(LateRequestDispatcher)
 
 /**
  * Refuses fetch and node:http requests for the rest of the process, as requests that came after trace `trace`

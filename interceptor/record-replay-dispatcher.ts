@@ -8,7 +8,7 @@
  * composing collapsed repeated Set-Cookie under Node 22's bundled fetch and broke per-request
  * `dispatcher:` with undici 8, while this shape worked with every Node/undici pair tried.
  */
-import { Agent, Dispatcher } from 'undici'
+import type { Dispatcher } from 'undici'
 import {
   type CapturedExchange,
   type CaptureOptions,
@@ -26,6 +26,7 @@ import { runAsInternalConnection } from './internal-connection.ts'
 import { fetchClient } from './playback.ts'
 import { type BufferedBody, bufferBody, headerPairs, requestUrl } from './request-capture.ts'
 import { type AnyDispatchHandler, createResponseSink } from './response-sink.ts'
+import { extendsUndiciDispatcher, loadedUndici, loadUndici, type Undici, UndiciDispatcher } from './undici-loader.ts'
 
 export interface RecordReplayDispatcherOptions {
   /** The session that decides what happens to each request. */
@@ -49,9 +50,10 @@ export interface RecordReplayDispatcherOptions {
  * const dispatcher = createRecordReplayDispatcher({ session })
  * await fetch('https://api.test/users/1', { dispatcher })
  */
-export class RecordReplayDispatcher extends Dispatcher {
+export class RecordReplayDispatcher extends UndiciDispatcher {
   readonly #session: Session
-  readonly #upstream: Dispatcher
+  /** The upstream given, or the Agent this dispatcher made for itself (made at the first live request). */
+  #upstream: Dispatcher | undefined
   readonly #ownsUpstream: boolean
   readonly #capture: CaptureOptions
   #closed = false
@@ -60,8 +62,10 @@ export class RecordReplayDispatcher extends Dispatcher {
     super()
     this.#session = options.session
     this.#ownsUpstream = options.upstream === undefined
-    // Replay never dispatches to it, and an idle Agent opens no socket.
-    this.#upstream = options.upstream ?? new Agent()
+    this.#upstream = options.upstream
+    // install() has loaded undici by now. Made directly by the sync factory, this dispatcher starts loading it:
+    // the Agent a live request needs comes from it, and so do the API methods on undici's Dispatcher.prototype.
+    if (!loadedUndici()) loadUndici().catch(() => {})
     this.#capture = {
       session: options.session,
       pace: parsePace(options.pace),
@@ -102,14 +106,43 @@ export class RecordReplayDispatcher extends Dispatcher {
    */
   #upgrade(opts: Dispatcher.DispatchOptions, handler: AnyDispatchHandler): boolean {
     const decision = this.#session.handleUpgrade({ method: opts.method, url: requestUrl(opts), headers: headerPairs(opts.headers), body: null })
-    if (decision.kind === 'forward') return runAsInternalConnection(() => this.#upstream.dispatch(opts, handler as Dispatcher.DispatchHandler))
-    const error = decision.kind === 'fail' ? decision.error : new ToolReplayError(ErrorCodes.INTERNAL, 'handleUpgrade replayed an upgrade')
-    const sink = createResponseSink(handler)
-    queueMicrotask(() => {
-      sink.start()
-      sink.error(error)
-    })
+    if (decision.kind === 'forward') {
+      const upstream = this.#liveUpstream()
+      if (!(upstream instanceof Promise)) return runAsInternalConnection(() => upstream.dispatch(opts, handler as Dispatcher.DispatchHandler))
+      upstream.then(
+        (up) => {
+          try {
+            runAsInternalConnection(() => up.dispatch(opts, handler as Dispatcher.DispatchHandler))
+          } catch (err) {
+            failUpgrade(handler, err as Error)
+          }
+        },
+        (err: Error) => failUpgrade(handler, err),
+      )
+      return true
+    }
+    failUpgrade(handler, decision.kind === 'fail' ? decision.error : new ToolReplayError(ErrorCodes.INTERNAL, 'handleUpgrade replayed an upgrade'))
     return true
+  }
+
+  /**
+   * The dispatcher live requests go to: the one given, else this dispatcher's own Agent, made at the first live
+   * request (an Agent is undici's HTTP client; strict replay never needs it). A promise only while undici is
+   * still loading, when the sync factory made this dispatcher before install() or an app loaded undici.
+   */
+  #liveUpstream(): Dispatcher | Promise<Dispatcher> {
+    if (this.#upstream) return this.#upstream
+    const undici = loadedUndici()
+    if (undici) return this.#ownAgent(undici)
+    return loadUndici().then((u) => this.#upstream ?? this.#ownAgent(u))
+  }
+
+  #ownAgent(undici: Undici): Dispatcher {
+    const agent = new undici.Agent()
+    this.#upstream = agent
+    // Closed while undici loaded: the request fails as one sent to a closed Agent did (ClientClosedError).
+    if (this.#closed) agent.close().catch(() => {})
+    return agent
   }
 
   #start(opts: Dispatcher.DispatchOptions, handler: AnyDispatchHandler, ticket: Ticket): void {
@@ -148,7 +181,10 @@ export class RecordReplayDispatcher extends Dispatcher {
         const forwardHeaders = read?.contentType ? headers.flat() : opts.headers
         const live = { ...opts, body: body === null ? null : Buffer.from(body.buffer, body.byteOffset, body.byteLength), headers: forwardHeaders }
         // Outside node:http capture (msw patches every socket's connect): this request is already captured here.
-        runAsInternalConnection(() => forwardThroughDispatcher(this.#upstream, live as Dispatcher.DispatchOptions, events))
+        const send = (upstream: Dispatcher) => runAsInternalConnection(() => forwardThroughDispatcher(upstream, live as Dispatcher.DispatchOptions, events))
+        const upstream = this.#liveUpstream()
+        if (upstream instanceof Promise) upstream.then(send, (err: Error) => events.error(err))
+        else send(upstream)
       },
     }
     void captureRequest(this.#capture, exchange, ticket)
@@ -158,7 +194,7 @@ export class RecordReplayDispatcher extends Dispatcher {
   override close(callback: () => void): void
   override close(callback?: () => void): Promise<void> | undefined {
     this.#closed = true
-    const done = this.#ownsUpstream ? this.#upstream.close() : Promise.resolve()
+    const done = this.#ownsUpstream && this.#upstream ? this.#upstream.close() : Promise.resolve()
     if (!callback) return done
     done.then(callback, callback)
     return undefined
@@ -172,11 +208,22 @@ export class RecordReplayDispatcher extends Dispatcher {
     this.#closed = true
     const callback = typeof a === 'function' ? a : b
     const err = typeof a === 'function' ? null : (a ?? null)
-    const done = this.#ownsUpstream ? this.#upstream.destroy(err) : Promise.resolve()
+    const done = this.#ownsUpstream && this.#upstream ? this.#upstream.destroy(err) : Promise.resolve()
     if (!callback) return done
     done.then(callback, callback)
     return undefined
   }
+}
+
+extendsUndiciDispatcher(RecordReplayDispatcher)
+
+/** Refuses an upgrade: undici's upgrade handlers throw on any non-101 head, so the refusal is the error itself. */
+function failUpgrade(handler: AnyDispatchHandler, error: Error): void {
+  const sink = createResponseSink(handler)
+  queueMicrotask(() => {
+    sink.start()
+    sink.error(error)
+  })
 }
 
 /** Creates the record/replay dispatcher for one session; use it as `dispatcher:` or install it globally. */
