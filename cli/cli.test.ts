@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { openStore, openStoreOps } from '../store/index.ts'
 import { bodyFromBytes, ErrorCodes, type Trace } from '../trace/index.ts'
-import { COMMANDS } from './commands/index.ts'
+import { COMMAND_ENTRIES, commandsFor, loadAllCommands } from './commands/index.ts'
 import { EXIT_CODES, EXIT_DIFFERENT, EXIT_OK } from './exit-codes.ts'
 import { runCli } from './main.ts'
 
@@ -185,7 +185,7 @@ describe('tr-proxy CLI (in-process)', () => {
     }
     const known = new Set([EXIT_OK, EXIT_DIFFERENT, ...Object.values(EXIT_CODES)])
     const texts = new Map<string, string>([['', await help([])]])
-    for (const c of COMMANDS) {
+    for (const c of await loadAllCommands()) {
       const name = String(c.command).split(' ')[0] as string
       texts.set(name, await help([name]))
     }
@@ -206,6 +206,18 @@ describe('tr-proxy CLI (in-process)', () => {
         `integrity \\(exit ${v[ErrorCodes.CASE_INTEGRITY]}\\), strict replay \\(${v[ErrorCodes.REPLAY_INCOMPLETE]}\\), app error \\(${v[ErrorCodes.CASE_APP_ERROR]}\\), behavioural regression \\(${v[ErrorCodes.CASE_REGRESSION]}\\)`,
       ),
     )
+  })
+
+  test('a command line loads the command it names, by the names the command itself answers to', async () => {
+    const all = await loadAllCommands()
+    assert.equal(all.length, COMMAND_ENTRIES.length)
+    for (const [i, entry] of COMMAND_ENTRIES.entries()) {
+      const own = ([] as string[]).concat((all[i] as { command: string | string[] }).command).map((c) => c.split(' ')[0])
+      assert.deepEqual(entry.names, own, `the entry for ${own[0]} lists the names its module declares`)
+      for (const name of entry.names) assert.deepEqual(await commandsFor(['--store', 'x', name, '--json']), [all[i]], name)
+    }
+    // No command named (help, a typo, an option only): every command, so yargs can list or suggest them.
+    for (const argv of [[], ['--help'], ['lss'], ['--store', 'ls'], ['--', 'ls']]) assert.equal((await commandsFor(argv)).length, all.length, argv.join(' '))
   })
 
   test('every error code has an exit code', () => {

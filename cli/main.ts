@@ -1,6 +1,6 @@
 import yargs, { type Argv } from 'yargs'
 import { ErrorCodes } from '../trace/index.ts'
-import { COMMANDS } from './commands/index.ts'
+import { commandsFor } from './commands/index.ts'
 import { EXIT_USAGE } from './exit-codes.ts'
 import { type Io, processIo, reportError } from './output.ts'
 
@@ -29,7 +29,8 @@ export async function runCli(argv: string[], io: Io = processIo): Promise<number
     })
     .exitProcess(false)
   skipHelpRendering(parser)
-  for (const command of COMMANDS) {
+  // Only the command the line names is imported (all of them for --help or a name that is none).
+  for (const command of await commandsFor(argv)) {
     parser.command({
       command: command.command,
       describe: command.describe,

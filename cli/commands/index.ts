@@ -1,61 +1,68 @@
-import { assetsCommand } from './assets.ts'
-import { caCommand } from './ca.ts'
-import { checkCommand } from './check.ts'
 import type { CommandModule } from './command.ts'
-import { demoCommand } from './demo.ts'
-import { diffCommand } from './diff.ts'
-import { driftCommand } from './drift.ts'
-import { duCommand } from './du.ts'
-import { emitTestCommand } from './emit-test.ts'
-import { envCommand } from './env.ts'
-import { exportCommand } from './export.ts'
-import { exportHarCommand } from './export-har.ts'
-import { exportMswCommand } from './export-msw.ts'
-import { forkCommand } from './fork.ts'
-import { fsckCommand } from './fsck.ts'
-import { gcCommand } from './gc.ts'
-import { importCommand } from './import.ts'
-import { importHarCommand } from './import-har.ts'
-import { inspectCommand } from './inspect.ts'
-import { lsCommand } from './ls.ts'
-import { mcpCommand } from './mcp.ts'
-import { recordCommand } from './record.ts'
-import { replayCommand } from './replay.ts'
-import { rmCommand } from './rm.ts'
-import { scanCommand } from './scan.ts'
-import { serveCommand } from './serve.ts'
-import { sessionCommand } from './session.ts'
-import { showCommand } from './show.ts'
-import { verifyCommand } from './verify.ts'
 
-/** Every CLI command, in --help order. Each lives in its own file. */
-export const COMMANDS: CommandModule[] = [
-  lsCommand,
-  showCommand,
-  exportCommand,
-  importCommand,
-  importHarCommand,
-  exportHarCommand,
-  exportMswCommand,
-  rmCommand,
-  fsckCommand,
-  gcCommand,
-  duCommand,
-  forkCommand,
-  diffCommand,
-  driftCommand,
-  checkCommand,
-  emitTestCommand,
-  verifyCommand,
-  scanCommand,
-  assetsCommand,
-  recordCommand,
-  replayCommand,
-  serveCommand,
-  mcpCommand,
-  sessionCommand,
-  envCommand,
-  caCommand,
-  demoCommand,
-  inspectCommand,
+/** A command as a start finds it: the words that name it, and its module, imported only when needed. */
+export interface CommandEntry {
+  readonly names: readonly string[]
+  readonly load: () => Promise<CommandModule>
+}
+
+/**
+ * Every CLI command, in --help order. Each lives in its own file and is imported when the command line names
+ * it, so a start loads the libraries of the command it runs (`ls` reads the store; it does not load the proxy,
+ * undici, the inspector or the case runner). cli/cli.test.ts checks these names against each command's own.
+ */
+export const COMMAND_ENTRIES: readonly CommandEntry[] = [
+  { names: ['ls', 'list'], load: async () => (await import('./ls.ts')).lsCommand },
+  { names: ['show'], load: async () => (await import('./show.ts')).showCommand },
+  { names: ['export'], load: async () => (await import('./export.ts')).exportCommand },
+  { names: ['import'], load: async () => (await import('./import.ts')).importCommand },
+  { names: ['import-har'], load: async () => (await import('./import-har.ts')).importHarCommand },
+  { names: ['export-har'], load: async () => (await import('./export-har.ts')).exportHarCommand },
+  { names: ['export-msw'], load: async () => (await import('./export-msw.ts')).exportMswCommand },
+  { names: ['rm'], load: async () => (await import('./rm.ts')).rmCommand },
+  { names: ['fsck'], load: async () => (await import('./fsck.ts')).fsckCommand },
+  { names: ['gc'], load: async () => (await import('./gc.ts')).gcCommand },
+  { names: ['du'], load: async () => (await import('./du.ts')).duCommand },
+  { names: ['fork'], load: async () => (await import('./fork.ts')).forkCommand },
+  { names: ['diff'], load: async () => (await import('./diff.ts')).diffCommand },
+  { names: ['drift'], load: async () => (await import('./drift.ts')).driftCommand },
+  { names: ['check'], load: async () => (await import('./check.ts')).checkCommand },
+  { names: ['emit-test'], load: async () => (await import('./emit-test.ts')).emitTestCommand },
+  { names: ['verify'], load: async () => (await import('./verify.ts')).verifyCommand },
+  { names: ['scan'], load: async () => (await import('./scan.ts')).scanCommand },
+  { names: ['assets'], load: async () => (await import('./assets.ts')).assetsCommand },
+  { names: ['record'], load: async () => (await import('./record.ts')).recordCommand },
+  { names: ['replay'], load: async () => (await import('./replay.ts')).replayCommand },
+  { names: ['serve'], load: async () => (await import('./serve.ts')).serveCommand },
+  { names: ['mcp'], load: async () => (await import('./mcp.ts')).mcpCommand },
+  { names: ['session'], load: async () => (await import('./session.ts')).sessionCommand },
+  { names: ['env'], load: async () => (await import('./env.ts')).envCommand },
+  { names: ['ca'], load: async () => (await import('./ca.ts')).caCommand },
+  { names: ['demo'], load: async () => (await import('./demo.ts')).demoCommand },
+  { names: ['inspect'], load: async () => (await import('./inspect.ts')).inspectCommand },
 ]
+
+/** Every command, loaded: for --help, a usage error or a name that is no command (yargs suggests the nearest). */
+export function loadAllCommands(): Promise<CommandModule[]> {
+  return Promise.all(COMMAND_ENTRIES.map((e) => e.load()))
+}
+
+/**
+ * The commands a command line needs: the one it names, or all of them when its first word is no command's
+ * name. The first word is the first argument that is not an option (`--store DIR` takes the next one).
+ */
+export async function commandsFor(argv: readonly string[]): Promise<CommandModule[]> {
+  const word = commandWord(argv)
+  const entry = word === undefined ? undefined : COMMAND_ENTRIES.find((e) => e.names.includes(word))
+  return entry ? [await entry.load()] : loadAllCommands()
+}
+
+function commandWord(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string
+    if (a === '--') return undefined
+    if (a === '--store') i++
+    else if (!a.startsWith('-')) return a
+  }
+  return undefined
+}
