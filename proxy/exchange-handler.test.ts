@@ -7,13 +7,13 @@ import { IncomingMessage, ServerResponse } from 'node:http'
 import { Socket } from 'node:net'
 import { PassThrough } from 'node:stream'
 import { test } from 'node:test'
-import { Agent } from 'undici'
 import { openSession } from '../engine/index.ts'
 import { createMemoryStore } from '../store/index.ts'
 import { bodyFromChunks, ErrorCodes } from '../trace/index.ts'
 import { createExchangeHandler, createStats } from './exchange-handler.ts'
 import { readBody } from './request-body.ts'
 import { createHrefResolver, parseAuthority, urlInput } from './request-target.ts'
+import { LazyUpstream } from './upstream.ts'
 
 /** A request as node:http would hand it over, with `body` already received. */
 function fakeRequest(method: string, url: string, headers: Array<[string, string]>, body?: string): IncomingMessage {
@@ -87,10 +87,10 @@ test('exchange handler: replays a recorded chunked response, refuses a miss with
   })
   const session = await openSession({ mode: 'replay', trace: 't', store })
   const stats = createStats()
-  const agent = new Agent()
+  const upstream = new LazyUpstream({})
   const handle = createExchangeHandler({
     session,
-    agent,
+    upstream,
     stats,
     pace: { kind: 'chunks' },
     chunkGapMs: 0,
@@ -128,5 +128,5 @@ test('exchange handler: replays a recorded chunked response, refuses a miss with
   const summary = await session.close()
   assert.equal(summary.misses.length, 2, 'the miss and the refused body both count against strict replay')
   assert.deepEqual({ replayed: stats.replayed, refused: stats.refused, badRequests: stats.badRequests }, { replayed: 1, refused: 1, badRequests: 1 })
-  await agent.close()
+  await upstream.close()
 })

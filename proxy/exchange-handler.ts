@@ -6,7 +6,6 @@
  * socket-less stream.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Agent } from 'undici'
 import { type CapturedExchange, type CaptureOptions, captureRequest, forwardThroughDispatcher, type Pace } from '../capture/index.ts'
 import type { Session, Ticket } from '../engine/index.ts'
 import { ErrorCodes, headerPairsFromRaw } from '../trace/index.ts'
@@ -15,6 +14,7 @@ import { readBody } from './request-body.ts'
 import { createHrefResolver, type TunnelTarget } from './request-target.ts'
 import { responseTarget } from './response-target.ts'
 import { sendProxyError } from './responses.ts'
+import type { LazyUpstream } from './upstream.ts'
 
 /** Counters, for tests and `GET /status`. */
 export interface ProxyStats {
@@ -39,7 +39,8 @@ export function createStats(): ProxyStats {
 /** What handling a request needs. */
 export interface ExchangeHandlerContext {
   session: Session
-  agent: Agent
+  /** Where forwarded requests go (undici is imported at the first one). */
+  upstream: LazyUpstream
   stats: ProxyStats
   pace: Pace
   /** Gap between chunk writes (ms); undefined: the default for the client's connection. */
@@ -113,18 +114,18 @@ export function createExchangeHandler(
       client: responseTarget(res, ctx.chunkGapMs),
       forward: (body, events) => {
         const u = new URL(url)
-        forwardThroughDispatcher(
-          ctx.agent,
-          {
-            origin: `${u.protocol}//${u.host}`,
-            path: `${u.pathname}${u.search}`,
-            method,
-            headers: flatten(headers),
-            body: body === null ? null : Buffer.from(body.buffer, body.byteOffset, body.byteLength),
-            // Never retried or rewritten: the app's retries are part of what is recorded.
-            idempotent: false,
-          },
-          events,
+        const live = {
+          origin: `${u.protocol}//${u.host}`,
+          path: `${u.pathname}${u.search}`,
+          method,
+          headers: flatten(headers),
+          body: body === null ? null : Buffer.from(body.buffer, body.byteOffset, body.byteLength),
+          // Never retried or rewritten: the app's retries are part of what is recorded.
+          idempotent: false,
+        }
+        ctx.upstream.use(
+          (agent) => forwardThroughDispatcher(agent, live, events),
+          (err) => events.error(err),
         )
       },
     }

@@ -10,7 +10,7 @@ import { type CapturedRequest, openSession, type RedactionOptions } from '../eng
 import { createMemoryStore } from '../store/index.ts'
 import { ErrorCodes, type Exchange, ToolReplayError, type Trace } from '../trace/index.ts'
 import { flatten, stripHopByHop } from './headers.ts'
-import { createUpstreamAgent, type UpstreamOptions } from './upstream.ts'
+import { createUpstreamAgent, loadUndici, type UpstreamOptions } from './upstream.ts'
 
 /** Options of `resendLive`. */
 export interface LiveResendOptions {
@@ -38,7 +38,10 @@ export const RESEND_BODY_TIMEOUT_MS = 30_000
 /** Re-sends `requests` live, one after the other, and returns the redacted live answers. */
 export async function resendLive(requests: readonly CapturedRequest[], options: LiveResendOptions): Promise<LiveResendResult> {
   const store = createMemoryStore()
-  const agent = createUpstreamAgent({ headersTimeoutMs: RESEND_HEADERS_TIMEOUT_MS, bodyTimeoutMs: RESEND_BODY_TIMEOUT_MS, ...options.upstream })
+  const agent = createUpstreamAgent(
+    { headersTimeoutMs: RESEND_HEADERS_TIMEOUT_MS, bodyTimeoutMs: RESEND_BODY_TIMEOUT_MS, ...options.upstream },
+    await loadUndici(),
+  )
   const failures = new Map<number, ToolReplayError>()
   try {
     const session = await openSession({

@@ -20,7 +20,7 @@ import type { TunnelTarget } from './request-target.ts'
 import { sendProxyError } from './responses.ts'
 import { type ReverseMount, ReverseRoutes } from './reverse-routes.ts'
 import { createConnectHandler, createUpgradeHandler } from './tunnels.ts'
-import { createUpstreamAgent, type UpstreamOptions } from './upstream.ts'
+import { LazyUpstream, type UpstreamOptions } from './upstream.ts'
 
 const { createServer } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
@@ -119,7 +119,10 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   const reverse = options.reverse && options.reverse.length > 0 ? new ReverseRoutes(options.reverse) : undefined
   const limits = { ...DEFAULT_PROXY_LIMITS, ...options.limits }
   const stats = createStats()
-  const agent = createUpstreamAgent(options.upstream ?? {})
+  const upstream = new LazyUpstream(options.upstream ?? {})
+  // A recording proxy forwards from its first request: undici loads while the app starts, not on that request.
+  // Replay loads it only if a request is ever forwarded (a strict replay never forwards).
+  if (session && session.mode !== 'replay') upstream.warm()
   const tunnelTargets = new WeakMap<Duplex, TunnelTarget>()
   const sockets = new Set<Duplex>()
   const inflight = new Set<Promise<void>>()
@@ -132,7 +135,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     socket.once('close', () => sockets.delete(socket))
   }
   const handlerContext = {
-    agent,
+    upstream,
     stats,
     pace: parsePace(options.pace),
     chunkGapMs: options.chunkGapMs,
@@ -209,7 +212,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     stats,
     close(closeOptions = {}) {
       slots.close()
-      closed ??= shutDown({ outer, inner, inflight, sockets, agent, session, sessions }, closeOptions.graceMs ?? 5000)
+      closed ??= shutDown({ outer, inner, inflight, sockets, upstream, session, sessions }, closeOptions.graceMs ?? 5000)
       return closed as Promise<SessionSummary>
     },
   }
@@ -239,14 +242,14 @@ function requestEntry(router: RequestRouter, inflight: Set<Promise<void>>) {
   }
 }
 
-/** Stops accepting, gives requests in flight `graceMs`, then closes every socket, the upstream agent and the sessions. */
+/** Stops accepting, gives requests in flight `graceMs`, then closes every socket, the upstream Agent and the sessions. */
 async function shutDown(
   parts: {
     outer: Server
     inner: Server
     inflight: Set<Promise<void>>
     sockets: Set<Duplex>
-    agent: { close(): Promise<void> }
+    upstream: { close(): Promise<void> }
     session: Session | undefined
     sessions: ProxySessions
   },
@@ -259,7 +262,7 @@ async function shutDown(
   await Promise.race([Promise.allSettled([...parts.inflight]), new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))])
   clearTimeout(timer)
   for (const s of parts.sockets) s.destroy()
-  await parts.agent.close().catch(() => {})
+  await parts.upstream.close().catch(() => {})
   const [summary] = await Promise.all([parts.session?.close(), parts.sessions.closeAll()])
   return summary
 }

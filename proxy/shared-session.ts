@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { rootCertificates } from 'node:tls'
-import { type Dispatcher, ProxyAgent } from 'undici'
+import type { Dispatcher } from 'undici'
 import type { Mode, SessionSummary } from '../engine/index.ts'
 import { defaultStoreDir } from '../store/index.ts'
 import { type ErrorCode, ErrorCodes, parseJson, ToolReplayError } from '../trace/index.ts'
@@ -148,6 +148,8 @@ export async function openSharedSession(spec: Partial<SessionSpec> & { name: str
   const caPath = status.ca as string
   // Read before the session opens, so a failure here never leaves a session open on the serve.
   const caPem = await readFile(caPath, 'utf8')
+  // undici is imported here, not when the proxy's CLI (which imports this module) starts.
+  const { ProxyAgent } = await import('undici')
   const answer = await controlCall(socket, 'POST', '/sessions', spec)
   const session = answer.session as NamedSessionStatus
   // Written next to the CA by the serve (proxy-env.ts writeCaBundle).

@@ -1,6 +1,6 @@
 import { isIP, connect as netConnect, type Socket } from 'node:net'
 import { rootCertificates, connect as tlsConnect } from 'node:tls'
-import { Agent, buildConnector } from 'undici'
+import type { Agent } from 'undici'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 
 /** How the proxy reaches upstreams. */
@@ -45,12 +45,70 @@ export function parseResolve(values: readonly string[]): Record<string, { host: 
   return out
 }
 
+/** The undici package's exports. */
+type Undici = typeof import('undici')
+
+/**
+ * undici, imported when the proxy first forwards: a strict replay never does, and undici is ~110 modules
+ * and ~100 ms of a start. Imported by `import()` with the specifier an app uses (one ESM module record).
+ */
+export function loadUndici(): Promise<Undici> {
+  return import('undici')
+}
+
+/**
+ * The proxy's upstream: its undici Agent (createUpstreamAgent), made when the first request is forwarded or
+ * when `warm()` asks for it early (a recording proxy, so its first request does not wait for undici).
+ */
+export class LazyUpstream {
+  readonly #options: UpstreamOptions
+  #agent: Agent | undefined
+  #making: Promise<Agent> | undefined
+  #closed = false
+
+  constructor(options: UpstreamOptions) {
+    this.#options = options
+  }
+
+  /** The Agent, or a promise of it while undici loads. */
+  agent(): Agent | Promise<Agent> {
+    if (this.#agent) return this.#agent
+    this.#making ??= loadUndici().then((undici) => {
+      const agent = createUpstreamAgent(this.#options, undici)
+      this.#agent = agent
+      // Closed while undici loaded: a forward still waiting fails as one sent to a closed Agent does.
+      if (this.#closed) void agent.close().catch(() => {})
+      return agent
+    })
+    return this.#making
+  }
+
+  /** Runs `forward` with the Agent (at once when it is made); a failure to make it goes to `fail`. */
+  use(forward: (agent: Agent) => void, fail: (err: Error) => void): void {
+    const agent = this.agent()
+    if (agent instanceof Promise) agent.then(forward, fail)
+    else forward(agent)
+  }
+
+  /** Starts making the Agent now, without waiting for it. */
+  warm(): void {
+    void Promise.resolve(this.agent()).catch(() => {})
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true
+    const agent = this.#agent ?? (await this.#making?.catch(() => undefined))
+    await agent?.close()
+  }
+}
+
 /**
  * An undici Agent for the proxy's own upstream calls. It is a plain Agent, so HTTP(S)_PROXY and
  * NODE_USE_ENV_PROXY in the proxy's environment never apply (no proxy loops), and it speaks HTTP/1.1
  * only, like the client side.
  */
-export function createUpstreamAgent(options: UpstreamOptions): Agent {
+export function createUpstreamAgent(options: UpstreamOptions, undici: Pick<Undici, 'Agent' | 'buildConnector'>): Agent {
+  const { Agent, buildConnector } = undici
   const base = buildConnector({
     allowH2: false,
     timeout: options.connectTimeoutMs ?? 10_000,
