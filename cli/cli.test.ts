@@ -217,7 +217,10 @@ describe('tr-proxy CLI (in-process)', () => {
       for (const name of entry.names) assert.deepEqual(await commandsFor(['--store', 'x', name, '--json']), [all[i]], name)
     }
     // No command named (help, a typo, an option only): every command, so yargs can list or suggest them.
-    for (const argv of [[], ['--help'], ['lss'], ['--store', 'ls'], ['--', 'ls']]) assert.equal((await commandsFor(argv)).length, all.length, argv.join(' '))
+    // An option that is not global before the word: its value may look like a command (`--trace ls replay`).
+    for (const argv of [[], ['--help'], ['lss'], ['--store', 'ls'], ['--', 'ls'], ['--trace', 'ls', 'replay'], ['-h', 'ls']])
+      assert.equal((await commandsFor(argv)).length, all.length, argv.join(' '))
+    assert.deepEqual(await commandsFor(['--store=s', '--no-json', 'show', 't']), await commandsFor(['show']))
   })
 
   test('every error code has an exit code', () => {

@@ -77,6 +77,31 @@ test("the sync factory before any undici: instanceof the app's later undici.Disp
   })
 })
 
+test("the sync factory's dispatcher answers undici's API at once, before anything loaded undici (promise and callback)", async () => {
+  const out = await inFreshProcess(`
+    const { createRecordReplayDispatcher } = await import('tool-replay/interceptor')
+    const { openSession } = await import('tool-replay/engine')
+    const { createMemoryStore } = await import('tool-replay/store')
+    const server = await startServer()
+    const dispatcher = createRecordReplayDispatcher({ session: await openSession({ mode: 'record', trace: 't', store: createMemoryStore() }) })
+    out.indexLoadedAtCreation = undiciIndexLoaded()
+    try {
+      dispatcher.pipeline({ origin: server.url, path: '/p', method: 'GET' }, () => {})
+      out.pipeline = 'returned'
+    } catch (err) {
+      out.pipeline = err.code
+    }
+    const res = await dispatcher.request({ origin: server.url, path: '/promise', method: 'GET' })
+    out.promise = await res.body.text()
+    out.callback = await new Promise((resolve, reject) =>
+      dispatcher.request({ origin: server.url, path: '/callback', method: 'GET' }, (err, r) => (err ? reject(err) : r.body.text().then(resolve, reject))),
+    )
+    await dispatcher.close()
+    await server.close()
+  `)
+  assert.deepEqual(out, { indexLoadedAtCreation: false, pipeline: 'TR_INVALID_OPTION', promise: 'hello /promise', callback: 'hello /callback' })
+})
+
 test("undici imported first: the factory's dispatcher is an undici Dispatcher at once", async () => {
   const out = await inFreshProcess(`
     const undici = await import('undici')

@@ -54,6 +54,8 @@ export class RecordReplayDispatcher extends UndiciDispatcher {
   readonly #session: Session
   /** The upstream given, or the Agent this dispatcher made for itself (made at the first live request). */
   #upstream: Dispatcher | undefined
+  /** The own Agent while undici loads (the sync factory ran before undici was imported). */
+  #making: Promise<Dispatcher> | undefined
   readonly #ownsUpstream: boolean
   readonly #capture: CaptureOptions
   #closed = false
@@ -134,15 +136,23 @@ export class RecordReplayDispatcher extends UndiciDispatcher {
     if (this.#upstream) return this.#upstream
     const undici = loadedUndici()
     if (undici) return this.#ownAgent(undici)
-    return loadUndici().then((u) => this.#upstream ?? this.#ownAgent(u))
+    this.#making ??= loadUndici().then((u) => this.#upstream ?? this.#ownAgent(u))
+    return this.#making
   }
 
   #ownAgent(undici: Undici): Dispatcher {
     const agent = new undici.Agent()
     this.#upstream = agent
-    // Closed while undici loaded: the request fails as one sent to a closed Agent did (ClientClosedError).
-    if (this.#closed) agent.close().catch(() => {})
     return agent
+  }
+
+  /**
+   * The upstream to close: a close() while undici still loads waits for the Agent the waiting requests get,
+   * so they are sent and finish as on an Agent closed with them in flight.
+   */
+  #ownedUpstream(): Dispatcher | Promise<Dispatcher | undefined> | undefined {
+    if (!this.#ownsUpstream) return undefined
+    return this.#upstream ?? this.#making?.catch(() => undefined)
   }
 
   #start(opts: Dispatcher.DispatchOptions, handler: AnyDispatchHandler, ticket: Ticket): void {
@@ -194,7 +204,8 @@ export class RecordReplayDispatcher extends UndiciDispatcher {
   override close(callback: () => void): void
   override close(callback?: () => void): Promise<void> | undefined {
     this.#closed = true
-    const done = this.#ownsUpstream && this.#upstream ? this.#upstream.close() : Promise.resolve()
+    const upstream = this.#ownedUpstream()
+    const done = upstream instanceof Promise ? upstream.then((u) => u?.close()) : (upstream?.close() ?? Promise.resolve())
     if (!callback) return done
     done.then(callback, callback)
     return undefined
@@ -208,7 +219,8 @@ export class RecordReplayDispatcher extends UndiciDispatcher {
     this.#closed = true
     const callback = typeof a === 'function' ? a : b
     const err = typeof a === 'function' ? null : (a ?? null)
-    const done = this.#ownsUpstream && this.#upstream ? this.#upstream.destroy(err) : Promise.resolve()
+    const upstream = this.#ownedUpstream()
+    const done = upstream instanceof Promise ? upstream.then((u) => u?.destroy(err)) : (upstream?.destroy(err) ?? Promise.resolve())
     if (!callback) return done
     done.then(callback, callback)
     return undefined

@@ -16,6 +16,7 @@
 import type { Dispatcher } from 'undici'
 // @ts-expect-error undici publishes no types for its internal files; this one exports the Dispatcher class.
 import dispatcherClass from 'undici/lib/dispatcher/dispatcher.js'
+import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 
 /** The undici package's exports. */
 export type Undici = typeof import('undici')
@@ -34,6 +35,47 @@ let loading: Promise<Undici> | undefined
  */
 export function extendsUndiciDispatcher(subclass: abstract new (...args: never[]) => Dispatcher): void {
   subclasses.push(subclass)
+  bridgeApi(subclass.prototype)
+}
+
+/** undici's API, which its index.js assigns onto `Dispatcher.prototype` (`Object.assign(Dispatcher.prototype, api)`). */
+const ASYNC_API = ['request', 'stream', 'connect', 'upgrade'] as const
+
+/**
+ * Gives a dispatcher made before undici was imported (the sync factory) undici's API at once: each method
+ * calls undici's own (on the parent prototype, where index.js puts it) now, or once undici has loaded; a
+ * callback gets a failure to load. `pipeline` returns its stream synchronously: before undici is loaded it
+ * throws a TR_INVALID_OPTION saying to import undici (or await install()) first.
+ */
+function bridgeApi(proto: object): void {
+  const parentMethod = (self: object, name: string) => Reflect.get(Object.getPrototypeOf(proto), name, self) as ((...a: unknown[]) => unknown) | undefined
+  for (const name of ASYNC_API) {
+    Object.defineProperty(proto, name, {
+      configurable: true,
+      writable: true,
+      value(this: object, ...args: unknown[]) {
+        const own = parentMethod(this, name)
+        if (own) return Reflect.apply(own, this, args)
+        const later = loadUndici().then(() => Reflect.apply(parentMethod(this, name) as (...a: unknown[]) => unknown, this, args))
+        const callback = args.at(-1)
+        if (typeof callback !== 'function') return later
+        later.catch((err: unknown) => callback(err))
+        return undefined
+      },
+    })
+  }
+  Object.defineProperty(proto, 'pipeline', {
+    configurable: true,
+    writable: true,
+    value(this: object, ...args: unknown[]) {
+      const own = parentMethod(this, 'pipeline')
+      if (own) return Reflect.apply(own, this, args)
+      throw new ToolReplayError(
+        ErrorCodes.INVALID_OPTION,
+        "dispatcher.pipeline() needs undici loaded, and this dispatcher was made before it was: import 'undici' (or await install()) before calling it.",
+      )
+    },
+  })
 }
 
 /** Makes every registered class extend `undici.Dispatcher` (a no-op when it is UndiciDispatcher, as it should be). */

@@ -64,7 +64,6 @@ export class LazyUpstream {
   readonly #options: UpstreamOptions
   #agent: Agent | undefined
   #making: Promise<Agent> | undefined
-  #closed = false
 
   constructor(options: UpstreamOptions) {
     this.#options = options
@@ -74,11 +73,8 @@ export class LazyUpstream {
   agent(): Agent | Promise<Agent> {
     if (this.#agent) return this.#agent
     this.#making ??= loadUndici().then((undici) => {
-      const agent = createUpstreamAgent(this.#options, undici)
-      this.#agent = agent
-      // Closed while undici loaded: a forward still waiting fails as one sent to a closed Agent does.
-      if (this.#closed) void agent.close().catch(() => {})
-      return agent
+      this.#agent = createUpstreamAgent(this.#options, undici)
+      return this.#agent
     })
     return this.#making
   }
@@ -95,8 +91,8 @@ export class LazyUpstream {
     void Promise.resolve(this.agent()).catch(() => {})
   }
 
+  /** Closes the Agent; while undici loads, once it is made (a forward waiting for it is sent first). */
   async close(): Promise<void> {
-    this.#closed = true
     const agent = this.#agent ?? (await this.#making?.catch(() => undefined))
     await agent?.close()
   }

@@ -49,7 +49,7 @@ export function loadAllCommands(): Promise<CommandModule[]> {
 
 /**
  * The commands a command line needs: the one it names, or all of them when its first word is no command's
- * name. The first word is the first argument that is not an option (`--store DIR` takes the next one).
+ * name.
  */
 export async function commandsFor(argv: readonly string[]): Promise<CommandModule[]> {
   const word = commandWord(argv)
@@ -57,12 +57,14 @@ export async function commandsFor(argv: readonly string[]): Promise<CommandModul
   return entry ? [await entry.load()] : loadAllCommands()
 }
 
+/** The first word, when only the global options (`--store DIR`, `--store=DIR`, `--json`, `--no-json`) come before it. */
 function commandWord(argv: readonly string[]): string | undefined {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string
-    if (a === '--') return undefined
     if (a === '--store') i++
-    else if (!a.startsWith('-')) return a
+    else if (a.startsWith('--store=') || a === '--json' || a === '--no-json') continue
+    // Any other option first (`--trace NAME ls`): its value could look like a command; yargs decides with all.
+    else return a.startsWith('-') ? undefined : a
   }
   return undefined
 }
