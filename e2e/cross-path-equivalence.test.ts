@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test'
 import { type Dispatcher, fetch, ProxyAgent } from 'undici'
 import { runCli } from '../cli/index.ts'
 import { install } from '../interceptor/index.ts'
-import { createUpstreamAgent, loadUndici } from '../proxy/upstream.ts'
+import { createUpstreamAgent } from '../proxy/upstream.ts'
 import { openStore } from '../store/index.ts'
 import { startTestProxy, tempDir } from './support/proxy-harness.ts'
 import { BIG_BODY, createTestPki, GZIP_TEXT, JSON_BODY, RESET_PARTIAL, startUpstream, type TestUpstream } from './support/proxy-upstream.ts'
@@ -71,7 +71,7 @@ test('the interceptor and the proxy record the same scenario identically: tr-pro
   let viaInterceptor: string[]
   let viaProxy: string[]
   try {
-    const upstream = createUpstreamAgent({ ca: pki.caPem, resolve }, await loadUndici())
+    const upstream = createUpstreamAgent({ ca: pki.caPem, resolve }, await import('undici'))
     const tr = await install({ mode: 'record', trace: 'by-interceptor', store, upstream })
     try {
       viaInterceptor = await scenario(undefined)

@@ -43,17 +43,24 @@ test("importing the interceptor loads undici's Dispatcher class only, not its HT
   assert.deepEqual(out.files, ['lib/core/errors.js', 'lib/core/symbols.js', 'lib/dispatcher/dispatcher.js'])
 })
 
-test("the sync factory before any undici: instanceof the app's later undici.Dispatcher, its API, and a live request through its own Agent", async () => {
-  const out = await inFreshProcess(`
+/**
+ * A record-mode dispatcher from the sync factory in a process where nothing loaded undici yet (`server`,
+ * `session`, `dispatcher`). The probe is taken before the call: the factory starts loading undici, and on Node 24
+ * and later its file is in the module cache as soon as that begins.
+ */
+const FACTORY_BEFORE_UNDICI = `
     const { createRecordReplayDispatcher } = await import('tool-replay/interceptor')
     const { openSession } = await import('tool-replay/engine')
     const { createMemoryStore } = await import('tool-replay/store')
     const server = await startServer()
     const session = await openSession({ mode: 'record', trace: 't', store: createMemoryStore() })
-    // Nothing loaded undici before the factory (which starts loading it: on Node 24 and later its file is in the
-    // module cache as soon as that begins, so the probe is taken before the call).
     out.indexLoadedBefore = undiciIndexLoaded()
     const dispatcher = createRecordReplayDispatcher({ session })
+`
+
+test("the sync factory before any undici: instanceof the app's later undici.Dispatcher, its API, and a live request through its own Agent", async () => {
+  const out = await inFreshProcess(`
+    ${FACTORY_BEFORE_UNDICI}
     // Node's bundled fetch, at once: the live request waits for the Agent that undici's loading brings.
     out.body = await (await fetch(server.url + '/first', { dispatcher })).text()
     const undici = await import('undici')
@@ -81,13 +88,7 @@ test("the sync factory before any undici: instanceof the app's later undici.Disp
 
 test("the sync factory's dispatcher answers undici's API at once, before anything loaded undici (promise and callback)", async () => {
   const out = await inFreshProcess(`
-    const { createRecordReplayDispatcher } = await import('tool-replay/interceptor')
-    const { openSession } = await import('tool-replay/engine')
-    const { createMemoryStore } = await import('tool-replay/store')
-    const server = await startServer()
-    const session = await openSession({ mode: 'record', trace: 't', store: createMemoryStore() })
-    out.indexLoadedBefore = undiciIndexLoaded()
-    const dispatcher = createRecordReplayDispatcher({ session })
+    ${FACTORY_BEFORE_UNDICI}
     // At once, before undici's loading (which the factory starts) is over: pipeline cannot wait, so it refuses.
     try {
       dispatcher.pipeline({ origin: server.url, path: '/p', method: 'GET' }, () => {})

@@ -16,6 +16,7 @@ import {
   DEFAULT_DRAIN_AFTER_ABORT_MS,
   drivePlayback,
   forwardThroughDispatcher,
+  LazyAgent,
   type PaceOption,
   parsePace,
   refusalPlayback,
@@ -26,7 +27,7 @@ import { runAsInternalConnection } from './internal-connection.ts'
 import { fetchClient } from './playback.ts'
 import { type BufferedBody, bufferBody, headerPairs, requestUrl } from './request-capture.ts'
 import { type AnyDispatchHandler, createResponseSink } from './response-sink.ts'
-import { extendsUndiciDispatcher, loadedUndici, loadUndici, type Undici, UndiciDispatcher } from './undici-loader.ts'
+import { extendsUndiciDispatcher, loadedUndici, loadUndici, UndiciDispatcher } from './undici-loader.ts'
 
 export interface RecordReplayDispatcherOptions {
   /** The session that decides what happens to each request. */
@@ -52,19 +53,16 @@ export interface RecordReplayDispatcherOptions {
  */
 export class RecordReplayDispatcher extends UndiciDispatcher {
   readonly #session: Session
-  /** The upstream given, or the Agent this dispatcher made for itself (made at the first live request). */
-  #upstream: Dispatcher | undefined
-  /** The own Agent while undici loads (the sync factory ran before undici was imported). */
-  #making: Promise<Dispatcher> | undefined
-  readonly #ownsUpstream: boolean
+  /** The upstream given (the caller's to close), or this dispatcher's own Agent, made at the first live request. */
+  readonly #upstream: Dispatcher | LazyAgent
   readonly #capture: CaptureOptions
   #closed = false
 
   constructor(options: RecordReplayDispatcherOptions) {
     super()
     this.#session = options.session
-    this.#ownsUpstream = options.upstream === undefined
-    this.#upstream = options.upstream
+    // An Agent is undici's HTTP client: strict replay never needs it.
+    this.#upstream = options.upstream ?? new LazyAgent((undici) => new undici.Agent(), loadUndici)
     // install() has loaded undici by now. Made directly by the sync factory, this dispatcher starts loading it:
     // the Agent a live request needs comes from it, and so do the API methods on undici's Dispatcher.prototype.
     if (!loadedUndici()) loadUndici().catch(() => {})
@@ -109,50 +107,20 @@ export class RecordReplayDispatcher extends UndiciDispatcher {
   #upgrade(opts: Dispatcher.DispatchOptions, handler: AnyDispatchHandler): boolean {
     const decision = this.#session.handleUpgrade({ method: opts.method, url: requestUrl(opts), headers: headerPairs(opts.headers), body: null })
     if (decision.kind === 'forward') {
-      const upstream = this.#liveUpstream()
-      if (!(upstream instanceof Promise)) return runAsInternalConnection(() => upstream.dispatch(opts, handler as Dispatcher.DispatchHandler))
-      upstream.then(
-        (up) => {
-          try {
-            runAsInternalConnection(() => up.dispatch(opts, handler as Dispatcher.DispatchHandler))
-          } catch (err) {
-            failUpgrade(handler, err as Error)
-          }
-        },
-        (err: Error) => failUpgrade(handler, err),
-      )
-      return true
+      const forward = (up: Dispatcher) => runAsInternalConnection(() => up.dispatch(opts, handler as Dispatcher.DispatchHandler))
+      return this.#live(forward, (err) => failUpgrade(handler, err)) ?? true
     }
     failUpgrade(handler, decision.kind === 'fail' ? decision.error : new ToolReplayError(ErrorCodes.INTERNAL, 'handleUpgrade replayed an upgrade'))
     return true
   }
 
   /**
-   * The dispatcher live requests go to: the one given, else this dispatcher's own Agent, made at the first live
-   * request (an Agent is undici's HTTP client; strict replay never needs it). A promise only while undici is
-   * still loading, when the sync factory made this dispatcher before install() or an app loaded undici.
+   * Runs `forward` with the dispatcher live requests go to: the one given at once; the own Agent at once when it
+   * exists, else once undici has loaded (the sync factory made this dispatcher before anything loaded it).
    */
-  #liveUpstream(): Dispatcher | Promise<Dispatcher> {
-    if (this.#upstream) return this.#upstream
-    const undici = loadedUndici()
-    if (undici) return this.#ownAgent(undici)
-    this.#making ??= loadUndici().then((u) => this.#upstream ?? this.#ownAgent(u))
-    return this.#making
-  }
-
-  #ownAgent(undici: Undici): Dispatcher {
-    const agent = new undici.Agent()
-    this.#upstream = agent
-    return agent
-  }
-
-  /**
-   * The upstream to close: a close() while undici still loads waits for the Agent the waiting requests get,
-   * so they are sent and finish as on an Agent closed with them in flight.
-   */
-  #ownedUpstream(): Dispatcher | Promise<Dispatcher | undefined> | undefined {
-    if (!this.#ownsUpstream) return undefined
-    return this.#upstream ?? this.#making?.catch(() => undefined)
+  #live<T>(forward: (upstream: Dispatcher) => T, fail: (err: Error) => void): T | undefined {
+    const upstream = this.#upstream
+    return upstream instanceof LazyAgent ? upstream.use(forward, fail) : forward(upstream)
   }
 
   #start(opts: Dispatcher.DispatchOptions, handler: AnyDispatchHandler, ticket: Ticket): void {
@@ -191,10 +159,10 @@ export class RecordReplayDispatcher extends UndiciDispatcher {
         const forwardHeaders = read?.contentType ? headers.flat() : opts.headers
         const live = { ...opts, body: body === null ? null : Buffer.from(body.buffer, body.byteOffset, body.byteLength), headers: forwardHeaders }
         // Outside node:http capture (msw patches every socket's connect): this request is already captured here.
-        const send = (upstream: Dispatcher) => runAsInternalConnection(() => forwardThroughDispatcher(upstream, live as Dispatcher.DispatchOptions, events))
-        const upstream = this.#liveUpstream()
-        if (upstream instanceof Promise) upstream.then(send, (err: Error) => events.error(err))
-        else send(upstream)
+        this.#live(
+          (upstream) => runAsInternalConnection(() => forwardThroughDispatcher(upstream, live as Dispatcher.DispatchOptions, events)),
+          (err) => events.error(err),
+        )
       },
     }
     void captureRequest(this.#capture, exchange, ticket)
@@ -204,8 +172,7 @@ export class RecordReplayDispatcher extends UndiciDispatcher {
   override close(callback: () => void): void
   override close(callback?: () => void): Promise<void> | undefined {
     this.#closed = true
-    const upstream = this.#ownedUpstream()
-    const done = upstream instanceof Promise ? upstream.then((u) => u?.close()) : (upstream?.close() ?? Promise.resolve())
+    const done = this.#upstream instanceof LazyAgent ? this.#upstream.close() : Promise.resolve()
     if (!callback) return done
     done.then(callback, callback)
     return undefined
@@ -219,8 +186,7 @@ export class RecordReplayDispatcher extends UndiciDispatcher {
     this.#closed = true
     const callback = typeof a === 'function' ? a : b
     const err = typeof a === 'function' ? null : (a ?? null)
-    const upstream = this.#ownedUpstream()
-    const done = upstream instanceof Promise ? upstream.then((u) => u?.destroy(err)) : (upstream?.destroy(err) ?? Promise.resolve())
+    const done = this.#upstream instanceof LazyAgent ? this.#upstream.destroy(err) : Promise.resolve()
     if (!callback) return done
     done.then(callback, callback)
     return undefined

@@ -79,7 +79,7 @@ function bridgeApi(proto: object): void {
 }
 
 /** Makes every registered class extend `undici.Dispatcher` (a no-op when it is UndiciDispatcher, as it should be). */
-export function adoptUndici(undici: Pick<Undici, 'Dispatcher'>): void {
+function adoptUndici(undici: Pick<Undici, 'Dispatcher'>): void {
   for (const subclass of subclasses) {
     if (Object.getPrototypeOf(subclass) === undici.Dispatcher) continue
     Object.setPrototypeOf(subclass, undici.Dispatcher)

@@ -13,7 +13,7 @@ import { bodyFromChunks, ErrorCodes } from '../trace/index.ts'
 import { createExchangeHandler, createStats } from './exchange-handler.ts'
 import { readBody } from './request-body.ts'
 import { createHrefResolver, parseAuthority, urlInput } from './request-target.ts'
-import { LazyUpstream } from './upstream.ts'
+import { lazyUpstreamAgent } from './upstream.ts'
 
 /** A request as node:http would hand it over, with `body` already received. */
 function fakeRequest(method: string, url: string, headers: Array<[string, string]>, body?: string): IncomingMessage {
@@ -87,7 +87,7 @@ test('exchange handler: replays a recorded chunked response, refuses a miss with
   })
   const session = await openSession({ mode: 'replay', trace: 't', store })
   const stats = createStats()
-  const upstream = new LazyUpstream({})
+  const upstream = lazyUpstreamAgent({})
   const handle = createExchangeHandler({
     session,
     upstream,

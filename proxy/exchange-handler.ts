@@ -6,7 +6,7 @@
  * socket-less stream.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { type CapturedExchange, type CaptureOptions, captureRequest, forwardThroughDispatcher, type Pace } from '../capture/index.ts'
+import { type CapturedExchange, type CaptureOptions, captureRequest, forwardThroughDispatcher, type LazyAgent, type Pace } from '../capture/index.ts'
 import type { Session, Ticket } from '../engine/index.ts'
 import { ErrorCodes, headerPairsFromRaw } from '../trace/index.ts'
 import { flatten, stripHopByHop } from './headers.ts'
@@ -14,7 +14,6 @@ import { readBody } from './request-body.ts'
 import { createHrefResolver, type TunnelTarget } from './request-target.ts'
 import { responseTarget } from './response-target.ts'
 import { sendProxyError } from './responses.ts'
-import type { LazyUpstream } from './upstream.ts'
 
 /** Counters, for tests and `GET /status`. */
 export interface ProxyStats {
@@ -40,7 +39,7 @@ export function createStats(): ProxyStats {
 export interface ExchangeHandlerContext {
   session: Session
   /** Where forwarded requests go (undici is imported at the first one). */
-  upstream: LazyUpstream
+  upstream: LazyAgent
   stats: ProxyStats
   pace: Pace
   /** Gap between chunk writes (ms); undefined: the default for the client's connection. */

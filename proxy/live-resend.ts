@@ -10,7 +10,7 @@ import { type CapturedRequest, openSession, type RedactionOptions } from '../eng
 import { createMemoryStore } from '../store/index.ts'
 import { ErrorCodes, type Exchange, ToolReplayError, type Trace } from '../trace/index.ts'
 import { flatten, stripHopByHop } from './headers.ts'
-import { createUpstreamAgent, loadUndici, type UpstreamOptions } from './upstream.ts'
+import { createUpstreamAgent, type UpstreamOptions } from './upstream.ts'
 
 /** Options of `resendLive`. */
 export interface LiveResendOptions {
@@ -40,7 +40,8 @@ export async function resendLive(requests: readonly CapturedRequest[], options: 
   const store = createMemoryStore()
   const agent = createUpstreamAgent(
     { headersTimeoutMs: RESEND_HEADERS_TIMEOUT_MS, bodyTimeoutMs: RESEND_BODY_TIMEOUT_MS, ...options.upstream },
-    await loadUndici(),
+    // Every re-send goes out live: undici is needed now.
+    await import('undici'),
   )
   const failures = new Map<number, ToolReplayError>()
   try {

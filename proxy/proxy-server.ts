@@ -20,7 +20,7 @@ import type { TunnelTarget } from './request-target.ts'
 import { sendProxyError } from './responses.ts'
 import { type ReverseMount, ReverseRoutes } from './reverse-routes.ts'
 import { createConnectHandler, createUpgradeHandler } from './tunnels.ts'
-import { LazyUpstream, type UpstreamOptions } from './upstream.ts'
+import { lazyUpstreamAgent, type UpstreamOptions } from './upstream.ts'
 
 const { createServer } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
@@ -119,7 +119,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   const reverse = options.reverse && options.reverse.length > 0 ? new ReverseRoutes(options.reverse) : undefined
   const limits = { ...DEFAULT_PROXY_LIMITS, ...options.limits }
   const stats = createStats()
-  const upstream = new LazyUpstream(options.upstream ?? {})
+  const upstream = lazyUpstreamAgent(options.upstream ?? {})
   // A recording proxy forwards from its first request: undici loads while the app starts, not on that request.
   // Replay loads it only if a request is ever forwarded (a strict replay never forwards).
   if (session && session.mode !== 'replay') upstream.warm()

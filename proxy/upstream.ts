@@ -1,6 +1,7 @@
 import { isIP, connect as netConnect, type Socket } from 'node:net'
 import { rootCertificates, connect as tlsConnect } from 'node:tls'
 import type { Agent } from 'undici'
+import { LazyAgent, type Undici } from '../capture/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 
 /** How the proxy reaches upstreams. */
@@ -45,57 +46,9 @@ export function parseResolve(values: readonly string[]): Record<string, { host: 
   return out
 }
 
-/** The undici package's exports. */
-type Undici = typeof import('undici')
-
-/**
- * undici, imported when the proxy first forwards: a strict replay never does, and undici is ~110 modules
- * and ~100 ms of a start. Imported by `import()` with the specifier an app uses (one ESM module record).
- */
-export function loadUndici(): Promise<Undici> {
-  return import('undici')
-}
-
-/**
- * The proxy's upstream: its undici Agent (createUpstreamAgent), made when the first request is forwarded or
- * when `warm()` asks for it early (a recording proxy, so its first request does not wait for undici).
- */
-export class LazyUpstream {
-  readonly #options: UpstreamOptions
-  #agent: Agent | undefined
-  #making: Promise<Agent> | undefined
-
-  constructor(options: UpstreamOptions) {
-    this.#options = options
-  }
-
-  /** The Agent, or a promise of it while undici loads. */
-  agent(): Agent | Promise<Agent> {
-    if (this.#agent) return this.#agent
-    this.#making ??= loadUndici().then((undici) => {
-      this.#agent = createUpstreamAgent(this.#options, undici)
-      return this.#agent
-    })
-    return this.#making
-  }
-
-  /** Runs `forward` with the Agent (at once when it is made); a failure to make it goes to `fail`. */
-  use(forward: (agent: Agent) => void, fail: (err: Error) => void): void {
-    const agent = this.agent()
-    if (agent instanceof Promise) agent.then(forward, fail)
-    else forward(agent)
-  }
-
-  /** Starts making the Agent now, without waiting for it. */
-  warm(): void {
-    void Promise.resolve(this.agent()).catch(() => {})
-  }
-
-  /** Closes the Agent; while undici loads, once it is made (a forward waiting for it is sent first). */
-  async close(): Promise<void> {
-    const agent = this.#agent ?? (await this.#making?.catch(() => undefined))
-    await agent?.close()
-  }
+/** The proxy's upstream: its undici Agent (createUpstreamAgent), made at the first forward (capture's LazyAgent). */
+export function lazyUpstreamAgent(options: UpstreamOptions): LazyAgent {
+  return new LazyAgent((undici) => createUpstreamAgent(options, undici))
 }
 
 /**
