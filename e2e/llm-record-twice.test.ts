@@ -14,7 +14,6 @@ import { once } from 'node:events'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { runCli } from '../cli/index.ts'
 import { install } from '../interceptor/index.ts'
 import { openStore } from '../store/index.ts'
 import { diffTraces, headerValue, type Trace } from '../trace/index.ts'
@@ -22,7 +21,7 @@ import { ANTHROPIC_REAL_HOST, type FakeProviders, OPENAI_REAL_HOST, startFakePro
 import { API_SCENARIO_NAMES } from './support/llm-api-checks.ts'
 import { runScenarios } from './support/llm-app.ts'
 import { ANTHROPIC_KEY, appEnv, type LlmProviders, OPENAI_KEY, startLlmProviders } from './support/llm-harness.ts'
-import { tempDir } from './support/proxy-harness.ts'
+import { run, tempDir } from './support/proxy-harness.ts'
 import { createTestPki } from './support/proxy-upstream.ts'
 
 const BIN = fileURLToPath(new URL('../bin/tr-proxy.js', import.meta.url))
@@ -71,12 +70,7 @@ async function assertSameRun(a: string, b: string, differs: RegExp): Promise<voi
   assert.ok(!raw.equal, 'the two recordings differ byte for byte')
   const rawText = JSON.stringify(raw.differences)
   assert.match(rawText, differs)
-  // `tr-proxy diff` in this process (the command, not its process, is under test); lines as the CLI prints them.
-  const print = (to: string[]) => (t: string) => to.push(t.endsWith('\n') ? t : `${t}\n`)
-  const out: string[] = []
-  const err: string[] = []
-  const code = await runCli(['--store', storeDir, 'diff', a, b, '--view', 'llm', '--exit-code'], { out: print(out), err: print(err) })
-  const shown = { code, stdout: out.join(''), stderr: err.join('') }
+  const shown = await run(process.execPath, [BIN, '--store', storeDir, 'diff', a, b, '--view', 'llm', '--exit-code'], process.env)
   assert.equal(shown.code, 0, shown.stdout + shown.stderr)
   assert.match(shown.stdout, /\nno differences in LLM terms(\n|$)/, shown.stdout)
 }
@@ -108,9 +102,7 @@ describe('one tool-calling run recorded twice is the same run in LLM terms', { t
 
   test('twice through the forward proxy, every SDK', async () => {
     const env = { ...process.env, ...appEnv(llm.config) }
-    // The two recordings at once: they share the store (one process serves it to the other) and the fakes, which
-    // answer by content alone; much of each run is the fakes' pauses between stream events.
-    await Promise.all(['twice-proxy-1', 'twice-proxy-2'].map((trace) => recordWrapped(trace, llm.proxyArgs, env, TOOL_LOOPS)))
+    for (const trace of ['twice-proxy-1', 'twice-proxy-2']) await recordWrapped(trace, llm.proxyArgs, env, TOOL_LOOPS)
     await assertSameRun('twice-proxy-1', 'twice-proxy-2', new RegExp(ECHOED_IDS.map((r) => r.source).join('|')))
   })
 })
@@ -137,21 +129,18 @@ describe('a forward-proxy and a reverse-mode recording of one run are the same r
     ]
     const clean: NodeJS.ProcessEnv = { ...process.env, OPENAI_API_KEY: OPENAI_KEY, ANTHROPIC_API_KEY: ANTHROPIC_KEY }
     for (const k of ['OPENAI_BASE_URL', 'ANTHROPIC_BASE_URL', 'HTTPS_PROXY', 'HTTP_PROXY', 'https_proxy', 'http_proxy']) delete clean[k]
-    // Both at once, as in the test above.
-    await Promise.all([
-      recordWrapped(
-        'forward',
-        upstream,
-        { ...clean, OPENAI_BASE_URL: `https://${OPENAI_REAL_HOST}/v1`, ANTHROPIC_BASE_URL: `https://${ANTHROPIC_REAL_HOST}` },
-        OPENAI_FAMILY,
-      ),
-      recordWrapped(
-        'reverse',
-        [...upstream, '--reverse', `openai=https://${OPENAI_REAL_HOST}`, '--reverse', `anthropic=https://${ANTHROPIC_REAL_HOST}`],
-        clean,
-        OPENAI_FAMILY,
-      ),
-    ])
+    await recordWrapped(
+      'forward',
+      upstream,
+      { ...clean, OPENAI_BASE_URL: `https://${OPENAI_REAL_HOST}/v1`, ANTHROPIC_BASE_URL: `https://${ANTHROPIC_REAL_HOST}` },
+      OPENAI_FAMILY,
+    )
+    await recordWrapped(
+      'reverse',
+      [...upstream, '--reverse', `openai=https://${OPENAI_REAL_HOST}`, '--reverse', `anthropic=https://${ANTHROPIC_REAL_HOST}`],
+      clean,
+      OPENAI_FAMILY,
+    )
     const [forward, reverse] = (await readTraces('forward', 'reverse')) as [Trace, Trace]
     // The two modes reach the same URLs with what the client sends over each: their encodings differ.
     const encodings = (t: Trace) => [...new Set(t.exchanges.map((x) => headerValue(x.request.headers, 'accept-encoding') ?? '(none)'))].sort().join(' | ')
