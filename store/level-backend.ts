@@ -18,6 +18,7 @@
  */
 
 import { stat } from 'node:fs/promises'
+import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import type { Level } from 'level'
 import { type AppRun, computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
@@ -111,9 +112,7 @@ export class LevelBackend implements StoreOps {
     assertNoLinks(files)
     if (files.problems.length > 0) throw filesCorrupt(dir, files.problems)
     if (files.empty && options.create === false) throw storeNotFound(dir)
-    // Loaded here, not with the module: importing Tool Replay must not cost LevelDB's 30 modules and native addon.
-    const { Level } = await import('level')
-    const db = new Level<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' })
+    const db = new (levelClass())<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' })
     try {
       await db.open({ createIfMissing: options.create !== false })
     } catch (err) {
@@ -595,4 +594,19 @@ function assertSeq(x: Exchange, name: string): void {
 
 function json(v: unknown): Uint8Array {
   return encoder.encode(JSON.stringify(v))
+}
+
+/**
+ * `level` (CommonJS), loaded at the first open, not with the module: importing Tool Replay must not cost LevelDB's
+ * 30 modules and native addon. Taken with require, not import(): a full test run once saw `import('level')` give a
+ * namespace whose `Level` was undefined in a recording CLI (the ESM view of a CommonJS module is the one step
+ * require skips); the class is checked either way.
+ */
+let levelModule: typeof import('level') | undefined
+function levelClass(): typeof Level {
+  levelModule ??= createRequire(import.meta.url)('level') as typeof import('level')
+  if (typeof levelModule.Level !== 'function') {
+    throw new ToolReplayError(ErrorCodes.STORE_IO, 'The installed `level` package has no Level class. Reinstall the dependencies (npm ci).')
+  }
+  return levelModule.Level
 }

@@ -40,7 +40,11 @@ export class BodyAccumulator {
     const n = chunk.byteLength
     if (n === 0) return
     if (this.#size + n > this.#buffer.byteLength) {
-      const grown = new Uint8Array(Math.max(this.#size + n, this.#buffer.byteLength * 2, 16 * 1024))
+      // The first chunk gets exactly its size (a one-chunk body, the common JSON answer, keeps no slack: chunked
+      // answers come without a length to size by); then the buffer doubles. Not zero-filled: every byte up to
+      // #size is written before it is read, and finish() zeroes the rest. (A 16 KiB zeroed floor made recording 2,000 small chunked answers
+      // spend 4% of its time here, in allocation and the GC of external memory.)
+      const grown = new Uint8Array(Buffer.allocUnsafeSlow(this.#size === 0 ? n : Math.max(this.#size + n, this.#buffer.byteLength * 2)).buffer)
       grown.set(this.#buffer.subarray(0, this.#size))
       this.#buffer = grown
     }
@@ -51,6 +55,8 @@ export class BodyAccumulator {
 
   /** The body so far: its ref and its bytes (a view of the accumulator's buffer; do not append afterwards). */
   finish(): { ref: BodyRef; bytes: Uint8Array } {
+    // No stale memory behind the view, whoever reads its whole ArrayBuffer.
+    if (this.#buffer.byteLength > this.#size) this.#buffer.fill(0, this.#size)
     const bytes = this.#buffer.byteLength === this.#size ? this.#buffer : this.#buffer.subarray(0, this.#size)
     return { ref: { digest: sha256(bytes), size: this.#size, chunks: [...this.#chunks] }, bytes }
   }
