@@ -124,6 +124,29 @@ describe('LevelDB store', () => {
     await again.close()
   })
 
+  test('reading a trace whole names its first damaged body in trace order, whichever read finished first', async () => {
+    const dir = freshDir()
+    const store = await openStore(dir)
+    const trace = jsonTrace('damaged', 200)
+    await store.putTrace(trace)
+    await store.close()
+    // Bodies are asked for many at a time: two in the first window (the later one first), one in a later window.
+    const digests = [20, 150, 3].map(
+      (i) =>
+        trace.exchanges[i]!.outcome.kind === 'response' && (trace.exchanges[i]!.outcome as { response: { body: { digest: string } } }).response.body.digest,
+    )
+    const db = new Level<string, Uint8Array>(dir, { valueEncoding: 'view' })
+    for (const digest of digests) await db.put(storeKeys.body(digest as string), new TextEncoder().encode('{"tampered":true}'))
+    await db.close()
+    const again = await openStore(dir)
+    await assert.rejects(
+      again.readTrace('damaged'),
+      (err: unknown) =>
+        isToolReplayError(err, ErrorCodes.STORE_CORRUPT) && err.message.includes('exchange #3 response') && err.message.includes(digests[2] as string),
+    )
+    await again.close()
+  })
+
   test('a path that is not a LevelDB directory is TR_STORE_IO', async () => {
     const file = join(root, 'not-a-dir')
     await writeFile(file, 'hello')

@@ -8,6 +8,8 @@ import { type BodyRef, ErrorCodes, type Exchange, sha256, ToolReplayError, type 
 import type { StoreOps, TraceInfo } from './store-ops.ts'
 
 const PAGE = 1000
+/** Bodies readAll asks the store for at once. */
+const BODY_READ_AHEAD = 64
 
 /** Where a body is used, for messages: `exchange #3 response`. */
 export type BodyUse = string
@@ -112,14 +114,36 @@ export class TraceReader {
     if (whole.digest('hex') !== ref.digest) throw this.#corrupt(`${use}: body ${ref.digest} does not hash to its digest`, ref)
   }
 
-  /** The whole trace in memory, every body verified. For commands that need it all (export, show, diff, fork). */
+  /**
+   * The whole trace in memory, every body verified. For commands that need it all (export, show, diff, fork)
+   * and for replay of a trace small enough to hold. Bodies are asked for BODY_READ_AHEAD at a time (one
+   * store read each, or one round trip to the store's owner), so their latencies overlap instead of adding
+   * up; a damaged one fails the read with the first damage in trace order, as reading one by one would.
+   */
   async readAll(): Promise<Trace> {
     const exchanges: Exchange[] = []
     const bodies = new Map<string, Uint8Array>()
+    let wanted: Array<[BodyRef, BodyUse]> = []
+    const asked = new Set<string>()
+    const fetchWanted = async () => {
+      const got = await Promise.allSettled(wanted.map(([ref, use]) => this.bodyBytes(ref, use)))
+      for (let i = 0; i < got.length; i++) {
+        const r = got[i] as PromiseSettledResult<Uint8Array>
+        if (r.status === 'rejected') throw r.reason
+        bodies.set((wanted[i] as [BodyRef, BodyUse])[0].digest, r.value)
+      }
+      wanted = []
+    }
     for await (const x of this.exchanges()) {
       exchanges.push(x)
-      for (const [ref, use] of bodyRefs(x)) if (!bodies.has(ref.digest)) bodies.set(ref.digest, await this.bodyBytes(ref, use))
+      for (const [ref, use] of bodyRefs(x)) {
+        if (asked.has(ref.digest)) continue
+        asked.add(ref.digest)
+        wanted.push([ref, use])
+      }
+      if (wanted.length >= BODY_READ_AHEAD) await fetchWanted()
     }
+    await fetchWanted()
     return { meta: this.info.meta, exchanges, bodies }
   }
 
