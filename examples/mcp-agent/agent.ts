@@ -52,16 +52,20 @@ const textOf = (r: ToolResult) => (r.content ?? []).map((c) => c.text ?? `[${c.t
 /** Triage ticket.txt: read it, remember the customer, write reply.txt. */
 export async function triageTicket(): Promise<TriageResult> {
   const packages = here('../../node_modules/@modelcontextprotocol/')
+  // One server at a time, each asked for its tools before the next starts: each server is its own `tr-proxy mcp`
+  // process, and a message the agent sends to one only reaches the recording before a message to the other
+  // when an answer came back in between. So the trace lists these exchanges in the same order in every run.
   const fs = await connect('filesystem', [`${packages}server-filesystem/dist/index.js`, '.'])
-  const memory = await connect('memory', [`${packages}server-memory/dist/index.js`], { MEMORY_FILE_PATH: `${WORKSPACE}memory.jsonl` })
+  const listed: Array<[Client, readonly string[], Awaited<ReturnType<Client['listTools']>>['tools']]> = []
+  let memory: Client | undefined
   try {
+    listed.push([fs, ['read_text_file', 'write_file'], (await fs.listTools()).tools])
+    memory = await connect('memory', [`${packages}server-memory/dist/index.js`], { MEMORY_FILE_PATH: `${WORKSPACE}memory.jsonl` })
+    listed.push([memory, ['create_entities'], (await memory.listTools()).tools])
     const owner = new Map<string, Client>()
     const tools: OpenAI.Chat.Completions.ChatCompletionFunctionTool[] = []
-    for (const [client, wanted] of [
-      [fs, ['read_text_file', 'write_file']],
-      [memory, ['create_entities']],
-    ] as const) {
-      for (const t of (await client.listTools()).tools) {
+    for (const [client, wanted, listedTools] of listed) {
+      for (const t of listedTools) {
         if (!(wanted as readonly string[]).includes(t.name)) continue
         owner.set(t.name, client)
         tools.push({ type: 'function', function: { name: t.name, description: t.description ?? '', parameters: t.inputSchema as Record<string, unknown> } })
@@ -89,7 +93,7 @@ export async function triageTicket(): Promise<TriageResult> {
     throw new Error('the model never wrote the reply')
   } finally {
     await fs.close()
-    await memory.close()
+    await memory?.close()
   }
 }
 
