@@ -5,7 +5,7 @@
 import type { ServerResponse } from 'node:http'
 import type { ClientTarget } from '../capture/index.ts'
 import type { Playback } from '../engine/index.ts'
-import { ErrorCodes, type HeaderPairs } from '../trace/index.ts'
+import { ErrorCodes, type HeaderPairs, type RecordedError, type ResponseHead } from '../trace/index.ts'
 import { resetConnection } from './connection-reset.ts'
 import { hasHeader, stripHopByHop } from './headers.ts'
 import { sendProxyError, sendUpstreamError } from './responses.ts'
@@ -33,70 +33,97 @@ export const DEFAULT_PLAIN_CHUNK_GAP_MS = 2
  * the client's connection: TLS or plain).
  */
 export function responseTarget(res: ServerResponse, gapMs: number | undefined): ClientTarget {
-  let head: Playback['head']
-  let noDelay = false
-  /** Settles once the last chunk written reached the kernel. */
-  let flushed: Promise<void> | undefined
-  const gap = () => gapMs ?? ((res.socket as { encrypted?: boolean } | null)?.encrypted ? DEFAULT_CHUNK_GAP_MS : DEFAULT_PLAIN_CHUNK_GAP_MS)
-  const target: ClientTarget = {
-    get gone() {
-      return res.destroyed
-    },
-    onGone(fn) {
-      res.once('close', () => {
-        if (!res.writableFinished) fn()
-      })
-    },
-    head(h) {
-      head = h
-      res.writeHead(h.status, h.statusText || undefined, stripHopByHop(h.headers))
-    },
-    chunk(bytes) {
-      if (!noDelay) {
-        // Small writes must leave at once, not wait for Nagle's algorithm to coalesce them.
-        res.socket?.setNoDelay(true)
-        noDelay = true
-      }
-      let done: () => void = () => {}
-      flushed = new Promise<void>((resolve) => (done = resolve))
-      if (res.write(bytes, () => done())) return undefined
-      return waitDrain(res)
-    },
-    async separate() {
-      // The gap starts once the previous chunk was handed to the kernel (a write's callback also runs, with an
-      // error, when the connection is destroyed first).
-      if (flushed && !res.destroyed) await flushed
-      const ms = gap()
-      await new Promise<void>((resolve) => (ms > 0 ? setTimeout(resolve, ms) : setImmediate(resolve)))
-    },
-    end(trailers) {
-      if (trailers.length > 0 && head && !hasHeader(head.headers, 'content-length')) res.addTrailers(trailersObject(trailers))
-      res.end()
-    },
-    fail(error, afterHead, injected) {
-      if (injected) {
-        // A fault: the client's own connection fails (after what was written so far reached the kernel).
-        if (afterHead) res.write('', () => resetConnection(res.socket))
-        else resetConnection(res.socket)
-        return
-      }
-      if (!afterHead) {
-        // Failed before any response head: the client gets what the proxy sent while recording.
-        sendUpstreamError(res, error.code, error.phase, error.message)
-        return
-      }
-      // Recorded failure after the head: the partial body, then the connection dies as it did.
-      res.write('', () => res.socket?.destroy())
-    },
-    // Live, the client gets what a replay of the same recording gives it.
-    failLive(_err, recorded, afterHead) {
-      target.fail(recorded, afterHead, false)
-    },
-    failWith(err) {
-      sendProxyError(res, 500, ErrorCodes.INTERNAL, `Tool Replay failed to answer this request: ${err.message}`)
-    },
+  return new ResponseTarget(res, gapMs)
+}
+
+/** One object per request, its methods shared (a replay answers tens of thousands of these a second). */
+class ResponseTarget implements ClientTarget {
+  readonly #res: ServerResponse
+  readonly #gapMs: number | undefined
+  #head: Playback['head']
+  #noDelay = false
+  /** Chunk writes not yet handed to the kernel, and who waits for the last of them (separate()). */
+  #unflushed = 0
+  #onFlushed: (() => void) | undefined
+  readonly #written = () => {
+    if (--this.#unflushed > 0 || !this.#onFlushed) return
+    const resolve = this.#onFlushed
+    this.#onFlushed = undefined
+    resolve()
   }
-  return target
+
+  constructor(res: ServerResponse, gapMs: number | undefined) {
+    this.#res = res
+    this.#gapMs = gapMs
+  }
+
+  get gone(): boolean {
+    return this.#res.destroyed
+  }
+
+  onGone(fn: () => void): void {
+    const res = this.#res
+    res.once('close', () => {
+      if (!res.writableFinished) fn()
+    })
+  }
+
+  head(h: ResponseHead): void {
+    this.#head = h
+    this.#res.writeHead(h.status, h.statusText || undefined, stripHopByHop(h.headers))
+  }
+
+  chunk(bytes: Uint8Array): Promise<void> | undefined {
+    const res = this.#res
+    if (!this.#noDelay) {
+      // Small writes must leave at once, not wait for Nagle's algorithm to coalesce them.
+      res.socket?.setNoDelay(true)
+      this.#noDelay = true
+    }
+    this.#unflushed++
+    if (res.write(bytes, this.#written)) return undefined
+    return waitDrain(res)
+  }
+
+  async separate(): Promise<void> {
+    // The gap starts once the previous chunk was handed to the kernel (a write's callback also runs, with an
+    // error, when the connection is destroyed first).
+    if (this.#unflushed > 0 && !this.#res.destroyed) await new Promise<void>((resolve) => (this.#onFlushed = resolve))
+    const ms = this.#gapMs ?? ((this.#res.socket as { encrypted?: boolean } | null)?.encrypted ? DEFAULT_CHUNK_GAP_MS : DEFAULT_PLAIN_CHUNK_GAP_MS)
+    await new Promise<void>((resolve) => (ms > 0 ? setTimeout(resolve, ms) : setImmediate(resolve)))
+  }
+
+  end(trailers: HeaderPairs): void {
+    const head = this.#head
+    if (trailers.length > 0 && head && !hasHeader(head.headers, 'content-length')) this.#res.addTrailers(trailersObject(trailers))
+    this.#res.end()
+  }
+
+  fail(error: RecordedError, afterHead: boolean, injected: boolean): void {
+    const res = this.#res
+    if (injected) {
+      // A fault: the client's own connection fails (after what was written so far reached the kernel).
+      if (afterHead) res.write('', () => resetConnection(res.socket))
+      else resetConnection(res.socket)
+      return
+    }
+    if (!afterHead) {
+      // Failed before any response head: the client gets what the proxy sent while recording.
+      sendUpstreamError(res, error.code, error.phase, error.message)
+      return
+    }
+    // Recorded failure after the head: the partial body, then the connection dies as it did.
+    res.write('', () => res.socket?.destroy())
+  }
+
+  // Live, the client gets what a replay of the same recording gives it.
+  failLive(_err: Error, recorded: RecordedError, afterHead: boolean): void {
+    this.fail(recorded, afterHead, false)
+  }
+
+  failWith(err: Error): void {
+    sendProxyError(this.#res, 500, ErrorCodes.INTERNAL, `Tool Replay failed to answer this request: ${err.message}`)
+  }
 }
 
 function waitDrain(res: ServerResponse): Promise<void> {
