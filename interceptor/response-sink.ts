@@ -139,78 +139,95 @@ function isControllerHandler(handler: AnyDispatchHandler): handler is Dispatcher
   )
 }
 
-/** Adapts an app's handler, legacy or controller API, to a ResponseSink. */
+/** Adapts an app's handler, legacy or controller API, to a ResponseSink (one object per request, methods shared). */
 export function createResponseSink(handler: AnyDispatchHandler): ResponseSink {
-  const controller = new ResponseController()
-  let finished = false
-  if (isControllerHandler(handler)) {
-    const h = handler
-    return {
-      controller,
-      get finished() {
-        return finished
-      },
-      start() {
-        h.onRequestStart?.(controller, {})
-      },
-      responseStart(statusCode, rawHeaders, statusText, parsed) {
-        if (finished) return false
-        controller.rawHeaders = rawHeaders
-        h.onResponseStarted?.()
-        h.onResponseStart?.(controller, statusCode, parsed ? parsed() : parseRawHeaders(rawHeaders), statusText)
-        return !controller.paused
-      },
-      data(chunk) {
-        if (finished) return false
-        h.onResponseData?.(controller, chunk)
-        return !controller.paused
-      },
-      end(rawTrailers) {
-        if (finished) return
-        finished = true
-        controller.rawTrailers = rawTrailers
-        h.onResponseEnd?.(controller, parseRawHeaders(rawTrailers))
-      },
-      error(err) {
-        if (finished) return
-        finished = true
-        if (!h.onResponseError) throw err
-        h.onResponseError(controller, err)
-      },
-    }
+  return isControllerHandler(handler) ? new ControllerSink(handler) : new LegacySink(handler as LegacyDispatchHandler)
+}
+
+/** The controller API (undici 8's fetch and handlers). */
+class ControllerSink implements ResponseSink {
+  readonly controller = new ResponseController()
+  finished = false
+  readonly #h: Dispatcher.DispatchHandler
+
+  constructor(handler: Dispatcher.DispatchHandler) {
+    this.#h = handler
   }
-  const h = handler as LegacyDispatchHandler
-  const resume = () => controller.resume()
-  return {
-    controller,
-    get finished() {
-      return finished
-    },
-    start() {
-      h.onConnect?.((reason) => controller.abort(reason))
-    },
-    responseStart(statusCode, rawHeaders, statusText) {
-      if (finished) return false
-      controller.rawHeaders = rawHeaders
-      h.onResponseStarted?.()
-      if (h.onHeaders?.(statusCode, rawHeaders, resume, statusText) === false) controller.pause()
-      return !controller.paused
-    },
-    data(chunk) {
-      if (finished) return false
-      if (h.onData?.(chunk) === false) controller.pause()
-      return !controller.paused
-    },
-    end(rawTrailers) {
-      if (finished) return
-      finished = true
-      h.onComplete?.(rawTrailers)
-    },
-    error(err) {
-      if (finished) return
-      finished = true
-      if (!h.onError) throw err
-      h.onError(err)
-    },
+
+  start(): void {
+    this.#h.onRequestStart?.(this.controller, {})
+  }
+
+  responseStart(statusCode: number, rawHeaders: Buffer[], statusText: string, parsed?: () => ParsedHeaders): boolean {
+    if (this.finished) return false
+    const controller = this.controller
+    controller.rawHeaders = rawHeaders
+    ;(this.#h as LegacyDispatchHandler).onResponseStarted?.()
+    this.#h.onResponseStart?.(controller, statusCode, parsed ? parsed() : parseRawHeaders(rawHeaders), statusText)
+    return !controller.paused
+  }
+
+  data(chunk: Buffer): boolean {
+    if (this.finished) return false
+    this.#h.onResponseData?.(this.controller, chunk)
+    return !this.controller.paused
+  }
+
+  end(rawTrailers: Buffer[]): void {
+    if (this.finished) return
+    this.finished = true
+    this.controller.rawTrailers = rawTrailers
+    this.#h.onResponseEnd?.(this.controller, parseRawHeaders(rawTrailers))
+  }
+
+  error(err: Error): void {
+    if (this.finished) return
+    this.finished = true
+    if (!this.#h.onResponseError) throw err
+    this.#h.onResponseError(this.controller, err)
+  }
+}
+
+/** The legacy callbacks (Node's bundled fetch: undici 6 in Node 22, 7 in Node 24). */
+class LegacySink implements ResponseSink {
+  readonly controller = new ResponseController()
+  finished = false
+  readonly #h: LegacyDispatchHandler
+  readonly #resume = () => this.controller.resume()
+
+  constructor(handler: LegacyDispatchHandler) {
+    this.#h = handler
+  }
+
+  start(): void {
+    this.#h.onConnect?.((reason) => this.controller.abort(reason))
+  }
+
+  responseStart(statusCode: number, rawHeaders: Buffer[], statusText: string): boolean {
+    if (this.finished) return false
+    const controller = this.controller
+    controller.rawHeaders = rawHeaders
+    this.#h.onResponseStarted?.()
+    if (this.#h.onHeaders?.(statusCode, rawHeaders, this.#resume, statusText) === false) controller.pause()
+    return !controller.paused
+  }
+
+  data(chunk: Buffer): boolean {
+    if (this.finished) return false
+    if (this.#h.onData?.(chunk) === false) this.controller.pause()
+    return !this.controller.paused
+  }
+
+  end(rawTrailers: Buffer[]): void {
+    if (this.finished) return
+    this.finished = true
+    this.#h.onComplete?.(rawTrailers)
+  }
+
+  error(err: Error): void {
+    if (this.finished) return
+    this.finished = true
+    if (!this.#h.onError) throw err
+    this.#h.onError(err)
   }
 }
