@@ -144,13 +144,37 @@ export function createResponseSink(handler: AnyDispatchHandler): ResponseSink {
   return isControllerHandler(handler) ? new ControllerSink(handler) : new LegacySink(handler as LegacyDispatchHandler)
 }
 
-/** The controller API (undici 8's fetch and handlers). */
-class ControllerSink implements ResponseSink {
+/** What both handler APIs share: the controller, and that a response ends once (its end or its error). */
+abstract class HandlerSink implements ResponseSink {
   readonly controller = new ResponseController()
   finished = false
+  abstract start(): void
+  abstract responseStart(statusCode: number, rawHeaders: Buffer[], statusText: string, parsed?: () => ParsedHeaders): boolean
+  abstract data(chunk: Buffer): boolean
+  /** Hands the end to the handler (called once). */
+  protected abstract ended(rawTrailers: Buffer[]): void
+  /** Hands the error to the handler, or returns false when it has no error callback (called once). */
+  protected abstract failed(err: Error): boolean
+
+  end(rawTrailers: Buffer[]): void {
+    if (this.finished) return
+    this.finished = true
+    this.ended(rawTrailers)
+  }
+
+  error(err: Error): void {
+    if (this.finished) return
+    this.finished = true
+    if (!this.failed(err)) throw err
+  }
+}
+
+/** The controller API (undici 8's fetch and handlers). */
+class ControllerSink extends HandlerSink {
   readonly #h: Dispatcher.DispatchHandler
 
   constructor(handler: Dispatcher.DispatchHandler) {
+    super()
     this.#h = handler
   }
 
@@ -173,29 +197,25 @@ class ControllerSink implements ResponseSink {
     return !this.controller.paused
   }
 
-  end(rawTrailers: Buffer[]): void {
-    if (this.finished) return
-    this.finished = true
+  protected ended(rawTrailers: Buffer[]): void {
     this.controller.rawTrailers = rawTrailers
     this.#h.onResponseEnd?.(this.controller, parseRawHeaders(rawTrailers))
   }
 
-  error(err: Error): void {
-    if (this.finished) return
-    this.finished = true
-    if (!this.#h.onResponseError) throw err
+  protected failed(err: Error): boolean {
+    if (!this.#h.onResponseError) return false
     this.#h.onResponseError(this.controller, err)
+    return true
   }
 }
 
 /** The legacy callbacks (Node's bundled fetch: undici 6 in Node 22, 7 in Node 24). */
-class LegacySink implements ResponseSink {
-  readonly controller = new ResponseController()
-  finished = false
+class LegacySink extends HandlerSink {
   readonly #h: LegacyDispatchHandler
   readonly #resume = () => this.controller.resume()
 
   constructor(handler: LegacyDispatchHandler) {
+    super()
     this.#h = handler
   }
 
@@ -218,16 +238,13 @@ class LegacySink implements ResponseSink {
     return !this.controller.paused
   }
 
-  end(rawTrailers: Buffer[]): void {
-    if (this.finished) return
-    this.finished = true
+  protected ended(rawTrailers: Buffer[]): void {
     this.#h.onComplete?.(rawTrailers)
   }
 
-  error(err: Error): void {
-    if (this.finished) return
-    this.finished = true
-    if (!this.#h.onError) throw err
+  protected failed(err: Error): boolean {
+    if (!this.#h.onError) return false
     this.#h.onError(err)
+    return true
   }
 }

@@ -4,11 +4,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
 import { Level } from 'level'
-import { ErrorCodes, isToolReplayError } from '../trace/index.ts'
+import { ErrorCodes, isToolReplayError, type Trace } from '../trace/index.ts'
 import { jsonExchange, jsonTrace } from './fixtures/exchanges.ts'
 import { runTraceStoreContract } from './fixtures/trace-store-contract.ts'
 import { storeKeys } from './level-backend.ts'
 import { openStore, storeSocketPath } from './level-store.ts'
+import type { TraceStore } from './trace-store.ts'
 
 const root = await mkdtemp(join(tmpdir(), 'tr-store-'))
 after(() => rm(root, { recursive: true, force: true }))
@@ -23,6 +24,18 @@ async function rawKeys(dir: string, prefix: string): Promise<string[]> {
   for await (const k of db.keys({ gte: prefix, lt: `${prefix.slice(0, -1)}"` })) keys.push(k)
   await db.close()
   return keys
+}
+
+/** A store holding `trace`, changed behind its back by `tamper` on the raw LevelDB, then opened again. */
+async function storedThenTampered(trace: Trace, tamper: (db: Level<string, Uint8Array>) => Promise<unknown>): Promise<TraceStore> {
+  const dir = freshDir()
+  const store = await openStore(dir)
+  await store.putTrace(trace)
+  await store.close()
+  const db = new Level<string, Uint8Array>(dir, { valueEncoding: 'view' })
+  await tamper(db)
+  await db.close()
+  return openStore(dir)
 }
 
 describe('LevelDB store', () => {
@@ -110,35 +123,25 @@ describe('LevelDB store', () => {
   })
 
   test('a missing body is TR_STORE_CORRUPT', async () => {
-    const dir = freshDir()
-    const store = await openStore(dir)
     const trace = jsonTrace('nobody', 1)
-    await store.putTrace(trace)
-    await store.close()
     const digest = trace.exchanges[0]!.request.body!.digest
-    const db = new Level<string, string>(dir)
-    await db.del(storeKeys.body(digest))
-    await db.close()
-    const again = await openStore(dir)
+    const again = await storedThenTampered(trace, (db) => db.del(storeKeys.body(digest)))
     await assert.rejects(again.readTrace('nobody'), (err: unknown) => isToolReplayError(err, ErrorCodes.STORE_CORRUPT) && err.message.includes(digest))
     await again.close()
   })
 
   test('reading a trace whole names its first damaged body in trace order, whichever read finished first', async () => {
-    const dir = freshDir()
-    const store = await openStore(dir)
     const trace = jsonTrace('damaged', 200)
-    await store.putTrace(trace)
-    await store.close()
     // Bodies are asked for many at a time: two in the first window (the later one first), one in a later window.
-    const digests = [20, 150, 3].map(
-      (i) =>
-        trace.exchanges[i]!.outcome.kind === 'response' && (trace.exchanges[i]!.outcome as { response: { body: { digest: string } } }).response.body.digest,
-    )
-    const db = new Level<string, Uint8Array>(dir, { valueEncoding: 'view' })
-    for (const digest of digests) await db.put(storeKeys.body(digest as string), new TextEncoder().encode('{"tampered":true}'))
-    await db.close()
-    const again = await openStore(dir)
+    const digests = [20, 150, 3].map((i) => {
+      const { outcome } = trace.exchanges[i]!
+      assert.equal(outcome.kind, 'response')
+      return (outcome as Extract<typeof outcome, { kind: 'response' }>).response.body.digest
+    })
+    const tampered = new TextEncoder().encode('{"tampered":true}')
+    const again = await storedThenTampered(trace, async (db) => {
+      for (const digest of digests) await db.put(storeKeys.body(digest), tampered)
+    })
     await assert.rejects(
       again.readTrace('damaged'),
       (err: unknown) =>
