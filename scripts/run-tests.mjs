@@ -79,5 +79,9 @@ const env = { ...process.env }
 if (env.NODE_COMPILE_CACHE === undefined && env.NODE_DISABLE_COMPILE_CACHE === undefined) {
   env.NODE_COMPILE_CACHE = join(tmpdir(), 'tool-replay-test-compile-cache')
 }
+// On Node 22 every process also keeps the type-stripped sources on disk (scripts/strip-cache.mjs: Node 24 and
+// later do that in the compile cache). Through NODE_OPTIONS, so the CLI and app processes tests start get it too.
+const stripCache = new URL('./strip-cache.mjs', import.meta.url).href
+env.NODE_OPTIONS = [env.NODE_OPTIONS, `--import="${stripCache}"`].filter(Boolean).join(' ')
 const r = spawnSync(process.execPath, args, { stdio: 'inherit', env })
 process.exit(r.status ?? 1)
