@@ -34,6 +34,17 @@ setFlagsFromString('--expose-gc')
 /** Runs a full garbage collection. */
 export const collectGarbage = runInNewContext('gc') as () => void
 
+/**
+ * Milliseconds to create a million promises here: ~25-40 in a plain process; several times more once Node 22's
+ * promise hooks are on (its AsyncLocalStorage turns them on at first use, as msw and nock set-ups do, and they
+ * stay on), which every promise fetch makes pays. A setup line of the in-process suites, to show the condition.
+ */
+export function promiseCostMs(): number {
+  const t0 = performance.now()
+  for (let i = 0; i < 1_000_000; i++) void Promise.resolve(i)
+  return performance.now() - t0
+}
+
 /** One side of a comparison: runs once and returns what it measured (ms, or req/s, as the suite says). */
 export type Side = () => Promise<number>
 

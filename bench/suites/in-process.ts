@@ -34,7 +34,7 @@ import { createMemoryStore, openSession, type TraceStore } from 'tool-replay'
 import { createRecordReplayDispatcher, install } from 'tool-replay/interceptor'
 import { openStore } from 'tool-replay/store'
 import { Agent, type Dispatcher, MockAgent, SnapshotAgent, fetch as undiciFetch } from 'undici'
-import { faster, interleave, median, PROFILE, pick, runSuite, type Side } from '../lib/harness.ts'
+import { faster, interleave, median, PROFILE, pick, promiseCostMs, runSuite, type Side } from '../lib/harness.ts'
 import { profiled, summarizeProfile } from '../lib/profile.ts'
 import { type Call, drive, type FetchLike, startWorkloadServer, workload } from '../lib/workload.ts'
 
@@ -164,6 +164,9 @@ await runSuite('in-process', 'In-process replay and record: 2,000 mixed fetch ca
     }
   }
 
+  // The set-ups above (nock back's recording, msw) have used AsyncLocalStorage: on Node 22 promise hooks are on
+  // from here on, for every side alike (bench/suites/in-process-no-als.ts measures without them).
+  report.setup(`1M promises take ${promiseCostMs().toFixed(0)} ms in this process (Node 22: promise hooks on after msw's and nock's set-ups)`)
   const ours: Record<string, Side> = {
     'replay (memory store)': replay(memory, memoryTrace),
     'replay (LevelDB store)': replay(level, levelTrace),
