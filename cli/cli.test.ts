@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { openStore, openStoreOps } from '../store/index.ts'
 import { bodyFromBytes, ErrorCodes, type Trace } from '../trace/index.ts'
 import { COMMAND_ENTRIES, commandsFor, loadAllCommands } from './commands/index.ts'
@@ -221,6 +224,11 @@ describe('tr-proxy CLI (in-process)', () => {
     for (const argv of [[], ['--help'], ['lss'], ['--store', 'ls'], ['--', 'ls'], ['--trace', 'ls', 'replay'], ['-h', 'ls']])
       assert.equal((await commandsFor(argv)).length, all.length, argv.join(' '))
     assert.deepEqual(await commandsFor(['--store=s', '--no-json', 'show', 't']), await commandsFor(['show']))
+    // `--version` alone loads none, and still prints the package's version.
+    assert.deepEqual(await commandsFor(['--version']), [])
+    const version = spawnSync(process.execPath, [fileURLToPath(new URL('../bin/tr-proxy.js', import.meta.url)), '--version'], { encoding: 'utf8' })
+    assert.equal(version.status, 0, version.stderr)
+    assert.equal(version.stdout.trim(), JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version)
   })
 
   test('every error code has an exit code', () => {
