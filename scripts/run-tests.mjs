@@ -81,7 +81,9 @@ if (env.NODE_COMPILE_CACHE === undefined && env.NODE_DISABLE_COMPILE_CACHE === u
 }
 // On Node 22 every process also keeps the type-stripped sources on disk (scripts/strip-cache.mjs: Node 24 and
 // later do that in the compile cache). Through NODE_OPTIONS, so the CLI and app processes tests start get it too.
-const stripCache = new URL('./strip-cache.mjs', import.meta.url).href
-env.NODE_OPTIONS = [env.NODE_OPTIONS, `--import="${stripCache}"`].filter(Boolean).join(' ')
+if (process.versions.node.startsWith('22.')) {
+  const stripCache = new URL('./strip-cache.mjs', import.meta.url).href
+  env.NODE_OPTIONS = [env.NODE_OPTIONS, `--import="${stripCache}"`].filter(Boolean).join(' ')
+}
 const r = spawnSync(process.execPath, args, { stdio: 'inherit', env })
 process.exit(r.status ?? 1)

@@ -8,7 +8,7 @@
  * twelve per body chunk it hands over: a replay that keeps the recorded chunks (ours) pays that more often than
  * one that hands each body over whole (SnapshotAgent). That is what an app with OpenTelemetry, msw or nock in its
  * test process sees; this suite shows what an app without them sees. Both figures are reported; neither
- * replaces the other. Sides, workload and rounds are the in-process suite's (bench/suites/in-process.ts).
+ * replaces the other. Sides, workload and rounds are the in-process suite's (bench/lib/in-process.ts).
  *
  *   node --conditions=tool-replay-source bench/suites/in-process-no-als.ts      (BENCH_QUICK=1, BENCH_ROUNDS=N)
  */
@@ -18,16 +18,12 @@ import { join } from 'node:path'
 import { createMemoryStore, openSession, type TraceStore } from 'tool-replay'
 import { createRecordReplayDispatcher } from 'tool-replay/interceptor'
 import { openStore } from 'tool-replay/store'
-import { Agent, type Dispatcher, SnapshotAgent, fetch as undiciFetch } from 'undici'
-import { faster, interleave, median, promiseCostMs, runSuite } from '../lib/harness.ts'
-import { drive, type FetchLike, startWorkloadServer, workload } from '../lib/workload.ts'
+import { Agent } from 'undici'
+import { interleave, promiseCostMs, runSuite } from '../lib/harness.ts'
+import { replayRateRow, replaySide, snapshotSide, viaDispatcher } from '../lib/in-process.ts'
+import { drive, startWorkloadServer, workload } from '../lib/workload.ts'
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 2000)
-
-const viaDispatcher =
-  (dispatcher: Dispatcher): FetchLike =>
-  (url, init) =>
-    undiciFetch(url, { ...init, dispatcher })
 
 await runSuite('in-process-no-als', 'In-process replay, no AsyncLocalStorage in the process: 2,000 mixed fetch calls', async (report) => {
   const calls = workload(CALLS)
@@ -44,52 +40,31 @@ await runSuite('in-process-no-als', 'In-process replay, no AsyncLocalStorage in 
   }
   await recordInto(memory, 'bench')
   await recordInto(level, 'bench')
-  const replay = (store: TraceStore) => async () => {
-    const session = await openSession({ mode: 'replay', trace: 'bench', store })
-    const ms = await drive(upstream.url, calls, viaDispatcher(createRecordReplayDispatcher({ session })))
-    session.assertDone()
-    await session.close()
-    return ms
-  }
-
-  const snapshotPath = join(dir, 'snapshot.json')
-  const snapRecorder = new SnapshotAgent({ mode: 'record', snapshotPath })
-  await drive(upstream.url, calls, viaDispatcher(snapRecorder))
-  await snapRecorder.saveSnapshots()
-  await snapRecorder.close()
-  const snapshot = new SnapshotAgent({ mode: 'playback', snapshotPath })
-  await snapshot.loadSnapshots()
-  const snapshotPlayback = async () => {
-    snapshot.resetCallCounts()
-    return drive(upstream.url, calls, viaDispatcher(snapshot))
-  }
+  const snapshot = await snapshotSide(upstream.url, calls, dir)
 
   report.setup(
     `the in-process suite's workload and sides, in a process where nothing used AsyncLocalStorage (1M promises take ${promiseCostMs().toFixed(0)} ms here)`,
   )
   const ms = await interleave({
-    'replay (memory store)': replay(memory),
-    'replay (LevelDB store)': replay(level),
-    SnapshotAgent: snapshotPlayback,
+    'replay (memory store)': replaySide(upstream.url, calls, memory, 'bench'),
+    'replay (LevelDB store)': replaySide(upstream.url, calls, level, 'bench'),
+    SnapshotAgent: snapshot.side,
   })
-  const rate = (name: string) => (CALLS / median(ms[name] as number[])) * 1000
-  for (const [id, name] of [
-    ['inproc-noals.replay.memory.vs-snapshot', 'replay (memory store)'],
-    ['inproc-noals.replay.level.vs-snapshot', 'replay (LevelDB store)'],
-  ] as const) {
-    report.row({
-      id,
-      metric: `in-process strict ${name} vs SnapshotAgent, no AsyncLocalStorage (calls/s)`,
-      ours: rate(name),
-      unit: 'calls/s',
-      peer: { name: 'SnapshotAgent', value: rate('SnapshotAgent') },
-      ratio: faster(rate(name), rate('SnapshotAgent')),
-      ratioOf: 'peer/ours',
-      ratioText: 'x SnapshotAgent',
-      target: { kind: 'min', value: 1.1, text: '>= 1.1x' },
-      rounds: { ours: ms[name] as number[], peer: ms.SnapshotAgent as number[] },
-    })
-  }
+  const condition = 'no AsyncLocalStorage'
+  replayRateRow(report, ms, CALLS, {
+    id: 'inproc-noals.replay.memory.vs-snapshot',
+    name: 'replay (memory store)',
+    peer: 'SnapshotAgent',
+    target: true,
+    condition,
+  })
+  replayRateRow(report, ms, CALLS, {
+    id: 'inproc-noals.replay.level.vs-snapshot',
+    name: 'replay (LevelDB store)',
+    peer: 'SnapshotAgent',
+    target: true,
+    condition,
+  })
 
   await snapshot.close()
   await live.close()

@@ -33,8 +33,9 @@ import nock from 'nock'
 import { createMemoryStore, openSession, type TraceStore } from 'tool-replay'
 import { createRecordReplayDispatcher, install } from 'tool-replay/interceptor'
 import { openStore } from 'tool-replay/store'
-import { Agent, type Dispatcher, MockAgent, SnapshotAgent, fetch as undiciFetch } from 'undici'
-import { faster, interleave, median, PROFILE, pick, promiseCostMs, runSuite, type Side } from '../lib/harness.ts'
+import { Agent, MockAgent } from 'undici'
+import { interleave, median, PROFILE, pick, promiseCostMs, runSuite, type Side } from '../lib/harness.ts'
+import { replayRateRow, replaySide, snapshotSide, viaDispatcher } from '../lib/in-process.ts'
 import { profiled, summarizeProfile } from '../lib/profile.ts'
 import { type Call, drive, type FetchLike, startWorkloadServer, workload } from '../lib/workload.ts'
 
@@ -43,10 +44,6 @@ nock.restore()
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 2000)
 
-const viaDispatcher =
-  (dispatcher: Dispatcher): FetchLike =>
-  (url, init) =>
-    undiciFetch(url, { ...init, dispatcher })
 const globalFetch: FetchLike = (url, init) => globalThis.fetch(url, init)
 
 function mswHandlers(base: string, calls: readonly Call[]): HttpHandler[] {
@@ -89,13 +86,7 @@ await runSuite('in-process', 'In-process replay and record: 2,000 mixed fetch ca
   const memoryTrace = `bench-${traceNo}`
   await record(level)()
   const levelTrace = `bench-${traceNo}`
-  const replay = (store: TraceStore, trace: string) => async () => {
-    const session = await openSession({ mode: 'replay', trace, store })
-    const ms = await drive(upstream.url, calls, viaDispatcher(createRecordReplayDispatcher({ session })))
-    session.assertDone()
-    await session.close()
-    return ms
-  }
+  const replay = (store: TraceStore, trace: string) => replaySide(upstream.url, calls, store, trace)
   const replayGlobal = async () => {
     const tr = await install({ mode: 'replay', trace: memoryTrace, store: memory })
     try {
@@ -121,17 +112,7 @@ await runSuite('in-process', 'In-process replay and record: 2,000 mixed fetch ca
     return ms
   }
 
-  const snapshotPath = join(dir, 'snapshot.json')
-  const snapRecorder = new SnapshotAgent({ mode: 'record', snapshotPath })
-  await drive(upstream.url, calls, viaDispatcher(snapRecorder))
-  await snapRecorder.saveSnapshots()
-  await snapRecorder.close()
-  const snapshot = new SnapshotAgent({ mode: 'playback', snapshotPath })
-  await snapshot.loadSnapshots()
-  const snapshotPlayback = async () => {
-    snapshot.resetCallCounts()
-    return drive(upstream.url, calls, viaDispatcher(snapshot))
-  }
+  const snapshot = await snapshotSide(upstream.url, calls, dir)
 
   const msw = async () => {
     const server = setupServer(...mswHandlers(upstream.url, calls))
@@ -177,27 +158,14 @@ await runSuite('in-process', 'In-process replay and record: 2,000 mixed fetch ca
   const ms = await interleave({
     ...ours,
     live: () => drive(upstream.url, calls, viaDispatcher(live)),
-    SnapshotAgent: snapshotPlayback,
+    SnapshotAgent: snapshot.side,
     MockAgent: mockAgent,
     'msw 2 setupServer': msw,
     'nock back lockdown': nockBack,
   })
   const m = (name: string) => median(ms[name] as number[])
-  const rate = (name: string) => (CALLS / m(name)) * 1000
   const rounds = (o: string, p: string) => ({ ours: ms[o] as number[], peer: ms[p] as number[] })
-  const replayRow = (id: string, name: string, peer: string, target: boolean) =>
-    report.row({
-      id,
-      metric: `in-process strict ${name} vs ${peer} (calls/s)`,
-      ours: rate(name),
-      unit: 'calls/s',
-      peer: { name: peer, value: rate(peer) },
-      ratio: faster(rate(name), rate(peer)),
-      ratioOf: 'peer/ours',
-      ratioText: `x ${peer}`,
-      ...(target ? { target: { kind: 'min' as const, value: 1.1, text: '>= 1.1x' } } : {}),
-      rounds: rounds(name, peer),
-    })
+  const replayRow = (id: string, name: string, peer: string, target: boolean) => replayRateRow(report, ms, CALLS, { id, name, peer, target })
   replayRow('inproc.replay.memory.vs-snapshot', 'replay (memory store)', 'SnapshotAgent', true)
   replayRow('inproc.replay.level.vs-snapshot', 'replay (LevelDB store)', 'SnapshotAgent', true)
   replayRow('inproc.replay.memory.vs-mockagent', 'replay (memory store)', 'MockAgent', false)
