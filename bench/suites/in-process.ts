@@ -20,6 +20,9 @@
  * - nock `back` in `lockdown` mode (its documented record/replay mode: the fixture was recorded with
  *   `back` in `record` mode from the same upstream; lockdown replays and refuses the network), global `fetch`.
  * - live: undici `fetch` through a plain `Agent` to the upstream on 127.0.0.1, the baseline for recording.
+ * - the record floor (bench/lib/floors.ts `RecordFloor`): a bare dispatcher on the same kind of Agent that only
+ *   copies and hashes both bodies as they pass, no store: the least any in-process recorder costs here, so the
+ *   record target (<= 1.10x live) can be read against it. Not a peer.
  * Every side reads every body whole and checks status and length.
  *
  *   node --conditions=tool-replay-source bench/suites/in-process.ts      (BENCH_QUICK=1, BENCH_ROUNDS=N)
@@ -34,6 +37,7 @@ import { createMemoryStore, openSession, type TraceStore } from 'tool-replay'
 import { createRecordReplayDispatcher, install } from 'tool-replay/interceptor'
 import { openStore } from 'tool-replay/store'
 import { Agent, MockAgent } from 'undici'
+import { RecordFloor } from '../lib/floors.ts'
 import { interleave, median, PROFILE, pick, promiseCostMs, runSuite, type Side } from '../lib/harness.ts'
 import { replayRateRow, replaySide, snapshotSide, viaDispatcher } from '../lib/in-process.ts'
 import { profiled, summarizeProfile } from '../lib/profile.ts'
@@ -155,9 +159,17 @@ await runSuite('in-process', 'In-process replay and record: 2,000 mixed fetch ca
     'record (memory store)': record(memory),
     'record (LevelDB store)': record(level),
   }
+  const floorAgent = new Agent()
+  const recordFloor = async () => {
+    const floor = new RecordFloor(floorAgent)
+    const ms = await drive(upstream.url, calls, viaDispatcher(floor))
+    if (floor.recorded !== calls.length) throw new Error(`bench: the record floor kept ${floor.recorded} of ${calls.length} exchanges`)
+    return ms
+  }
   const ms = await interleave({
     ...ours,
     live: () => drive(upstream.url, calls, viaDispatcher(live)),
+    'record floor': recordFloor,
     SnapshotAgent: snapshot.side,
     MockAgent: mockAgent,
     'msw 2 setupServer': msw,
@@ -189,6 +201,30 @@ await runSuite('in-process', 'In-process replay and record: 2,000 mixed fetch ca
     })
   }
 
+  report.row({
+    id: 'inproc.record.floor.vs-live',
+    metric: 'in-process record floor (copy and SHA-256 of both bodies, no store) vs live fetch (time)',
+    ours: m('record floor'),
+    unit: 'ms',
+    peer: { name: 'live', value: m('live') },
+    ratio: m('record floor') / m('live'),
+    ratioOf: 'ours/peer',
+    ratioText: 'x live time',
+    note: 'the least any in-process recorder costs on this workload; not ours, no target',
+    rounds: rounds('record floor', 'live'),
+  })
+  report.row({
+    id: 'inproc.record.memory.vs-floor',
+    metric: 'in-process record (memory store) vs the record floor (time)',
+    ours: m('record (memory store)'),
+    unit: 'ms',
+    peer: { name: 'record floor', value: m('record floor') },
+    ratio: m('record (memory store)') / m('record floor'),
+    ratioOf: 'ours/peer',
+    ratioText: 'x floor time',
+    rounds: rounds('record (memory store)', 'record floor'),
+  })
+
   if (PROFILE) {
     for (const [name, side] of Object.entries(ours)) {
       const { file } = await profiled(`in-process ${name}`, async () => {
@@ -200,6 +236,7 @@ await runSuite('in-process', 'In-process replay and record: 2,000 mixed fetch ca
 
   await snapshot.close()
   await live.close()
+  await floorAgent.close()
   await level.close()
   await memory.close()
   upstream.close()

@@ -1,0 +1,130 @@
+/**
+ * Floors: what the least implementation of a requirement costs on a suite's workload, measured beside ours in the
+ * same rounds, so a target can be read against what is possible at all. Each floor is a bare undici Dispatcher
+ * that does only what the requirement itself demands and nothing a product needs besides (no session, matching,
+ * occurrence, validation, redaction or store); neither is a peer a user would pick.
+ * - `ChunkFloor`: chunk-exact replay through fetch. It hands the app's handler each chunk it was given, one
+ *   macrotask apart, from memory. Without the macrotask fetch's body stream merges chunks handed over together
+ *   (its Readable gives the reader what it holds in one read), and the dispatcher API has no signal that the app
+ *   has read: a macrotask is the least that keeps reads apart.
+ * - `RecordFloor`: recording in-process. It forwards through an undici Agent and keeps what a recording needs
+ *   of each exchange: a copy of the request body and of every response chunk as it passes, the SHA-256 of each
+ *   whole body, the response body joined at its end; then it drops them (a store's write is not included).
+ */
+import { createHash, type Hash } from 'node:crypto'
+import { type Agent, Dispatcher } from 'undici'
+
+type Handler = Dispatcher.DispatchHandler
+type Controller = Dispatcher.DispatchController
+
+/** A response the chunk floor plays: status, headers and the chunks as they were written. */
+export interface FloorResponse {
+  statusCode: number
+  headers: Record<string, string>
+  chunks: Buffer[]
+}
+
+/** A controller for a played response: the floor honours an abort and nothing else (the bench never pauses). */
+class PlayController implements Controller {
+  aborted = false
+  paused = false
+  reason: Error | null = null
+  rawHeaders = null
+  rawTrailers = null
+  pause(): void {}
+  resume(): void {}
+  abort(reason?: Error): void {
+    this.aborted = true
+    this.reason = reason ?? null
+  }
+}
+
+/** Chunk-exact replay from memory: each chunk its own macrotask (see the file comment). */
+export class ChunkFloor extends Dispatcher {
+  readonly #answer: (path: string) => FloorResponse
+
+  constructor(answer: (path: string) => FloorResponse) {
+    super()
+    this.#answer = answer
+  }
+
+  override dispatch(opts: Dispatcher.DispatchOptions, handler: Handler): boolean {
+    const res = this.#answer(opts.path)
+    const controller = new PlayController()
+    handler.onRequestStart?.(controller, {})
+    let i = 0
+    const next = (): void => {
+      if (controller.aborted) return void handler.onResponseError?.(controller, controller.reason ?? new Error('aborted'))
+      if (i < res.chunks.length) handler.onResponseData?.(controller, res.chunks[i++] as Buffer)
+      if (i < res.chunks.length) setImmediate(next)
+      else handler.onResponseEnd?.(controller, {})
+    }
+    queueMicrotask(() => {
+      handler.onResponseStart?.(controller, res.statusCode, res.headers, 'OK')
+      setImmediate(next)
+    })
+    return true
+  }
+}
+
+/** Copies and hashes a request body as the client sends it (a string, bytes, or an async iterable of bytes). */
+function teeRequestBody(body: unknown, hash: Hash, copies: Buffer[]): unknown {
+  if (body === undefined || body === null) return body
+  if (typeof body === 'string' || body instanceof Uint8Array) {
+    const bytes = Buffer.from(body as string)
+    hash.update(bytes)
+    copies.push(bytes)
+    return body
+  }
+  const source = body as AsyncIterable<Uint8Array>
+  return (async function* () {
+    for await (const chunk of source) {
+      hash.update(chunk)
+      copies.push(Buffer.from(chunk))
+      yield chunk
+    }
+  })()
+}
+
+/** Recording's least work in-process (see the file comment). `recorded` counts the exchanges it kept. */
+export class RecordFloor extends Dispatcher {
+  readonly #upstream: Agent
+  recorded = 0
+
+  constructor(upstream: Agent) {
+    super()
+    this.#upstream = upstream
+  }
+
+  override dispatch(opts: Dispatcher.DispatchOptions, handler: Handler): boolean {
+    const requestHash = createHash('sha256')
+    const requestCopies: Buffer[] = []
+    const body = teeRequestBody(opts.body, requestHash, requestCopies)
+    const responseHash = createHash('sha256')
+    const chunks: Buffer[] = []
+    const done = (): void => {
+      // What a store would be handed: both digests and both bodies whole.
+      requestHash.digest('hex')
+      responseHash.digest('hex')
+      Buffer.concat(requestCopies)
+      Buffer.concat(chunks)
+      this.recorded++
+    }
+    const tee: Handler = {
+      onRequestStart: (c, context) => handler.onRequestStart?.(c, context),
+      onRequestUpgrade: (c, status, headers, socket) => handler.onRequestUpgrade?.(c, status, headers, socket),
+      onResponseStart: (c, status, headers, text) => handler.onResponseStart?.(c, status, headers, text),
+      onResponseData: (c, chunk) => {
+        chunks.push(Buffer.from(chunk))
+        responseHash.update(chunk)
+        handler.onResponseData?.(c, chunk)
+      },
+      onResponseEnd: (c, trailers) => {
+        done()
+        handler.onResponseEnd?.(c, trailers)
+      },
+      onResponseError: (c, err) => handler.onResponseError?.(c, err),
+    }
+    return this.#upstream.dispatch({ ...opts, body: body as Dispatcher.DispatchOptions['body'] }, tee)
+  }
+}
