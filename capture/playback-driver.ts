@@ -26,9 +26,10 @@ export interface PlaybackTarget {
   chunk(bytes: Uint8Array): void | Promise<void>
   /**
    * Keeps the chunk just handed over apart from the next, so the client reads it on its own. `gapMs`: how long
-   * after it the next one was recorded, for a path that keeps a gap like it (MCP over a pipe).
+   * after it the next one was recorded, for a path that keeps a gap like it (MCP over a pipe). Undefined when
+   * the client reads chunks apart whenever they come (nothing to wait for).
    */
-  separate(gapMs: number): Promise<void>
+  separate(gapMs: number): Promise<void> | undefined
   end(trailers: HeaderPairs): void
   /**
    * A recorded failure: before any head (`afterHead` false), or after the head and partial body. `injected`:
@@ -81,7 +82,8 @@ async function drive(playback: Playback, pace: Pace, target: PlaybackTarget): Pr
   const deliver = async (chunk: PlaybackChunk, first: boolean): Promise<boolean> => {
     // Apart from the one before it: only between chunks, never before the first.
     if (apart && !first) {
-      await target.separate(Math.max(0, chunk.atMs - previousAtMs))
+      const separated = target.separate(Math.max(0, chunk.atMs - previousAtMs))
+      if (separated) await separated
       if (target.gone) return false
     }
     previousAtMs = chunk.atMs

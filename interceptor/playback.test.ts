@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
+import { Readable } from 'node:stream'
 import { test } from 'node:test'
 import type { Playback } from '../engine/index.ts'
-import { playBack, rawHeaderBuffers } from './playback.ts'
+import { playBack, rawHeaderBuffers, readableKeepsChunksApart } from './playback.ts'
 import { createResponseSink } from './response-sink.ts'
 
 const enc = (s: string) => new TextEncoder().encode(s)
@@ -157,4 +158,13 @@ test('rawHeaderBuffers keeps repeated headers and caches per header list', () =>
     ['Set-Cookie', 'a', 'Set-Cookie', 'b'],
   )
   assert.equal(rawHeaderBuffers(pairs), raw)
+})
+
+test('the Readable probe says what an async iterator over a Readable (fetch reads its body so) does with chunks pushed together', async () => {
+  const r = new Readable({ read() {} })
+  for (const s of ['a', 'b', 'c']) r.push(Buffer.from(s))
+  r.push(null)
+  let reads = 0
+  for await (const _ of r) reads++
+  assert.equal(readableKeepsChunksApart(), reads === 3)
 })

@@ -1,9 +1,13 @@
 /**
  * The fetch path's client side: a ResponseSink (the app's undici handler) as the `ClientTarget` the capture
  * lifecycle plays and tees into. A played response reaches it the way a socket would have delivered it: one
- * data callback per recorded chunk, each its own read for the app (a macrotask between chunks, so fetch's
- * body stream hands the app one chunk per read), stopping while the app is paused.
+ * data callback per recorded chunk, each its own read for the app, stopping while the app is paused. fetch's
+ * body is a node:stream Readable under the web stream; on Node 22 and 24 its read() hands over everything it
+ * holds at once, so chunks go a macrotask apart (by then the app's pending read has taken the previous one).
+ * Node 26's read() hands over one chunk at a time: there chunks go over without waiting, and each is still its
+ * own read (fetch's back-pressure pauses playback as it would a socket).
  */
+import { Readable } from 'node:stream'
 import { type ClientTarget, drivePlayback, type Pace, toNodeError, type WireHead } from '../capture/index.ts'
 import type { Playback } from '../engine/index.ts'
 import type { HeaderPairs, RecordedError, ResponseHead } from '../trace/index.ts'
@@ -40,6 +44,20 @@ function asBuffer(bytes: Uint8Array): Buffer {
 
 /** A macrotask: by then the app's pending read has taken the previous chunk and asked for the next. */
 const nextMacrotask = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+let keepsApart: boolean | undefined
+
+/** True when this runtime's Readable hands over one pushed chunk per read() (Node 26), asked of a Readable once. */
+export function readableKeepsChunksApart(): boolean {
+  if (keepsApart === undefined) {
+    const probe = new Readable({ read() {} })
+    probe.push(Buffer.from('a'))
+    probe.push(Buffer.from('b'))
+    keepsApart = (probe.read() as Buffer | null)?.byteLength === 1
+    probe.destroy()
+  }
+  return keepsApart
+}
 
 /**
  * The app's fetch as the client of a captured request: pauses become waits, an abort ends delivery and
@@ -87,8 +105,8 @@ class FetchClient implements ClientTarget {
     return controller.paused ? this.#resumed() : undefined
   }
 
-  separate(): Promise<void> {
-    return nextMacrotask()
+  separate(): Promise<void> | undefined {
+    return readableKeepsChunksApart() ? undefined : nextMacrotask()
   }
 
   end(trailers: HeaderPairs): void {

@@ -3,16 +3,26 @@
  * same rounds, so a target can be read against what is possible at all. Each floor is a bare undici Dispatcher
  * that does only what the requirement itself demands and nothing a product needs besides (no session, matching,
  * occurrence, validation, redaction or store); neither is a peer a user would pick.
- * - `ChunkFloor`: chunk-exact replay through fetch. It hands the app's handler each chunk it was given, one
- *   macrotask apart, from memory. Without the macrotask fetch's body stream merges chunks handed over together
- *   (its Readable gives the reader what it holds in one read), and the dispatcher API has no signal that the app
- *   has read: a macrotask is the least that keeps reads apart.
+ * - `ChunkFloor`: chunk-exact replay through fetch. It hands the app's handler each chunk it was given, from
+ *   memory, one macrotask apart where the runtime needs it: on Node 22 and 24 fetch's body stream merges chunks
+ *   handed over together (its Readable's read() gives the reader all it holds), and the dispatcher API has no
+ *   signal that the app has read, so a macrotask is the least that keeps reads apart; Node 26's read() gives one
+ *   chunk at a time, and there the floor hands every chunk over at once.
  * - `RecordFloor`: recording in-process. It forwards through an undici Agent and keeps what a recording needs
  *   of each exchange: a copy of the request body and of every response chunk as it passes, the SHA-256 of each
  *   whole body, the response body joined at its end; then it drops them (a store's write is not included).
  */
 import { createHash, type Hash } from 'node:crypto'
+import { Readable } from 'node:stream'
 import { type Agent, Dispatcher } from 'undici'
+
+/** True when this runtime's Readable hands over one pushed chunk per read() (Node 26) rather than all it holds. */
+export function readsStayApart(): boolean {
+  const probe = new Readable({ read() {} })
+  probe.push(Buffer.from('a'))
+  probe.push(Buffer.from('b'))
+  return (probe.read() as Buffer).byteLength === 1
+}
 
 type Handler = Dispatcher.DispatchHandler
 type Controller = Dispatcher.DispatchController
@@ -39,9 +49,10 @@ class PlayController implements Controller {
   }
 }
 
-/** Chunk-exact replay from memory: each chunk its own macrotask (see the file comment). */
+/** Chunk-exact replay from memory: chunks a macrotask apart where the runtime needs it (see the file comment). */
 export class ChunkFloor extends Dispatcher {
   readonly #answer: (path: string) => FloorResponse
+  readonly #apart = readsStayApart()
 
   constructor(answer: (path: string) => FloorResponse) {
     super()
@@ -55,7 +66,8 @@ export class ChunkFloor extends Dispatcher {
     let i = 0
     const next = (): void => {
       if (controller.aborted) return void handler.onResponseError?.(controller, controller.reason ?? new Error('aborted'))
-      if (i < res.chunks.length) handler.onResponseData?.(controller, res.chunks[i++] as Buffer)
+      if (this.#apart) while (i < res.chunks.length) handler.onResponseData?.(controller, res.chunks[i++] as Buffer)
+      else if (i < res.chunks.length) handler.onResponseData?.(controller, res.chunks[i++] as Buffer)
       if (i < res.chunks.length) setImmediate(next)
       else handler.onResponseEnd?.(controller, {})
     }
