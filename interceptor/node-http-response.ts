@@ -17,6 +17,7 @@ import { FetchResponse, RequestController } from '@mswjs/interceptors'
 import { type ClientTarget, toNodeError } from '../capture/index.ts'
 import { CLIENT_ABORT_CODE } from '../engine/index.ts'
 import { type HeaderPairs, stripHopByHop } from '../trace/index.ts'
+import { readableKeepsChunksApart } from './playback.ts'
 
 const { ClientRequest } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
@@ -146,7 +147,8 @@ export function controllerTarget(controller: RequestController, request: Request
       if (!queued && !clientPaused(appSocket())) return undefined
       return (queued ? readerWants() : Promise.resolve()).then(() => (clientPaused(appSocket()) && !gone() ? clientReads() : undefined))
     },
-    separate: nextMacrotask,
+    // Node 26's IncomingMessage hands over one pushed chunk per read() (see playback.ts): nothing to wait for there.
+    separate: () => (readableKeepsChunksApart() ? undefined : nextMacrotask()),
     end() {
       // Trailers have no place in msw's Response: node:http apps get none on this path (README, Limits).
       if (body && !gone()) body.close()

@@ -47,7 +47,7 @@ const nextMacrotask = () => new Promise<void>((resolve) => setImmediate(resolve)
 
 let keepsApart: boolean | undefined
 
-/** True when this runtime's Readable hands over one pushed chunk per read() (Node 26), asked of a Readable once. */
+/** True when this runtime's Readable hands over one pushed chunk per read() (Node 26), asked of a Readable once; both in-process paths use it. */
 export function readableKeepsChunksApart(): boolean {
   if (keepsApart === undefined) {
     const probe = new Readable({ read() {} })
