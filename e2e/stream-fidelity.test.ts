@@ -7,12 +7,15 @@
  */
 import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { fetch as undiciFetch } from 'undici'
+import zlib from 'node:zlib'
+import { Agent, type Dispatcher, fetch as undiciFetch } from 'undici'
 import type { PaceOption } from '../capture/index.ts'
 import { openSession } from '../engine/index.ts'
-import { install } from '../interceptor/index.ts'
+import { createRecordReplayDispatcher, install } from '../interceptor/index.ts'
 import { loadCertificateAuthority, parseReverse, startProxy } from '../proxy/index.ts'
 import { createMemoryStore, type TraceStore } from '../store/index.ts'
 import { clientEnv, run, startTestProxy, tempDir, writeBundle } from './support/proxy-harness.ts'
@@ -150,6 +153,39 @@ async function withinTries(tries: number, attempt: () => Promise<void>): Promise
     }
   }
 }
+
+test('a gzip-compressed event stream replays to fetch as the app read it live: as many reads, the same text', async () => {
+  // fetch decompresses behind its Readable, and zlib hands its output over one write at a time on every Node
+  // version: replay (without a wait between chunks on Node 26) must give the reads live gave, none merged or split.
+  const server = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' })
+    const gz = zlib.createGzip()
+    gz.pipe(res)
+    let i = 0
+    const next = () => {
+      gz.write(`data: {"n":${i}}\n\n`)
+      gz.flush(zlib.constants.Z_SYNC_FLUSH, () => (++i < EVENTS ? setTimeout(next, 3) : gz.end()))
+    }
+    next()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/gz`
+  const store = createMemoryStore()
+  const read = async (dispatcher: Dispatcher) => readAll((await undiciFetch(url, { dispatcher })).body as AsyncIterable<Uint8Array>, performance.now())
+  const recording = await openSession({ mode: 'record', trace: 'gz', store })
+  const upstreamAgent = new Agent()
+  const live = await read(createRecordReplayDispatcher({ session: recording, upstream: upstreamAgent }))
+  await recording.close()
+  await upstreamAgent.close()
+  server.close()
+  assert.equal(live.reads, EVENTS, 'live: one read per flushed event')
+  const replay = await openSession({ mode: 'replay', trace: 'gz', store })
+  const replayed = await read(createRecordReplayDispatcher({ session: replay }))
+  replay.assertDone()
+  await replay.close()
+  assert.equal(replayed.text, live.text)
+  assert.equal(replayed.reads, live.reads)
+})
 
 describe('proxy: what a client process reads', () => {
   const store: TraceStore = createMemoryStore()
