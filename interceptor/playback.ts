@@ -7,7 +7,6 @@
  * Node 26's read() hands over one chunk at a time: there chunks go over without waiting, and each is still its
  * own read (fetch's back-pressure pauses playback as it would a socket).
  */
-import { Readable } from 'node:stream'
 import { type ClientTarget, drivePlayback, type Pace, toNodeError, type WireHead } from '../capture/index.ts'
 import type { Playback } from '../engine/index.ts'
 import type { HeaderPairs, RecordedError, ResponseHead } from '../trace/index.ts'
@@ -50,6 +49,8 @@ let keepsApart: boolean | undefined
 /** True when this runtime's Readable hands over one pushed chunk per read() (Node 26), asked of a Readable once; both in-process paths use it. */
 export function readableKeepsChunksApart(): boolean {
   if (keepsApart === undefined) {
+    // Taken when first asked, not imported: loading the interceptor must not cost node:stream's namespace.
+    const { Readable } = process.getBuiltinModule('node:stream')
     const probe = new Readable({ read() {} })
     probe.push(Buffer.from('a'))
     probe.push(Buffer.from('b'))
