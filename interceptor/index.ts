@@ -6,6 +6,8 @@ export { globalFetchIsCapturable, installGlobalDispatcher } from './global-dispa
 export type { InstallOptions, InterceptorSession } from './install.ts'
 /** Opens a session and installs its dispatcher for every fetch in the process. */
 export { install } from './install.ts'
+/** Whether this runtime's streams keep pushed chunks apart (Node 26), which decides in-process chunk pacing (internal). */
+export { readableKeepsChunksApart } from './playback.ts'
 /** Options for `createRecordReplayDispatcher`. */
 export type { RecordReplayDispatcherOptions } from './record-replay-dispatcher.ts'
 /** The record/replay Dispatcher class, and its factory for `dispatcher:` use without a global install. */

@@ -17,15 +17,12 @@ import { FetchResponse, RequestController } from '@mswjs/interceptors'
 import { type ClientTarget, toNodeError } from '../capture/index.ts'
 import { CLIENT_ABORT_CODE } from '../engine/index.ts'
 import { type HeaderPairs, stripHopByHop } from '../trace/index.ts'
-import { readableKeepsChunksApart } from './playback.ts'
+import { nextRead } from './playback.ts'
 
 const { ClientRequest } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
 /** A ClientTarget over msw's controller. `failWith`: before the head the app's request fails with the error; after it the connection drops (see the module note). */
 export type ControllerTarget = ClientTarget
-
-/** A macrotask: by then the client's parser has handed the previous chunk to the app as its own read. */
-const nextMacrotask = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /**
  * The app's socket that carries `request`. msw names as initiator the ClientRequest in whose async context
@@ -147,8 +144,8 @@ export function controllerTarget(controller: RequestController, request: Request
       if (!queued && !clientPaused(appSocket())) return undefined
       return (queued ? readerWants() : Promise.resolve()).then(() => (clientPaused(appSocket()) && !gone() ? clientReads() : undefined))
     },
-    // Node 26's IncomingMessage hands over one pushed chunk per read() (see playback.ts): nothing to wait for there.
-    separate: () => (readableKeepsChunksApart() ? undefined : nextMacrotask()),
+    // By the next macrotask the client's parser has handed the previous chunk to the app (playback.ts nextRead).
+    separate: nextRead,
     end() {
       // Trailers have no place in msw's Response: node:http apps get none on this path (README, Limits).
       if (body && !gone()) body.close()

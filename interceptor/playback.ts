@@ -41,9 +41,6 @@ function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 }
 
-/** A macrotask: by then the app's pending read has taken the previous chunk and asked for the next. */
-const nextMacrotask = () => new Promise<void>((resolve) => setImmediate(resolve))
-
 let keepsApart: boolean | undefined
 
 /** True when this runtime's Readable hands over one pushed chunk per read() (Node 26), asked of a Readable once; both in-process paths use it. */
@@ -58,6 +55,15 @@ export function readableKeepsChunksApart(): boolean {
     probe.destroy()
   }
   return keepsApart
+}
+
+/**
+ * The in-process separation step, for both paths (fetch here, node:http in node-http-response.ts): a macrotask,
+ * by when the app's pending read has taken the previous chunk and asked for the next; nothing where the runtime
+ * keeps pushed chunks apart itself.
+ */
+export function nextRead(): Promise<void> | undefined {
+  return readableKeepsChunksApart() ? undefined : new Promise<void>((resolve) => setImmediate(resolve))
 }
 
 /**
@@ -107,7 +113,7 @@ class FetchClient implements ClientTarget {
   }
 
   separate(): Promise<void> | undefined {
-    return readableKeepsChunksApart() ? undefined : nextMacrotask()
+    return nextRead()
   }
 
   end(trailers: HeaderPairs): void {

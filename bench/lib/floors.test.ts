@@ -3,7 +3,8 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { Agent, Dispatcher, fetch } from 'undici'
-import { ChunkFloor, type FloorResponse, RecordFloor, readsStayApart } from './floors.ts'
+import { readableKeepsChunksApart } from '../../interceptor/index.ts'
+import { ChunkFloor, type FloorResponse, RecordFloor } from './floors.ts'
 
 const events = Array.from({ length: 20 }, (_, n) => Buffer.from(`data: {"n":${n}}\n\n`))
 const answer = (): FloorResponse => ({ statusCode: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events })
@@ -44,7 +45,7 @@ test('the chunk floor hands fetch every chunk as its own read; in one tick they 
   // where the probe says the runtime keeps them apart (Node 26), the floor hands them over at once, and so may fetch.
   const oneTick = await reads(new OneTick())
   assert.equal(oneTick.text, whole)
-  if (readsStayApart()) assert.equal(oneTick.reads, events.length)
+  if (readableKeepsChunksApart()) assert.equal(oneTick.reads, events.length)
   else assert.ok(oneTick.reads < events.length, `one tick gave ${oneTick.reads} reads`)
 })
 

@@ -13,16 +13,9 @@
  *   whole body, the response body joined at its end; then it drops them (a store's write is not included).
  */
 import { createHash, type Hash } from 'node:crypto'
-import { Readable } from 'node:stream'
 import { type Agent, Dispatcher } from 'undici'
-
-/** True when this runtime's Readable hands over one pushed chunk per read() (Node 26) rather than all it holds. */
-export function readsStayApart(): boolean {
-  const probe = new Readable({ read() {} })
-  probe.push(Buffer.from('a'))
-  probe.push(Buffer.from('b'))
-  return (probe.read() as Buffer).byteLength === 1
-}
+// The replay's own probe (internal, through the folder's door): the floor separates chunks exactly where ours does.
+import { readableKeepsChunksApart } from '../../interceptor/index.ts'
 
 type Handler = Dispatcher.DispatchHandler
 type Controller = Dispatcher.DispatchController
@@ -52,7 +45,7 @@ class PlayController implements Controller {
 /** Chunk-exact replay from memory: chunks a macrotask apart where the runtime needs it (see the file comment). */
 export class ChunkFloor extends Dispatcher {
   readonly #answer: (path: string) => FloorResponse
-  readonly #apart = readsStayApart()
+  readonly #apart = readableKeepsChunksApart()
 
   constructor(answer: (path: string) => FloorResponse) {
     super()

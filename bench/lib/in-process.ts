@@ -1,6 +1,6 @@
 /**
  * The sides and rows both in-process replay suites share (bench/suites/in-process.ts and in-process-no-als.ts):
- * ours replaying through undici's fetch, SnapshotAgent in playback mode, and a calls/s row against a peer.
+ * ours recording and replaying through undici's fetch, SnapshotAgent in playback mode, and a calls/s row against a peer.
  */
 import { join } from 'node:path'
 import { openSession, type TraceStore } from 'tool-replay'
@@ -25,6 +25,18 @@ export const replaySide =
     await session.close()
     return ms
   }
+
+/**
+ * Ours recording: the workload into `trace` through `live`, returning the time including close() (the recording
+ * is not done until close() has written it: a store that defers work must not look free).
+ */
+export async function recordInto(base: string, calls: readonly Call[], live: Dispatcher, store: TraceStore, trace: string): Promise<number> {
+  const session = await openSession({ mode: 'record', trace, store })
+  const ms = await drive(base, calls, viaDispatcher(createRecordReplayDispatcher({ session, upstream: live })))
+  const t0 = performance.now()
+  await session.close()
+  return ms + (performance.now() - t0)
+}
 
 /** SnapshotAgent: a snapshot recorded from the upstream once, then played back (`resetCallCounts` per run). */
 export async function snapshotSide(base: string, calls: readonly Call[], dir: string): Promise<{ side: Side; close(): Promise<void> }> {

@@ -15,13 +15,12 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createMemoryStore, openSession, type TraceStore } from 'tool-replay'
-import { createRecordReplayDispatcher } from 'tool-replay/interceptor'
+import { createMemoryStore } from 'tool-replay'
 import { openStore } from 'tool-replay/store'
 import { Agent } from 'undici'
 import { interleave, promiseCostMs, runSuite } from '../lib/harness.ts'
-import { replayRateRow, replaySide, snapshotSide, viaDispatcher } from '../lib/in-process.ts'
-import { drive, startWorkloadServer, workload } from '../lib/workload.ts'
+import { recordInto, replayRateRow, replaySide, snapshotSide } from '../lib/in-process.ts'
+import { startWorkloadServer, workload } from '../lib/workload.ts'
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 2000)
 
@@ -33,13 +32,8 @@ await runSuite('in-process-no-als', 'In-process replay, no AsyncLocalStorage in 
   const level = await openStore(join(dir, 'store'))
   const live = new Agent()
 
-  const recordInto = async (store: TraceStore, trace: string) => {
-    const session = await openSession({ mode: 'record', trace, store })
-    await drive(upstream.url, calls, viaDispatcher(createRecordReplayDispatcher({ session, upstream: live })))
-    await session.close()
-  }
-  await recordInto(memory, 'bench')
-  await recordInto(level, 'bench')
+  await recordInto(upstream.url, calls, live, memory, 'bench')
+  await recordInto(upstream.url, calls, live, level, 'bench')
   const snapshot = await snapshotSide(upstream.url, calls, dir)
 
   report.setup(

@@ -33,13 +33,13 @@ import { join } from 'node:path'
 import { type HttpHandler, HttpResponse, http } from 'msw2'
 import { setupServer } from 'msw2/node'
 import nock from 'nock'
-import { createMemoryStore, openSession, type TraceStore } from 'tool-replay'
-import { createRecordReplayDispatcher, install } from 'tool-replay/interceptor'
+import { createMemoryStore, type TraceStore } from 'tool-replay'
+import { install } from 'tool-replay/interceptor'
 import { openStore } from 'tool-replay/store'
 import { Agent, MockAgent } from 'undici'
 import { RecordFloor } from '../lib/floors.ts'
 import { interleave, type Metric, median, PROFILE, pick, promiseCostMs, runSuite, type Side } from '../lib/harness.ts'
-import { replayRateRow, replaySide, snapshotSide, viaDispatcher } from '../lib/in-process.ts'
+import { recordInto, replayRateRow, replaySide, snapshotSide, viaDispatcher } from '../lib/in-process.ts'
 import { profiled, summarizeProfile } from '../lib/profile.ts'
 import { type Call, drive, type FetchLike, startWorkloadServer, workload } from '../lib/workload.ts'
 
@@ -78,14 +78,7 @@ await runSuite('in-process', 'In-process replay and record: 2,000 mixed fetch ca
   report.setup(`${CALLS} sequential calls: 50% GET 1 KB JSON, 40% POST ~1 KB JSON (distinct bodies), 10% GET 256 KB; upstream node:http on 127.0.0.1`)
 
   let traceNo = 0
-  const record = (store: TraceStore) => async () => {
-    const session = await openSession({ mode: 'record', trace: `bench-${++traceNo}`, store })
-    const ms = await drive(upstream.url, calls, viaDispatcher(createRecordReplayDispatcher({ session, upstream: live })))
-    // The recording is not done until close() has written it: timed, or a store that defers work looks free.
-    const t0 = performance.now()
-    await session.close()
-    return ms + (performance.now() - t0)
-  }
+  const record = (store: TraceStore) => () => recordInto(upstream.url, calls, live, store, `bench-${++traceNo}`)
   await record(memory)()
   const memoryTrace = `bench-${traceNo}`
   await record(level)()
