@@ -45,7 +45,7 @@ class PlayController implements Controller {
 /** Chunk-exact replay from memory: chunks a macrotask apart where the runtime needs it (see the file comment). */
 export class ChunkFloor extends Dispatcher {
   readonly #answer: (path: string) => FloorResponse
-  readonly #apart = readableKeepsChunksApart()
+  readonly #keptApart = readableKeepsChunksApart()
 
   constructor(answer: (path: string) => FloorResponse) {
     super()
@@ -59,7 +59,7 @@ export class ChunkFloor extends Dispatcher {
     let i = 0
     const next = (): void => {
       if (controller.aborted) return void handler.onResponseError?.(controller, controller.reason ?? new Error('aborted'))
-      if (this.#apart) while (i < res.chunks.length) handler.onResponseData?.(controller, res.chunks[i++] as Buffer)
+      if (this.#keptApart) while (i < res.chunks.length) handler.onResponseData?.(controller, res.chunks[i++] as Buffer)
       else if (i < res.chunks.length) handler.onResponseData?.(controller, res.chunks[i++] as Buffer)
       if (i < res.chunks.length) setImmediate(next)
       else handler.onResponseEnd?.(controller, {})
