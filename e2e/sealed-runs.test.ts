@@ -144,6 +144,14 @@ for u in sys.argv[1:]:
     sys.stdout.write(str(r.status_code) + ' ' + r.text)
 `
 
+// Node's fetch with NODE_USE_ENV_PROXY=1 (set by the proxy environment): it goes to the proxy port.
+const NODE_FETCH = `
+for (const u of process.argv.slice(1)) {
+  const r = await fetch(u)
+  process.stdout.write(r.status + ' ' + (await r.text()))
+}
+`
+
 describe('sealed runs: clients that ignore the proxy variables are recorded, then replayed offline', { timeout: 600_000 }, () => {
   test("curl --noproxy '*' to an HTTPS and an HTTP URL", async (t) => {
     if (cannotSeal) return t.skip(cannotSeal)
@@ -166,6 +174,13 @@ describe('sealed runs: clients that ignore the proxy variables are recorded, the
       stdio: 'pipe',
     })
     const { recorded, replayed } = await recordThenReplay('go', [join(dir, 'client'), ...URLS])
+    assert.equal(recorded, EXPECTED.join(''))
+    assert.equal(replayed, recorded)
+  })
+
+  test('Node fetch through the proxy variables, as unsealed (the proxy port is reachable inside)', async (t) => {
+    if (cannotSeal) return t.skip(cannotSeal)
+    const { recorded, replayed } = await recordThenReplay('node-fetch', [process.execPath, '--input-type=module', '-e', NODE_FETCH, ...URLS])
     assert.equal(recorded, EXPECTED.join(''))
     assert.equal(replayed, recorded)
   })
@@ -283,11 +298,16 @@ except Exception as e:
     print('python failed', type(e).__name__)
 `
 
+let emptyRecorded: Promise<void> | undefined
+/** A trace of no exchange, recorded once: what a sealed replay of traffic nobody recorded runs against. */
+function emptyTrace(): Promise<void> {
+  emptyRecorded ??= cli(['record', '--store', store, '-t', 'empty', '--', 'true']).then((rec) => assert.equal(rec.code, 0, rec.stderr))
+  return emptyRecorded
+}
+
 describe('sealed strict replay: what the trace cannot answer fails the run, naming host and port', { timeout: 300_000 }, () => {
   before(async () => {
-    if (cannotSeal) return
-    const rec = await cli(['record', '--store', store, '-t', 'empty', '--', 'true'])
-    assert.equal(rec.code, 0, rec.stderr)
+    if (!cannotSeal) await emptyTrace()
   })
 
   test('an HTTP call missing from the trace, a database, a silent server-speaks-first client and UDP: exit 69, each named, none hangs', async (t) => {
@@ -348,5 +368,106 @@ describe('an unsealed strict replay in CI recommends --sealed where sealing work
     const sealed = await cli(['replay', '--store', store, '-t', 'hint', '--strict', '--sealed', '--', 'true'], { CI: 'true' })
     assert.equal(sealed.code, 0, sealed.stderr)
     assert.doesNotMatch(sealed.stderr, /hint:/)
+  })
+})
+
+/** A TCP echo server on the host's loopback, counting its connections. */
+async function echoServer(): Promise<{ port: number; readonly connections: number; close(): Promise<void> }> {
+  let connections = 0
+  const server = createNetServer((s) => {
+    connections++
+    s.on('error', () => {})
+    s.pipe(s)
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  return {
+    port: (server.address() as AddressInfo).port,
+    get connections() {
+      return connections
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  }
+}
+
+// Two bridged host services (by loopback port, by name) and a server of the command's own on its loopback.
+const BRIDGED_AND_OWN = `
+import net from 'node:net'
+import http from 'node:http'
+const echo = (port, host, text) => new Promise((resolve, reject) => {
+  const s = net.connect(port, host, () => s.write(text))
+  s.once('data', (d) => { resolve(String(d)); s.destroy() })
+  s.once('error', reject)
+})
+const [loopbackPort] = process.argv.slice(1)
+console.log('bridged port:', await echo(Number(loopbackPort), '127.0.0.1', 'one'))
+console.log('bridged name:', await echo(5432, 'db.internal', 'two'))
+const own = http.createServer((req, res) => res.end('own server ' + req.url))
+await new Promise((r) => own.listen(0, '127.0.0.1', r))
+// fetch honours the proxy variables; loopback is in NO_PROXY: it stays the command's own.
+const r = await fetch('http://localhost:' + own.address().port + '/ping')
+console.log('own loopback:', await r.text())
+own.close()
+`
+
+describe('sealed runs: bridges to host services, and loopback that stays the command`s own', { timeout: 300_000 }, () => {
+  test('--bridge PORT and --bridge NAME=ADDRESS:PORT reach host services live even in strict replay; a local server is reached on loopback', async (t) => {
+    if (cannotSeal) return t.skip(cannotSeal)
+    await emptyTrace()
+    const byPort = await echoServer()
+    const byName = await echoServer()
+    try {
+      const rep = await cli([
+        'replay',
+        '--store',
+        store,
+        '-t',
+        'empty',
+        '--strict',
+        '--sealed',
+        '--bridge',
+        String(byPort.port),
+        '--bridge',
+        `db.internal=127.0.0.1:${byName.port}`,
+        '--',
+        process.execPath,
+        '--input-type=module',
+        '-e',
+        BRIDGED_AND_OWN,
+        String(byPort.port),
+      ])
+      assert.equal(rep.code, 0, rep.stderr)
+      assert.equal(rep.stdout, 'bridged port: one\nbridged name: two\nown loopback: own server /ping\n')
+      assert.deepEqual([byPort.connections, byName.connections], [1, 1])
+      assert.match(rep.stderr, /0 replayed, 0 recorded, 0 passed through; 0 unmatched/)
+    } finally {
+      await byPort.close()
+      await byName.close()
+    }
+  })
+
+  test('--bridge without --sealed is refused before anything runs', async () => {
+    const run = await cli(['replay', '--store', store, '-t', 'empty', '--bridge', '5432', '--', 'true'])
+    assert.equal(run.code, 64, run.stderr)
+    assert.match(run.stderr, /TR_INVALID_OPTION: --bridge reaches a host service from a sealed run: add --sealed, or drop --bridge\./)
+  })
+})
+
+describe('tr-proxy doctor', { timeout: 120_000 }, () => {
+  test('says whether sealing works here, each requirement, and a real set-up; a refused unshare is a failure with its fix', async (t) => {
+    if (cannotSeal) return t.skip(cannotSeal)
+    const ok = await cli(['doctor', '--json'])
+    assert.equal(ok.code, 0, ok.stderr)
+    const report = JSON.parse(ok.stdout) as { ok: boolean; sealed: { checks: Array<{ name: string; ok: boolean }>; setupMs: number } }
+    assert.equal(report.ok, true)
+    assert.deepEqual(
+      report.sealed.checks.map((c) => c.name),
+      ['platform', 'unshare', 'mount', 'ip', 'nft', 'user namespaces', 'set-up'],
+    )
+    assert.ok(report.sealed.setupMs > 0)
+    const refused = await cli(['doctor'], { TOOL_REPLAY_SEAL_SIMULATE: 'refuse' })
+    assert.equal(refused.code, SEAL_UNAVAILABLE_EXIT, refused.stderr)
+    assert.match(refused.stdout, /^Sealed runs \(--sealed\): do NOT work on this machine\.$/m)
+    assert.match(refused.stdout, /FAIL {2}set-up +Failed to seal the command: the kernel refused/)
   })
 })
