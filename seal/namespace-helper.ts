@@ -46,12 +46,14 @@ main().catch((err: unknown) => {
 async function main(): Promise<void> {
   const handles: Handle[] = []
   // IPv4 first: it binds while loopback is still down, and the nft rules need the ports it gets.
-  const transparent = await listenTcp(handles, 'transparent', 0, '127.0.0.1')
-  const sink = await bindUdp(handles, 'sink', 0, '127.0.0.1')
-  await bindUdp(handles, 'dns', DNS_PORT, '127.0.0.1')
-  await listenTcp(handles, 'dns-tcp', DNS_PORT, '127.0.0.1')
-  await listenTcp(handles, 'proxy', config.proxyPort, '127.0.0.1')
-  for (const port of config.bridgePorts) await listenTcp(handles, 'bridge', port, '127.0.0.1')
+  const [transparent, sink] = await Promise.all([
+    listenTcp(handles, 'transparent', 0, '127.0.0.1'),
+    bindUdp(handles, 'sink', 0, '127.0.0.1'),
+    bindUdp(handles, 'dns', DNS_PORT, '127.0.0.1'),
+    listenTcp(handles, 'dns-tcp', DNS_PORT, '127.0.0.1'),
+    listenTcp(handles, 'proxy', config.proxyPort, '127.0.0.1'),
+    ...config.bridgePorts.map((port) => listenTcp(handles, 'bridge', port, '127.0.0.1')),
+  ])
   await Promise.all([
     run('routes', config.tools.ip, ['-force', '-batch', '-'], ROUTES),
     run('nft', config.tools.nft, ['-f', '-'], rules(transparent, sink)),
@@ -63,18 +65,20 @@ async function main(): Promise<void> {
     () => false,
   )
   if (ipv6) {
-    await bindUdp(handles, 'sink', sink, '::1')
-    await bindUdp(handles, 'dns', DNS_PORT, '::1')
-    await listenTcp(handles, 'dns-tcp', DNS_PORT, '::1')
-    await listenTcp(handles, 'proxy', config.proxyPort, '::1')
-    for (const port of config.bridgePorts) await listenTcp(handles, 'bridge', port, '::1')
+    await Promise.all([
+      bindUdp(handles, 'sink', sink, '::1'),
+      bindUdp(handles, 'dns', DNS_PORT, '::1'),
+      listenTcp(handles, 'dns-tcp', DNS_PORT, '::1'),
+      listenTcp(handles, 'proxy', config.proxyPort, '::1'),
+      ...config.bridgePorts.map((port) => listenTcp(handles, 'bridge', port, '::1')),
+    ])
   }
   try {
     accessSync('/proc/self/net/nf_conntrack', fsConstants.R_OK)
   } catch (err) {
     throw new StepError('conntrack', (err as Error).message)
   }
-  for (const h of handles) await send(h.message, h.handle)
+  await Promise.all(handles.map((h) => send(h.message, h.handle)))
   // Handed over: from now on only Tool Replay's process accepts on them.
   for (const h of handles) h.handle.close()
   const go = new Promise<void>((resolve) => process.once('message', (m) => m === GO && resolve()))
