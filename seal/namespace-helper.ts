@@ -181,6 +181,11 @@ function runCommand(argv: string[]): void {
   const child = spawn(file as string, args, { stdio: 'inherit', env })
   const forward = (signal: NodeJS.Signals) => () => child.kill(signal)
   for (const signal of FORWARDED_SIGNALS) process.on(signal, forward(signal))
+  // Tool Replay's process went away (killed): the command's only way out went with it, so it ends too.
+  process.once('disconnect', () => {
+    child.kill('SIGTERM')
+    setTimeout(() => child.kill('SIGKILL'), 2000).unref()
+  })
   process.channel?.unref()
   child.once('error', (err) => {
     send({ kind: 'failed', step: 'command', detail: err.message }).finally(() => process.exit(127))

@@ -185,9 +185,14 @@ class SealRun implements SealPlan {
         void this.#start(child, message)
       }
     })
-    child.once('exit', () => {
+    child.once('exit', (_code, signal) => {
       clearTimeout(timer)
-      if (!this.#ready) this.#settle(refusalError({ stderr: this.#stderr }, this.#support))
+      if (this.#ready) return
+      this.#settle(
+        signal
+          ? new ToolReplayError(ErrorCodes.SEAL_UNAVAILABLE, `Failed to seal the command: its set-up was stopped by ${signal} before the command started.`)
+          : refusalError({ stderr: this.#stderr }, this.#support),
+      )
     })
   }
 
