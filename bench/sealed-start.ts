@@ -44,13 +44,22 @@ const stats = (xs: number[]) => {
   return { median: at(0.5), p90: at(0.9) }
 }
 
+/** ms to start and end `node -e 0`: the machine's speed now, to read the other figures against. */
+async function nodeStart(): Promise<number> {
+  const t0 = Date.now()
+  await once(spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' }), 'exit')
+  return Date.now() - t0
+}
+
 const runs = { unsealed: [] as Array<{ startMs: number; totalMs: number }>, sealed: [] as Array<{ startMs: number; totalMs: number }> }
 // One of each first (the CA, the compile cache), not counted.
 await run(false, -1)
 await run(true, -2)
+const nodeStarts: number[] = []
 for (let i = 0; i < N; i++) {
   runs.unsealed.push(await run(false, 2 * i))
   runs.sealed.push(await run(true, 2 * i + 1))
+  nodeStarts.push(await nodeStart())
 }
 console.log(
   `tr-proxy from ${dist ? `a build (${dist})` : 'the sources'}; N=${N}; load average ${loadavg()
@@ -63,4 +72,7 @@ for (const key of ['startMs', 'totalMs'] as const) {
   const label = key === 'startMs' ? 'to the command`s first act' : 'to the CLI`s exit'
   console.log(`${label.padEnd(28)} unsealed median ${u.median} ms (p90 ${u.p90}); sealed median ${s.median} ms (p90 ${s.p90}); added ${s.median - u.median} ms`)
 }
+const node = stats(nodeStarts).median
+const added = stats(runs.sealed.map((r) => r.startMs)).median - stats(runs.unsealed.map((r) => r.startMs)).median
+console.log(`\`node -e 0\` median ${node} ms now: the sealed start adds ${(added / node).toFixed(1)} such starts`)
 rmSync(dir, { recursive: true, force: true })

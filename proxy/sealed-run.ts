@@ -20,7 +20,7 @@ import { type ConnectionDoor, connectionDoor } from './proxy-server.ts'
 import { connectRaw, type UpstreamOptions } from './upstream.ts'
 
 /** How long a redirected connection may stay silent before it counts as a protocol whose server speaks first. */
-export const FIRST_BYTES_WAIT_MS = 2000
+const FIRST_BYTES_WAIT_MS = 2000
 
 /** Options of a sealed run (`--sealed`). */
 export interface SealedOptions {
@@ -171,7 +171,7 @@ const WELL_KNOWN_PORTS: Record<number, string> = {
 }
 
 /** The protocol part of a miss: the port's usual protocol, then what the bytes were. */
-export function describeProtocol(verdict: FirstBytes, bytes: Buffer, port: number): string {
+function describeProtocol(verdict: FirstBytes, bytes: Buffer, port: number): string {
   const usual = WELL_KNOWN_PORTS[port]
   const what =
     verdict.kind === 'h2c'
