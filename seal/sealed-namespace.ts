@@ -143,6 +143,7 @@ class SealRun implements SealPlan {
   #settle: (error: ToolReplayError | undefined) => void = () => {}
   #conntrack: ConntrackReader | undefined
   #ready: ReadyMessage | undefined
+  #tableLost = false
   #stderr = ''
 
   constructor(argv: string[], dir: string, bridges: readonly Bridge[], support: SealSupport) {
@@ -228,7 +229,12 @@ class SealRun implements SealPlan {
 
   async #redirected(socket: Socket, listenerPort: number, handlers: SealHandlers): Promise<void> {
     const client = { address: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 }
-    const found = await this.#conntrack?.lookup({ protocol: 'tcp', listenerPort, client }).catch(() => undefined)
+    const found = await this.#conntrack?.lookup({ protocol: 'tcp', listenerPort, client }).catch((err: Error) => {
+      // Read once when ready, so this is the table going away (the namespace ending): said once, served by its bytes.
+      if (!this.#tableLost) handlers.log(`the connection-tracking table could not be read (${err.message}): connections are served by what they send`)
+      this.#tableLost = true
+      return undefined
+    })
     if (socket.destroyed) return
     const to = destination(found, this.#names)
     if (to.port === 53) return serveDnsStream(socket, this.#names)
