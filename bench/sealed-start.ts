@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url'
 const args = process.argv.slice(2)
 const distAt = args.indexOf('--dist')
 const dist = distAt >= 0 ? resolve(args[distAt + 1] ?? '') : undefined
-const N = Number(args.filter((_arg, i) => i !== distAt && i !== distAt + 1)[0] ?? 10)
+const N = Number(args.filter((_arg, i) => distAt < 0 || (i !== distAt && i !== distAt + 1))[0] ?? 10)
 const dir = mkdtempSync(join(tmpdir(), 'tr-sealed-start-'))
 const stamp = join(dir, 'started')
 const entry = dist ? join(dir, 'cli.mjs') : fileURLToPath(new URL('../bin/tr-proxy.js', import.meta.url))
