@@ -27,9 +27,10 @@ const closedAfter = (socket, label, t0) => new Promise((resolve) => {
 const t0 = Date.now()
 const pg = net.connect(5432, 'db.internal', () => pg.write(Buffer.from([0, 0, 0, 8, 4, 0xd2, 0x16, 0x2f])))
 const mysql = net.connect(3306, 'mysql.internal')
+const h2c = net.connect(8080, 'h2c.internal', () => h2c.write('PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n'))
 const udp = dgram.createSocket('udp4')
 udp.send('ping', 123, '198.51.100.7', () => udp.close())
-await Promise.all([closedAfter(pg, 'postgres', t0), closedAfter(mysql, 'mysql', t0)])
+await Promise.all([closedAfter(pg, 'postgres', t0), closedAfter(mysql, 'mysql', t0), closedAfter(h2c, 'h2c', t0)])
 `
 
 const PYTHON_MISS = `
@@ -48,7 +49,7 @@ describe('sealed strict replay: what the trace cannot answer fails the run, nami
     if (!skip) await emptyTrace(work.store)
   })
 
-  test('an HTTP call missing from the trace, a database, a silent server-speaks-first client and UDP: exit 69, each named, none hangs', async (t) => {
+  test('an HTTP call missing from the trace, a database, HTTP/2 without TLS, a silent server-speaks-first client and UDP: exit 69, each named, none hangs', async (t) => {
     if (skip) return t.skip(skip)
     const python = has('python3', ['-c', 'import requests']) === undefined
     const script = [
@@ -63,11 +64,12 @@ describe('sealed strict replay: what the trace cannot answer fails the run, nami
     assert.match(rep.stderr, /TR_REPLAY_MISS TCP db\.internal:5432 \(PostgreSQL's port; not HTTP or TLS; first bytes 00 00 00 08 04 d2 16 2f\)/)
     assert.match(rep.stderr, /TR_REPLAY_MISS TCP mysql\.internal:3306 \(MySQL's port; sent nothing for 2 s: a protocol whose server speaks first\)/)
     assert.match(rep.stderr, /TR_REPLAY_MISS UDP 198\.51\.100\.7:123 \(UDP, not DNS\)/)
+    assert.match(rep.stderr, /TR_REPLAY_MISS TCP h2c\.internal:8080 \(HTTP\/2 without TLS \(prior knowledge\), which sealed runs do not capture\)/)
     if (python) {
       assert.match(rep.stdout, /python got 403/)
       assert.match(rep.stderr, /TR_REPLAY_MISS GET https:\/\/api\.test:8443\/missing/)
     }
-    for (const m of rep.stdout.matchAll(/(postgres|mysql) closed after (\d+) ms/g)) assert.ok(Number(m[2]) < 5000, `${m[1]} waited ${m[2]} ms`)
-    assert.equal([...rep.stdout.matchAll(/closed after/g)].length, 2, rep.stdout)
+    for (const m of rep.stdout.matchAll(/(postgres|mysql|h2c) closed after (\d+) ms/g)) assert.ok(Number(m[2]) < 5000, `${m[1]} waited ${m[2]} ms`)
+    assert.equal([...rep.stdout.matchAll(/closed after/g)].length, 3, rep.stdout)
   })
 })
