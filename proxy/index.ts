@@ -27,6 +27,7 @@ export { ERROR_HEADER, REFUSED_STATUS, UPSTREAM_FAILED_STATUS } from './response
 export type { ReverseMount, ReverseRoutes } from './reverse-routes.ts'
 /** Parses `--reverse URL` / `--reverse NAME=URL` values into mounts. */
 export { parseReverse } from './reverse-routes.ts'
+export type { SealedOptions } from './sealed-run.ts'
 /** How a request names its session: the header (`x-tool-replay-session`), and the rule for session names. */
 export { assertSessionName, SESSION_HEADER, SESSION_PASSWORD } from './session-choice.ts'
 export type { SessionSpec } from './session-spec.ts'

@@ -38,6 +38,8 @@ export const ErrorCodes = {
   COMMAND_FAILED: 'TR_COMMAND_FAILED',
   SESSION_UNKNOWN: 'TR_SESSION_UNKNOWN',
   SESSION_EXISTS: 'TR_SESSION_EXISTS',
+  /** A sealed run (`--sealed`) cannot be set up here: the kernel, the sandbox or a missing tool refuses it. */
+  SEAL_UNAVAILABLE: 'TR_SEAL_UNAVAILABLE',
   // interceptor
   CAPTURE_UNAVAILABLE: 'TR_CAPTURE_UNAVAILABLE',
   // cases
