@@ -48,6 +48,7 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.PROXY_START_FAILED]: 74,
   [ErrorCodes.PROXY_BAD_REQUEST]: 74,
   [ErrorCodes.REQUEST_TOO_LARGE]: 74,
+  [ErrorCodes.LINE_TOO_LONG]: 74,
   [ErrorCodes.UPSTREAM_FAILED]: 74,
   [ErrorCodes.COMMAND_FAILED]: 74,
   [ErrorCodes.ASSETS_GIT_FAILED]: 74,

@@ -33,6 +33,8 @@ import {
   eventLine,
   type HeaderPairs,
   isJsonRpcResponse,
+  type LongLine,
+  lineTooLong,
   MCP_COMMAND_HEADER,
   MCP_ID_HEADER,
   MCP_MESSAGE_HEADER,
@@ -46,6 +48,7 @@ import {
   ToolReplayError,
 } from '../trace/index.ts'
 import { type ClientEnd, type ConversationHost, idKey, liveLine, type MessageInfo, MessageTarget } from './client-target.ts'
+import { longLineId, MCP_WIRES } from './framing.ts'
 
 /** A running server, as the conversation drives it. */
 export interface ServerEnd {
@@ -75,7 +78,10 @@ export interface ConversationOptions {
   log(line: string): void
   /** How long an answer the client gave up on keeps being recorded (ms; default 1000, as for HTTP; 0 records the abort). */
   drainAfterAbortMs?: number
-  /** Largest message params buffered for matching (default 64 MiB, as for HTTP bodies). */
+  /**
+   * Largest message (default 64 MiB, as for HTTP bodies): its params buffered for matching, and one line either
+   * way (a longer one is dropped with TR_LINE_TOO_LONG).
+   */
   maxBodyBytes?: number
 }
 
@@ -134,6 +140,8 @@ export class McpConversation {
   readonly #serverRequests = new Map<string, string>()
   /** Replay: the client's replies so far, and waits for ones still to come. */
   readonly #replied = new Map<string, { promise: Promise<void>; resolve: () => void }>()
+  /** Replay: this run's ids of the requests replayed so far, by their recorded id (key). */
+  readonly #sentAs = new Map<string, { id: unknown }>()
   readonly #inputClosed = deferred()
   /** Messages still being carried out (each one's lifecycle). */
   readonly #inflight = new Set<Promise<void>>()
@@ -161,6 +169,9 @@ export class McpConversation {
       serverRequest: (key, method) => this.#serverRequests.set(key, method),
       reply: (key) => this.#waitReply(key),
       inputClosed: this.#inputClosed.promise,
+      maxLineBytes: this.#capture.maxBodyBytes,
+      sentAs: (key, id) => this.#sentAs.set(key, { id }),
+      clientId: (key) => this.#sentAs.get(key),
       exit: (code, signal) => {
         if (this.#exited) return
         this.#exited = true
@@ -173,6 +184,11 @@ export class McpConversation {
   /** Resolves once the conversation is over (the server exited, or the client closed and every transcript ended). */
   get done(): Promise<void> {
     return this.#ended.promise
+  }
+
+  /** The longest message, one line (bytes): the reader of each direction takes this limit. */
+  get maxLineBytes(): number {
+    return this.#capture.maxBodyBytes
   }
 
   /** True once the server exited (or a replayed exit was played). */
@@ -226,6 +242,17 @@ export class McpConversation {
     void this.#enqueue(() => this.#carry(m.captured, target, (events, d) => this.#receive(() => this.#forward(m, target, events, d))))
   }
 
+  /**
+   * The client wrote a line over the limit: it is refused as a body over the limit is (not sent, not recorded,
+   * counted by strict replay), with TR_LINE_TOO_LONG as the answer when its id can be read.
+   */
+  clientTooLong(line: LongLine): void {
+    const err = lineTooLong(MCP_WIRES.client, line, this.maxLineBytes)
+    this.#o.session.refuse({ method: 'POST', url: mcpStdioUrl(this.#o.server, { kind: 'message', method: '(line too long)' }) }, err)
+    const id = longLineId(line, 'request')
+    new MessageTarget(this.#host, id === undefined ? { kind: 'notification' } : { kind: 'request', id }).failWith(err)
+  }
+
   /** The client closed its end (stdin EOF, transport close): the server's input closes; answers still come. Idempotent. */
   clientClosed(): void {
     if (this.#closed) return
@@ -260,6 +287,21 @@ export class McpConversation {
   /** A line the live server wrote on stdout. */
   serverLine(text: string): void {
     this.#receive(() => this.#line(text))
+  }
+
+  /**
+   * The live server wrote a line over the limit: dropped, and recorded as a `too-long` event where it came;
+   * when it answered a request the client waits on, that request gets TR_LINE_TOO_LONG (live and in replay).
+   */
+  serverTooLong(line: LongLine): void {
+    this.#receive(() => {
+      const id = longLineId(line, 'answer')
+      const key = id === undefined ? undefined : idKey(id)
+      const open = key === undefined ? undefined : this.#pending.get(key)
+      const event = eventLine({ kind: 'too-long', bytes: line.bytes, limit: this.maxLineBytes, ...(open ? { id: id as string | number } : {}) })
+      if (open && key !== undefined) this.#answer(open, key, event)
+      else this.#put(this.#latest, event)
+    })
   }
 
   /** Text the live server wrote on stderr. */

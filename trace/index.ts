@@ -66,6 +66,9 @@ export type { JsonDifference, PathSegment } from './json-path.ts'
 export { diffJson, formatJsonPath, jsonPathMatches, parseJsonPath, replaceAtJsonPath, selectJsonPath, setAtJsonPath } from './json-path.ts'
 export type { JsonTextComment, JsonTextKey, JsonTextKind, JsonTextReading, JsonTextValue, JsonTextVisitor } from './json-text.ts'
 export { readJsonText } from './json-text.ts'
+export type { LineReaderOptions, LineWire, LongLine } from './line-reader.ts'
+/** Newline-delimited framing of every NDJSON wire: linear, bounded, with its typed error (see line-reader.ts). */
+export { LINE_EDGE_BYTES, LineReader, lineTooLong, MAX_SOCKET_LINE_BYTES } from './line-reader.ts'
 export type {
   LlmApi,
   LlmDiffDetail,

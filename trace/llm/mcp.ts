@@ -80,6 +80,11 @@ function stdioView(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): McpView 
     if (line.kind === 'event') {
       if (line.event.kind === 'stderr') stderr += line.event.text
       if (line.event.kind === 'exit') v.exit = { code: line.event.code, signal: line.event.signal }
+      // The server's answer was over the line limit: the client got TR_LINE_TOO_LONG in its place.
+      if (line.event.kind === 'too-long' && line.event.id !== undefined && kind === 'request') {
+        v.answered = true
+        v.error = { message: `TR_LINE_TOO_LONG: the answer (${line.event.bytes} bytes) was over the ${line.event.limit}-byte line limit` }
+      }
       continue
     }
     readServerMessage(v, line.message)
