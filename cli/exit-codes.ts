@@ -47,6 +47,7 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.CASE_APP_ERROR]: 73,
   [ErrorCodes.PROXY_START_FAILED]: 74,
   [ErrorCodes.PROXY_BAD_REQUEST]: 74,
+  [ErrorCodes.PROXY_BUSY]: 74,
   [ErrorCodes.REQUEST_TOO_LARGE]: 74,
   [ErrorCodes.LINE_TOO_LONG]: 74,
   [ErrorCodes.UPSTREAM_FAILED]: 74,
