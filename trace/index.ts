@@ -45,7 +45,7 @@ export type {
   Trace,
   TraceMeta,
 } from './exchange.ts'
-export { FAULT_KINDS, FAULT_PHASES, OUTPUT_TAIL_BYTES, TRACE_FORMAT_VERSION } from './exchange.ts'
+export { CLIENT_ABORT_CODE, FAULT_KINDS, FAULT_PHASES, OUTPUT_TAIL_BYTES, TRACE_FORMAT_VERSION } from './exchange.ts'
 export { faultTag, upstreamPhrase } from './fault-label.ts'
 export { headerPairsFromRaw, headerValue, stripHopByHop } from './header-pairs.ts'
 export type { JsonEdit } from './json-codec.ts'
