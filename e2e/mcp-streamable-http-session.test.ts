@@ -7,82 +7,14 @@
  * not a failure; strict replay with the server stopped gives the same answers and uses every recording.
  */
 import assert from 'node:assert/strict'
-import { randomUUID } from 'node:crypto'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
-import { z } from 'zod'
 import { runCli } from '../cli/index.ts'
 import { install } from '../interceptor/index.ts'
 import { openStore } from '../store/index.ts'
 import { diffTraces } from '../trace/index.ts'
 import { tempDir } from './support/mcp-harness.ts'
-
-/** A stateful weather server: one SDK server and transport per session, found again by its mcp-session-id. */
-async function weatherServer(port = 0): Promise<{ url: string; port: number; connections: () => number; close: () => Promise<void> }> {
-  const sessions = new Map<string, StreamableHTTPServerTransport>()
-  let connections = 0
-  const http: Server = createServer(async (req, res) => {
-    const id = req.headers['mcp-session-id']
-    const known = typeof id === 'string' ? sessions.get(id) : undefined
-    if (known) {
-      await known.handleRequest(req, res)
-      return
-    }
-    if (req.method !== 'POST') {
-      res.writeHead(400).end()
-      return
-    }
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (sid) => void sessions.set(sid, transport),
-    })
-    const mcp = new McpServer({ name: 'weather', version: '1.0.0' }, { capabilities: { logging: {} } })
-    mcp.registerTool(
-      'forecast',
-      { description: 'The forecast for a city', inputSchema: { city: z.string() }, annotations: { readOnlyHint: true } },
-      async ({ city }, extra) => {
-        await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: `looking up ${city}` } })
-        return { content: [{ type: 'text', text: `${city}: rain, 9°C` }] }
-      },
-    )
-    await mcp.connect(transport)
-    await transport.handleRequest(req, res)
-  })
-  http.on('connection', () => connections++)
-  await new Promise<void>((r) => http.listen(port, '127.0.0.1', r))
-  const bound = (http.address() as AddressInfo).port
-  return {
-    url: `http://127.0.0.1:${bound}/mcp`,
-    port: bound,
-    connections: () => connections,
-    close: async () => {
-      if (!http.listening) return
-      for (const t of sessions.values()) await t.close()
-      http.closeAllConnections()
-      await new Promise<void>((r) => http.close(() => r()))
-    },
-  }
-}
-
-/** The agent: lists the tools, asks for the forecast, decides; its client opens the background GET stream. */
-async function agent(url: string): Promise<{ tools: string[]; forecast: string; advice: string }> {
-  const client = new Client({ name: 'umbrella-agent', version: '1.0.0' })
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)))
-  const tools = (await client.listTools()).tools.map((t) => t.name)
-  const result = await client.callTool({ name: 'forecast', arguments: { city: 'Oslo' } })
-  const forecast = (result.content as Array<{ text: string }>)[0]?.text ?? ''
-  // A session that lasts (an agent thinks between calls): longer than the SDK waits to reopen a stream that ended
-  // (1 s), so a background stream replayed as a failure would ask again for a GET never recorded.
-  await new Promise((r) => setTimeout(r, 1500))
-  await client.close()
-  return { tools, forecast, advice: forecast.includes('rain') ? 'take an umbrella' : 'leave the umbrella' }
-}
+import { startWeatherServer, umbrellaAgent } from './support/mcp-http-server.ts'
 
 /** `tr-proxy --store DIR ...args` in process: exit code and output. */
 async function cli(store: string, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -94,13 +26,13 @@ async function cli(store: string, ...args: string[]): Promise<{ code: number; ou
 
 test('MCP Streamable HTTP with sessions, recorded twice: diff empty (raw and LLM), read as tool turns, strict replay offline', async (t) => {
   const store = join(tempDir(t), 'store')
-  let server = await weatherServer()
+  let server = await startWeatherServer()
   t.after(() => server.close())
-  const runs: Array<Awaited<ReturnType<typeof agent>>> = []
+  const runs: Array<Awaited<ReturnType<typeof umbrellaAgent>>> = []
   for (const trace of ['first', 'second']) {
     const s = await openStore(store)
     const rec = await install({ mode: 'record', trace, store: s, config: false })
-    runs.push(await agent(server.url).finally(() => rec.close()))
+    runs.push(await umbrellaAgent(server.url).finally(() => rec.close()))
     await s.close()
   }
   assert.deepEqual(runs[0], { tools: ['forecast'], forecast: 'Oslo: rain, 9°C', advice: 'take an umbrella' })
@@ -137,19 +69,19 @@ test('MCP Streamable HTTP with sessions, recorded twice: diff empty (raw and LLM
   const s2 = await openStore(store)
   const rep = await install({ mode: 'replay', trace: 'first', store: s2, config: false })
   try {
-    assert.deepEqual(await agent(`http://127.0.0.1:${port}/mcp`), runs[0])
+    assert.deepEqual(await umbrellaAgent(`http://127.0.0.1:${port}/mcp`), runs[0])
     rep.assertDone()
   } finally {
     await rep.close()
     await s2.close()
   }
   // A server on the same port again, counting: strict replay reaches nothing.
-  server = await weatherServer(port)
+  server = await startWeatherServer(port)
   {
     const s3 = await openStore(store)
     const again = await install({ mode: 'replay', trace: 'second', store: s3, config: false })
     try {
-      assert.deepEqual(await agent(server.url), runs[0])
+      assert.deepEqual(await umbrellaAgent(server.url), runs[0])
       again.assertDone()
     } finally {
       await again.close()

@@ -46,6 +46,11 @@ export interface ClientEnd {
    * while the client is not reading (the server is then held back).
    */
   send(line: string): void | Promise<void>
+  /**
+   * The same for a line the live server wrote, as the bytes it wrote (newline included), for a client end that
+   * takes bytes (a pipe): a big message is then not decoded and encoded again on its way through.
+   */
+  sendBytes?(line: Uint8Array): void | Promise<void>
   /** Text the server wrote on stderr. */
   stderr(text: string): void
   /** The server ended (code and signal as recorded; null when unknown): the client's end closes too. */
@@ -91,6 +96,12 @@ export const idKey = (id: unknown): string => JSON.stringify(id) ?? 'null'
 const decoder = new TextDecoder()
 /** How every event line starts (eventLine in trace/mcp-wire.ts); a server line that would is kept as a `stdout` event. */
 const EVENT_PREFIX = `{"${EVENT_KEY}":`
+const EVENT_PREFIX_BYTES = new TextEncoder().encode(EVENT_PREFIX)
+
+/** True when `bytes` start as an event line does. */
+function isEventLine(bytes: Uint8Array): boolean {
+  return bytes.length >= EVENT_PREFIX_BYTES.length && EVENT_PREFIX_BYTES.every((b, i) => bytes[i] === b)
+}
 
 /** The JSON-RPC error answering request `id` with a Tool Replay refusal (`message`: "CODE: why"). */
 export function refusalLine(id: unknown, code: string, text: string): string {
@@ -220,8 +231,10 @@ export class MessageTarget implements ClientTarget {
         this.#skip--
         return undefined
       }
+      const client = this.#host.client
+      if (client.sendBytes && !isEventLine(bytes) && bytes[bytes.length - 1] === 0x0a) return client.sendBytes(bytes)
       const text = decoder.decode(bytes)
-      return liveLine(this.#host.client, text.endsWith('\n') ? text.slice(0, -1) : text)
+      return liveLine(client, text.endsWith('\n') ? text.slice(0, -1) : text)
     }
     this.#reader ??= mcpLineReader(
       (line) => this.#lines.push(line),

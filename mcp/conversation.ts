@@ -31,23 +31,20 @@ import { type CapturedRequest, type Decision, parseMaxBodyBytes } from '../engin
 import {
   ErrorCodes,
   eventLine,
-  type HeaderPairs,
   isJsonRpcResponse,
   type LongLine,
   lineTooLong,
   MCP_COMMAND_HEADER,
-  MCP_ID_HEADER,
   MCP_MESSAGE_HEADER,
-  MCP_PROGRESS_TOKEN_HEADER,
   MCP_SERVER_EXITED,
   MCP_TRANSCRIPT_TYPE,
   maskedCommandLine,
   mcpStdioUrl,
-  PROGRESS_TOKEN,
   readTranscriptLine,
   ToolReplayError,
 } from '../trace/index.ts'
-import { type ClientEnd, type ConversationHost, idKey, liveLine, type MessageInfo, MessageTarget } from './client-target.ts'
+import { type ClientMessage, readClientMessage } from './client-message.ts'
+import { type ClientEnd, type ConversationHost, idKey, liveLine, MessageTarget } from './client-target.ts'
 import { longLineId, MCP_WIRES } from './framing.ts'
 
 /** A running server, as the conversation drives it. */
@@ -96,15 +93,6 @@ interface Open {
   /** A fault decides what the client gets: the tee only records, and the client gets the fault's playback. */
   relayed: boolean
   closed: boolean
-}
-
-/** A client message, read. */
-interface ClientMessage extends MessageInfo {
-  kind: 'request' | 'notification' | 'reply'
-  text: string
-  method: string
-  params?: unknown
-  captured: CapturedRequest
 }
 
 type Forward = Extract<Decision, { kind: 'forward' }>
@@ -220,7 +208,7 @@ export class McpConversation {
 
   /** One line the client wrote (a JSON-RPC message). */
   fromClient(text: string): void {
-    const m = this.#read(text)
+    const m = readClientMessage(text, this.#o.server, this.#serverRequests)
     if (!m) {
       this.#o.log(`ignored a client line that is not a JSON-RPC message: ${text.slice(0, 200)}`)
       return
@@ -551,45 +539,6 @@ export class McpConversation {
     const run = this.#queue.then(step)
     this.#queue = run.catch((err: unknown) => this.#o.log(`MCP conversation: ${(err as Error)?.message ?? String(err)}`))
     return run
-  }
-
-  #read(text: string): ClientMessage | undefined {
-    let v: unknown
-    try {
-      v = JSON.parse(text)
-    } catch {
-      return undefined
-    }
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined
-    const o = v as Record<string, unknown>
-    if (typeof o.method === 'string') {
-      const kind = o.id === undefined ? 'notification' : 'request'
-      const tool = o.method === 'tools/call' ? (o.params as { name?: unknown } | undefined)?.name : undefined
-      const headers: HeaderPairs = [[MCP_MESSAGE_HEADER, kind]]
-      if (kind === 'request') headers.push([MCP_ID_HEADER, idKey(o.id)])
-      let params = o.params
-      const token = (params as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken
-      if (token !== undefined) {
-        headers.push([MCP_PROGRESS_TOKEN_HEADER, idKey(token)])
-        const p = params as { _meta: Record<string, unknown> }
-        params = { ...p, _meta: { ...p._meta, progressToken: PROGRESS_TOKEN } }
-      }
-      const url = mcpStdioUrl(this.#o.server, { kind: 'message', method: o.method, ...(typeof tool === 'string' ? { tool } : {}) })
-      const m: ClientMessage = { kind, text, method: o.method, params: o.params, captured: this.#captured(url, headers, params) }
-      if (kind === 'request') m.id = o.id
-      if (token !== undefined) m.progressToken = token
-      return m
-    }
-    if (o.id === undefined || (o.result === undefined && o.error === undefined)) return undefined
-    const method = this.#serverRequests.get(idKey(o.id)) ?? 'unknown'
-    const url = mcpStdioUrl(this.#o.server, { kind: 'reply', method })
-    const body = o.error !== undefined ? { error: o.error } : { result: o.result }
-    return { kind: 'reply', text, id: o.id, method, captured: this.#captured(url, [[MCP_MESSAGE_HEADER, 'reply']], body) }
-  }
-
-  #captured(url: string, headers: HeaderPairs, body: unknown): CapturedRequest {
-    if (body === undefined) return { method: 'POST', url, headers, body: null }
-    return { method: 'POST', url, headers: [['content-type', 'application/json'], ...headers], body: encoder.encode(JSON.stringify(body)) }
   }
 
   /** Marks the client's reply to server request `key` in every open transcript that holds that request. */

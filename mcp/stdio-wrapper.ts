@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process'
 import { basename, extname } from 'node:path'
 import type { Readable, Writable } from 'node:stream'
 import type { CaptureSession } from '../capture/index.ts'
-import { ErrorCodes, SERVER_NAME, ToolReplayError } from '../trace/index.ts'
+import { ErrorCodes, maskedCommandLine, SERVER_NAME, ToolReplayError } from '../trace/index.ts'
 import { McpConversation, type ServerEnd } from './conversation.ts'
 import { mcpLineReader } from './framing.ts'
 
@@ -71,6 +71,7 @@ export async function runMcpStdio(o: McpStdioOptions): Promise<McpStdioExit> {
     client: {
       // While the client is not reading, the server waits (the live tee's back-pressure).
       send: (line) => (output.write(`${line}\n`) ? undefined : drained(output)),
+      sendBytes: (line) => (output.write(line) ? undefined : drained(output)),
       stderr: (text) => errors.write(text),
       // A pipe merges writes the reader has not read yet: a flushed write and a short wait (the recorded gap,
       // kept between MIN and MAX) give each recorded chunk its own read, as the proxy does for HTTP bodies.
@@ -163,7 +164,7 @@ function startServer(command: readonly string[], env: NodeJS.ProcessEnv, convers
       reject(
         new ToolReplayError(
           ErrorCodes.COMMAND_FAILED,
-          `Failed to start MCP server "${command.join(' ')}": ${err.code ?? err.message}. Check it is installed and on PATH (the command goes after \`--\`).`,
+          `Failed to start MCP server "${maskedCommandLine(command)}": ${err.code ?? err.message}. Check it is installed and on PATH (the command goes after \`--\`).`,
           { cause: err },
         ),
       )

@@ -187,6 +187,39 @@ export function maskedCommandLine(argv: readonly string[]): string {
     .replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
 
+/** What MCP_COMMAND_HEADER holds in place of a masked value (alone, or after `NAME=`). */
+export const MASKED_ARGUMENT = '[REDACTED]'
+
+/**
+ * A command line of MCP_COMMAND_HEADER read back into its arguments (the inverse of maskedCommandLine: quoted
+ * arguments are JSON strings); undefined when it does not read. Masked values stay MASKED_ARGUMENT.
+ */
+export function parseCommandLine(line: string): string[] | undefined {
+  const out: string[] = []
+  let i = 0
+  while (i < line.length) {
+    if (line[i] === ' ') {
+      i++
+      continue
+    }
+    if (line[i] === '"') {
+      const m = /^"(?:[^"\\]|\\.)*"/.exec(line.slice(i))
+      if (!m) return undefined
+      try {
+        out.push(JSON.parse(m[0]) as string)
+      } catch {
+        return undefined
+      }
+      i += m[0].length
+      continue
+    }
+    const end = line.indexOf(' ', i)
+    out.push(line.slice(i, end < 0 ? line.length : end))
+    i = end < 0 ? line.length : end
+  }
+  return out.length > 0 ? out : undefined
+}
+
 /** The transcript of a made-up tool error result (a fault): its JSON-RPC id is null and mapped to the caller's on replay. */
 export function toolErrorTranscript(text: string): Uint8Array {
   const line = JSON.stringify({ jsonrpc: '2.0', id: null, result: { content: [{ type: 'text', text }], isError: true } })
