@@ -22,7 +22,7 @@ export type { ProxyLimits, ProxyServer, ProxyServerOptions, ProxyStats } from '.
 export { DEFAULT_PROXY_LIMITS, startProxy } from './proxy-server.ts'
 export type { ClosedSession, ProxySessions, SessionRefusal, SessionRefusals } from './proxy-sessions.ts'
 export { DEFAULT_CHUNK_GAP_MS } from './response-target.ts'
-/** Status and header of the proxy's own error responses (403 refusal, see engine/refusal.ts; 502 upstream failure). */
+/** Status and header of the proxy's own error responses (403 refusal, see capture/refusal.ts; 502 upstream failure). */
 export { ERROR_HEADER, REFUSED_STATUS, UPSTREAM_FAILED_STATUS } from './responses.ts'
 export type { ReverseMount, ReverseRoutes } from './reverse-routes.ts'
 /** Parses `--reverse URL` / `--reverse NAME=URL` values into mounts. */

@@ -77,7 +77,7 @@ export interface ProxyServerOptions {
   /** Port; 0 (default) picks a free one. */
   port?: number
   upstream?: UpstreamOptions
-  /** Replay timing (see engine/pacing.ts): 'chunks' (default), 'none', 'recorded' or a speed factor. */
+  /** Replay timing (see capture/pacing.ts): 'chunks' (default), 'none', 'recorded' or a speed factor. */
   pace?: PaceOption
   /** Gap between chunk writes in ms when chunks are kept apart (default: 0 over TLS, 2 over plain HTTP; see response-target.ts). */
   chunkGapMs?: number
