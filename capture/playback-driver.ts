@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Playback, PlaybackChunk } from '../engine/index.ts'
-import type { HeaderPairs, RecordedError, ResponseHead } from '../trace/index.ts'
+import { CLIENT_ABORT_CODE, type HeaderPairs, type RecordedError, type ResponseHead } from '../trace/index.ts'
 import { keepsChunksApart, type Pace, releaseAtMs } from './pacing.ts'
 
 /** A live response head as its transport received it, for a path that can hand it on without re-encoding. */
@@ -36,6 +36,18 @@ export interface PlaybackTarget {
    * a fault made it, so the client's own connection fails (not the upstream's, which a proxy reports as 502).
    */
   fail(error: RecordedError, afterHead: boolean, injected: boolean): void
+  /** Calls `fn` once when the client gives up (a capture path's client; see `holdsOpen`). */
+  onGone?(fn: () => void): void
+}
+
+/**
+ * True when a recorded outcome ends with the client leaving a response that was still open (its head came, the
+ * server had not ended it): a stream the app closed, such as an MCP client's background GET stream. Replayed as
+ * recorded, it stays open after its recorded chunks until the client leaves again; failing it would be a
+ * server failure the recording never saw (and the MCP SDK reconnects a failed stream, a request never recorded).
+ */
+export function holdsOpen(playback: Playback): boolean {
+  return playback.kind === 'error' && playback.head !== undefined && playback.injected !== true && playback.error.code === CLIENT_ABORT_CODE
 }
 
 /**
@@ -126,5 +138,9 @@ async function drive(playback: Playback, pace: Pace, target: PlaybackTarget): Pr
     }
   }
   if (playback.kind === 'response') target.end(playback.trailers)
-  else target.fail(playback.error, true, playback.injected === true)
+  else if (holdsOpen(playback) && target.onGone) {
+    const onGone = target.onGone.bind(target)
+    // No timer: the client's own close or abort ends it, as it did when recorded.
+    if (!target.gone) await new Promise<void>((resolve) => onGone(resolve))
+  } else target.fail(playback.error, true, playback.injected === true)
 }

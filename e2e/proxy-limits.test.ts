@@ -82,7 +82,7 @@ test('connections over the cap are refused with a 503 that says why; the others 
     const over = await rawClient(proxy.port, '')
     await within(over.closed, 3000, 'refusing the sixth connection')
     assert.match(over.received(), /^HTTP\/1\.1 503 /)
-    assert.match(over.received(), /x-tool-replay-error: TR_PROXY_BAD_REQUEST/)
+    assert.match(over.received(), /x-tool-replay-error: TR_PROXY_BUSY/)
     assert.match(over.received(), /--max-connections/)
     // A held connection still gets answered.
     const first = held[0] as (typeof held)[number]
@@ -92,6 +92,33 @@ test('connections over the cap are refused with a 503 that says why; the others 
     assert.ok(first.received().includes(HELLO), JSON.stringify(first.received()))
     for (const h of held) h.socket.destroy()
   } finally {
+    await proxy.close({ graceMs: 100 })
+  }
+})
+
+test('at the cap, a request body trickling in below the minimum rate gives its slot up with a 503 TR_PROXY_BUSY that says why; a fast one keeps it', async () => {
+  const proxy = await proxyWith({ maxConnections: 2, minBodyBytesPerSecond: 500 })
+  const head = (length: number) => `POST http://127.0.0.1:${up.port}/hello HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: ${length}\r\n\r\n`
+  const slow = await rawClient(proxy.port, head(10_000))
+  // The fast one sends 2 kB every 100 ms (20 kB/s) of its 2 MB body for the whole test.
+  const fast = await rawClient(proxy.port, head(2_000_000))
+  const pump = setInterval(() => fast.socket.write('y'.repeat(2000)), 100)
+  const drip = setInterval(() => slow.socket.write('s'), 200)
+  try {
+    await new Promise((r) => setTimeout(r, 1300))
+    const newcomer = await rawClient(proxy.port, `GET http://127.0.0.1:${up.port}/hello HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`)
+    await within(newcomer.closed, 5000, 'serving the newcomer')
+    assert.match(newcomer.received(), /^HTTP\/1\.1 200 /)
+    await within(slow.closed, 5000, 'closing the trickling body')
+    assert.match(slow.received(), /^HTTP\/1\.1 503 /)
+    assert.match(slow.received(), /x-tool-replay-error: TR_PROXY_BUSY/)
+    assert.match(slow.received(), /this request's body came at \d+ bytes\/s for \d+ ms, below the minimum of 500: it was closed to serve another/)
+    assert.equal(fast.received(), '', 'the body that arrives fast keeps its slot')
+  } finally {
+    clearInterval(pump)
+    clearInterval(drip)
+    slow.socket.destroy()
+    fast.socket.destroy()
     await proxy.close({ graceMs: 100 })
   }
 })

@@ -262,3 +262,43 @@ test('a client that never reads its answer is dropped after clientReadTimeoutMs,
     await proxy.close({ graceMs: 100 })
   }
 })
+
+test('520 clients that trickle a request body (one byte a second) and never read: a valid client is served within 5 s, then every valid request; tricklers give their slots up', async (t) => {
+  const proxy = await proxyWith({})
+  // Whole heads, then a body announced at 100 kB that comes one byte a second: each is "a request in progress".
+  const head = `POST http://127.0.0.1:${up.port}/hello HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n`
+  const attack = await deafClients(proxy.port, 520, head, true)
+  try {
+    // Every slot is held, each for longer than a newcomer must wait to take one.
+    await sleep(1200)
+    const deadline = performance.now() + 5000
+    let valid = await validRequest(proxy.port)
+    const refusals: string[] = []
+    while (!valid.ok && performance.now() < deadline) {
+      refusals.push(`${valid.status} ${valid.why ?? ''}`)
+      await sleep(100)
+      valid = await validRequest(proxy.port)
+    }
+    t.diagnostic(`valid client: ${valid.ok ? 'served' : 'not served'} in ${valid.ms.toFixed(0)} ms after ${refusals.length} refusal(s)`)
+    assert.equal(valid.ok, true, `a valid client was not served within 5 s of 520 trickling bodies: ${refusals.slice(0, 3).join(', ')}`)
+    // 4 workers x 10 requests, each on a new connection: each takes a trickler's slot.
+    const load = await validLoad(proxy.port, 4, 10, 100)
+    t.diagnostic(`then: ${load.served} of ${load.results.length} served; p50 ${load.p50.toFixed(1)} ms, p99 ${load.p99.toFixed(1)} ms`)
+    assert.deepEqual(
+      load.results.filter((r) => !r.ok).map((r) => `${r.status} ${r.why ?? ''}`),
+      [],
+      'no valid request refused or failed',
+    )
+    // The trickler whose slot was taken is closed by the proxy (answered 503, destroyed after the grace); the valid
+    // clients close their connections, so one free slot serves them all.
+    const bound = DEFAULT_PROXY_LIMITS.closeGraceMs + 10_000
+    for (let waited = 0; attack.clients.every((c) => c.closedAt === undefined) && waited < bound; waited += 100) await sleep(100)
+    assert.ok(
+      attack.clients.some((c) => c.closedAt !== undefined),
+      'a trickler gave its slot up and was closed',
+    )
+  } finally {
+    attack.stop()
+    await proxy.close({ graceMs: 100 })
+  }
+})

@@ -1,12 +1,14 @@
 /**
  * What `tr-proxy drift` may send live, decided before anything is sent: safe methods always; model calls only
- * when asked (they cost tokens); other methods only when asked (they may change something upstream). Each
+ * when asked (they cost tokens); other methods only when asked (they may change something upstream); MCP
+ * messages by MCP's rules (mcp-drift-plan.ts: stdio servers re-spawned only when asked, fresh HTTP sessions). Each
  * request is rebuilt from the recording; values redaction replaced are never sent as "[REDACTED]": a
  * redacted header is left out unless its value is given (`fill`), and what cannot be filled is noted, so a
  * 401 in the report comes with its reason. Also builds the trace `--update` writes. Pure.
  */
-import { bodyBytes, type Exchange, exchangeLabel, llmView, type Trace, tryUtf8 } from '../trace/index.ts'
+import { bodyBytes, type Exchange, exchangeLabel, llmView, mcpView, type Trace, tryUtf8 } from '../trace/index.ts'
 import type { CapturedRequest } from './decision.ts'
+import { type McpDriftOptions, type McpPlanContext, type McpResend, mcpPlanContext, planMcpExchange } from './mcp-drift-plan.ts'
 import { REDACTED } from './redaction.ts'
 
 /** Methods RFC 9110 defines as safe (read-only): re-sent by default. */
@@ -23,28 +25,42 @@ export interface DriftPlanOptions {
   modelCalls?: boolean
   /** Lower-case header name → the value to send where the recording has it redacted. */
   fill?: ReadonlyMap<string, string>
+  /** How MCP messages are re-sent (stdio servers re-spawned, read-only tools). */
+  mcp?: McpDriftOptions
 }
 
-/** One exchange of the plan: re-sent with `request`, or skipped for `reason`. */
+/** One exchange of the plan: re-sent with `request` (an MCP message as `mcp` says), or skipped for `reason`. */
 export type PlannedExchange =
-  | { seq: number; label: string; kind: DriftRequestKind; send: true; request: CapturedRequest; notes: string[] }
+  | { seq: number; label: string; kind: DriftRequestKind; send: true; request: CapturedRequest; notes: string[]; mcp?: McpResend }
   | { seq: number; label: string; kind: DriftRequestKind; send: false; reason: string }
 
 /** Plans the re-send of every exchange of `trace`, in trace order. */
 export function planDrift(trace: Trace, options: DriftPlanOptions = {}): PlannedExchange[] {
-  return trace.exchanges.map((x) => planExchange(trace, x, options))
+  const mcp = mcpPlanContext(trace, options.mcp ?? {})
+  return trace.exchanges.map((x) => planExchange(trace, x, options, mcp))
 }
 
-function planExchange(trace: Trace, x: Exchange, options: DriftPlanOptions): PlannedExchange {
+function planExchange(trace: Trace, x: Exchange, options: DriftPlanOptions, mcp: McpPlanContext): PlannedExchange {
   const label = exchangeLabel(trace, x)
   const method = x.request.method.toUpperCase()
+  const m = mcpView(trace, x)
   const kind: DriftRequestKind = llmView(trace, x) ? 'model' : SAFE_METHODS.includes(method) ? 'safe' : 'unsafe'
   if (x.origin === 'patched') return { seq: x.seq, label, kind, send: false, reason: 'a fork patched this answer: it is not what the upstream said' }
   if (!recordedUpstream(x))
     return { seq: x.seq, label, kind, send: false, reason: 'an injected fault answered it before forwarding: no upstream answer was recorded' }
-  if (kind === 'model' && !options.modelCalls)
+  let resend: McpResend | undefined
+  let sentAs = kind
+  if (m) {
+    const p = planMcpExchange(trace, x, m, mcp, options.unsafe === true)
+    if (!p.send) return { seq: x.seq, label, kind: p.kind, send: false, reason: p.reason }
+    resend = p.resend
+    sentAs = p.kind
+    // An MCP message of a stdio server never goes over HTTP: its request is the recording, for reference.
+    if (resend.transport === 'stdio') return { seq: x.seq, label, kind: p.kind, send: true, request: recordedRequest(trace, x), notes: [], mcp: resend }
+  }
+  if (!m && kind === 'model' && !options.modelCalls)
     return { seq: x.seq, label, kind, send: false, reason: 'a model call (it costs tokens): pass --model-calls to re-send it' }
-  if (kind === 'unsafe' && !options.unsafe)
+  if (!m && kind === 'unsafe' && !options.unsafe)
     return { seq: x.seq, label, kind, send: false, reason: `${method} is not a safe method: pass --unsafe to re-send it` }
   const notes: string[] = []
   const headers: Array<[string, string]> = []
@@ -62,7 +78,11 @@ function planExchange(trace: Trace, x: Exchange, options: DriftPlanOptions): Pla
     notes.push('the URL holds a redacted value, sent as it was recorded')
   const body = x.request.body ? bodyBytes(trace, x.request.body) : null
   if (body && tryUtf8(body)?.includes(REDACTED)) notes.push('the request body holds a redacted value, sent as it was recorded')
-  return { seq: x.seq, label, kind, send: true, request: { method, url: x.request.url, headers, body }, notes }
+  return { seq: x.seq, label, kind: sentAs, send: true, request: { method, url: x.request.url, headers, body }, notes, ...(resend ? { mcp: resend } : {}) }
+}
+
+function recordedRequest(trace: Trace, x: Exchange): CapturedRequest {
+  return { method: x.request.method, url: x.request.url, headers: x.request.headers, body: x.request.body ? bodyBytes(trace, x.request.body) : null }
 }
 
 /** The labels a trace written by `drift --update` carries. */

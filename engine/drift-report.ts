@@ -18,8 +18,8 @@ export interface DriftedExchange {
   /** drift: the shape changed; same: it did not; skipped: not re-sent (see `reason`); failed: re-sent but not recorded. */
   status: 'drift' | 'same' | 'skipped' | 'failed'
   reason?: string
-  /** How the answers were compared: over HTTP, or as model calls (the LLM view). */
-  compared?: 'http' | 'llm'
+  /** How the answers were compared: over HTTP, as model calls (the LLM view), or as MCP messages. */
+  compared?: 'http' | 'llm' | 'mcp'
   changes: ShapeDrift[]
   /** What was not compared, or what the re-sent request lacked (a redacted credential). */
   notes: string[]

@@ -63,6 +63,9 @@ export {
 } from './faults/index.ts'
 export type { LedgerEntry, SessionSummary } from './ledger.ts'
 export { formatSummary } from './ledger.ts'
+export type { McpDriftOptions, McpResend } from './mcp-drift-plan.ts'
+/** How drift re-sends MCP messages: stdio servers re-spawned when asked, fresh Streamable HTTP sessions. */
+export { MCP_SAFE_METHODS, McpHttpSessions, mcpStdioReplies } from './mcp-drift-plan.ts'
 export type { RedactionOptions } from './redaction.ts'
 export { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_QUERY_PARAMS, REDACTED, Redactor } from './redaction.ts'
 export type { ConfigSource, ToolReplayConfig } from './redaction-config.ts'

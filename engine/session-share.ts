@@ -24,6 +24,9 @@ import {
   type ErrorPhase,
   type Exchange,
   type HeaderPairs,
+  LineReader,
+  lineTooLong,
+  MAX_SOCKET_LINE_BYTES,
   type RecordedError,
   type ResponseHead,
   ToolReplayError,
@@ -106,19 +109,22 @@ type Wire = Record<string, unknown>
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64')
 const unb64 = (text: string) => new Uint8Array(Buffer.from(text, 'base64'))
 
-function lines(socket: Socket, onLine: (value: Wire) => void): void {
-  let pending = ''
-  socket.setEncoding('utf8')
-  socket.on('data', (chunk: string) => {
-    pending += chunk
-    let nl = pending.indexOf('\n')
-    while (nl >= 0) {
-      const text = pending.slice(0, nl)
-      pending = pending.slice(nl + 1)
-      if (text !== '') onLine(JSON.parse(text) as Wire)
-      nl = pending.indexOf('\n')
-    }
+/** What TR_LINE_TOO_LONG says of this wire. */
+const SESSION_WIRE = {
+  name: "the shared session's socket",
+  fix: 'That is the longest text Node parses as one JSON, so it cannot be raised: give the child its own session (`tr-proxy mcp --own-session`).',
+}
+
+/** Reads the peer's messages with the one NDJSON line reader; one past the line limit ends the connection with `onTooLong`. */
+function lines(socket: Socket, onLine: (value: Wire) => void, onTooLong: (err: ToolReplayError) => void = () => {}): void {
+  const reader = new LineReader((text) => onLine(JSON.parse(text) as Wire), {
+    maxLineBytes: MAX_SOCKET_LINE_BYTES,
+    onTooLong: (l) => {
+      onTooLong(lineTooLong(SESSION_WIRE, l, MAX_SOCKET_LINE_BYTES))
+      socket.destroy()
+    },
   })
+  socket.on('data', (chunk: Buffer) => reader.push(chunk))
   socket.on('error', () => {})
 }
 
@@ -230,17 +236,24 @@ export function connectSharedSession(socketPath: string, timeoutMs = 2000): Prom
       clearTimeout(timer)
       reject(err)
     })
+    let lost = { code: ErrorCodes.STORE_CLOSED as ErrorCode, message: 'The process that owns the session went away.' }
     socket.once('close', () => {
-      for (const w of waiting.values()) w({ kind: 'fail', error: { code: ErrorCodes.STORE_CLOSED, message: 'The process that owns the session went away.' } })
+      for (const w of waiting.values()) w({ kind: 'fail', error: lost })
       waiting.clear()
     })
-    lines(socket, (m) => {
-      if (m.op === 'client') clients.get(m.rid as number)?.(playbackOf(m.playback as Wire))
-      else {
-        waiting.get(m.id as number)?.(m)
-        waiting.delete(m.id as number)
-      }
-    })
+    lines(
+      socket,
+      (m) => {
+        if (m.op === 'client') clients.get(m.rid as number)?.(playbackOf(m.playback as Wire))
+        else {
+          waiting.get(m.id as number)?.(m)
+          waiting.delete(m.id as number)
+        }
+      },
+      (err) => {
+        lost = { code: err.code, message: err.message }
+      },
+    )
     const recorderFor = (rid: number): ExchangeRecorder => ({
       recording: true,
       responseStart: (head) => send({ op: 'rec', rid, call: 'start', head }),

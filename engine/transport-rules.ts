@@ -3,10 +3,10 @@
  * large a body may be held whole (request bodies for matching, response bodies for JSON redaction). The
  * wire-side rules (error phases, drain after abort, the over-large request) are capture/transport-rules.ts.
  */
-import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { CLIENT_ABORT_CODE, ErrorCodes, ToolReplayError } from '../trace/index.ts'
 
-/** The code recorded when the client (the app) gave up on a request before its response ended. */
-export const CLIENT_ABORT_CODE = 'UND_ERR_ABORTED'
+/** The code recorded when the client (the app) gave up on a request before its response ended (declared in trace/). */
+export { CLIENT_ABORT_CODE }
 
 /** The recorded failure for a client abort. */
 export function clientAbortError(): { code: string; message: string } {

@@ -19,17 +19,20 @@ import type { Decision } from '../engine/index.ts'
 import {
   EVENT_KEY,
   editJson,
+  eventLine,
   type HeaderPairs,
   headerValue,
   isJsonRpcResponse,
   isToolReplayError,
+  type LineReader,
+  MCP_ID_HEADER,
   MCP_PROGRESS_TOKEN_HEADER,
   type McpEvent,
   type RecordedError,
   type ResponseHead,
   readTranscriptLine,
 } from '../trace/index.ts'
-import { LineReader } from './framing.ts'
+import { longLineId, mcpLineReader, tooLongError } from './framing.ts'
 
 /** JSON-RPC error code of Tool Replay's refusals (implementation-defined server error range; the SDK uses none of it). */
 export const MCP_REFUSAL_CODE = -32099
@@ -43,6 +46,11 @@ export interface ClientEnd {
    * while the client is not reading (the server is then held back).
    */
   send(line: string): void | Promise<void>
+  /**
+   * The same for a line the live server wrote, as the bytes it wrote (newline included), for a client end that
+   * takes bytes (a pipe): a big message is then not decoded and encoded again on its way through.
+   */
+  sendBytes?(line: Uint8Array): void | Promise<void>
   /** Text the server wrote on stderr. */
   stderr(text: string): void
   /** The server ended (code and signal as recorded; null when unknown): the client's end closes too. */
@@ -67,6 +75,12 @@ export interface ConversationHost {
   readonly inputClosed: Promise<void>
   /** Plays a recorded exit (once per conversation). */
   exit(code: number | null, signal: string | null): void
+  /** The longest transcript line played (bytes): the conversation's message limit. */
+  readonly maxLineBytes: number
+  /** Replay: request `current` of this run was recorded with id `recordedKey` (an id key). */
+  sentAs(recordedKey: string, current: unknown): void
+  /** Replay: this run's id of the request recorded with id `recordedKey`; undefined when the client never sent it. */
+  clientId(recordedKey: string): { id: unknown } | undefined
 }
 
 /** The client message a target answers: its kind, and for a request its id and progress token. */
@@ -82,10 +96,28 @@ export const idKey = (id: unknown): string => JSON.stringify(id) ?? 'null'
 const decoder = new TextDecoder()
 /** How every event line starts (eventLine in trace/mcp-wire.ts); a server line that would is kept as a `stdout` event. */
 const EVENT_PREFIX = `{"${EVENT_KEY}":`
+const EVENT_PREFIX_BYTES = new TextEncoder().encode(EVENT_PREFIX)
+
+/** True when `bytes` start as an event line does. */
+function isEventLine(bytes: Uint8Array): boolean {
+  return bytes.length >= EVENT_PREFIX_BYTES.length && EVENT_PREFIX_BYTES.every((b, i) => bytes[i] === b)
+}
+
+/** The JSON-RPC error answering request `id` with a Tool Replay refusal (`message`: "CODE: why"). */
+export function refusalLine(id: unknown, code: string, text: string): string {
+  return JSON.stringify({ jsonrpc: '2.0', id, error: { code: MCP_REFUSAL_CODE, message: text, data: { toolReplayError: code } } })
+}
+
+/** A server line over the limit reaches the client as TR_LINE_TOO_LONG: on stderr, and as the answer to `id` when it was one. */
+function tooLong(client: ClientEnd, e: Extract<McpEvent, { kind: 'too-long' }>, id: { id: unknown } | undefined): void | Promise<void> {
+  const err = tooLongError(e)
+  client.stderr(`${err.code}: ${err.message}\n`)
+  if (id) return client.send(refusalLine(id.id, err.code, `${err.code}: ${err.message}`))
+}
 
 /**
  * Passes one line the live server wrote (as its transcript holds it) to the client: messages as they are,
- * stderr as stderr; the recording's own marks are not for the client.
+ * stderr as stderr, a line over the limit as its error; the recording's own marks are not for the client.
  */
 export function liveLine(client: ClientEnd, text: string): void | Promise<void> {
   if (!text.startsWith(EVENT_PREFIX)) return client.send(text)
@@ -93,6 +125,7 @@ export function liveLine(client: ClientEnd, text: string): void | Promise<void> 
   if (line.kind === 'message') return client.send(text)
   if (line.event.kind === 'stdout') return client.send(line.event.text)
   if (line.event.kind === 'stderr') client.stderr(line.event.text)
+  if (line.event.kind === 'too-long') return tooLong(client, line.event, line.event.id !== undefined ? { id: line.event.id } : undefined)
 }
 
 /**
@@ -108,6 +141,8 @@ export class MessageTarget implements ClientTarget {
   /** A fault's playback of a forwarded message (a lost answer, a latency after it): the client's own timeout decides. */
   #relayed = false
   #token: { recorded: string; current: unknown } | undefined
+  /** Replay: the id (key) this request was recorded with; its answer is mapped to the client's id. */
+  #recordedKey: string | undefined
   /** Lines the client already got before the exchange opened (they came while none was open). */
   #skip = 0
   #reader: LineReader | undefined
@@ -150,7 +185,15 @@ export class MessageTarget implements ClientTarget {
   decided(decision: Decision): void {
     this.#live = decision.kind === 'forward' && decision.client === undefined
     this.#relayed = decision.kind === 'forward' && decision.client !== undefined
-    if (decision.kind !== 'replay' || this.#m.progressToken === undefined) return
+    // A fault's playback of a forward holds this run's own lines.
+    if (this.#relayed && this.#m.kind === 'request') this.#recordedKey = idKey(this.#m.id)
+    if (decision.kind !== 'replay') return
+    const recordedId = headerValue(decision.exchange.request.headers, MCP_ID_HEADER)
+    if (recordedId !== undefined && this.#m.kind === 'request') {
+      this.#recordedKey = recordedId
+      this.#host.sentAs(recordedId, this.#m.id)
+    }
+    if (this.#m.progressToken === undefined) return
     const recorded = headerValue(decision.exchange.request.headers, MCP_PROGRESS_TOKEN_HEADER)
     if (recorded !== undefined) this.#token = { recorded, current: this.#m.progressToken }
   }
@@ -188,10 +231,20 @@ export class MessageTarget implements ClientTarget {
         this.#skip--
         return undefined
       }
+      const client = this.#host.client
+      if (client.sendBytes && !isEventLine(bytes) && bytes[bytes.length - 1] === 0x0a) return client.sendBytes(bytes)
       const text = decoder.decode(bytes)
-      return liveLine(this.#host.client, text.endsWith('\n') ? text.slice(0, -1) : text)
+      return liveLine(client, text.endsWith('\n') ? text.slice(0, -1) : text)
     }
-    this.#reader ??= new LineReader((line) => this.#lines.push(line))
+    this.#reader ??= mcpLineReader(
+      (line) => this.#lines.push(line),
+      // Recorded with a higher limit than this run's: played as the line the server wrote over it.
+      (long) => {
+        const id = longLineId(long, 'answer')
+        this.#lines.push(eventLine({ kind: 'too-long', bytes: long.bytes, limit: this.#host.maxLineBytes, ...(id !== undefined ? { id } : {}) }))
+      },
+      this.#host.maxLineBytes,
+    )
     this.#reader.push(bytes)
     return this.#play(this.#lines.splice(0))
   }
@@ -257,8 +310,7 @@ export class MessageTarget implements ClientTarget {
       this.#host.log(text)
       return
     }
-    const error = { code: MCP_REFUSAL_CODE, message: text, data: { toolReplayError: code } }
-    void this.#host.client.send(JSON.stringify({ jsonrpc: '2.0', id: this.#m.id, error }))
+    void this.#host.client.send(refusalLine(this.#m.id, code, text))
   }
 
   /** Plays transcript lines in order; a promise while one waits (the client's reply, its input's end, a slow client). */
@@ -275,9 +327,12 @@ export class MessageTarget implements ClientTarget {
     if (line.kind === 'event') return this.#playEvent(line.event)
     const client = this.#host.client
     const msg = line.message
-    if (isJsonRpcResponse(msg) && this.#m.kind === 'request') {
-      this.#answered = true
-      return client.send(editJson(text, [{ path: ['id'], value: this.#m.id }]))
+    if (isJsonRpcResponse(msg)) {
+      // The id the client knows: this request's answer and the answers to its other requests are mapped; an
+      // answer to an id the client never sent (a stale one, a server answering twice) goes as it was written.
+      const id = this.#clientIdOf(msg.id)
+      if (id === undefined || idKey(id.id) === idKey(msg.id)) return client.send(text)
+      return client.send(editJson(text, [{ path: ['id'], value: id.id }]))
     }
     if (typeof msg.method === 'string' && msg.id !== undefined) this.#host.serverRequest(idKey(msg.id), msg.method)
     const token = this.#token
@@ -303,6 +358,22 @@ export class MessageTarget implements ClientTarget {
         this.#over = true
         this.#host.exit(e.code, e.signal)
         return undefined
+      case 'too-long':
+        return tooLong(this.#host.client, e, e.id !== undefined ? this.#clientIdOf(e.id) : undefined)
     }
+  }
+
+  /**
+   * This run's id for a recorded answer's id: this request's own (marking it answered), another request's the
+   * client sent, or undefined for one it never sent. A made-up answer (a fault's, id null) and a transcript
+   * whose request has no recorded id answer this request.
+   */
+  #clientIdOf(recorded: unknown): { id: unknown } | undefined {
+    const key = idKey(recorded)
+    if (this.#m.kind === 'request' && (recorded === null || this.#recordedKey === undefined || key === this.#recordedKey)) {
+      this.#answered = true
+      return { id: this.#m.id }
+    }
+    return this.#host.clientId(key)
   }
 }

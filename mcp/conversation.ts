@@ -31,21 +31,21 @@ import { type CapturedRequest, type Decision, parseMaxBodyBytes } from '../engin
 import {
   ErrorCodes,
   eventLine,
-  type HeaderPairs,
   isJsonRpcResponse,
+  type LongLine,
+  lineTooLong,
   MCP_COMMAND_HEADER,
-  MCP_ID_HEADER,
   MCP_MESSAGE_HEADER,
-  MCP_PROGRESS_TOKEN_HEADER,
   MCP_SERVER_EXITED,
   MCP_TRANSCRIPT_TYPE,
   maskedCommandLine,
   mcpStdioUrl,
-  PROGRESS_TOKEN,
   readTranscriptLine,
   ToolReplayError,
 } from '../trace/index.ts'
-import { type ClientEnd, type ConversationHost, idKey, liveLine, type MessageInfo, MessageTarget } from './client-target.ts'
+import { type ClientMessage, readClientMessage } from './client-message.ts'
+import { type ClientEnd, type ConversationHost, idKey, liveLine, MessageTarget } from './client-target.ts'
+import { longLineId, MCP_WIRES } from './framing.ts'
 
 /** A running server, as the conversation drives it. */
 export interface ServerEnd {
@@ -75,7 +75,10 @@ export interface ConversationOptions {
   log(line: string): void
   /** How long an answer the client gave up on keeps being recorded (ms; default 1000, as for HTTP; 0 records the abort). */
   drainAfterAbortMs?: number
-  /** Largest message params buffered for matching (default 64 MiB, as for HTTP bodies). */
+  /**
+   * Largest message (default 64 MiB, as for HTTP bodies): its params buffered for matching, and one line either
+   * way (a longer one is dropped with TR_LINE_TOO_LONG).
+   */
   maxBodyBytes?: number
 }
 
@@ -90,15 +93,6 @@ interface Open {
   /** A fault decides what the client gets: the tee only records, and the client gets the fault's playback. */
   relayed: boolean
   closed: boolean
-}
-
-/** A client message, read. */
-interface ClientMessage extends MessageInfo {
-  kind: 'request' | 'notification' | 'reply'
-  text: string
-  method: string
-  params?: unknown
-  captured: CapturedRequest
 }
 
 type Forward = Extract<Decision, { kind: 'forward' }>
@@ -134,6 +128,8 @@ export class McpConversation {
   readonly #serverRequests = new Map<string, string>()
   /** Replay: the client's replies so far, and waits for ones still to come. */
   readonly #replied = new Map<string, { promise: Promise<void>; resolve: () => void }>()
+  /** Replay: this run's ids of the requests replayed so far, by their recorded id (key). */
+  readonly #sentAs = new Map<string, { id: unknown }>()
   readonly #inputClosed = deferred()
   /** Messages still being carried out (each one's lifecycle). */
   readonly #inflight = new Set<Promise<void>>()
@@ -161,6 +157,9 @@ export class McpConversation {
       serverRequest: (key, method) => this.#serverRequests.set(key, method),
       reply: (key) => this.#waitReply(key),
       inputClosed: this.#inputClosed.promise,
+      maxLineBytes: this.#capture.maxBodyBytes,
+      sentAs: (key, id) => this.#sentAs.set(key, { id }),
+      clientId: (key) => this.#sentAs.get(key),
       exit: (code, signal) => {
         if (this.#exited) return
         this.#exited = true
@@ -173,6 +172,11 @@ export class McpConversation {
   /** Resolves once the conversation is over (the server exited, or the client closed and every transcript ended). */
   get done(): Promise<void> {
     return this.#ended.promise
+  }
+
+  /** The longest message, one line (bytes): the reader of each direction takes this limit. */
+  get maxLineBytes(): number {
+    return this.#capture.maxBodyBytes
   }
 
   /** True once the server exited (or a replayed exit was played). */
@@ -204,7 +208,7 @@ export class McpConversation {
 
   /** One line the client wrote (a JSON-RPC message). */
   fromClient(text: string): void {
-    const m = this.#read(text)
+    const m = readClientMessage(text, this.#o.server, this.#serverRequests)
     if (!m) {
       this.#o.log(`ignored a client line that is not a JSON-RPC message: ${text.slice(0, 200)}`)
       return
@@ -224,6 +228,17 @@ export class McpConversation {
       })
     }
     void this.#enqueue(() => this.#carry(m.captured, target, (events, d) => this.#receive(() => this.#forward(m, target, events, d))))
+  }
+
+  /**
+   * The client wrote a line over the limit: it is refused as a body over the limit is (not sent, not recorded,
+   * counted by strict replay), with TR_LINE_TOO_LONG as the answer when its id can be read.
+   */
+  clientTooLong(line: LongLine): void {
+    const err = lineTooLong(MCP_WIRES.client, line, this.maxLineBytes)
+    this.#o.session.refuse({ method: 'POST', url: mcpStdioUrl(this.#o.server, { kind: 'message', method: '(line too long)' }) }, err)
+    const id = longLineId(line, 'request')
+    new MessageTarget(this.#host, id === undefined ? { kind: 'notification' } : { kind: 'request', id }).failWith(err)
   }
 
   /** The client closed its end (stdin EOF, transport close): the server's input closes; answers still come. Idempotent. */
@@ -260,6 +275,21 @@ export class McpConversation {
   /** A line the live server wrote on stdout. */
   serverLine(text: string): void {
     this.#receive(() => this.#line(text))
+  }
+
+  /**
+   * The live server wrote a line over the limit: dropped, and recorded as a `too-long` event where it came;
+   * when it answered a request the client waits on, that request gets TR_LINE_TOO_LONG (live and in replay).
+   */
+  serverTooLong(line: LongLine): void {
+    this.#receive(() => {
+      const id = longLineId(line, 'answer')
+      const key = id === undefined ? undefined : idKey(id)
+      const open = key === undefined ? undefined : this.#pending.get(key)
+      const event = eventLine({ kind: 'too-long', bytes: line.bytes, limit: this.maxLineBytes, ...(open ? { id: id as string | number } : {}) })
+      if (open && key !== undefined) this.#answer(open, key, event)
+      else this.#put(this.#latest, event)
+    })
   }
 
   /** Text the live server wrote on stderr. */
@@ -509,45 +539,6 @@ export class McpConversation {
     const run = this.#queue.then(step)
     this.#queue = run.catch((err: unknown) => this.#o.log(`MCP conversation: ${(err as Error)?.message ?? String(err)}`))
     return run
-  }
-
-  #read(text: string): ClientMessage | undefined {
-    let v: unknown
-    try {
-      v = JSON.parse(text)
-    } catch {
-      return undefined
-    }
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined
-    const o = v as Record<string, unknown>
-    if (typeof o.method === 'string') {
-      const kind = o.id === undefined ? 'notification' : 'request'
-      const tool = o.method === 'tools/call' ? (o.params as { name?: unknown } | undefined)?.name : undefined
-      const headers: HeaderPairs = [[MCP_MESSAGE_HEADER, kind]]
-      if (kind === 'request') headers.push([MCP_ID_HEADER, idKey(o.id)])
-      let params = o.params
-      const token = (params as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken
-      if (token !== undefined) {
-        headers.push([MCP_PROGRESS_TOKEN_HEADER, idKey(token)])
-        const p = params as { _meta: Record<string, unknown> }
-        params = { ...p, _meta: { ...p._meta, progressToken: PROGRESS_TOKEN } }
-      }
-      const url = mcpStdioUrl(this.#o.server, { kind: 'message', method: o.method, ...(typeof tool === 'string' ? { tool } : {}) })
-      const m: ClientMessage = { kind, text, method: o.method, params: o.params, captured: this.#captured(url, headers, params) }
-      if (kind === 'request') m.id = o.id
-      if (token !== undefined) m.progressToken = token
-      return m
-    }
-    if (o.id === undefined || (o.result === undefined && o.error === undefined)) return undefined
-    const method = this.#serverRequests.get(idKey(o.id)) ?? 'unknown'
-    const url = mcpStdioUrl(this.#o.server, { kind: 'reply', method })
-    const body = o.error !== undefined ? { error: o.error } : { result: o.result }
-    return { kind: 'reply', text, id: o.id, method, captured: this.#captured(url, [[MCP_MESSAGE_HEADER, 'reply']], body) }
-  }
-
-  #captured(url: string, headers: HeaderPairs, body: unknown): CapturedRequest {
-    if (body === undefined) return { method: 'POST', url, headers, body: null }
-    return { method: 'POST', url, headers: [['content-type', 'application/json'], ...headers], body: encoder.encode(JSON.stringify(body)) }
   }
 
   /** Marks the client's reply to server request `key` in every open transcript that holds that request. */

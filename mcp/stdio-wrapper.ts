@@ -8,9 +8,9 @@ import { spawn } from 'node:child_process'
 import { basename, extname } from 'node:path'
 import type { Readable, Writable } from 'node:stream'
 import type { CaptureSession } from '../capture/index.ts'
-import { ErrorCodes, SERVER_NAME, ToolReplayError } from '../trace/index.ts'
+import { ErrorCodes, maskedCommandLine, SERVER_NAME, ToolReplayError } from '../trace/index.ts'
 import { McpConversation, type ServerEnd } from './conversation.ts'
-import { LineReader } from './framing.ts'
+import { mcpLineReader } from './framing.ts'
 
 /** Replay: the longest a recorded gap between two chunks of a transcript is kept (ms), and the shortest. */
 export const MAX_CHUNK_GAP_MS = 50
@@ -38,6 +38,8 @@ export interface McpStdioOptions {
   errors?: Writable
   /** The server's environment (default: this process's). */
   env?: NodeJS.ProcessEnv
+  /** The largest message, one line either way (default 64 MiB); a longer one is dropped with TR_LINE_TOO_LONG. */
+  maxBodyBytes?: number
 }
 
 /** How the served conversation ended: the server's exit (recorded or replayed), null when it never ran. */
@@ -65,9 +67,11 @@ export async function runMcpStdio(o: McpStdioOptions): Promise<McpStdioExit> {
     server: o.server,
     command: o.command,
     log,
+    ...(o.maxBodyBytes !== undefined ? { maxBodyBytes: o.maxBodyBytes } : {}),
     client: {
       // While the client is not reading, the server waits (the live tee's back-pressure).
       send: (line) => (output.write(`${line}\n`) ? undefined : drained(output)),
+      sendBytes: (line) => (output.write(line) ? undefined : drained(output)),
       stderr: (text) => errors.write(text),
       // A pipe merges writes the reader has not read yet: a flushed write and a short wait (the recorded gap,
       // kept between MIN and MAX) give each recorded chunk its own read, as the proxy does for HTTP bodies.
@@ -88,7 +92,11 @@ export async function runMcpStdio(o: McpStdioOptions): Promise<McpStdioExit> {
     },
   })
   await conversation.launch().catch((err: unknown) => log((err as Error).message))
-  const reader = new LineReader((line) => conversation.fromClient(line), { onOverflow: (n) => log(`dropped a client line of ${n}+ characters`) })
+  const reader = mcpLineReader(
+    (line) => conversation.fromClient(line),
+    (line) => conversation.clientTooLong(line),
+    conversation.maxLineBytes,
+  )
   input.on('data', (chunk: Buffer) => reader.push(chunk))
   input.once('end', () => {
     reader.end()
@@ -141,7 +149,11 @@ function startServer(command: readonly string[], env: NodeJS.ProcessEnv, convers
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'], env })
     let timer: NodeJS.Timeout | undefined
-    const reader = new LineReader((line) => conversation.serverLine(line))
+    const reader = mcpLineReader(
+      (line) => conversation.serverLine(line),
+      (line) => conversation.serverTooLong(line),
+      conversation.maxLineBytes,
+    )
     child.stdout.on('data', (chunk: Buffer) => reader.push(chunk))
     child.stdout.once('end', () => reader.end())
     const decoder = new TextDecoder()
@@ -152,7 +164,7 @@ function startServer(command: readonly string[], env: NodeJS.ProcessEnv, convers
       reject(
         new ToolReplayError(
           ErrorCodes.COMMAND_FAILED,
-          `Failed to start MCP server "${command.join(' ')}": ${err.code ?? err.message}. Check it is installed and on PATH (the command goes after \`--\`).`,
+          `Failed to start MCP server "${maskedCommandLine(command)}": ${err.code ?? err.message}. Check it is installed and on PATH (the command goes after \`--\`).`,
           { cause: err },
         ),
       )

@@ -42,6 +42,8 @@ export interface WrapTransportOptions {
   command?: readonly string[]
   /** Tool Replay's warnings (a refused notification). Default: process.emitWarning. */
   onWarning?: (message: string) => void
+  /** The largest message (default 64 MiB): its params buffered for matching, and a recorded transcript's line. */
+  maxBodyBytes?: number
 }
 
 /** A wrapped transport: the SDK's Transport, plus the server's stderr as recorded or replayed. */
@@ -95,6 +97,7 @@ export function wrapMcpTransport(inner: McpTransport, options: WrapTransportOpti
     server: name,
     command: options.command ?? [],
     log: warn,
+    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
     client: {
       send: (line) => wrapper.onmessage?.(JSON.parse(line) as JsonRpcMessage),
       stderr: (text) => {

@@ -6,13 +6,16 @@
  *   then destroyed after `closeGraceMs`, whether or not the client reads the answer or keeps sending. (An
  *   `end()` alone leaves the socket half-open for as long as the client keeps writing: it kept its slot.)
  * - at the cap, a new connection takes the slot of the one that has held it longest without a request in
- *   progress (no whole head yet, an idle keep-alive connection) or with an answer its client has not read, once
- *   that one has held it for EVICTABLE_AFTER_MS; only when none qualifies is the new connection refused (503).
+ *   progress (no whole head yet, an idle keep-alive connection), with an answer its client has not read, or with
+ *   a request body trickling in below `minBodyBytesPerSecond` (its average since the head), once that one has
+ *   held it for EVICTABLE_AFTER_MS; only when none qualifies is the new connection refused (503 TR_PROXY_BUSY).
+ *   A slow body is the head dripper's twin: a whole head makes the request "in progress", and Node's request
+ *   timeout (300 s) is far too long to wait for the slot.
  * - a client that leaves an answer unread for `clientReadTimeoutMs` (bytes wait for it, none leave) is dropped.
  * - inside a CONNECT tunnel the head and request timeouts are enforced here: Node checks them only for
  *   connections of a server that listens, and the tunnel's HTTP server is handed its sockets.
- * A request in progress whose client reads (a head received, its answer moving), a WebSocket passed through and
- * a tunnel's request are never evicted. Node's own head and request timeouts (408) stay the first line.
+ * A request in progress whose client sends its body and reads (its answer moving), a WebSocket passed through
+ * and a tunnel's request are never evicted. Node's own head and request timeouts (408) stay the first line.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
@@ -36,6 +39,8 @@ export interface SlotLimits {
   headersTimeoutMs: number
   /** ... and its whole request within this. */
   requestTimeoutMs: number
+  /** At the cap, a request body arriving slower than this (bytes a second, on average since its head) gives its slot up. */
+  minBodyBytesPerSecond: number
 }
 
 /** One client connection and what it is doing. */
@@ -50,8 +55,11 @@ interface Slot {
   upgraded: boolean
   /** A CONNECT tunnel: its head and request timeouts are this file's to enforce. */
   tunnel: boolean
-  /** The request in progress and when its head arrived (`req.complete` says whether its body has too). */
-  request: { since: number; req: IncomingMessage } | undefined
+  /**
+   * The request in progress, when its head arrived (`req.complete` says whether its body has too), and the bytes
+   * read on its connection by then (what came since is its body).
+   */
+  request: { since: number; req: IncomingMessage; read: number } | undefined
   /** When it last began to wait for a request (accepted, or its last answer finished). */
   idleSince: number
   /** Since when bytes wait for the client without any leaving, and how many had left then. */
@@ -101,7 +109,7 @@ export class ConnectionSlots {
     if (this.#open >= this.#limits.maxConnections && !this.#evictOne()) {
       this.#stats.badRequests++
       const message = `Tool Replay proxy has ${this.#limits.maxConnections} connections open, its limit, and none can be given up (each is busy with a request, or opened less than ${EVICTABLE_AFTER_MS} ms ago); retry later or raise --max-connections.`
-      endAndDrop(socket, rawErrorResponse(503, ErrorCodes.PROXY_BAD_REQUEST, message), this.#limits.closeGraceMs)
+      endAndDrop(socket, rawErrorResponse(503, ErrorCodes.PROXY_BUSY, message), this.#limits.closeGraceMs)
       return false
     }
     const slot: Slot = {
@@ -157,7 +165,7 @@ export class ConnectionSlots {
     if (!slot) return
     slot.active++
     slot.requests++
-    const request = { since: Date.now(), req }
+    const request = { since: Date.now(), req, read: bytesRead(req.socket) }
     slot.request = request
     res.once('close', () => {
       slot.active--
@@ -180,7 +188,10 @@ export class ConnectionSlots {
     endAndDrop(socket, answer, this.#limits.closeGraceMs)
   }
 
-  /** Frees the slot held longest by a connection with no request in progress, or an unread answer; false if none may go. */
+  /**
+   * Frees the slot held longest by a connection with no request in progress, an unread answer, or a body
+   * trickling in too slowly; false if none may go.
+   */
   #evictOne(): boolean {
     const now = Date.now()
     const minAge = Math.min(EVICTABLE_AFTER_MS, this.#limits.headersTimeoutMs)
@@ -188,7 +199,7 @@ export class ConnectionSlots {
     let oldest = Number.POSITIVE_INFINITY
     for (const slot of this.#slots) {
       if (slot.released || slot.upgraded) continue
-      const since = slot.stalled?.since ?? (slot.active === 0 ? slot.idleSince : undefined)
+      const since = slot.stalled?.since ?? (slot.active === 0 ? slot.idleSince : this.#slowBodySince(slot, now, minAge))
       if (since === undefined || now - since < minAge || since >= oldest) continue
       victim = slot
       oldest = since
@@ -201,11 +212,32 @@ export class ConnectionSlots {
       resetConnection(victim.http)
       return true
     }
+    const max = this.#limits.maxConnections
+    const request = victim.active > 0 ? victim.request : undefined
+    if (request) {
+      const rate = Math.round(((bytesRead(request.req.socket) - request.read) * 1000) / Math.max(1, now - request.since))
+      const message = `Tool Replay proxy is at its limit of ${max} connections and this request's body came at ${rate} bytes/s for ${now - request.since} ms, below the minimum of ${this.#limits.minBodyBytesPerSecond}: it was closed to serve another. Send the body faster, or raise --max-connections.`
+      endAndDrop(victim.http, rawErrorResponse(503, ErrorCodes.PROXY_BUSY, message), this.#limits.closeGraceMs)
+      return true
+    }
     // A connection that never sent a whole request is told why; an idle keep-alive one just closes, as servers do.
     const fresh = victim.requests === 0 && victim.http === victim.raw
-    const message = `Tool Replay proxy is at its limit of ${this.#limits.maxConnections} connections and this one sent no whole request for ${now - oldest} ms: it was closed to serve another. Send requests promptly, or raise --max-connections.`
-    endAndDrop(victim.http, fresh ? rawErrorResponse(503, ErrorCodes.PROXY_BAD_REQUEST, message) : undefined, this.#limits.closeGraceMs)
+    const message = `Tool Replay proxy is at its limit of ${max} connections and this one sent no whole request for ${now - oldest} ms: it was closed to serve another. Send requests promptly, or raise --max-connections.`
+    endAndDrop(victim.http, fresh ? rawErrorResponse(503, ErrorCodes.PROXY_BUSY, message) : undefined, this.#limits.closeGraceMs)
     return true
+  }
+
+  /**
+   * When a connection's request body counts as trickling: its head's time, if the body is still incomplete and
+   * has come slower than minBodyBytesPerSecond since (averaged over at least `minAge`); else undefined.
+   */
+  #slowBodySince(slot: Slot, now: number, minAge: number): number | undefined {
+    const request = slot.request
+    if (!request || request.req.complete || slot.active !== 1) return undefined
+    const elapsed = now - request.since
+    if (elapsed < minAge) return undefined
+    const rate = ((bytesRead(request.req.socket) - request.read) * 1000) / elapsed
+    return rate < this.#limits.minBodyBytesPerSecond ? request.since : undefined
   }
 
   /** Drops connections whose client has left an answer unread for clientReadTimeoutMs. */
@@ -250,4 +282,9 @@ export class ConnectionSlots {
     this.#slots.delete(slot)
     this.#open--
   }
+}
+
+/** Bytes read on a connection so far (a tunnel's TLS socket counts what it decrypted). */
+function bytesRead(socket: Socket | Duplex): number {
+  return (socket as Socket).bytesRead ?? 0
 }

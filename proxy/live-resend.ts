@@ -8,7 +8,7 @@
 import { type ClientTarget, captureRequest, DEFAULT_PACE, forwardThroughDispatcher } from '../capture/index.ts'
 import { type CapturedRequest, openSession, type RedactionOptions } from '../engine/index.ts'
 import { createMemoryStore } from '../store/index.ts'
-import { ErrorCodes, type Exchange, ToolReplayError, type Trace } from '../trace/index.ts'
+import { ErrorCodes, type Exchange, type ResponseHead, ToolReplayError, type Trace } from '../trace/index.ts'
 import { flatten, stripHopByHop } from './headers.ts'
 import { createUpstreamAgent, type UpstreamOptions } from './upstream.ts'
 
@@ -22,6 +22,10 @@ export interface LiveResendOptions {
   labels?: Record<string, string>
   /** Called before each request is sent, with its index in `requests`. */
   onSend?: (index: number) => void
+  /** The request actually sent for index `i` (drift's fresh MCP session ids), decided when its turn comes. */
+  prepare?: (index: number, request: CapturedRequest) => CapturedRequest
+  /** The live response head of request `index`, as it came (before redaction). */
+  onHead?: (index: number, head: ResponseHead) => void
 }
 
 /** What came back: the live trace (redacted, in memory) and, per request index, its live exchange or why there is none. */
@@ -53,8 +57,9 @@ export async function resendLive(requests: readonly CapturedRequest[], options: 
       ...(options.labels ? { labels: options.labels } : {}),
     })
     const capture = { session, pace: DEFAULT_PACE, maxBodyBytes: Number.POSITIVE_INFINITY, drainAfterAbortMs: 0 }
-    for (const [i, request] of requests.entries()) {
+    for (const [i, recorded] of requests.entries()) {
       options.onSend?.(i)
+      const request = options.prepare ? options.prepare(i, recorded) : recorded
       // One request through the capture lifecycle, as any path's; nobody waits for the answer but the recording.
       // Each takes the next seq, refused or not: seq i is request i.
       const body = request.body
@@ -70,7 +75,7 @@ export async function resendLive(requests: readonly CapturedRequest[], options: 
           url: request.url,
           headers: [...request.headers],
           readBody: () => ({ bytes: body }),
-          client: NO_CLIENT,
+          client: options.onHead ? { ...NO_CLIENT, head: (head: ResponseHead) => options.onHead?.(i, head) } : NO_CLIENT,
           forward: (bytes, events) => {
             const url = new URL(request.url)
             forwardThroughDispatcher(

@@ -43,6 +43,11 @@ export interface ProxyLimits {
   closeGraceMs?: number
   /** A client that leaves an answer unread this long (bytes wait, none leave) is dropped (default 30000). */
   clientReadTimeoutMs?: number
+  /**
+   * At the cap, a request body arriving slower than this (bytes a second, averaged since its head) gives its slot
+   * to a newcomer, as a head that never completes does (default 500, mod_reqtimeout's MinRate).
+   */
+  minBodyBytesPerSecond?: number
 }
 
 /** Defaults for ProxyLimits. */
@@ -53,6 +58,7 @@ export const DEFAULT_PROXY_LIMITS: Readonly<Required<ProxyLimits>> = Object.free
   maxConnections: 512,
   closeGraceMs: 2_000,
   clientReadTimeoutMs: 30_000,
+  minBodyBytesPerSecond: 500,
 })
 
 /** Options for `startProxy`. */

@@ -9,7 +9,7 @@
  *
  * @note Frames are newline-delimited JSON, one object per line; bytes travel as base64 ({"$b64": ...}) and
  * maps as entry lists ({"$map": [...]}). A frame carries at most one piece of a big body (1 MiB), so memory
- * stays bounded whatever the body's size.
+ * stays bounded whatever the body's size; frames are split by the one line reader (trace/line-reader.ts).
  *   request  {"id":1,"op":"append","args":[...]}
  *   response {"id":1,"ok":true,"result":...} | {"id":1,"ok":false,"error":{"code","message","details"}}
  *            | {"id":1,"ok":false,"retry":true} when the owner is shutting down (the client fails over).
@@ -18,7 +18,7 @@
  */
 import { chmod, unlink } from 'node:fs/promises'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
-import { type ErrorCode, ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { type ErrorCode, ErrorCodes, LineReader, lineTooLong, MAX_SOCKET_LINE_BYTES, ToolReplayError } from '../trace/index.ts'
 import type { LevelBackend } from './level-backend.ts'
 import type { StoreOps } from './store-ops.ts'
 
@@ -188,7 +188,11 @@ export class StoreConnection {
     this.#socket = socket
     socket.on('error', () => {})
     socket.on('close', () => this.#fail())
-    readFrames(socket, (frame) => this.#answer(frame as WireReply))
+    readFrames(
+      socket,
+      (frame) => this.#answer(frame as WireReply),
+      (err) => this.#fail(err),
+    )
   }
 
   /** Connects and checks the protocol version. Rejects with the socket error (ENOENT, ECONNREFUSED) when nobody listens. */
@@ -242,9 +246,10 @@ export class StoreConnection {
     else p.reject(fromWireError(reply.error))
   }
 
-  #fail(): void {
+  /** The connection is over: what waits fails with `err` (a frame past the limit), else as lost (the caller retries). */
+  #fail(err?: Error): void {
     this.#lost = true
-    for (const p of this.#pending.values()) p.reject(new ConnectionLost('the store owner went away'))
+    for (const p of this.#pending.values()) p.reject(err ?? new ConnectionLost('the store owner went away'))
     this.#pending.clear()
   }
 }
@@ -253,34 +258,36 @@ type WireReply =
   | { id: number; ok: true; result: unknown }
   | { id: number; ok: false; retry?: boolean; error: { code: ErrorCode; message: string; details?: Record<string, unknown> } }
 
-function readFrames(socket: Socket, onFrame: (frame: unknown) => void): void {
-  // setEncoding keeps multi-byte characters whole across chunk boundaries.
-  socket.setEncoding('utf8')
-  // Pieces of the current line; only new chunks are scanned, so a multi-megabyte trace stays linear.
-  let parts: string[] = []
-  socket.on('data', (chunk: string) => {
-    let start = 0
-    let nl = chunk.indexOf('\n')
-    while (nl !== -1) {
-      parts.push(chunk.slice(start, nl))
-      const line = parts.join('')
-      parts = []
-      start = nl + 1
-      if (line.length > 0) {
-        let frame: unknown
-        try {
-          frame = decodeFrame(line)
-        } catch {
-          // A peer that is not speaking this protocol; nothing it says can be trusted.
-          socket.destroy()
-          return
-        }
-        onFrame(frame)
+/** What TR_LINE_TOO_LONG says of this wire. */
+const STORE_WIRE = {
+  name: "the store's socket",
+  fix: 'That is the longest text Node parses as one JSON, so it cannot be raised: open the store in one process, or split the trace.',
+}
+
+/** Reads frames with the one NDJSON line reader; a peer past the line limit or not speaking this protocol is cut off. */
+function readFrames(socket: Socket, onFrame: (frame: unknown) => void, onTooLong: (err: ToolReplayError) => void = () => {}): void {
+  const reader = new LineReader(
+    (line) => {
+      if (socket.destroyed) return
+      let frame: unknown
+      try {
+        frame = decodeFrame(line)
+      } catch {
+        // A peer that is not speaking this protocol; nothing it says can be trusted.
+        socket.destroy()
+        return
       }
-      nl = chunk.indexOf('\n', start)
-    }
-    if (start < chunk.length) parts.push(chunk.slice(start))
-  })
+      onFrame(frame)
+    },
+    {
+      maxLineBytes: MAX_SOCKET_LINE_BYTES,
+      onTooLong: (l) => {
+        onTooLong(lineTooLong(STORE_WIRE, l, MAX_SOCKET_LINE_BYTES))
+        socket.destroy()
+      },
+    },
+  )
+  socket.on('data', (chunk: Buffer) => reader.push(chunk))
 }
 
 function toWireError(err: unknown): { code: ErrorCode; message: string; details?: Record<string, unknown> } {

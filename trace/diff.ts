@@ -190,6 +190,8 @@ export const DEFAULT_VOLATILE_HEADERS: readonly string[] = [
   'traceparent',
   'tracestate',
   'idempotency-key',
+  // MCP Streamable HTTP: the session id a server mints (and the client echoes on every request after).
+  'mcp-session-id',
   'host',
   'connection',
   'keep-alive',

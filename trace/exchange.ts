@@ -159,6 +159,9 @@ export interface AppRun {
 /** Bytes of each of stdout and stderr a trace keeps (the end of the stream). */
 export const OUTPUT_TAIL_BYTES = 8 * 1024
 
+/** The code recorded when the client (the app) gave up on a request before its response ended. */
+export const CLIENT_ABORT_CODE = 'UND_ERR_ABORTED'
+
 export interface TraceMeta {
   name: string
   /** Tool Replay trace format version. */

@@ -45,7 +45,7 @@ export type {
   Trace,
   TraceMeta,
 } from './exchange.ts'
-export { FAULT_KINDS, FAULT_PHASES, OUTPUT_TAIL_BYTES, TRACE_FORMAT_VERSION } from './exchange.ts'
+export { CLIENT_ABORT_CODE, FAULT_KINDS, FAULT_PHASES, OUTPUT_TAIL_BYTES, TRACE_FORMAT_VERSION } from './exchange.ts'
 export { faultTag, upstreamPhrase } from './fault-label.ts'
 export { headerPairsFromRaw, headerValue, stripHopByHop } from './header-pairs.ts'
 export type { JsonEdit } from './json-codec.ts'
@@ -66,6 +66,9 @@ export type { JsonDifference, PathSegment } from './json-path.ts'
 export { diffJson, formatJsonPath, jsonPathMatches, parseJsonPath, replaceAtJsonPath, selectJsonPath, setAtJsonPath } from './json-path.ts'
 export type { JsonTextComment, JsonTextKey, JsonTextKind, JsonTextReading, JsonTextValue, JsonTextVisitor } from './json-text.ts'
 export { readJsonText } from './json-text.ts'
+export type { LineReaderOptions, LineWire, LongLine } from './line-reader.ts'
+/** Newline-delimited framing of every NDJSON wire: linear, bounded, with its typed error (see line-reader.ts). */
+export { LINE_EDGE_BYTES, LineReader, lineTooLong, MAX_SOCKET_LINE_BYTES } from './line-reader.ts'
 export type {
   LlmApi,
   LlmDiffDetail,
@@ -112,6 +115,7 @@ export {
   EVENT_KEY,
   eventLine,
   isJsonRpcResponse,
+  MASKED_ARGUMENT,
   MCP_COMMAND_HEADER,
   MCP_ID_HEADER,
   MCP_MESSAGE_HEADER,
@@ -123,6 +127,7 @@ export {
   mcpMessageKind,
   mcpStdioUrl,
   PROGRESS_TOKEN,
+  parseCommandLine,
   parseMcpStdioUrl,
   readTranscriptLine,
   SERVER_NAME,

@@ -21,7 +21,8 @@
  * - an event line, `{"tool-replay": KIND, ...}` (never a JSON-RPC message: those carry "jsonrpc"): `stderr`
  *   {text}, `stdout` {text} (a line that was not JSON), `replied` {id} (the client answered server request id
  *   here: later lines waited for it), `stdin-closed` (the client closed the server's input), `exit` {code,
- *   signal} (the process ended).
+ *   signal} (the process ended), `too-long` {bytes, limit, id?} (the server wrote a line over the line limit: it
+ *   was dropped, and when it answered request `id` the client got TR_LINE_TOO_LONG for it instead).
  * A request still unanswered when the server exits is a recorded error MCP_SERVER_EXITED with the lines so far.
  */
 import type { HeaderPairs } from './exchange.ts'
@@ -56,6 +57,7 @@ export type McpEvent =
   | { kind: 'replied'; id: string | number }
   | { kind: 'stdin-closed' }
   | { kind: 'exit'; code: number | null; signal: string | null }
+  | { kind: 'too-long'; bytes: number; limit: number; id?: string | number }
 
 /** One line of a transcript: a JSON-RPC message (with its exact text) or an event. */
 export type TranscriptLine = { kind: 'message'; message: Record<string, unknown>; text: string } | { kind: 'event'; event: McpEvent }
@@ -137,6 +139,9 @@ function eventOf(kind: string, o: Record<string, unknown>): McpEvent | undefined
   if ((kind === 'stderr' || kind === 'stdout') && typeof o.text === 'string') return { kind, text: o.text }
   if (kind === 'replied' && (typeof o.id === 'string' || typeof o.id === 'number')) return { kind, id: o.id }
   if (kind === 'stdin-closed') return { kind }
+  if (kind === 'too-long' && typeof o.bytes === 'number' && typeof o.limit === 'number') {
+    return { kind, bytes: o.bytes, limit: o.limit, ...(typeof o.id === 'string' || typeof o.id === 'number' ? { id: o.id } : {}) }
+  }
   if (kind === 'exit') {
     return { kind, code: typeof o.code === 'number' ? o.code : null, signal: typeof o.signal === 'string' ? o.signal : null }
   }
@@ -180,6 +185,39 @@ export function maskedCommandLine(argv: readonly string[]): string {
     .map((a) => (/^[\x21-\x7e]+$/.test(a) ? a : JSON.stringify(a)))
     .join(' ')
     .replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
+/** What MCP_COMMAND_HEADER holds in place of a masked value (alone, or after `NAME=`). */
+export const MASKED_ARGUMENT = '[REDACTED]'
+
+/**
+ * A command line of MCP_COMMAND_HEADER read back into its arguments (the inverse of maskedCommandLine: quoted
+ * arguments are JSON strings); undefined when it does not read. Masked values stay MASKED_ARGUMENT.
+ */
+export function parseCommandLine(line: string): string[] | undefined {
+  const out: string[] = []
+  let i = 0
+  while (i < line.length) {
+    if (line[i] === ' ') {
+      i++
+      continue
+    }
+    if (line[i] === '"') {
+      const m = /^"(?:[^"\\]|\\.)*"/.exec(line.slice(i))
+      if (!m) return undefined
+      try {
+        out.push(JSON.parse(m[0]) as string)
+      } catch {
+        return undefined
+      }
+      i += m[0].length
+      continue
+    }
+    const end = line.indexOf(' ', i)
+    out.push(line.slice(i, end < 0 ? line.length : end))
+    i = end < 0 ? line.length : end
+  }
+  return out.length > 0 ? out : undefined
 }
 
 /** The transcript of a made-up tool error result (a fault): its JSON-RPC id is null and mapped to the caller's on replay. */

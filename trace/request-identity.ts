@@ -58,6 +58,8 @@ export const ALWAYS_IGNORED_HEADERS: readonly string[] = [
   'x-request-id',
   'idempotency-key',
   'content-length',
+  // MCP Streamable HTTP: the session id the server minted for this run, echoed on every request after.
+  'mcp-session-id',
   // AWS SigV4 and the AWS SDK's per-call headers: a clock, a session token, an invocation id, the attempt.
   'x-amz-date',
   'x-amz-security-token',

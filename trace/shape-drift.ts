@@ -6,7 +6,11 @@
  * - event streams: event types that appeared or disappeared, and the shape of each type's JSON data;
  * - model calls (the LLM view, trace/llm): tools the model called that it no longer calls (or now calls), each
  *   tool's argument schema, and the finish reason. Their raw JSON and event types are not compared: what a
- *   model chose to say changes them every run, and the LLM view already says it in model terms.
+ *   model chose to say changes them every run, and the LLM view already says it in model terms;
+ * - MCP messages (stdio or Streamable HTTP, trace/llm/mcp.ts), in MCP terms: an answer that became an error (or
+ *   a tool error), the tools a `tools/list` offers and each one's input and output schemas (as values: a schema
+ *   is a contract), the shape of any other result, and the notifications and server requests that came with it.
+ *   Their framing (ids, the event stream, a session id) is not compared.
  * Bodies are compared only when the status is the same (an error page has another shape by design).
  * Pure: used by `tr-proxy drift` (cli/commands/drift.ts) on a recorded exchange and its live re-send.
  * @example
@@ -18,8 +22,9 @@ import { decodeContentEncoding } from './content-encoding.ts'
 import type { Exchange, RecordedResponse, Trace } from './exchange.ts'
 import { headerValue } from './header-pairs.ts'
 import { tryParseJson } from './json-codec.ts'
+import { diffJson } from './json-path.ts'
 import { compareShapes, type JsonShape, ShapeBuilder } from './json-shape.ts'
-import { type LlmView, llmView } from './llm/index.ts'
+import { type LlmView, llmView, type McpView, mcpView } from './llm/index.ts'
 import { isEventStream, parseSse } from './sse.ts'
 
 /** What kind of shape change. */
@@ -37,6 +42,9 @@ export type DriftKind =
   | 'tool_call_removed'
   | 'finish_changed'
   | 'model_api_changed'
+  | 'tool_added'
+  | 'tool_removed'
+  | 'schema_changed'
 
 /** One change in shape between a recorded answer (before) and a live one (after). */
 export interface ShapeDrift {
@@ -53,8 +61,8 @@ export interface ShapeDrift {
 
 /** The shape comparison of one exchange. */
 export interface ExchangeShapeReport {
-  /** `llm` when both answers are model calls Tool Replay reads (see the header). */
-  compared: 'http' | 'llm'
+  /** `llm` when both answers are model calls Tool Replay reads, `mcp` when both are MCP messages (see the header). */
+  compared: 'http' | 'llm' | 'mcp'
   changes: ShapeDrift[]
   /** Set when a body was too big or deep to take its whole shape, or changes were cut at the limit. */
   truncated: boolean
@@ -108,7 +116,12 @@ export function compareExchangeShapes(recorded: ShapeSide, live: ShapeSide, opti
   const va = llmView(recorded.trace, recorded.exchange)
   const vb = llmView(live.trace, live.exchange)
   const builder = new ShapeBuilder()
-  if (va && vb) {
+  const ma = va ? undefined : mcpView(recorded.trace, recorded.exchange)
+  const mb = ma && mcpView(live.trace, live.exchange)
+  if (ma && mb) {
+    report.compared = 'mcp'
+    report.changes.push(...compareMcp(ma, mb, builder))
+  } else if (va && vb) {
     report.compared = 'llm'
     report.changes.push(...compareLlm(va, vb, builder))
   } else {
@@ -201,6 +214,59 @@ function compareLlm(a: LlmView, b: LlmView, builder: ShapeBuilder): ShapeDrift[]
   return out
 }
 
+/** What an MCP message got: its answer, a tool error, an error, or none. */
+function mcpOutcomeKind(v: McpView): string {
+  if (v.error) return `error ${v.error.code ?? ''}`.trim()
+  if (!v.answered) return v.kind === 'request' ? 'no answer' : 'no answer expected'
+  return v.isError ? 'tool error' : 'answer'
+}
+
+function compareMcp(a: McpView, b: McpView, builder: ShapeBuilder): ShapeDrift[] {
+  const out: ShapeDrift[] = []
+  const oa = mcpOutcomeKind(a)
+  const ob = mcpOutcomeKind(b)
+  if (oa !== ob) out.push({ kind: 'outcome_changed', before: oa, after: ob })
+  const sent = (v: McpView) => new Set([...v.notifications, ...v.serverRequests])
+  const [na, nb] = [sent(a), sent(b)]
+  for (const m of na) if (!nb.has(m)) out.push({ kind: 'event_type_removed', event: m })
+  for (const m of nb) if (!na.has(m)) out.push({ kind: 'event_type_added', event: m })
+  if (oa !== ob || !a.answered || !b.answered || a.error || b.error) return out
+  const ta = toolsOffered(a.result)
+  const tb = toolsOffered(b.result)
+  if (ta && tb) {
+    for (const name of ta.keys()) if (!tb.has(name)) out.push({ kind: 'tool_removed', tool: name })
+    for (const name of tb.keys()) if (!ta.has(name)) out.push({ kind: 'tool_added', tool: name })
+    for (const [name, x] of ta) {
+      const y = tb.get(name)
+      if (!y) continue
+      for (const key of ['inputSchema', 'outputSchema'] as const) {
+        for (const d of diffJson(x[key] ?? null, y[key] ?? null, 20)) {
+          const change: ShapeDrift = { kind: 'schema_changed', tool: name, path: `${key}${d.path.slice(1)}` }
+          if (d.before !== undefined) change.before = JSON.stringify(d.before)
+          if (d.after !== undefined) change.after = JSON.stringify(d.after)
+          out.push(change)
+        }
+      }
+    }
+    return out
+  }
+  // Any other answer: the shape of its result (its values change from run to run).
+  out.push(...compareShapes(builder.add(a.result ?? null), builder.add(b.result ?? null)))
+  return out
+}
+
+/** The tools a `tools/list` result offers, by name; undefined for any other result. */
+function toolsOffered(result: unknown): Map<string, { inputSchema?: unknown; outputSchema?: unknown }> | undefined {
+  const tools = (result as { tools?: unknown } | null | undefined)?.tools
+  if (!Array.isArray(tools)) return undefined
+  const out = new Map<string, { inputSchema?: unknown; outputSchema?: unknown }>()
+  for (const t of tools) {
+    const tool = t as { name?: unknown; inputSchema?: unknown; outputSchema?: unknown } | null
+    if (tool && typeof tool.name === 'string') out.set(tool.name, { inputSchema: tool.inputSchema, outputSchema: tool.outputSchema })
+  }
+  return out
+}
+
 /** Each tool the model called, with the merged shape of its arguments (arguments that are not JSON add nothing). */
 function toolArguments(v: LlmView, builder: ShapeBuilder): Map<string, JsonShape> {
   const out = new Map<string, JsonShape>()
@@ -216,6 +282,7 @@ function toolArguments(v: LlmView, builder: ShapeBuilder): Map<string, JsonShape
 export function formatShapeDrift(d: ShapeDrift): string {
   const where =
     d.event !== undefined && d.path !== undefined ? `event "${d.event}" ` : d.tool !== undefined && d.path !== undefined ? `tool "${d.tool}" arguments ` : ''
+  const schema = `${d.before ?? '(none)'} → ${d.after ?? '(none)'}`
   switch (d.kind) {
     case 'outcome_changed':
       return `outcome ${d.before} → ${d.after}`
@@ -243,5 +310,11 @@ export function formatShapeDrift(d: ShapeDrift): string {
       return `finish reason ${d.before} → ${d.after}`
     case 'model_api_changed':
       return `model API ${d.before} → ${d.after}`
+    case 'tool_added':
+      return `the server now offers tool "${d.tool}"`
+    case 'tool_removed':
+      return `the server no longer offers tool "${d.tool}"`
+    case 'schema_changed':
+      return `tool "${d.tool}" ${d.path}: ${schema}`
   }
 }

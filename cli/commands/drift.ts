@@ -5,15 +5,19 @@ import {
   driftUpdatedTrace,
   formatDriftText,
   type LiveAnswers,
+  type McpDriftOptions,
+  McpHttpSessions,
+  mcpStdioReplies,
   type PlannedExchange,
   planDrift,
   type RedactionOptions,
   type TraceDriftReport,
   traceDriftReport,
 } from '../../engine/index.ts'
+import { resendMcpStdio } from '../../mcp/index.ts'
 import { resendLive, type UpstreamOptions } from '../../proxy/index.ts'
 import { type TraceStore, writeTraceFile } from '../../store/index.ts'
-import { assertTraceName, ErrorCodes, type Exchange, ToolReplayError, type Trace } from '../../trace/index.ts'
+import { assertTraceName, ErrorCodes, type Exchange, maskedCommandLine, parseCommandLine, ToolReplayError, type Trace } from '../../trace/index.ts'
 import type { Io } from '../output.ts'
 import { redactionFromArgs, redactionOptions } from '../redaction-flags.ts'
 import { isTraceFileArg, withTraceLoader } from '../trace-args.ts'
@@ -35,6 +39,23 @@ export const driftCommand: CommandModule = {
         describe: 'Also re-send requests whose method is not safe (POST, PUT, PATCH, DELETE: they may change something); listed before anything is sent',
       })
       .option('model-calls', { type: 'boolean', default: false, describe: 'Also re-send model calls (they cost tokens); their count is printed first' })
+      .option('mcp-spawn', {
+        type: 'boolean',
+        default: false,
+        describe:
+          'Re-spawn MCP stdio servers from their recorded commands (listed before anything runs) to re-send their messages; a command recorded with masked values is not run',
+      })
+      .option('mcp-command', {
+        type: 'string',
+        array: true,
+        describe:
+          'NAME=ENV_VAR: run MCP stdio server NAME with the command line in $ENV_VAR (a JSON array, or words; for a command recorded with masked values; repeatable)',
+      })
+      .option('mcp-read-only', {
+        type: 'string',
+        array: true,
+        describe: 'MCP tools that only read (re-sent without --unsafe), beside those the server marks readOnlyHint; * matches any characters (repeatable)',
+      })
       .option('fill-header', {
         type: 'string',
         array: true,
@@ -60,7 +81,7 @@ export const driftCommand: CommandModule = {
     const fill = fillFromArgs(args)
     const redaction = await redactionFromArgs(args)
     const upstream = upstreamFromArgs(args)
-    const options = { unsafe: Boolean(args.unsafe), modelCalls: Boolean(args['model-calls']), fill }
+    const options = { unsafe: Boolean(args.unsafe), modelCalls: Boolean(args['model-calls']), fill, mcp: mcpFromArgs(args) }
     return withTraceLoader({ store: args.store, writable: Boolean(args.update) }, names, async (load, store) => {
       const traces: Trace[] = []
       for (const name of names) traces.push(await load(name))
@@ -102,8 +123,50 @@ function fillFromArgs(args: Args): Map<string, string> {
   return fill
 }
 
-/** Says what will go out before anything does: the count of model calls, and every request of an unsafe method. */
+/** The MCP flags: --mcp-spawn, --mcp-command NAME=ENV_VAR (read now: a missing variable fails before anything runs), --mcp-read-only. */
+function mcpFromArgs(args: Args): McpDriftOptions {
+  const commands = new Map<string, readonly string[]>()
+  for (const spec of ((args['mcp-command'] as unknown[] | undefined) ?? []).map(String)) {
+    const m = /^([a-z0-9][a-z0-9.-]*)=([A-Za-z_][A-Za-z0-9_]*)$/.exec(spec)
+    if (!m)
+      throw new ToolReplayError(
+        ErrorCodes.INVALID_OPTION,
+        `Invalid --mcp-command "${spec}": expected NAME=ENV_VAR, e.g. --mcp-command weather=WEATHER_MCP_COMMAND.`,
+      )
+    const [, name, variable] = m as unknown as [string, string, string]
+    const value = process.env[variable]?.trim()
+    let argv: unknown = value?.startsWith('[') ? tryJson(value) : value ? parseCommandLine(value) : undefined
+    if (!Array.isArray(argv) || argv.length === 0 || !argv.every((a) => typeof a === 'string')) argv = undefined
+    if (!argv) {
+      throw new ToolReplayError(
+        ErrorCodes.INVALID_OPTION,
+        `--mcp-command ${name}=${variable}: $${variable} must hold the server's command line, as a JSON array (["node","server.js","--key","..."]) or words. Export it (the value is never printed or kept).`,
+      )
+    }
+    commands.set(name, argv as string[])
+  }
+  const readOnlyTools = ((args['mcp-read-only'] as unknown[] | undefined) ?? []).map(String)
+  return { spawn: Boolean(args['mcp-spawn']), commands, readOnlyTools }
+}
+
+function tryJson(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Says what will go out before anything does: the MCP servers started from recorded commands, the count of model
+ * calls, and every request of an unsafe method.
+ */
 function announce(io: Io, names: string[], plans: PlannedExchange[][]): void {
+  const spawned = new Map<string, string>()
+  // Masked as it is in a trace: a command given with --mcp-command holds what the recording masked.
+  for (const plan of plans)
+    for (const p of plan) if (p.send && p.mcp?.transport === 'stdio' && !spawned.has(p.mcp.server)) spawned.set(p.mcp.server, maskedCommandLine(p.mcp.command))
+  for (const [server, command] of spawned) io.err(`drift: re-spawning MCP server "${server}": ${command}`)
   const sent = plans.flatMap((plan, i) => plan.filter((p) => p.send).map((p) => ({ trace: names[i] as string, label: p.label, kind: p.kind })))
   const models = sent.filter((p) => p.kind === 'model')
   const unsafe = sent.filter((p) => p.kind === 'unsafe')
@@ -115,19 +178,59 @@ function announce(io: Io, names: string[], plans: PlannedExchange[][]): void {
   io.err(`drift: re-sending ${sent.length} request(s) live, one at a time.`)
 }
 
-/** Re-sends the planned requests of one trace and pairs each seq with its live answer. */
+/**
+ * Re-sends the planned requests of one trace and pairs each seq with its live answer: HTTP ones live (MCP ones in
+ * fresh sessions), MCP stdio ones to their re-spawned servers, one server after the other.
+ */
 async function resend(trace: Trace, plan: PlannedExchange[], upstream: UpstreamOptions, redaction: RedactionOptions): Promise<LiveAnswers> {
   const toSend = plan.flatMap((p) => (p.send ? [p] : []))
   const out = new Map<number, { trace: Trace; exchange: Exchange } | { error: ToolReplayError }>()
-  if (toSend.length === 0) return out
-  const result = await resendLive(
-    toSend.map((p) => p.request),
-    { trace: 'drift-live', upstream, redaction, labels: { driftOf: trace.meta.name } },
-  )
-  toSend.forEach((p, i) => {
-    const answer = result.answers[i]
-    if (answer) out.set(p.seq, 'exchange' in answer ? { trace: result.trace, exchange: answer.exchange } : answer)
-  })
+  const http = toSend.filter((p) => p.mcp?.transport !== 'stdio')
+  if (http.length > 0) {
+    const sessions = new McpHttpSessions()
+    const result = await resendLive(
+      http.map((p) => p.request),
+      {
+        trace: 'drift-live',
+        upstream,
+        redaction,
+        labels: { driftOf: trace.meta.name },
+        prepare: (i, request) => {
+          const mcp = http[i]?.mcp
+          return mcp?.transport === 'http' ? sessions.prepare(mcp, request) : request
+        },
+        onHead: (i, head) => {
+          const mcp = http[i]?.mcp
+          if (mcp?.transport === 'http') sessions.answered(mcp, head)
+        },
+      },
+    )
+    http.forEach((p, i) => {
+      const answer = result.answers[i]
+      if (answer) out.set(p.seq, 'exchange' in answer ? { trace: result.trace, exchange: answer.exchange } : answer)
+    })
+  }
+  const servers = new Map<string, { command: readonly string[]; sends: Array<Extract<PlannedExchange, { send: true }>> }>()
+  for (const p of toSend) {
+    if (p.mcp?.transport !== 'stdio') continue
+    const group = servers.get(p.mcp.server) ?? { command: p.mcp.command, sends: [] }
+    group.sends.push(p)
+    servers.set(p.mcp.server, group)
+  }
+  for (const [server, group] of servers) {
+    const result = await resendMcpStdio({
+      trace: 'drift-live',
+      server,
+      command: group.command,
+      messages: group.sends.map((p) => (p.mcp?.transport === 'stdio' ? p.mcp.message : {})),
+      replies: mcpStdioReplies(trace, server),
+      redaction,
+    })
+    group.sends.forEach((p, i) => {
+      const answer = result.answers[i]
+      if (answer) out.set(p.seq, 'exchange' in answer ? { trace: result.trace, exchange: answer.exchange } : answer)
+    })
+  }
   return out
 }
 

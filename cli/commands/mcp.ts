@@ -9,6 +9,7 @@ import {
   MODES,
   type Mode,
   openSession,
+  parseMaxBodyBytes,
 } from '../../engine/index.ts'
 import { assertServerName, runMcpStdio, serverNameFor } from '../../mcp/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
@@ -37,6 +38,11 @@ export const mcpCommand: CommandModule = {
           'Faults file (YAML or JSON): inject its faults into the messages that go to the server (target: { mcp: { tool: NAME } }), then fail the run when a rule never fired or a contract broke',
       })
       .option('seed', { type: 'string', describe: `Faults seed (default $${FAULTS_SEED_ENV}, then the file's seed, then random)` })
+      .option('max-body-bytes', {
+        type: 'number',
+        describe:
+          'Largest MCP message, one line either way (default 64 MiB): buffered for matching and framing; a longer one is dropped and answered with TR_LINE_TOO_LONG',
+      })
       .option('own-session', {
         type: 'boolean',
         default: false,
@@ -57,11 +63,13 @@ export const mcpCommand: CommandModule = {
       throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `TOOL_REPLAY_MODE="${mode}" is not a mode. Use one of: ${MODES.join(', ')}.`)
     const trace = typeof args.trace === 'string' ? args.trace : process.env.TOOL_REPLAY_TRACE || 'default'
     const faults = await faultsFromArgs(args)
+    const maxBodyBytes = args['max-body-bytes'] === undefined ? undefined : parseMaxBodyBytes(args['max-body-bytes'])
+    const limits = maxBodyBytes !== undefined ? { maxBodyBytes } : {}
     if (args['own-session'] !== true && !faults) {
       const shared = await findSharedSession()
       if (shared) {
         try {
-          const exit = await runMcpStdio({ session: shared, server, command })
+          const exit = await runMcpStdio({ session: shared, server, command, ...limits })
           return exitCodeOf(exit)
         } finally {
           shared.close()
@@ -70,10 +78,10 @@ export const mcpCommand: CommandModule = {
     }
     const redaction = await redactionFromArgs(args)
     return withStore({ store: args.store }, async (store) => {
-      const session = await openSession({ mode, trace, store, redaction, labels: { recordedWith: 'mcp' }, ...(faults ? { faults } : {}) })
+      const session = await openSession({ mode, trace, store, redaction, labels: { recordedWith: 'mcp' }, ...limits, ...(faults ? { faults } : {}) })
       let exit: Awaited<ReturnType<typeof runMcpStdio>>
       try {
-        exit = await runMcpStdio({ session, server, command })
+        exit = await runMcpStdio({ session, server, command, ...limits })
       } catch (err) {
         await session.discard().catch(() => {})
         throw err

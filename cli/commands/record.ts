@@ -80,6 +80,10 @@ export function proxyOptions(y: Argv): Argv {
       type: 'number',
       describe: `A client that leaves its answer unread this long is dropped (default ${DEFAULT_PROXY_LIMITS.clientReadTimeoutMs})`,
     })
+    .option('min-body-bytes-per-second', {
+      type: 'number',
+      describe: `At the connection cap, a request body arriving slower than this (bytes/s, averaged since its head) gives its slot to a newcomer (default ${DEFAULT_PROXY_LIMITS.minBodyBytesPerSecond})`,
+    })
     .option('pace', {
       type: 'string',
       default: 'chunks',
@@ -123,6 +127,7 @@ export function limitsFromArgs(args: Args): ProxyLimits {
     ['max-connections', 'maxConnections'],
     ['close-grace-ms', 'closeGraceMs'],
     ['client-read-timeout-ms', 'clientReadTimeoutMs'],
+    ['min-body-bytes-per-second', 'minBodyBytesPerSecond'],
   ] as const
   for (const [flag, key] of flags) {
     const v = args[flag]

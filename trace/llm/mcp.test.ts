@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { buildTrace, chatTurn, type TraceItem } from '../../e2e/fixtures/fixture-trace.ts'
+import type { Exchange } from '../exchange.ts'
 import { forkTrace } from '../patch.ts'
 import { assertValidTrace } from '../validate.ts'
 import { diffTracesLlm, formatLlmDiffText } from './llm-diff.ts'
-import { mcpView } from './mcp.ts'
+import { mcpHttpServerName, mcpView } from './mcp.ts'
 import { formatTimeline, llmTimeline } from './timeline.ts'
 
 const NDJSON: Array<[string, string]> = [['content-type', 'application/x-ndjson']]
@@ -70,14 +71,14 @@ test('MCP over stdio and over Streamable HTTP read in tool terms; the trace is v
   assert.equal(stdio?.stderr, 'writing\n')
   const http = mcpView(trace, trace.exchanges[2] as never)
   assert.equal(http?.transport, 'http')
-  assert.equal(http?.server, '127.0.0.1:3000')
+  assert.equal(http?.server, '127.0.0.1', 'named from its URL: the port a run gave it left out')
   assert.deepEqual(http?.content, ['Oslo: rain'])
   assert.deepEqual(http?.notifications, ['notifications/message'])
   const text = formatTimeline('a', llmTimeline(trace))
   assert.match(text, /^trace "a": 3 exchanges, 1 model turn, 2 MCP messages$/m)
   assert.match(text, /^#0 model \S+ → tool_call write_file \{"path":"note\.txt"\}/m)
   assert.match(text, /^#1 mcp filesystem tools\/call write_file \{"path":"note\.txt","content":"hi"\} → "Successfully wrote to note\.txt" \(1 notification\)$/m)
-  assert.match(text, /^#2 mcp 127\.0\.0\.1:3000 tools\/call search \{"q":"rain"\} → "Oslo: rain" \(1 notification\)$/m)
+  assert.match(text, /^#2 mcp 127\.0\.0\.1 tools\/call search \{"q":"rain"\} → "Oslo: rain" \(1 notification\)$/m)
 })
 
 test('fork by meaning on MCP answers (stdio and HTTP): the diff names the tool and the field; the branch stays valid', () => {
@@ -99,7 +100,7 @@ test('fork by meaning on MCP answers (stdio and HTTP): the diff names the tool a
   assert.equal(d.first?.summary, '#1 mcp filesystem tools/call write_file isError: false → true')
   assert.deepEqual(
     d.differences.map((x) => x.summary),
-    ['#1 mcp filesystem tools/call write_file isError: false → true', '#2 mcp 127.0.0.1:3000 tools/call search result content[0]: "Oslo: rain" → "Oslo: sun"'],
+    ['#1 mcp filesystem tools/call write_file isError: false → true', '#2 mcp 127.0.0.1 tools/call search result content[0]: "Oslo: rain" → "Oslo: sun"'],
   )
   assert.match(formatLlmDiffText(d), /result content\[0\]: "Successfully wrote to note\.txt" → "disk full"/)
 })
@@ -118,4 +119,48 @@ test('an mcp.* patch on something that is not an MCP answer is refused up front'
     code: 'TR_INVALID_PATCH',
     message: /answered with a result, so error\.\* does not exist/,
   })
+})
+
+test('Streamable HTTP: the server named from its URL; the session GET stream and DELETE are MCP turns; a stream the client closed is no failure', () => {
+  assert.equal(mcpHttpServerName('http://127.0.0.1:41503/mcp'), '127.0.0.1')
+  assert.equal(mcpHttpServerName('https://gw.test/github/mcp/'), 'gw.test/github')
+  assert.equal(mcpHttpServerName('https://mcp.example.com/'), 'mcp.example.com')
+  const session: Array<[string, string]> = [
+    ['mcp-session-id', 'f0e1'],
+    ['mcp-protocol-version', '2025-11-25'],
+  ]
+  const trace = buildTrace('s', [
+    {
+      method: 'GET',
+      url: 'http://127.0.0.1:41503/mcp',
+      requestHeaders: [['accept', 'text/event-stream'], ...session],
+      headers: [['content-type', 'text/event-stream']],
+      chunks: [`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`],
+    },
+    { method: 'DELETE', url: 'http://127.0.0.1:41503/mcp', requestHeaders: session, status: 200, body: '' },
+    // A GET of an event stream without MCP's headers is not MCP.
+    {
+      method: 'GET',
+      url: 'http://127.0.0.1:41503/events',
+      requestHeaders: [['accept', 'text/event-stream']],
+      headers: [['content-type', 'text/event-stream']],
+    },
+  ])
+  // Recorded as the client left it: the stream was open when the client closed it.
+  const [get, del, other] = trace.exchanges as [Exchange, Exchange, Exchange]
+  const open = get.outcome.kind === 'response' ? get.outcome.response : undefined
+  const aborted: Exchange = {
+    ...get,
+    outcome: { kind: 'error', error: { code: 'UND_ERR_ABORTED', message: 'aborted', phase: 'response-body', partial: open } } as Exchange['outcome'],
+  }
+  const stream = mcpView(trace, aborted)
+  assert.deepEqual(
+    { kind: stream?.kind, server: stream?.server, notifications: stream?.notifications, failure: stream?.failure },
+    { kind: 'stream', server: '127.0.0.1', notifications: ['notifications/tools/list_changed'], failure: undefined },
+  )
+  assert.equal(mcpView(trace, del)?.kind, 'end')
+  assert.equal(mcpView(trace, other), undefined)
+  const text = formatTimeline('s', llmTimeline({ ...trace, exchanges: [aborted, del] }))
+  assert.match(text, /^#0 mcp 127\.0\.0\.1 server stream → open until the client closed it \(1 notification\)$/m)
+  assert.doesNotMatch(text, /UND_ERR_ABORTED/)
 })

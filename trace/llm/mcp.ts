@@ -1,11 +1,12 @@
 /**
  * MCP in tool terms: an exchange that carries an MCP message, over stdio (`mcp+stdio://`, trace/mcp-wire.ts)
- * or over Streamable HTTP (a POST of a JSON-RPC message answered with JSON or an event stream), read as what
+ * or over Streamable HTTP (a POST of a JSON-RPC message answered with JSON or an event stream; the GET that
+ * opens a session's stream for what the server sends unprompted; the DELETE that ends a session), read as what
  * it means: `tools/call write_file {path} → result content / isError`, `tools/list → tool names`,
  * `resources/read uri → contents`, `prompts/get name → messages`, with the server's notifications,
  * server-to-client requests, stderr and exit beside it. Never throws: an unknown shape is not an MCP view.
  */
-import type { Exchange, Trace } from '../exchange.ts'
+import { CLIENT_ABORT_CODE, type Exchange, type Trace } from '../exchange.ts'
 import { headerValue } from '../header-pairs.ts'
 import { canonicalJson, stringifyJson } from '../json-codec.ts'
 import { diffJson } from '../json-path.ts'
@@ -23,9 +24,14 @@ export interface McpDiffDetail {
 /** One MCP message exchange, read. */
 export interface McpView {
   transport: 'stdio' | 'http'
-  /** The server's name (stdio) or host (HTTP). */
+  /** The server's name: stdio's, or over HTTP one from its URL (mcpHttpServerName). */
   server: string
-  kind: 'launch' | 'request' | 'notification' | 'reply'
+  /**
+   * The client message; over HTTP also `stream` (the GET that opens the session's stream of what the server
+   * sends unprompted: it lasts until the client closes it, which is its normal end) and `end` (the DELETE that
+   * ends a session).
+   */
+  kind: 'launch' | 'request' | 'notification' | 'reply' | 'stream' | 'end'
   /** The JSON-RPC method (for a reply: the server request's). */
   method: string
   /** tools/call: the tool and its arguments. */
@@ -80,6 +86,11 @@ function stdioView(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): McpView 
     if (line.kind === 'event') {
       if (line.event.kind === 'stderr') stderr += line.event.text
       if (line.event.kind === 'exit') v.exit = { code: line.event.code, signal: line.event.signal }
+      // The server's answer was over the line limit: the client got TR_LINE_TOO_LONG in its place.
+      if (line.event.kind === 'too-long' && line.event.id !== undefined && kind === 'request') {
+        v.answered = true
+        v.error = { message: `TR_LINE_TOO_LONG: the answer (${line.event.bytes} bytes) was over the ${line.event.limit}-byte line limit` }
+      }
       continue
     }
     readServerMessage(v, line.message)
@@ -89,37 +100,80 @@ function stdioView(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): McpView 
   return v
 }
 
+/** Headers only an MCP Streamable HTTP client sends (after initialize): they mark its GET stream and DELETE as MCP. */
+const MCP_HTTP_HEADERS = ['mcp-session-id', 'mcp-protocol-version']
+
+/**
+ * The name of a Streamable HTTP server in the views: its host without the port, then its path without a last
+ * `mcp` segment (`http://127.0.0.1:PORT/mcp` → `127.0.0.1`, `https://gw.test/github/mcp` → `gw.test/github`),
+ * so one server reads the same whatever port a run gave it. The raw exchanges keep the URL.
+ */
+export function mcpHttpServerName(url: string): string {
+  const u = new URL(url)
+  const path = u.pathname.replace(/\/+$/, '').replace(/\/mcp$/i, '')
+  return `${u.hostname}${path}`
+}
+
 function httpView(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): McpView | undefined {
-  if (x.request.method.toUpperCase() !== 'POST') return undefined
+  const method = x.request.method.toUpperCase()
+  if (method === 'GET' || method === 'DELETE') return httpSessionView(trace, x, method)
+  if (method !== 'POST') return undefined
   const req = requestJson(trace, x)
-  if (req?.jsonrpc !== '2.0' || typeof req.method !== 'string') return undefined
-  let server = ''
-  try {
-    server = new URL(x.request.url).host
-  } catch {
-    return undefined
-  }
+  if (req?.jsonrpc !== '2.0') return undefined
+  // The client's answer to a request the server sent on a stream.
+  const reply = typeof req.method !== 'string' && isJsonRpcResponse(req)
+  if (!reply && typeof req.method !== 'string') return undefined
+  const server = mcpHttpServerName(x.request.url)
   const v: McpView = {
     transport: 'http',
     server,
-    kind: req.id === undefined ? 'notification' : 'request',
-    method: req.method,
+    kind: reply ? 'reply' : req.id === undefined ? 'notification' : 'request',
+    method: reply ? '' : (req.method as string),
     answered: false,
     notifications: [],
     serverRequests: [],
   }
-  readParams(v, req.params as Record<string, unknown> | undefined)
-  const res = decodedResponse(trace, x)
-  const messages: unknown[] = res?.events ? res.events.map((e) => e.data) : Array.isArray(res?.json) ? res.json : res?.json !== undefined ? [res.json] : []
-  for (const m of messages) {
-    if (m === null || typeof m !== 'object' || Array.isArray(m)) continue
-    const msg = m as Record<string, unknown>
+  readParams(v, reply ? req : (req.params as Record<string, unknown> | undefined))
+  for (const msg of serverMessages(trace, x)) {
     // Another request's answer on the same stream is not this one's.
     if (isJsonRpcResponse(msg) && canonicalJson(msg.id ?? null) !== canonicalJson(req.id ?? null)) continue
     readServerMessage(v, msg)
   }
   if (x.outcome.kind === 'error') v.failure = `${x.outcome.error.code}: ${x.outcome.error.message}`
   else if (x.outcome.response.status >= 400) v.failure = `HTTP ${x.outcome.response.status}`
+  return v
+}
+
+/** The JSON-RPC messages of a Streamable HTTP answer: its events, or its JSON (one message or a batch). */
+function serverMessages(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): Array<Record<string, unknown>> {
+  const res = decodedResponse(trace, x)
+  const messages: unknown[] = res?.events ? res.events.map((e) => e.data) : Array.isArray(res?.json) ? res.json : res?.json !== undefined ? [res.json] : []
+  return messages.filter((m): m is Record<string, unknown> => m !== null && typeof m === 'object' && !Array.isArray(m))
+}
+
+/**
+ * A session's GET stream (what the server sends unprompted) or its DELETE (the session ends), known by the
+ * headers only an MCP client sends. The client closing its stream is how a stream ends: not a failure.
+ */
+function httpSessionView(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange, method: 'GET' | 'DELETE'): McpView | undefined {
+  if (!MCP_HTTP_HEADERS.some((h) => headerValue(x.request.headers, h) !== undefined)) return undefined
+  if (method === 'GET' && !/text\/event-stream/i.test(headerValue(x.request.headers, 'accept') ?? '')) return undefined
+  const v: McpView = {
+    transport: 'http',
+    server: mcpHttpServerName(x.request.url),
+    kind: method === 'GET' ? 'stream' : 'end',
+    method: method === 'GET' ? 'server stream' : 'end session',
+    answered: false,
+    notifications: [],
+    serverRequests: [],
+  }
+  for (const msg of serverMessages(trace, x)) readServerMessage(v, msg)
+  if (x.outcome.kind === 'error') {
+    if (x.outcome.error.code !== CLIENT_ABORT_CODE) v.failure = `${x.outcome.error.code}: ${x.outcome.error.message}`
+  } else if (x.outcome.response.status >= 400) {
+    // 405: the server offers no stream (the SDK client expects that and goes on).
+    v.failure = x.outcome.response.status === 405 && method === 'GET' ? 'not offered (405)' : `HTTP ${x.outcome.response.status}`
+  }
   return v
 }
 
@@ -197,7 +251,8 @@ export function mcpAsk(v: McpView, max = 80): string {
       .map((a) => a.replace(/^"?(?:[^\s"]*\/)+/, ''))
       .join(' ')
   if (v.kind === 'launch') return `started${v.command ? ` (${clip(short(v.command))})` : ''}`
-  if (v.kind === 'reply') return `reply to ${v.method}`
+  if (v.kind === 'reply') return `reply to ${v.method || 'a server request'}`
+  if (v.kind === 'stream' || v.kind === 'end') return v.method
   if (v.tool !== undefined) return `${v.method} ${v.tool} ${clip(stringifyJson(v.arguments ?? {}))}`
   if (v.uri !== undefined) return `${v.method} ${v.uri}`
   if (v.prompt !== undefined) return `${v.method} ${v.prompt}`
@@ -222,7 +277,8 @@ export function mcpOutcome(v: McpView, max = 60): string {
   if (v.content) return `${v.isError ? 'tool error ' : ''}${v.content.length === 0 ? '(no content)' : v.content.map((c) => quote(c)).join(' + ')}`
   if (v.answered) return quote(stringifyJson(v.result ?? null))
   if (v.kind === 'request') return v.failure ?? '(no answer)'
-  return ''
+  if (v.kind === 'stream') return v.failure ?? 'open until the client closed it'
+  return v.failure ?? ''
 }
 
 /** Notes after a tool turn: server messages, stderr, exit. */
