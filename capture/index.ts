@@ -1,5 +1,11 @@
 /** The life of one captured request, once for every capture path: lifecycle, live tee, playback, pacing, refusal. */
 
+export type { Http2LiveRequest } from './http2-forward.ts'
+export { forwardOverHttp2 } from './http2-forward.ts'
+export type { Http2Answer, Http2StreamHooks, Http2StreamRequest } from './http2-stream.ts'
+export { answerHttp2Stream, http2Exchange, resetHttp2Stream } from './http2-stream.ts'
+export type { Http2RequestFields } from './http2-wire.ts'
+export { HTTP2_STREAM_ERROR, http2ErrorCodeIn, http2ErrorName, http2Fields, http2RequestFields, http2ResponseFields, isHttp2Failure } from './http2-wire.ts'
 export type { CapturedExchange, CaptureOptions, CaptureSession, ReadBody } from './lifecycle.ts'
 export { captureRequest } from './lifecycle.ts'
 export type { ClientTarget, LiveEvents, UpstreamControl } from './live-tee.ts'

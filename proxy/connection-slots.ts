@@ -129,6 +129,15 @@ export class ConnectionSlots {
     if (slot) slot.tunnel = true
   }
 
+  /**
+   * The connection speaks HTTP/2: like an upgraded one it has its own framing, so it is never answered with
+   * HTTP/1.1 bytes (a 408, a 503) nor evicted as idle between its streams; the HTTP/2 session's own limits apply.
+   */
+  http2(socket: Duplex): void {
+    const slot = this.#bySocket.get(socket)
+    if (slot) slot.upgraded = true
+  }
+
   /** HTTP on this connection now runs on `to` (a tunnel's TLS socket wrapping `from`). */
   layer(from: Duplex, to: Duplex): void {
     const slot = this.#bySocket.get(from)

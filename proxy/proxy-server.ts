@@ -13,7 +13,9 @@ import { parseMaxBodyBytes, type Session, type SessionSummary } from '../engine/
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
 import { ConnectionSlots } from './connection-slots.ts'
-import { createExchangeHandler, createStats, type ProxyStats } from './exchange-handler.ts'
+import { createExchangeHandler, createStats, type ProxyStats, proxyCaptureOptions } from './exchange-handler.ts'
+import { createHttp2Serving, type Http2Serving } from './http2-server.ts'
+import { Http2Upstreams } from './http2-upstream.ts'
 import { ProxySessions } from './proxy-sessions.ts'
 import { RequestRouter } from './request-router.ts'
 import type { TunnelTarget } from './request-target.ts'
@@ -153,6 +155,19 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     closeGraceMs: limits.closeGraceMs,
   })
   const onRequest = requestEntry(router, inflight)
+  const http2Upstreams = new Http2Upstreams(options.upstream ?? {}, upstream)
+  const http2 = createHttp2Serving({
+    router,
+    stats,
+    upstreams: http2Upstreams,
+    captureOptions: (s) => proxyCaptureOptions({ ...handlerContext, session: s }),
+    inflight: (handling) => {
+      const tracked = handling.catch(() => {})
+      inflight.add(tracked)
+      void tracked.finally(() => inflight.delete(tracked))
+    },
+    listening,
+  })
 
   const serverOptions = {
     headersTimeout: limits.headersTimeoutMs,
@@ -178,6 +193,10 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     serve: (socket, target) => {
       tunnelTargets.set(socket, target)
       inner.emit('connection', socket)
+    },
+    serveHttp2: (socket, target) => {
+      slots.http2(socket)
+      http2.serve(socket, target)
     },
   })
   outer.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -212,7 +231,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     stats,
     close(closeOptions = {}) {
       slots.close()
-      closed ??= shutDown({ outer, inner, inflight, sockets, upstream, session, sessions }, closeOptions.graceMs ?? 5000)
+      closed ??= shutDown({ outer, inner, http2, http2Upstreams, inflight, sockets, upstream, session, sessions }, closeOptions.graceMs ?? 5000)
       return closed as Promise<SessionSummary>
     },
   }
@@ -247,6 +266,8 @@ async function shutDown(
   parts: {
     outer: Server
     inner: Server
+    http2: Http2Serving
+    http2Upstreams: Http2Upstreams
     inflight: Set<Promise<void>>
     sockets: Set<Duplex>
     upstream: { close(): Promise<void> }
@@ -261,6 +282,8 @@ async function shutDown(
   let timer: NodeJS.Timeout | undefined
   await Promise.race([Promise.allSettled([...parts.inflight]), new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))])
   clearTimeout(timer)
+  parts.http2.close()
+  parts.http2Upstreams.close()
   for (const s of parts.sockets) s.destroy()
   await parts.upstream.close().catch(() => {})
   const [summary] = await Promise.all([parts.session?.close(), parts.sessions.closeAll()])

@@ -24,6 +24,8 @@ export interface ConnectContext {
   stats: ProxyStats
   /** Hands a socket to the HTTP parser for requests inside the tunnel. */
   serve(socket: Duplex, target: TunnelTarget): void
+  /** Hands a TLS socket that chose `h2` by ALPN to the HTTP/2 server (http2-server.ts). */
+  serveHttp2(socket: Duplex, target: TunnelTarget): void
   /** Moves what is known of the client's connection (its place in the arrival order) to the socket wrapping it. */
   inherit(from: Duplex, to: Duplex): void
   /** The connection is on its way to a request (CONNECT answered, TLS done): its place holds a while longer. */
@@ -50,8 +52,9 @@ export function createConnectHandler(ctx: ConnectContext): (req: IncomingMessage
     const tlsSocket = new TLSSocket(socket as Socket, {
       isServer: true,
       secureContext,
-      // HTTP/1.1 only: the engine and the trace model are per-exchange, and h2 multiplexing gains nothing offline.
-      ALPNProtocols: ['http/1.1'],
+      // The client's own preference: an HTTP/2 client (gRPC, curl, the AWS SDK's default handler) gets h2, one
+      // that lists http/1.1 first (undici) keeps it. Undefined (neither offered) ends the handshake with an alert.
+      ALPNCallback: ({ protocols }) => protocols.find((p) => p === 'h2' || p === 'http/1.1'),
       SNICallback: (servername, cb) => {
         if (servername.toLowerCase() === hostname.toLowerCase()) return cb(null, secureContext)
         ctx.ca.secureContextFor(servername).then(
@@ -64,12 +67,14 @@ export function createConnectHandler(ctx: ConnectContext): (req: IncomingMessage
     tlsSocket.once('secure', () => {
       clearTimeout(deadline)
       ctx.progress(tlsSocket)
+      // Which server reads the tunnel is known once ALPN chose (its data waits in the socket until then).
+      if (tlsSocket.alpnProtocol === 'h2') ctx.serveHttp2(tlsSocket, { scheme: 'https', authority })
+      else ctx.serve(tlsSocket, { scheme: 'https', authority })
     })
     tlsSocket.on('error', () => tlsSocket.destroy())
     // An injected fault resets the client's connection: the reset must reach the tunnel's TCP socket.
     registerTunnelSocket(tlsSocket, socket)
     ctx.track(tlsSocket)
-    ctx.serve(tlsSocket, { scheme: 'https', authority })
   }
 
   return (req, socket, head) => {
