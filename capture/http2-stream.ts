@@ -62,11 +62,13 @@ export function http2Exchange(stream: ServerHttp2Stream, request: Http2StreamReq
  * Resets a stream with `code` (RST_STREAM), after what was written so far.
  * @note `close(code)` first ends the writable side; once the writes are flushed, that END_STREAM leaves
  * before the reset and the client reads a complete answer. A write still pending holds the end back, so the
- * reset goes out first: the zero-length write is that pending write.
+ * reset goes out first: the zero-length write is that pending write. `Http2Stream` is typed without
+ * `headersSent`; only a server stream has one.
  */
-export function resetHttp2Stream(stream: Http2Stream, code: number): void {
+export function resetHttp2Stream(stream: Http2Stream & { headersSent?: boolean }, code: number): void {
   if (stream.destroyed || stream.closed) return
-  if (!stream.writableEnded) stream.write(EMPTY)
+  // Before any head there is no END_STREAM to race (and a write would send a 200 head first).
+  if (!stream.writableEnded && stream.headersSent) stream.write(EMPTY)
   stream.close(code)
 }
 

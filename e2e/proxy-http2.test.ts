@@ -45,7 +45,8 @@ async function scenario(proxy: ProxyServer) {
       h2Request(session, '/echo', { method: 'POST', body: 'ping over h2', headers: { 'content-type': 'application/octet-stream' } }),
     ])
     const resetMid = await h2Request(session, '/reset-mid')
-    return { hello, stream, only, echo, resetMid }
+    const resetBefore = await h2Request(session, '/reset-before')
+    return { hello, stream, only, echo, resetMid, resetBefore }
   } finally {
     session.close()
   }
@@ -71,8 +72,11 @@ test('an h2 client is recorded over HTTP/2 and strictly replayed with the upstre
   assert.deepEqual(live.resetMid.chunks, [H2_PARTIAL])
   assert.equal(live.resetMid.rstCode, 11, 'the reset reaches the client with its code (ENHANCE_YOUR_CALM)')
 
+  assert.equal(live.resetBefore.status, undefined)
+  assert.equal(live.resetBefore.rstCode, 7, 'a reset before any head too (REFUSED_STREAM)')
+
   const trace = await store.readTrace('h2')
-  assert.equal(trace.exchanges.length, 5)
+  assert.equal(trace.exchanges.length, 6)
   for (const x of trace.exchanges) {
     assert.ok(!x.request.headers.some(([k]) => k.startsWith(':')), 'no pseudo-header stored as a header')
     assert.match(x.request.url, /^https:\/\/api\.test\//)
@@ -88,6 +92,8 @@ test('an h2 client is recorded over HTTP/2 and strictly replayed with the upstre
       ['x-count', '3'],
     ])
   }
+  const before = byPath('/reset-before')?.outcome
+  assert.equal(before?.kind === 'error' ? before.error.phase : before?.kind, 'response-headers')
   const reset = byPath('/reset-mid')?.outcome
   assert.equal(reset?.kind, 'error')
   if (reset?.kind === 'error') {
@@ -103,7 +109,7 @@ test('an h2 client is recorded over HTTP/2 and strictly replayed with the upstre
   assert.equal(rep.stats.forwarded, 0)
   assert.equal(summary.ok, true, JSON.stringify(summary.misses))
   assert.equal(upstream.connections, 1, 'nothing reached the stopped upstream')
-  for (const k of ['hello', 'stream', 'only', 'echo', 'resetMid'] as const) {
+  for (const k of ['hello', 'stream', 'only', 'echo', 'resetMid', 'resetBefore'] as const) {
     const { headers: liveHeaders, ...l } = live[k]
     const { headers: replayHeaders, ...r } = replayed[k]
     assert.deepEqual(r, l, `${k} replays as it was read live`)
