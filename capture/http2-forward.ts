@@ -54,9 +54,20 @@ export function forwardOverHttp2(session: ClientHttp2Session, request: Http2Live
       stream.close(CANCEL)
     },
   })
-  events.started()
-  if (request.body === null) events.sent()
-  else stream.end(request.body, () => events.sent())
+  // Started once the session is connected: a connection that fails first fails in the connect phase.
+  let started = false
+  const start = () => {
+    if (started || over) return
+    started = true
+    events.started()
+    if (request.body === null) events.sent()
+  }
+  if (session.connecting) session.once('connect', start)
+  else start()
+  if (request.body !== null)
+    stream.end(request.body, () => {
+      if (!over) events.sent()
+    })
   let trailers: HeaderPairs = []
   stream.on('response', (headers: IncomingHttpHeaders, flags: number, raw?: string[]) => {
     const fields = http2ResponseFields(raw ?? flatHeaders(headers))
@@ -73,10 +84,12 @@ export function forwardOverHttp2(session: ClientHttp2Session, request: Http2Live
   stream.once('end', () => {
     ended = true
   })
-  stream.once('error', (err: Error) => {
+  stream.once('error', (err: Error & { code?: string; cause?: unknown }) => {
     if (over) return
     over = true
-    events.error(err)
+    // A stream cancelled because its session never connected fails as that connection did (ECONNREFUSED, a TLS error).
+    const cause = err.cause as (Error & { code?: unknown }) | undefined
+    events.error(err.code === 'ERR_HTTP2_STREAM_CANCEL' && cause instanceof Error && typeof cause.code === 'string' ? cause : err)
   })
   // The end is known at the close: a stream reset after its last DATA frame still ends in 'end' first.
   stream.once('close', () => {
