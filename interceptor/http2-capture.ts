@@ -18,6 +18,7 @@
 import type { ClientHttp2Session, connect as http2Connect, SecureClientSessionOptions, ServerHttp2Stream } from 'node:http2'
 import { syncBuiltinESMExports } from 'node:module'
 import type { Duplex } from 'node:stream'
+import type { ConnectionOptions } from 'node:tls'
 import {
   type CaptureOptions,
   captureRequest,
@@ -39,6 +40,13 @@ export interface Http2CaptureOptions {
   pace?: PaceOption
   drainAfterAbortMs?: number
   maxBodyBytes?: number
+  /**
+   * The node:http capture holds every socket the app connects itself (@mswjs/interceptors' socket interception
+   * answers `connect` without reaching the network until a request on it is decided): a socket the app brings
+   * to `http2.connect` then never reaches its server, so live requests go over a connection of the capture's
+   * own, made with that socket's TLS settings.
+   */
+  appSocketsHeld?: boolean
 }
 
 type Connect = typeof http2Connect
@@ -97,8 +105,9 @@ export function installHttp2Capture(options: Http2CaptureOptions): () => void {
       appEnd,
       upstream() {
         if (upstream && !upstream.closed && !upstream.destroyed) return upstream
+        const transport = own && (options.appSocketsHeld ? () => connectLike(own, origin) : () => own)
         const live = runAsInternalConnection(() =>
-          original(authority, own ? { ...appOptions, createConnection: () => own } : withoutCreateConnection(appOptions)),
+          original(authority, transport ? { ...appOptions, createConnection: transport } : withoutCreateConnection(appOptions)),
         )
         live.on('error', () => {})
         upstream = live
@@ -156,6 +165,21 @@ function serveStream(capture: CaptureOptions, app: AppConnection, stream: Server
     },
   )
   void captureRequest(capture, exchange, ticket)
+}
+
+/**
+ * A connection to `origin` like the app's own `socket`, opened by the capture: plain TCP, or TLS with the
+ * options the app gave `tls.connect` (its CA or secure context, server name, identity check, verification).
+ */
+function connectLike(socket: Duplex, origin: URL): Duplex {
+  const port = Number(origin.port) || (origin.protocol === 'https:' ? 443 : 80)
+  const host = origin.hostname.replace(/^\[|\]$/g, '')
+  if (!(socket as { encrypted?: boolean }).encrypted) return process.getBuiltinModule('node:net').connect({ host, port })
+  // tls.connect keeps its options on the socket under this symbol (msw reads them the same way).
+  const key = Object.getOwnPropertySymbols(socket).find((s) => s.description === 'connect-options')
+  const given = (key ? Reflect.get(socket, key) : undefined) as ConnectionOptions | undefined
+  const { socket: _, host: __, port: ___, path: ____, ...options } = given ?? {}
+  return process.getBuiltinModule('node:tls').connect({ ...options, host, port, ALPNProtocols: ['h2'] })
 }
 
 function withoutCreateConnection(options: ConnectOptions): ConnectOptions {

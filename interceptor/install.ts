@@ -196,6 +196,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
           ...(options.pace !== undefined ? { pace: options.pace } : {}),
           ...(options.drainAfterAbortMs !== undefined ? { drainAfterAbortMs: options.drainAfterAbortMs } : {}),
           ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+          appSocketsHeld: nodeHttp !== undefined,
         })
       : () => {}
   // Processes the app starts that capture on their own (`tr-proxy mcp` as an MCP server command) join this trace.

@@ -1,0 +1,153 @@
+/**
+ * gRPC with the real @grpc/grpc-js, client and server: a unary call (with response metadata), a
+ * server-streaming call (three messages, trailers) and a call that fails with NOT_FOUND (a Trailers-Only
+ * answer), recorded then strictly replayed with the server stopped, in-process (install()) and through the
+ * proxy (grpc-js honours `grpc_proxy` with CONNECT, then h2 over TLS). The app sees the same messages,
+ * metadata, status and trailers; the trace holds the message frames byte for byte.
+ */
+import assert from 'node:assert/strict'
+import { before, test } from 'node:test'
+import * as grpc from '@grpc/grpc-js'
+import { install } from 'tool-replay/interceptor'
+import { createMemoryStore, type TraceStore } from 'tool-replay/store'
+import { bodyBytes, type Trace } from '../trace/index.ts'
+import { callGreeter, type GreeterRun, greeterClient, startGreeter } from './support/grpc-fixture.ts'
+import { startTestProxy, tempDir } from './support/proxy-harness.ts'
+import { createTestPki } from './support/proxy-upstream.ts'
+
+let pki: Awaited<ReturnType<typeof createTestPki>>
+const storeDir = tempDir('tr-grpc-')
+
+before(async () => {
+  pki = await createTestPki(['grpc.test'])
+})
+
+const EXPECTED: GreeterRun = {
+  unary: { value: { message: 'hello Ada' }, metadata: { 'content-type': 'application/grpc+proto', 'x-greeter': 'yes' } },
+  stream: {
+    messages: [0, 1, 2].map((n) => ({ n, message: `hello Bo #${n}` })),
+    status: { code: grpc.status.OK, details: 'OK', trailer: { 'x-sent': '3' } },
+  },
+  missing: { code: grpc.status.NOT_FOUND, details: 'no such greeting' },
+}
+
+/** The run without the date the server adds to its metadata. */
+function stable(run: GreeterRun): GreeterRun {
+  const { date: _, ...metadata } = run.unary.metadata
+  return { ...run, unary: { ...run.unary, metadata } }
+}
+
+/** gRPC frames of a body: [compressed flag, message] per 5-byte-prefixed frame. */
+function frames(bytes: Uint8Array): Array<[number, string]> {
+  const out: Array<[number, string]> = []
+  const b = Buffer.from(bytes)
+  for (let at = 0; at + 5 <= b.length; ) {
+    const length = b.readUInt32BE(at + 1)
+    out.push([b[at] as number, b.subarray(at + 5, at + 5 + length).toString()])
+    at += 5 + length
+  }
+  return out
+}
+
+function assertTrace(trace: Trace) {
+  const byMethod = (m: string) => trace.exchanges.find((x) => x.request.url.endsWith(`/test.Greeter/${m}`))
+  const stream = byMethod('StreamHellos')?.outcome
+  assert.equal(stream?.kind, 'response')
+  if (stream?.kind !== 'response') return
+  assert.deepEqual(frames(bodyBytes(trace, stream.response.body)), [
+    [0, '{"n":0,"message":"hello Bo #0"}'],
+    [0, '{"n":1,"message":"hello Bo #1"}'],
+    [0, '{"n":2,"message":"hello Bo #2"}'],
+  ])
+  assert.ok(stream.response.body.chunks.length >= 3, 'each message frame arrived in its own DATA frame')
+  assert.deepEqual(
+    stream.response.trailers.filter(([k]) => k !== 'x-sent'),
+    [
+      ['grpc-status', '0'],
+      ['grpc-message', 'OK'],
+    ],
+  )
+  const missing = byMethod('Missing')?.outcome
+  assert.equal(missing?.kind === 'response' && missing.response.headers.find(([k]) => k === 'grpc-status')?.[1], '5', 'Trailers-Only: the status in the head')
+  const unary = byMethod('SayHello')
+  assert.ok(unary?.request.headers.some(([k, v]) => k === 'content-type' && v === 'application/grpc'))
+}
+
+test('grpc-js in-process: recorded, then strictly replayed with the server stopped', async () => {
+  for (const secure of [false, true]) {
+    const server = await startGreeter(secure ? pki.certs['grpc.test'] : undefined)
+    const target = `localhost:${server.port}`
+    const credentials = () => (secure ? grpc.credentials.createSsl(Buffer.from(pki.caPem)) : grpc.credentials.createInsecure())
+    // The server's certificate names grpc.test; the channel connects to localhost.
+    const channel = secure ? { 'grpc.ssl_target_name_override': 'grpc.test' } : {}
+    const store = createMemoryStore()
+    const trace = `greeter-${secure ? 'tls' : 'plain'}`
+
+    const rec = await install({ mode: 'record', trace, store })
+    const client = greeterClient(target, credentials(), channel)
+    const live = await callGreeter(client).finally(() => {
+      client.close()
+      return rec.close()
+    })
+    assert.deepEqual(stable(live), EXPECTED, `live (${trace})`)
+    assert.deepEqual(server.calls, ['SayHello', 'StreamHellos', 'Missing'])
+    assertTrace(await store.readTrace(trace))
+    const seen = server.connections
+    await server.close()
+
+    const rep = await install({ mode: 'replay', trace, store })
+    const again = greeterClient(target, credentials(), channel)
+    const replayed = await callGreeter(again).finally(() => {
+      again.close()
+      return rep.close()
+    })
+    assert.equal(rep.summary().ok, true, JSON.stringify(rep.summary().misses))
+    assert.deepEqual(replayed, live, `replayed as recorded (${trace})`)
+    assert.equal(server.connections, seen, 'nothing reached the stopped server')
+  }
+})
+
+/** Runs `fn` with grpc-js routed through `proxyUrl` (it reads grpc_proxy when a channel is made). */
+async function viaProxy<T>(proxyUrl: string, fn: () => Promise<T>): Promise<T> {
+  const saved = process.env.grpc_proxy
+  process.env.grpc_proxy = proxyUrl
+  try {
+    return await fn()
+  } finally {
+    if (saved === undefined) delete process.env.grpc_proxy
+    else process.env.grpc_proxy = saved
+  }
+}
+
+async function proxyRun(store: TraceStore, mode: 'record' | 'replay', port: number) {
+  const proxy = await startTestProxy({
+    store,
+    storeDir,
+    trace: 'greeter-proxy',
+    mode,
+    upstreamCaPem: pki.caPem,
+    resolve: { 'grpc.test': { host: '127.0.0.1', port } },
+  })
+  const run = await viaProxy(proxy.url, async () => {
+    const client = greeterClient('grpc.test:443', grpc.credentials.createSsl(Buffer.from(proxy.ca.certPem)))
+    return callGreeter(client).finally(() => client.close())
+  })
+  const summary = await proxy.close()
+  return { run, summary, stats: proxy.stats }
+}
+
+test('grpc-js through the proxy (grpc_proxy): recorded, then strictly replayed with the server stopped', async () => {
+  const server = await startGreeter(pki.certs['grpc.test'])
+  const store = createMemoryStore()
+  const rec = await proxyRun(store, 'record', server.port)
+  assert.deepEqual(stable(rec.run), EXPECTED)
+  assertTrace(await store.readTrace('greeter-proxy'))
+  const seen = server.connections
+  const port = server.port
+  await server.close()
+  const rep = await proxyRun(store, 'replay', port)
+  assert.equal(rep.summary.ok, true, JSON.stringify(rep.summary.misses))
+  assert.equal(rep.stats.forwarded, 0)
+  assert.deepEqual(rep.run, rec.run)
+  assert.equal(server.connections, seen, 'nothing reached the stopped server')
+})
