@@ -78,6 +78,11 @@ const EMPTY = new Uint8Array(0)
 export function answerHttp2Stream(stream: ServerHttp2Stream, answer: Http2Answer): void {
   if (stream.destroyed || stream.closed) return
   stream.on('error', () => {})
+  // Without a body, one HEADERS frame ends the stream (a gRPC refusal is a Trailers-Only answer).
+  if (answer.body.byteLength === 0) {
+    stream.respond(http2Fields(answer.headers, { ':status': answer.status }), { endStream: true })
+    return
+  }
   stream.respond(http2Fields(answer.headers, { ':status': answer.status, 'content-length': answer.body.byteLength }))
   stream.end(answer.body)
 }

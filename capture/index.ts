@@ -15,7 +15,16 @@ export { DEFAULT_PACE, formatPace, keepsChunksApart, parsePace, releaseAtMs } fr
 export type { PlaybackTarget, WireHead } from './playback-driver.ts'
 export { drivePlayback } from './playback-driver.ts'
 export type { RefusalResponse } from './refusal.ts'
-export { ERROR_HEADER, REFUSAL_STATUS, REFUSAL_STATUS_TEXT, refusalPlayback, refusalResponse, TOO_LARGE_STATUS } from './refusal.ts'
+export {
+  ERROR_HEADER,
+  GRPC_REFUSAL_STATUS,
+  grpcMessage,
+  REFUSAL_STATUS,
+  REFUSAL_STATUS_TEXT,
+  refusalPlayback,
+  refusalResponse,
+  TOO_LARGE_STATUS,
+} from './refusal.ts'
 export type { ExchangeProgress } from './transport-rules.ts'
 export { bodyTooLarge, DEFAULT_DRAIN_AFTER_ABORT_MS, errorPhase } from './transport-rules.ts'
 export { forwardThroughDispatcher, LazyAgent, rawHeaderList, type Undici } from './undici-upstream.ts'

@@ -6,10 +6,13 @@
  * metadata, status and trailers; the trace holds the message frames byte for byte.
  */
 import assert from 'node:assert/strict'
+import { join } from 'node:path'
 import { before, test } from 'node:test'
 import * as grpc from '@grpc/grpc-js'
 import { install } from 'tool-replay/interceptor'
 import { createMemoryStore, type TraceStore } from 'tool-replay/store'
+import { runCli } from '../cli/index.ts'
+import { openStore } from '../store/index.ts'
 import { bodyBytes, type Trace } from '../trace/index.ts'
 import { callGreeter, type GreeterRun, greeterClient, startGreeter } from './support/grpc-fixture.ts'
 import { startTestProxy, tempDir } from './support/proxy-harness.ts'
@@ -107,6 +110,25 @@ test('grpc-js in-process: recorded, then strictly replayed with the server stopp
   }
 })
 
+/** `tr-proxy show --exchange N` prints the streaming call's messages one by one, and its trailers. */
+async function assertShown(trace: Trace) {
+  const dir = tempDir('tr-grpc-show-')
+  const disk = await openStore(join(dir, 'store'))
+  await disk.putTrace(trace)
+  await disk.close()
+  const seq = trace.exchanges.find((x) => x.request.url.endsWith('/StreamHellos'))?.seq
+  const out: string[] = []
+  const code = await runCli(['show', trace.meta.name, '--exchange', String(seq), '--view', 'http', '--store', join(dir, 'store')], {
+    out: (t) => out.push(t),
+    err: (t) => out.push(t),
+  })
+  const text = out.join('\n')
+  assert.equal(code, 0, text)
+  for (const n of [0, 1, 2]) assert.ok(text.includes(`\n[gRPC message #${n}, 31 bytes, json] {"n":${n},"message":"hello Bo #${n}"}`), text)
+  assert.ok(text.includes('>\n[gRPC message #0, 23 bytes, json] {"name":"Bo","count":3}\n'), text)
+  assert.ok(text.includes('\n< (trailer) grpc-status: 0\n< (trailer) grpc-message: OK'), text)
+}
+
 /** Runs `fn` with grpc-js routed through `proxyUrl` (it reads grpc_proxy when a channel is made). */
 async function viaProxy<T>(proxyUrl: string, fn: () => Promise<T>): Promise<T> {
   const saved = process.env.grpc_proxy
@@ -141,7 +163,9 @@ test('grpc-js through the proxy (grpc_proxy): recorded, then strictly replayed w
   const store = createMemoryStore()
   const rec = await proxyRun(store, 'record', server.port)
   assert.deepEqual(stable(rec.run), EXPECTED)
-  assertTrace(await store.readTrace('greeter-proxy'))
+  const recorded = await store.readTrace('greeter-proxy')
+  assertTrace(recorded)
+  await assertShown(recorded)
   const seen = server.connections
   const port = server.port
   await server.close()
@@ -150,4 +174,32 @@ test('grpc-js through the proxy (grpc_proxy): recorded, then strictly replayed w
   assert.equal(rep.stats.forwarded, 0)
   assert.deepEqual(rep.run, rec.run)
   assert.equal(server.connections, seen, 'nothing reached the stopped server')
+})
+
+test('a call the recording lacks is refused with PERMISSION_DENIED naming TR_REPLAY_MISS, and counted', async () => {
+  const server = await startGreeter()
+  const target = `127.0.0.1:${server.port}`
+  const store = createMemoryStore()
+  const rec = await install({ mode: 'record', trace: 'greeter-miss', store })
+  const client = greeterClient(target, grpc.credentials.createInsecure())
+  await callGreeter(client).finally(() => {
+    client.close()
+    return rec.close()
+  })
+  await server.close()
+  const rep = await install({ mode: 'replay', trace: 'greeter-miss', store })
+  const again = greeterClient(target, grpc.credentials.createInsecure())
+  try {
+    const err = await new Promise<grpc.ServiceError>((resolve, reject) =>
+      again.sayHello({ name: 'Someone else' }, (e: grpc.ServiceError | null) => (e ? resolve(e) : reject(new Error('answered')))),
+    )
+    assert.equal(err.code, grpc.status.PERMISSION_DENIED)
+    assert.match(err.details, /^TR_REPLAY_MISS: Failed to replay "POST http:\/\/127\.0\.0\.1:\d+\/test\.Greeter\/SayHello"/)
+    assert.equal(err.metadata.get('x-tool-replay-error')[0], 'TR_REPLAY_MISS')
+  } finally {
+    again.close()
+    await rep.close()
+  }
+  assert.equal(rep.summary().ok, false)
+  assert.equal(rep.summary().misses.length, 1)
 })

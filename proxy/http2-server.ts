@@ -97,7 +97,7 @@ function streamHandler(ctx: Http2ServingContext, connections: WeakMap<object, { 
     if ('refusal' in route) {
       const { refusal, status } = route
       if (status === 0) {
-        const r = refusalResponse(refusal)
+        const r = refusalResponse(refusal, fields.headers)
         answerHttp2Stream(stream, { status: r.status, headers: r.headers, body: r.body })
       } else answerHttp2Stream(stream, textAnswer(status, refusal.code, refusal.message))
       return
