@@ -141,39 +141,45 @@ async function viaProxy<T>(proxyUrl: string, fn: () => Promise<T>): Promise<T> {
   }
 }
 
-async function proxyRun(store: TraceStore, mode: 'record' | 'replay', port: number) {
+async function proxyRun(store: TraceStore, trace: string, mode: 'record' | 'replay', port: number, secure: boolean) {
   const proxy = await startTestProxy({
     store,
     storeDir,
-    trace: 'greeter-proxy',
+    trace,
     mode,
     upstreamCaPem: pki.caPem,
     resolve: { 'grpc.test': { host: '127.0.0.1', port } },
   })
   const run = await viaProxy(proxy.url, async () => {
-    const client = greeterClient('grpc.test:443', grpc.credentials.createSsl(Buffer.from(proxy.ca.certPem)))
+    // TLS: CONNECT, then h2 by ALPN through the proxy's CA; cleartext: CONNECT, then the HTTP/2 preface.
+    const client = secure
+      ? greeterClient('grpc.test:443', grpc.credentials.createSsl(Buffer.from(proxy.ca.certPem)))
+      : greeterClient('grpc.test:50051', grpc.credentials.createInsecure())
     return callGreeter(client).finally(() => client.close())
   })
   const summary = await proxy.close()
   return { run, summary, stats: proxy.stats }
 }
 
-test('grpc-js through the proxy (grpc_proxy): recorded, then strictly replayed with the server stopped', async () => {
-  const server = await startGreeter(pki.certs['grpc.test'])
-  const store = createMemoryStore()
-  const rec = await proxyRun(store, 'record', server.port)
-  assert.deepEqual(stable(rec.run), EXPECTED)
-  const recorded = await store.readTrace('greeter-proxy')
-  assertTrace(recorded)
-  await assertShown(recorded)
-  const seen = server.connections
-  const port = server.port
-  await server.close()
-  const rep = await proxyRun(store, 'replay', port)
-  assert.equal(rep.summary.ok, true, JSON.stringify(rep.summary.misses))
-  assert.equal(rep.stats.forwarded, 0)
-  assert.deepEqual(rep.run, rec.run)
-  assert.equal(server.connections, seen, 'nothing reached the stopped server')
+test('grpc-js through the proxy (grpc_proxy), TLS and cleartext: recorded, then strictly replayed with the server stopped', async () => {
+  for (const secure of [true, false]) {
+    const trace = `greeter-proxy-${secure ? 'tls' : 'plain'}`
+    const server = await startGreeter(secure ? pki.certs['grpc.test'] : undefined)
+    const store = createMemoryStore()
+    const rec = await proxyRun(store, trace, 'record', server.port, secure)
+    assert.deepEqual(stable(rec.run), EXPECTED, trace)
+    const recorded = await store.readTrace(trace)
+    assertTrace(recorded)
+    if (secure) await assertShown(recorded)
+    const seen = server.connections
+    const port = server.port
+    await server.close()
+    const rep = await proxyRun(store, trace, 'replay', port, secure)
+    assert.equal(rep.summary.ok, true, JSON.stringify(rep.summary.misses))
+    assert.equal(rep.stats.forwarded, 0)
+    assert.deepEqual(rep.run, rec.run, trace)
+    assert.equal(server.connections, seen, 'nothing reached the stopped server')
+  }
 })
 
 test('a call the recording lacks is refused with PERMISSION_DENIED naming TR_REPLAY_MISS, and counted', async () => {

@@ -6,12 +6,25 @@
  * client and the reverse: the request's identity does not depend on the protocol.
  */
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import http2 from 'node:http2'
+import { connect } from 'node:net'
 import { before, test } from 'node:test'
 import { ProxyAgent, request } from 'undici'
-import type { ProxyServer } from '../proxy/index.ts'
+import { openSession } from '../engine/index.ts'
+import { loadCertificateAuthority, type ProxyServer, parseReverse, startProxy } from '../proxy/index.ts'
 import { createMemoryStore, type TraceStore } from '../store/index.ts'
 import { bodyBytes } from '../trace/index.ts'
-import { connectThroughProxy, H2_CHUNKS, H2_HELLO, H2_PARTIAL, type Http2Upstream, h2Request, startHttp2Upstream } from './support/http2-upstream.ts'
+import {
+  connectThroughProxy,
+  H2_CHUNKS,
+  H2_HELLO,
+  H2_PARTIAL,
+  type Http2Read,
+  type Http2Upstream,
+  h2Request,
+  startHttp2Upstream,
+} from './support/http2-upstream.ts'
 import { startTestProxy, tempDir } from './support/proxy-harness.ts'
 import { createTestPki } from './support/proxy-upstream.ts'
 
@@ -162,4 +175,64 @@ test('an HTTP/1.1 recording replays to an h2 client, and an h2 recording to an H
   const sum2 = await rep2.close()
   assert.equal(sum2.ok, true, JSON.stringify(sum2.misses))
   assert.equal(upstream.connections, seen, 'nothing reached the stopped upstream')
+})
+
+/** A reverse-mode proxy serving the h2c `upstream` (its port; nothing listens there in replay) with --h2c. */
+async function reverseH2c(store: TraceStore, mode: 'record' | 'replay', port: number): Promise<ProxyServer> {
+  const session = await openSession({ mode, trace: 'h2c', store, labels: { recordedWith: 'proxy' } })
+  return startProxy({ session, ca: await loadCertificateAuthority(storeDir), reverse: parseReverse([`http://127.0.0.1:${port}`]), h2c: true })
+}
+
+test('h2c with prior knowledge in reverse mode (--h2c): recorded over h2c to an h2c upstream, replayed with it stopped', async () => {
+  const store = createMemoryStore()
+  const upstream = await startHttp2Upstream()
+  const port = upstream.port
+  const run = async (proxy: ProxyServer) => {
+    const session = http2.connect(proxy.url)
+    session.on('error', () => {})
+    try {
+      return await Promise.all([h2Request(session, '/hello'), h2Request(session, '/stream'), h2Request(session, '/trailers-only')])
+    } finally {
+      session.close()
+    }
+  }
+  const rec = await reverseH2c(store, 'record', port)
+  const live = await run(rec)
+  await rec.close()
+  assert.equal(upstream.connections, 1)
+  await upstream.close()
+  assert.equal(live[0].headers['x-upstream'], 'h2')
+  assert.deepEqual(live[1].chunks, H2_CHUNKS)
+  assert.deepEqual(live[1].trailers, { 'x-checksum': 'abc123', 'x-count': '3' })
+  assert.equal(live[2].headersEnded, true)
+  const trace = await store.readTrace('h2c')
+  assert.deepEqual(
+    trace.exchanges.map((x) => x.request.url).sort(),
+    [`http://127.0.0.1:${port}/hello`, `http://127.0.0.1:${port}/stream`, `http://127.0.0.1:${port}/trailers-only`],
+    'recorded under the upstream URL, as reverse mode records HTTP/1.1',
+  )
+
+  const rep = await reverseH2c(store, 'replay', port)
+  const replayed = await run(rep)
+  const summary = await rep.close()
+  assert.equal(summary.ok, true, JSON.stringify(summary.misses))
+  assert.equal(upstream.connections, 1, 'nothing reached the stopped upstream')
+  const noDate = (r: Http2Read) => ({ ...r, headers: { ...r.headers, date: undefined } })
+  assert.deepEqual(replayed.map(noDate), live.map(noDate))
+})
+
+test('without --h2c the HTTP/2 preface on the proxy port is refused, and HTTP/1.1 keeps working', async () => {
+  const store = createMemoryStore()
+  const session = await openSession({ mode: 'passthrough', trace: 'no-h2c', store })
+  const proxy = await startProxy({ session, ca: await loadCertificateAuthority(storeDir) })
+  try {
+    const socket = connect(proxy.port, '127.0.0.1')
+    await once(socket, 'connect')
+    socket.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')
+    const [answer] = (await once(socket, 'data')) as [Buffer]
+    assert.match(answer.toString(), /^HTTP\/1\.1 400 [\s\S]*only when the proxy is started with --h2c/)
+    socket.destroy()
+  } finally {
+    await proxy.close()
+  }
 })

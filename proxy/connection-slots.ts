@@ -177,6 +177,8 @@ export class ConnectionSlots {
 
   /** What Node's HTTP parser rejects: a timeout 408, garbage 400 (then dropped after the grace), a reset closes. */
   #answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+    // Taken by the HTTP/2 server (h2c: the parser stopped at the HTTP/2 preface): not an HTTP/1.1 error.
+    if (this.#bySocket.get(socket)?.upgraded) return
     this.#stats.badRequests++
     if (!socket.writable || err.code === 'ECONNRESET') {
       socket.destroy()
@@ -185,7 +187,9 @@ export class ConnectionSlots {
     const answer =
       err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? rawErrorResponse(408, ErrorCodes.PROXY_BAD_REQUEST, 'The request head or body did not arrive in time.')
-        : rawErrorResponse(400, ErrorCodes.PROXY_BAD_REQUEST, `Malformed HTTP request (${err.code ?? err.message}). Send HTTP/1.1 to the proxy.`)
+        : err.code === 'HPE_PAUSED_H2_UPGRADE'
+          ? rawErrorResponse(400, ErrorCodes.PROXY_BAD_REQUEST, 'HTTP/2 with prior knowledge (h2c) is served only when the proxy is started with --h2c.')
+          : rawErrorResponse(400, ErrorCodes.PROXY_BAD_REQUEST, `Malformed HTTP request (${err.code ?? err.message}). Send HTTP/1.1 to the proxy.`)
     endAndDrop(socket, answer, this.#limits.closeGraceMs)
   }
 

@@ -103,10 +103,8 @@ function streamHandler(ctx: Http2ServingContext, connections: WeakMap<object, { 
       return
     }
     ctx.stats.requests++
-    const url = hrefOf(
-      req,
-      route.target ?? (fields.authority ? { scheme: fields.scheme === 'http' ? 'http' : 'https', authority: fields.authority } : undefined),
-    )
+    // A path without a tunnel or a reverse mount names the proxy itself: nothing to forward to.
+    const url = hrefOf(req, route.target)
     if (url === undefined) {
       route.ticket.release()
       ctx.stats.badRequests++

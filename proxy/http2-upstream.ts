@@ -1,6 +1,6 @@
 /**
  * Where the proxy sends the live requests of HTTP/2 clients: over HTTP/2 when the upstream speaks it (ALPN
- * `h2` on TLS; h2c with prior knowledge for an `http:` upstream the proxy was told speaks it), one session
+ * `h2` on TLS; h2c with prior knowledge for an `http:` upstream, which only cleartext HTTP/2 clients reach), one session
  * per origin with its streams multiplexed as the client's were; else over HTTP/1.1 through the proxy's undici
  * Agent, as the requests of HTTP/1.1 clients go. The same upstream options apply (--resolve, --upstream-ca,
  * --insecure-upstream, the connect timeout).
@@ -19,16 +19,14 @@ type Route = ClientHttp2Session | 'http/1.1'
 export class Http2Upstreams {
   readonly #options: UpstreamOptions
   readonly #h1: LazyAgent
-  readonly #h2c: (origin: string) => boolean
   readonly #routes = new Map<string, Promise<Route>>()
   readonly #sessions = new Set<ClientHttp2Session>()
   #closed = false
 
-  /** `h1`: the Agent for upstreams that answer ALPN with http/1.1; `h2c`: cleartext origins that speak HTTP/2. */
-  constructor(options: UpstreamOptions, h1: LazyAgent, h2c: (origin: string) => boolean = () => false) {
+  /** `h1`: the Agent for upstreams that answer ALPN with http/1.1. */
+  constructor(options: UpstreamOptions, h1: LazyAgent) {
     this.#options = options
     this.#h1 = h1
-    this.#h2c = h2c
   }
 
   /** Sends one request live, reporting to `events`. */
@@ -83,7 +81,8 @@ export class Http2Upstreams {
   async #connect(url: URL): Promise<Route> {
     if (this.#closed) throw new Error('The proxy is closing.')
     const secure = url.protocol === 'https:'
-    if (!secure && !this.#h2c(url.origin)) return 'http/1.1'
+    // An http: upstream is reached in cleartext HTTP/2 (prior knowledge): only a cleartext HTTP/2 client (h2c
+    // on the proxy port, or inside a CONNECT tunnel) sends streams to one, and it expects such an upstream.
     const socket = await this.#socket(url, secure)
     if (secure && (socket as Socket & { alpnProtocol?: string | false }).alpnProtocol !== 'h2') {
       socket.destroy()

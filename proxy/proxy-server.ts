@@ -14,6 +14,7 @@ import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
 import { ConnectionSlots } from './connection-slots.ts'
 import { createExchangeHandler, createStats, type ProxyStats, proxyCaptureOptions } from './exchange-handler.ts'
+import { takeFromHttp1 } from './http2-cleartext.ts'
 import { createHttp2Serving, type Http2Serving } from './http2-server.ts'
 import { Http2Upstreams } from './http2-upstream.ts'
 import { ProxySessions } from './proxy-sessions.ts'
@@ -82,6 +83,12 @@ export interface ProxyServerOptions {
   /** How long a response the client abandoned keeps being recorded (ms, default 1000), as in-process. */
   drainAfterAbortMs?: number
   limits?: ProxyLimits
+  /**
+   * Serve HTTP/2 with prior knowledge (h2c) on the proxy port: a connection that opens with the HTTP/2 preface
+   * is served over HTTP/2 (reverse mode for cleartext HTTP/2 clients: gRPC's insecure channels, the AWS SDK's
+   * HTTP/2 handler at an http:// endpoint). Their streams reach `http:` upstreams over h2c. Default false.
+   */
+  h2c?: boolean
 }
 
 /** A running proxy; `D` is the type of its default session (undefined on a sessions-only proxy). */
@@ -205,6 +212,15 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     connect(req, socket, head)
   })
   outer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => router.upgrade(req, socket, head, undefined))
+  if (options.h2c) {
+    // Before the slots' own clientError listener, which would answer the preface with an HTTP/1.1 400.
+    outer.prependListener('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
+      if (err.code !== 'HPE_PAUSED_H2_UPGRADE') return
+      takeFromHttp1(socket as Socket, err.rawPacket ?? Buffer.alloc(0))
+      slots.http2(socket)
+      http2.serve(socket, undefined)
+    })
+  }
   inner.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => router.upgrade(req, socket, head, tunnelTargets.get(req.socket)))
   outer.on('connection', (socket: Socket) => {
     if (!slots.admit(socket)) return

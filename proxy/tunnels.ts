@@ -12,6 +12,7 @@ import type { CertificateAuthority } from './certificate-authority.ts'
 import { registerTunnelSocket } from './connection-reset.ts'
 import { endAndDrop } from './connection-slots.ts'
 import type { ProxyStats } from './exchange-handler.ts'
+import { startsWithHttp2Preface } from './http2-cleartext.ts'
 import { refusalBytes } from './refusal.ts'
 import { parseAuthority, requestUrl, type TunnelTarget } from './request-target.ts'
 import { rawErrorResponse } from './responses.ts'
@@ -24,7 +25,7 @@ export interface ConnectContext {
   stats: ProxyStats
   /** Hands a socket to the HTTP parser for requests inside the tunnel. */
   serve(socket: Duplex, target: TunnelTarget): void
-  /** Hands a TLS socket that chose `h2` by ALPN to the HTTP/2 server (http2-server.ts). */
+  /** Hands a TLS socket that chose `h2` by ALPN, or a plain one that opened with the HTTP/2 preface, to the HTTP/2 server (http2-server.ts). */
   serveHttp2(socket: Duplex, target: TunnelTarget): void
   /** Moves what is known of the client's connection (its place in the arrival order) to the socket wrapping it. */
   inherit(from: Duplex, to: Duplex): void
@@ -98,7 +99,11 @@ export function createConnectHandler(ctx: ConnectContext): (req: IncomingMessage
       socket.pause()
       if (first.byteLength > 0) socket.unshift(first)
       if (first[0] === 0x16) void intercept(socket, parsed.hostname, authority, deadline)
-      else {
+      else if (startsWithHttp2Preface(first)) {
+        // HTTP/2 with prior knowledge inside the tunnel (gRPC over a cleartext channel through HTTP_PROXY).
+        clearTimeout(deadline)
+        ctx.serveHttp2(socket, { scheme: 'http', authority })
+      } else {
         // Plain HTTP inside the tunnel (a client that tunnels http:// too).
         clearTimeout(deadline)
         ctx.serve(socket, { scheme: 'http', authority })
