@@ -27,8 +27,17 @@ export interface Http2LiveRequest {
   body: Uint8Array | null
 }
 
-/** Opens the request's stream on `session` and reports what happens to `events`. */
-export function forwardOverHttp2(session: ClientHttp2Session, request: Http2LiveRequest, events: LiveEvents): void {
+/** How long a live stream may wait for its head, and then for each piece of its body (ms; none when absent). */
+export interface Http2Timeouts {
+  headersTimeoutMs?: number
+  bodyTimeoutMs?: number
+}
+
+/**
+ * Opens the request's stream on `session` and reports what happens to `events`. A wait past `timeouts` cancels
+ * the stream and fails it as undici names such failures (UND_ERR_HEADERS_TIMEOUT, UND_ERR_BODY_TIMEOUT).
+ */
+export function forwardOverHttp2(session: ClientHttp2Session, request: Http2LiveRequest, events: LiveEvents, timeouts: Http2Timeouts = {}): void {
   const { url } = request
   let stream: ClientHttp2Stream
   try {
@@ -69,7 +78,20 @@ export function forwardOverHttp2(session: ClientHttp2Session, request: Http2Live
       if (!over) events.sent()
     })
   let trailers: HeaderPairs = []
+  let headed = false
+  const idle = () => (headed ? timeouts.bodyTimeoutMs : timeouts.headersTimeoutMs)
+  const onTimeout = () => {
+    if (over) return
+    over = true
+    const code = headed ? 'UND_ERR_BODY_TIMEOUT' : 'UND_ERR_HEADERS_TIMEOUT'
+    const message = headed ? 'Body Timeout Error' : 'Headers Timeout Error'
+    stream.close(CANCEL)
+    events.error(Object.assign(new Error(message), { code }), { code, message })
+  }
+  if (idle()) stream.setTimeout(idle() as number, onTimeout)
   stream.on('response', (headers: IncomingHttpHeaders, flags: number, raw?: string[]) => {
+    headed = true
+    if (timeouts.bodyTimeoutMs !== timeouts.headersTimeoutMs) stream.setTimeout(timeouts.bodyTimeoutMs ?? 0, onTimeout)
     const fields = http2ResponseFields(raw ?? flatHeaders(headers))
     const wire = { raw: fields.flatMap(([k, v]) => [Buffer.from(k, 'latin1'), Buffer.from(v, 'latin1')]), parsed: headers, final: (flags & END_STREAM) !== 0 }
     events.head({ status: Number(headers[':status']), statusText: '', headers: fields }, wire)

@@ -1,6 +1,6 @@
 /** The life of one captured request, once for every capture path: lifecycle, live tee, playback, pacing, refusal. */
 
-export type { Http2LiveRequest } from './http2-forward.ts'
+export type { Http2LiveRequest, Http2Timeouts } from './http2-forward.ts'
 export { forwardOverHttp2 } from './http2-forward.ts'
 export type { Http2Answer, Http2StreamHooks, Http2StreamRequest } from './http2-stream.ts'
 export { answerHttp2Stream, http2Exchange, resetHttp2Stream } from './http2-stream.ts'

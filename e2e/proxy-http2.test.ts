@@ -236,3 +236,35 @@ test('without --h2c the HTTP/2 preface on the proxy port is refused, and HTTP/1.
     await proxy.close()
   }
 })
+
+test('an upstream that never sends its head is cut at the headers timeout, recorded as UND_ERR_HEADERS_TIMEOUT, replayed alike', async () => {
+  const store = createMemoryStore()
+  const upstream = await startHttp2Upstream(pki.certs['api.test'])
+  const ca = await loadCertificateAuthority(storeDir)
+  const proxyFor = async (mode: 'record' | 'replay') =>
+    startProxy({
+      session: await openSession({ mode, trace: 'h2-timeout', store }),
+      ca,
+      upstream: { ca: pki.caPem, resolve: { 'api.test': { host: '127.0.0.1', port: upstream.port } }, headersTimeoutMs: 200 },
+    })
+  const ask = async (proxy: ProxyServer) => {
+    const session = await connectThroughProxy(proxy.port, 'api.test', proxy.ca.certPem)
+    try {
+      return await h2Request(session, '/hang')
+    } finally {
+      session.close()
+    }
+  }
+  const rec = await proxyFor('record')
+  const live = await ask(rec)
+  await rec.close()
+  await upstream.close()
+  assert.equal(live.status, 502)
+  assert.equal(live.headers['x-tool-replay-upstream-error'], 'UND_ERR_HEADERS_TIMEOUT')
+  const x = (await store.readTrace('h2-timeout')).exchanges[0]
+  assert.equal(x?.outcome.kind === 'error' ? `${x.outcome.error.code} ${x.outcome.error.phase}` : x?.outcome.kind, 'UND_ERR_HEADERS_TIMEOUT response-headers')
+  const rep = await proxyFor('replay')
+  const replayed = await ask(rep)
+  await rep.close()
+  assert.deepEqual({ ...replayed, headers: { ...replayed.headers, date: undefined } }, { ...live, headers: { ...live.headers, date: undefined } })
+})

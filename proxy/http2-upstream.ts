@@ -8,7 +8,7 @@
 import type { ClientHttp2Session } from 'node:http2'
 import { isIP, connect as netConnect, type Socket } from 'node:net'
 import { rootCertificates, connect as tlsConnect } from 'node:tls'
-import { forwardOverHttp2, forwardThroughDispatcher, type Http2LiveRequest, type LazyAgent, type LiveEvents } from '../capture/index.ts'
+import { forwardOverHttp2, forwardThroughDispatcher, type Http2LiveRequest, type Http2Timeouts, type LazyAgent, type LiveEvents } from '../capture/index.ts'
 import { flatten } from './headers.ts'
 import { mapHost, type UpstreamOptions } from './upstream.ts'
 
@@ -19,6 +19,7 @@ type Route = ClientHttp2Session | 'http/1.1'
 export class Http2Upstreams {
   readonly #options: UpstreamOptions
   readonly #h1: LazyAgent
+  readonly #timeouts: Http2Timeouts
   readonly #routes = new Map<string, Promise<Route>>()
   readonly #sessions = new Set<ClientHttp2Session>()
   #closed = false
@@ -27,12 +28,14 @@ export class Http2Upstreams {
   constructor(options: UpstreamOptions, h1: LazyAgent) {
     this.#options = options
     this.#h1 = h1
+    // The waits undici applies to the HTTP/1.1 upstream (its defaults: 300 s each), applied here too.
+    this.#timeouts = { headersTimeoutMs: options.headersTimeoutMs ?? 300_000, bodyTimeoutMs: options.bodyTimeoutMs ?? 300_000 }
   }
 
   /** Sends one request live, reporting to `events`. */
   forward(request: Http2LiveRequest, events: LiveEvents): void {
     this.#route(request.url).then(
-      (route) => (route === 'http/1.1' ? this.#forwardH1(request, events) : forwardOverHttp2(route, request, events)),
+      (route) => (route === 'http/1.1' ? this.#forwardH1(request, events) : forwardOverHttp2(route, request, events, this.#timeouts)),
       (err: Error) => events.error(err),
     )
   }

@@ -110,6 +110,9 @@ async function route(stream: ServerHttp2Stream, path: string, body: Buffer): Pro
       stream.write(Buffer.alloc(0))
       stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM)
       return
+    case '/hang':
+      // Never answers (until the connection goes).
+      return
     case '/reset-before':
       stream.close(http2.constants.NGHTTP2_REFUSED_STREAM)
       return
