@@ -127,3 +127,32 @@ test('a refused connection is recorded, and replayed as the app session error it
   assert.equal(replayed.read.error, live.read.error)
   assert.equal(rep.summary().ok, true)
 })
+
+test('an app that cancels a stream after its first DATA frame: the recording still holds the whole response (bounded drain)', async () => {
+  const upstream = await startHttp2Upstream()
+  const store = createMemoryStore()
+  const rec = await install({ mode: 'record', trace: 'h2-cancel', store })
+  try {
+    const session = http2.connect(`http://127.0.0.1:${upstream.port}`)
+    session.on('error', () => {})
+    const stream = session.request({ ':path': '/stream' })
+    stream.on('error', () => {})
+    const [first] = (await new Promise((resolve) => stream.once('data', (c: Buffer) => resolve([c.toString()])))) as [string]
+    assert.equal(first, H2_CHUNKS[0])
+    stream.close(http2.constants.NGHTTP2_CANCEL)
+    await new Promise((r) => stream.once('close', r))
+    session.close()
+  } finally {
+    await rec.close()
+    await upstream.close()
+  }
+  const x = (await store.readTrace('h2-cancel')).exchanges[0]
+  assert.equal(x?.outcome.kind, 'response', 'drained to its end, not recorded as the abort')
+  if (x?.outcome.kind === 'response') {
+    assert.equal(x.outcome.response.body.chunks.length, H2_CHUNKS.length)
+    assert.deepEqual(x.outcome.response.trailers, [
+      ['x-checksum', 'abc123'],
+      ['x-count', '3'],
+    ])
+  }
+})
