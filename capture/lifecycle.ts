@@ -95,7 +95,7 @@ function bodyFailed(options: CaptureOptions, exchange: CapturedExchange, ticket:
   }
   // Strict replay counts it: the run fails at the end even if the app swallows the refusal.
   options.session.refuse({ method: exchange.method, url: exchange.url }, err)
-  return exchange.client.gone ? undefined : play(refusalPlayback(err), { kind: 'none' }, exchange.client)
+  return exchange.client.gone ? undefined : play(refusalPlayback(err, exchange.headers), { kind: 'none' }, exchange.client)
 }
 
 function decide(options: CaptureOptions, exchange: CapturedExchange, ticket: Ticket, body: ReadBody): Promise<void> | undefined {
@@ -127,7 +127,7 @@ function carryOut(options: CaptureOptions, exchange: CapturedExchange, decision:
   const { client } = exchange
   if (decision.kind === 'replay') return client.gone ? undefined : play(decision.playback, options.pace, client)
   // One chunk, nothing recorded to wait for: no pacing applies to a refusal.
-  if (decision.kind === 'fail') return client.gone ? undefined : play(refusalPlayback(decision.error), { kind: 'none' }, client)
+  if (decision.kind === 'fail') return client.gone ? undefined : play(refusalPlayback(decision.error, exchange.headers), { kind: 'none' }, client)
   if (client.gone) {
     // The client gave up while its request waited: nothing goes live, and the recording says so.
     const recorded = decision.recorder.fail(clientAbortError(), 'connect')

@@ -133,7 +133,8 @@ export class LiveTee implements LiveEvents {
     const { recorder } = this.#o
     if (recorder.recording) recorder.responseStart(head)
     if (this.#clientOff) return
-    this.#last = recorder.recording ? lastPart(this.#o.method, head) : { kind: 'end' }
+    // A head its transport says ends the response waits for the end, so the two reach the client together.
+    this.#last = wire?.final ? { kind: 'head' } : recorder.recording ? lastPart(this.#o.method, head) : { kind: 'end' }
     if (this.#last.kind === 'head') {
       this.#holdHead = head
       this.#holdWire = wire

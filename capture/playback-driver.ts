@@ -14,6 +14,8 @@ export interface WireHead {
   raw: Buffer[]
   /** The same fields parsed (lowercase names, repeats as arrays), when the transport parsed them already. */
   parsed?: unknown
+  /** The head ended the response (an HTTP/2 HEADERS frame with END_STREAM): nothing follows it but the end. */
+  final?: boolean
 }
 
 /** How one capture path hands the parts of a response to its client. */

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { PlaybackChunk } from '../engine/index.ts'
-import { ErrorCodes, parseJson, ToolReplayError } from '../trace/index.ts'
-import { ERROR_HEADER, REFUSAL_STATUS, refusalPlayback, refusalResponse } from './refusal.ts'
+import { ErrorCodes, headerValue, parseJson, ToolReplayError } from '../trace/index.ts'
+import { ERROR_HEADER, GRPC_REFUSAL_STATUS, grpcMessage, REFUSAL_STATUS, refusalPlayback, refusalResponse } from './refusal.ts'
 
 const MISS = new ToolReplayError(
   ErrorCodes.REPLAY_MISS,
@@ -87,4 +87,18 @@ test('each API gets the error shape its clients read: Google, AWS, Ollama; the s
     assert.equal(header(r.headers, ERROR_HEADER), 'TR_REPLAY_MISS')
     assert.equal(header(r.headers, 'content-length'), String(r.body.byteLength))
   }
+})
+
+test('a refused gRPC call is a Trailers-Only answer with PERMISSION_DENIED and the message percent-encoded', () => {
+  const error = new ToolReplayError(ErrorCodes.REPLAY_MISS, 'Failed to replay "POST https://g.test/a.B/C": 100% — nothing matches.')
+  const p = refusalPlayback(error, [['content-type', 'application/grpc+proto']])
+  assert.equal(p.kind, 'response')
+  if (p.kind !== 'response') return
+  assert.equal(p.head.status, 200)
+  assert.deepEqual(p.chunks, [], 'no body: the status is in the head')
+  assert.equal(headerValue(p.head.headers, 'grpc-status'), String(GRPC_REFUSAL_STATUS))
+  assert.equal(headerValue(p.head.headers, 'grpc-message'), 'TR_REPLAY_MISS: Failed to replay "POST https://g.test/a.B/C": 100%25 %E2%80%94 nothing matches.')
+  assert.equal(headerValue(p.head.headers, ERROR_HEADER), 'TR_REPLAY_MISS')
+  assert.equal(refusalPlayback(error, [['content-type', 'application/grpc-web']]).head?.status, 403, 'gRPC-Web is read as HTTP')
+  assert.equal(grpcMessage('a%b'), 'a%25b')
 })

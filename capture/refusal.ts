@@ -126,9 +126,10 @@ function refusalBody(shape: RefusalShape, code: ErrorCode, message: string): unk
  * @example
  * const r = refusalResponse(decision.error) // 403 "Tool Replay Refused", x-tool-replay-error: TR_REPLAY_MISS
  */
-export function refusalResponse(error: ToolReplayError): RefusalResponse {
+export function refusalResponse(error: ToolReplayError, requestHeaders?: HeaderPairs): RefusalResponse {
   const code: ErrorCode = error.code
   const message = `${code}: ${error.message}`
+  if (requestHeaders && isGrpc(requestHeaders)) return grpcRefusal(code, message)
   const shape = refusalShape(refusedUrl(error))
   const body = new TextEncoder().encode(stringifyJson(refusalBody(shape, code, message)))
   const headers: HeaderPairs = [
@@ -142,14 +143,51 @@ export function refusalResponse(error: ToolReplayError): RefusalResponse {
   return { status: code === ErrorCodes.REQUEST_TOO_LARGE ? TOO_LARGE_STATUS : REFUSAL_STATUS, statusText: REFUSAL_STATUS_TEXT, headers, body }
 }
 
-/** The refusal as a Playback, for capture paths that play responses (one chunk, no delay). */
-export function refusalPlayback(error: ToolReplayError): Playback {
-  const r = refusalResponse(error)
+/**
+ * The refusal as a Playback, for capture paths that play responses (one chunk, no delay); `requestHeaders`
+ * says which shape a client reads (a gRPC call gets a gRPC status).
+ */
+export function refusalPlayback(error: ToolReplayError, requestHeaders?: HeaderPairs): Playback {
+  const r = refusalResponse(error, requestHeaders)
   return {
     kind: 'response',
     head: { status: r.status, statusText: r.statusText, headers: r.headers },
     headersMs: 0,
-    chunks: [{ bytes: r.body, atMs: 0 }],
+    chunks: r.body.byteLength > 0 ? [{ bytes: r.body, atMs: 0 }] : [],
     trailers: [],
   }
+}
+
+/** gRPC's status for a refusal: PERMISSION_DENIED, the status gRPC maps HTTP 403 to, retried by no gRPC client. */
+export const GRPC_REFUSAL_STATUS = 7
+
+function isGrpc(headers: HeaderPairs): boolean {
+  return headers.some(([k, v]) => k.toLowerCase() === 'content-type' && /^application\/grpc(?:[+;]|$)/i.test(v.trim()))
+}
+
+/**
+ * A refused gRPC call: a Trailers-Only answer (HTTP 200, the status in the head, no body), as gRPC servers
+ * fail a call, so the client reports `PERMISSION_DENIED` with the refusal's message instead of an HTTP status.
+ */
+function grpcRefusal(code: ErrorCode, message: string): RefusalResponse {
+  return {
+    status: 200,
+    statusText: '',
+    headers: [
+      ['content-type', 'application/grpc'],
+      ['grpc-status', String(GRPC_REFUSAL_STATUS)],
+      ['grpc-message', grpcMessage(message)],
+      [ERROR_HEADER, code],
+    ],
+    body: new Uint8Array(0),
+  }
+}
+
+/** A grpc-message value: UTF-8, percent-encoded outside printable ASCII and for '%' (gRPC over HTTP/2 spec). */
+export function grpcMessage(text: string): string {
+  let out = ''
+  for (const byte of new TextEncoder().encode(text)) {
+    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
+  }
+  return out
 }

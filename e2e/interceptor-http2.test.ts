@@ -1,112 +1,158 @@
 /**
- * node:http2 is not captured, so while install() is in place it is refused instead of going out: the proof is
- * an HTTP/2 server on loopback that counts connections and must see none, with the real AWS SDK Bedrock client
- * (HTTP/2 by default) and with `http2.connect` called directly (also through an ESM named import).
- * `http2: false` lets it through; close() restores it.
+ * node:http2 in-process: while install() is in place `http2.connect` (also through an ESM named import) is
+ * captured, each stream one exchange. Recorded against a counting HTTP/2 upstream, then strictly replayed
+ * with that upstream stopped: the app reads the same heads, DATA frames, trailers and resets, and the
+ * upstream saw no further connection. Passthrough goes live and records nothing; a connection the upstream
+ * refused is recorded and replayed as the app session's error; close() gives node:http2 back.
  */
 import assert from 'node:assert/strict'
-import http2, { connect as namedConnect } from 'node:http2'
-import type { AddressInfo } from 'node:net'
+import http2, { type ClientHttp2Session, connect as namedConnect } from 'node:http2'
+import { createServer } from 'node:net'
 import { test } from 'node:test'
-import { BedrockRuntimeClient, ConverseCommand } from '@aws-sdk/client-bedrock-runtime'
 import { install } from 'tool-replay/interceptor'
 import { createMemoryStore } from 'tool-replay/store'
+import { H2_CHUNKS, H2_HELLO, H2_PARTIAL, type Http2Read, h2Request, startHttp2Upstream } from './support/http2-upstream.ts'
 
-/** A cleartext HTTP/2 server that counts the TCP connections it accepted. */
-async function startCountingH2() {
-  const server = http2.createServer()
-  let connections = 0
-  server.on('connection', () => connections++)
-  server.on('stream', (stream) => {
-    stream.respond({ ':status': 200, 'content-type': 'text/plain' })
-    stream.end('live')
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}`,
-    get connections() {
-      return connections
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  }
-}
-
-/** One GET over a new HTTP/2 session; resolves with the body. */
-function h2get(url: string, connect: typeof http2.connect = http2.connect): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const session = connect(url)
-    session.on('error', reject)
-    const req = session.request({ ':path': '/' })
-    let body = ''
-    req.setEncoding('utf8')
-    req.on('data', (c: string) => (body += c))
-    req.on('end', () => {
-      session.close()
-      resolve(body)
-    })
-    req.on('error', reject)
-    req.end()
-  })
-}
-
-async function recordedEmpty(store: ReturnType<typeof createMemoryStore>, trace: string) {
-  const rec = await install({ mode: 'record', trace, store })
-  await rec.close()
-}
-
-test('strict replay refuses node:http2 with TR_CAPTURE_UNAVAILABLE, counts it as a miss, and nothing connects', async () => {
-  const server = await startCountingH2()
-  const store = createMemoryStore()
-  await recordedEmpty(store, 'h2')
-  const rep = await install({ mode: 'replay', trace: 'h2', store })
+/** The scenario on one session: concurrent streams, then a reset. */
+async function scenario(session: ClientHttp2Session) {
+  session.on('error', () => {})
   try {
-    assert.throws(
-      () => http2.connect(server.url),
-      (err: Error & { code?: string }) =>
-        err.code === 'TR_CAPTURE_UNAVAILABLE' && err.message.includes(server.url) && err.message.includes('http2: false and nodeHttp: false'),
-    )
-    assert.throws(() => namedConnect(server.url), { code: 'TR_CAPTURE_UNAVAILABLE' }, 'an ESM named import is refused too')
-    const bedrock = new BedrockRuntimeClient({
-      region: 'us-east-1',
-      endpoint: `https://127.0.0.1:${new URL(server.url).port}`,
-      credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' },
-      maxAttempts: 1,
-    })
-    const sdkError = await bedrock.send(new ConverseCommand({ modelId: 'm', messages: [{ role: 'user', content: [{ text: 'hi' }] }] })).then(
-      () => undefined,
-      (err: Error & { code?: string }) => err,
-    )
-    assert.ok(sdkError, 'the SDK call fails')
-    assert.ok(`${sdkError.code} ${sdkError.message}`.includes('TR_CAPTURE_UNAVAILABLE'), `${sdkError.name}: ${sdkError.message}`)
-    assert.equal(server.connections, 0, 'nothing reached the HTTP/2 server')
-    assert.equal(rep.summary().misses.length, 3)
-    assert.equal(rep.summary().ok, false)
+    const [hello, stream, only, echo] = await Promise.all([
+      h2Request(session, '/hello'),
+      h2Request(session, '/stream'),
+      h2Request(session, '/trailers-only'),
+      h2Request(session, '/echo', { method: 'POST', body: 'ping in-process', headers: { 'content-type': 'application/octet-stream' } }),
+    ])
+    const resetMid = await h2Request(session, '/reset-mid')
+    return { hello, stream, only, echo, resetMid }
   } finally {
-    await rep.close()
+    session.close()
   }
-  assert.equal(await h2get(server.url), 'live', 'close() gives node:http2 back')
-  assert.equal(await h2get(server.url, namedConnect), 'live', 'and the named import')
-  await server.close()
-})
+}
 
-test('record mode refuses node:http2 too (it would go out unrecorded); http2: false with nodeHttp: false leaves it alone', async () => {
-  const server = await startCountingH2()
+function withoutDate(r: Http2Read) {
+  const { date: _, ...headers } = r.headers
+  return { ...r, headers }
+}
+
+test('http2.connect is recorded in-process, then strictly replayed with the upstream stopped', async () => {
+  const upstream = await startHttp2Upstream()
+  const url = `http://127.0.0.1:${upstream.port}`
   const store = createMemoryStore()
-  const rec = await install({ mode: 'record', trace: 'h2-record', store })
+  const rec = await install({ mode: 'record', trace: 'h2', store })
+  let live: Awaited<ReturnType<typeof scenario>>
   try {
-    assert.throws(() => http2.connect(server.url), { code: 'TR_CAPTURE_UNAVAILABLE' })
-    assert.equal(server.connections, 0)
+    live = await scenario(http2.connect(url))
   } finally {
     await rec.close()
   }
-  // The node:http capture reads client sockets as HTTP/1.1 and would hold an HTTP/2 one: both are turned off.
-  const open = await install({ mode: 'record', trace: 'h2-open', store, http2: false, nodeHttp: false })
+  assert.equal(upstream.connections, 1, 'the live streams shared one upstream session')
+  assert.deepEqual(live.hello.chunks, [H2_HELLO])
+  assert.deepEqual(live.stream.chunks, H2_CHUNKS)
+  assert.deepEqual(live.stream.trailers, { 'x-checksum': 'abc123', 'x-count': '3' })
+  assert.equal(live.only.headersEnded, true)
+  assert.deepEqual(live.echo.chunks, ['ping in-process'])
+  assert.deepEqual(live.resetMid.chunks, [H2_PARTIAL])
+  assert.equal(live.resetMid.rstCode, http2.constants.NGHTTP2_ENHANCE_YOUR_CALM)
+  const trace = await store.readTrace('h2')
+  assert.equal(trace.exchanges.length, 5)
+  assert.equal(trace.meta.labels?.recordedWith, 'interceptor')
+  await upstream.close()
+
+  const rep = await install({ mode: 'replay', trace: 'h2', store })
+  let replayed: Awaited<ReturnType<typeof scenario>>
   try {
-    assert.equal(await h2get(server.url), 'live')
-    assert.equal(server.connections, 1)
+    // Through the ESM named import as well: it is the same captured function.
+    replayed = await scenario(namedConnect(url))
+    rep.assertDone()
   } finally {
-    await open.close()
-    await server.close()
+    await rep.close()
+  }
+  assert.equal(upstream.connections, 1, 'nothing reached the stopped upstream')
+  for (const k of ['hello', 'stream', 'only', 'echo', 'resetMid'] as const) {
+    assert.deepEqual(withoutDate(replayed[k]), withoutDate(live[k]), `${k} replays as it was read live`)
+  }
+})
+
+test('passthrough goes live and records nothing; close() gives node:http2 back', async () => {
+  const upstream = await startHttp2Upstream()
+  const url = `http://127.0.0.1:${upstream.port}`
+  const store = createMemoryStore()
+  const pass = await install({ mode: 'passthrough', trace: 'h2-pass', store })
+  try {
+    const s = http2.connect(url)
+    const got = await h2Request(s, '/stream')
+    s.close()
+    assert.deepEqual(got.chunks, H2_CHUNKS)
+    assert.deepEqual(got.trailers, { 'x-checksum': 'abc123', 'x-count': '3' })
+    assert.equal(upstream.connections, 1)
+  } finally {
+    await pass.close()
+  }
+  const after = http2.connect(url)
+  const direct = await h2Request(after, '/hello')
+  after.close()
+  assert.deepEqual(direct.chunks, [H2_HELLO])
+  assert.equal(upstream.connections, 2, 'after close() the app connects directly')
+  assert.equal(pass.summary().recorded, 0)
+  await upstream.close()
+})
+
+test('a refused connection is recorded, and replayed as the app session error it was', async () => {
+  const probe = createServer().listen(0, '127.0.0.1')
+  await new Promise((r) => probe.once('listening', r))
+  const port = (probe.address() as { port: number }).port
+  await new Promise<void>((r) => probe.close(() => r()))
+  const url = `http://127.0.0.1:${port}`
+  const store = createMemoryStore()
+  const attempt = async () => {
+    const s = http2.connect(url)
+    const sessionError = new Promise<Error & { code?: string }>((resolve) => s.once('error', resolve))
+    const read = await h2Request(s, '/hello')
+    return { read, error: await sessionError }
+  }
+  const rec = await install({ mode: 'record', trace: 'h2-refused', store })
+  const live = await attempt().finally(() => rec.close())
+  assert.equal(live.error.code, 'ECONNREFUSED')
+  const x = (await store.readTrace('h2-refused')).exchanges[0]
+  assert.equal(x?.outcome.kind, 'error')
+  if (x?.outcome.kind === 'error') {
+    assert.equal(x.outcome.error.code, 'ECONNREFUSED')
+    assert.equal(x.outcome.error.phase, 'connect')
+  }
+  const rep = await install({ mode: 'replay', trace: 'h2-refused', store })
+  const replayed = await attempt().finally(() => rep.close())
+  assert.equal(replayed.error.code, 'ECONNREFUSED')
+  assert.equal(replayed.error.message, live.error.message)
+  assert.equal(replayed.read.error, live.read.error)
+  assert.equal(rep.summary().ok, true)
+})
+
+test('an app that cancels a stream after its first DATA frame: the recording still holds the whole response (bounded drain)', async () => {
+  const upstream = await startHttp2Upstream()
+  const store = createMemoryStore()
+  const rec = await install({ mode: 'record', trace: 'h2-cancel', store })
+  try {
+    const session = http2.connect(`http://127.0.0.1:${upstream.port}`)
+    session.on('error', () => {})
+    const stream = session.request({ ':path': '/stream' })
+    stream.on('error', () => {})
+    const [first] = (await new Promise((resolve) => stream.once('data', (c: Buffer) => resolve([c.toString()])))) as [string]
+    assert.equal(first, H2_CHUNKS[0])
+    stream.close(http2.constants.NGHTTP2_CANCEL)
+    await new Promise((r) => stream.once('close', r))
+    session.close()
+  } finally {
+    await rec.close()
+    await upstream.close()
+  }
+  const x = (await store.readTrace('h2-cancel')).exchanges[0]
+  assert.equal(x?.outcome.kind, 'response', 'drained to its end, not recorded as the abort')
+  if (x?.outcome.kind === 'response') {
+    assert.equal(x.outcome.response.body.chunks.length, H2_CHUNKS.length)
+    assert.deepEqual(x.outcome.response.trailers, [
+      ['x-checksum', 'abc123'],
+      ['x-count', '3'],
+    ])
   }
 })

@@ -291,7 +291,7 @@ describe('exposure and protocol', () => {
     }
   })
 
-  test('ALPN is http/1.1 only: an h2-only client gets the no_application_protocol alert; curl --http2 falls back', async () => {
+  test('ALPN follows the client: h2 for an h2-only client, the no_application_protocol alert for one offering neither; curl --http2 works', async () => {
     const proxy = await startTestProxy({ ...base(createMemoryStore(), 'alpn'), mode: 'passthrough' })
     try {
       const socket = connect(proxy.port, '127.0.0.1')
@@ -299,7 +299,15 @@ describe('exposure and protocol', () => {
       socket.write('CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n')
       await once(socket, 'data')
       const h2only = tlsConnect({ socket, servername: 'api.test', ca: proxy.ca.certPem, ALPNProtocols: ['h2'] })
-      const [err] = (await once(h2only, 'error')) as [Error & { code?: string }]
+      await once(h2only, 'secureConnect')
+      assert.equal(h2only.alpnProtocol, 'h2')
+      h2only.destroy()
+      const other = connect(proxy.port, '127.0.0.1')
+      await once(other, 'connect')
+      other.write('CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n')
+      await once(other, 'data')
+      const spdy = tlsConnect({ socket: other, servername: 'api.test', ca: proxy.ca.certPem, ALPNProtocols: ['spdy/3'] })
+      const [err] = (await once(spdy, 'error')) as [Error & { code?: string }]
       assert.equal(err.code, 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL')
       const bundle = writeBundle(storeDir, proxy.ca.certPem)
       const r = await run('curl', ['-sS', '--http2', 'https://api.test/hello'], clientEnv(proxy, bundle))

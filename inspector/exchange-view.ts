@@ -10,9 +10,13 @@ import {
   type BodyRef,
   decodeContentEncoding,
   type Exchange,
+  formatGrpcBody,
+  type GrpcMessageView,
+  grpcMessageViews,
   type HeaderPairs,
   headerValue,
   isEventStream,
+  isGrpcContentType,
   type LlmView,
   llmView,
   parseSse,
@@ -41,6 +45,8 @@ export interface BodyView {
   events?: Array<{ event?: string; data: string; id?: string; chunk?: number; atMs?: number }>
   /** For binary: the first bytes in hex. */
   hex?: string
+  /** For a gRPC body: its length-prefixed messages, each read (`text` lists them one a line). */
+  grpc?: GrpcMessageView[]
 }
 
 /** A response head and body (or the partial one of a recorded error). */
@@ -129,6 +135,12 @@ export function bodyView(bodies: ReadonlyMap<string, Uint8Array>, ref: BodyRef, 
     decoded = encoding ? decodeContentEncoding(raw, encoding) : raw
   } catch {
     decoded = raw
+  }
+  if (isGrpcContentType(contentType)) {
+    v.kind = 'text'
+    v.grpc = grpcMessageViews(decoded, headers).slice(0, EVENTS_LIMIT)
+    v.text = formatGrpcBody(decoded, headers)
+    return v
   }
   const text = tryUtf8(decoded)
   if (text === undefined) {

@@ -24,7 +24,7 @@ import {
 import { openStore, type TraceStore } from '../store/index.ts'
 import { ErrorCodes, type IdentityOptions, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { globalFetchIsCapturable, installGlobalDispatcher } from './global-dispatcher.ts'
-import { installHttp2Guard } from './http2-guard.ts'
+import { installHttp2Capture } from './http2-capture.ts'
 import type { NodeHttpCapture } from './node-http-capture.ts'
 import { createRecordReplayDispatcher, type RecordReplayDispatcher } from './record-replay-dispatcher.ts'
 import { loadUndici } from './undici-loader.ts'
@@ -69,10 +69,9 @@ export interface InstallOptions {
    */
   nodeHttp?: boolean
   /**
-   * node:http2 is not captured: while installed, `http2.connect` refuses with TR_CAPTURE_UNAVAILABLE (a miss in
-   * strict replay) so an HTTP/2 client cannot go out unrecorded or unreplayed. False leaves node:http2 alone;
-   * an HTTP/2 connection then also needs `nodeHttp: false` (the node:http capture reads client sockets as
-   * HTTP/1.1 and holds it). Default true when `global` is.
+   * Also capture node:http2 clients (`http2.connect`: the AWS SDK's default handler, gRPC) into the same trace:
+   * each stream is one exchange. Default true when `global` is; false leaves node:http2 alone (an HTTP/2
+   * connection then also needs `nodeHttp: false`: the node:http capture reads client sockets as HTTP/1.1).
    */
   http2?: boolean
   /** Labels stored with a recorded trace. */
@@ -190,7 +189,16 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
           cause: err,
         })
   }
-  const uninstallHttp2 = options.global !== false && options.http2 !== false ? installHttp2Guard(session) : () => {}
+  const uninstallHttp2 =
+    options.global !== false && options.http2 !== false
+      ? installHttp2Capture({
+          session,
+          ...(options.pace !== undefined ? { pace: options.pace } : {}),
+          ...(options.drainAfterAbortMs !== undefined ? { drainAfterAbortMs: options.drainAfterAbortMs } : {}),
+          ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+          appSocketsHeld: nodeHttp !== undefined,
+        })
+      : () => {}
   // Processes the app starts that capture on their own (`tr-proxy mcp` as an MCP server command) join this trace.
   let shared: SharedSessionHost | undefined
   try {

@@ -27,6 +27,7 @@ import {
 } from '../capture/index.ts'
 import { parseMaxBodyBytes, type Session } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { trustHeldHttp2Sockets } from './http2-held-sockets.ts'
 import { createForwardAgents, type ForwardAgents } from './internal-connection.ts'
 import { ignoreMockedTlsSessions } from './mocked-tls-session.ts'
 import { forwardLive } from './node-http-forward.ts'
@@ -175,6 +176,8 @@ const ownRequests = new WeakSet<object>()
 let interceptor: ClientRequestInterceptor | undefined
 /** Sees every HTTP request msw parses, for the node:http ones msw could not credit to their ClientRequest. */
 let socketInterceptor: HttpRequestInterceptor | undefined
+/** Undoes the verified report of held h2-only TLS sockets (http2-held-sockets.ts). */
+let untrustHttp2Sockets: (() => void) | undefined
 
 function onRequest(event: HttpRequestEvent): Promise<void> | undefined {
   // Unreachable while msw honours internal connections; kept so a change there cannot loop a forward back.
@@ -218,6 +221,7 @@ function applyInterceptors(): void {
   }
   interceptor = clientRequests
   socketInterceptor = sockets
+  untrustHttp2Sockets = trustHeldHttp2Sockets()
   // msw patches the CJS module objects; ESM namespaces and named imports of node:http(s) see it only once synced.
   syncBuiltinESMExports()
 }
@@ -242,6 +246,8 @@ export function installNodeHttpCapture(options: NodeHttpCaptureOptions): NodeHtt
     if (handlers.length === 0 && interceptor) {
       interceptor.dispose()
       socketInterceptor?.dispose()
+      untrustHttp2Sockets?.()
+      untrustHttp2Sockets = undefined
       interceptor = undefined
       socketInterceptor = undefined
       syncBuiltinESMExports()

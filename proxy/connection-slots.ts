@@ -137,6 +137,15 @@ export class ConnectionSlots {
     if (slot) slot.tunnel = true
   }
 
+  /**
+   * The connection speaks HTTP/2: like an upgraded one it has its own framing, so it is never answered with
+   * HTTP/1.1 bytes (a 408, a 503) nor evicted as idle between its streams; the HTTP/2 session's own limits apply.
+   */
+  http2(socket: Duplex): void {
+    const slot = this.#bySocket.get(socket)
+    if (slot) slot.upgraded = true
+  }
+
   /** HTTP on this connection now runs on `to` (a tunnel's TLS socket wrapping `from`). */
   layer(from: Duplex, to: Duplex): void {
     const slot = this.#bySocket.get(from)
@@ -176,6 +185,8 @@ export class ConnectionSlots {
 
   /** What Node's HTTP parser rejects: a timeout 408, garbage 400 (then dropped after the grace), a reset closes. */
   #answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+    // Taken by the HTTP/2 server (h2c: the parser stopped at the HTTP/2 preface): not an HTTP/1.1 error.
+    if (this.#bySocket.get(socket)?.upgraded) return
     this.#stats.badRequests++
     if (!socket.writable || err.code === 'ECONNRESET') {
       socket.destroy()
@@ -184,7 +195,9 @@ export class ConnectionSlots {
     const answer =
       err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? rawErrorResponse(408, ErrorCodes.PROXY_BAD_REQUEST, 'The request head or body did not arrive in time.')
-        : rawErrorResponse(400, ErrorCodes.PROXY_BAD_REQUEST, `Malformed HTTP request (${err.code ?? err.message}). Send HTTP/1.1 to the proxy.`)
+        : err.code === 'HPE_PAUSED_H2_UPGRADE'
+          ? rawErrorResponse(400, ErrorCodes.PROXY_BAD_REQUEST, 'HTTP/2 with prior knowledge (h2c) is served only when the proxy is started with --h2c.')
+          : rawErrorResponse(400, ErrorCodes.PROXY_BAD_REQUEST, `Malformed HTTP request (${err.code ?? err.message}). Send HTTP/1.1 to the proxy.`)
     endAndDrop(socket, answer, this.#limits.closeGraceMs)
   }
 

@@ -52,15 +52,9 @@ export interface ExchangeHandlerContext {
   arrival: (req: IncomingMessage) => Ticket
 }
 
-/**
- * Returns the request handler. It returns a promise only for asynchronous work (body reads, forwarding,
- * paced or chunked replay): a bodiless one-chunk replay finishes in the caller's tick.
- */
-export function createExchangeHandler(
-  ctx: ExchangeHandlerContext,
-): (req: IncomingMessage, res: ServerResponse, target: TunnelTarget | undefined) => Promise<void> | undefined {
-  const hrefOf = createHrefResolver()
-  const capture: CaptureOptions = {
+/** How a session's requests are handled through the proxy (over HTTP/1.1 and HTTP/2 alike), counted in `stats`. */
+export function proxyCaptureOptions(ctx: Pick<ExchangeHandlerContext, 'session' | 'pace' | 'maxBodyBytes' | 'drainAfterAbortMs' | 'stats'>): CaptureOptions {
+  return {
     session: ctx.session,
     pace: ctx.pace,
     maxBodyBytes: ctx.maxBodyBytes,
@@ -72,6 +66,17 @@ export function createExchangeHandler(
       else ctx.stats.forwarded++
     },
   }
+}
+
+/**
+ * Returns the request handler. It returns a promise only for asynchronous work (body reads, forwarding,
+ * paced or chunked replay): a bodiless one-chunk replay finishes in the caller's tick.
+ */
+export function createExchangeHandler(
+  ctx: ExchangeHandlerContext,
+): (req: IncomingMessage, res: ServerResponse, target: TunnelTarget | undefined) => Promise<void> | undefined {
+  const hrefOf = createHrefResolver()
+  const capture = proxyCaptureOptions(ctx)
 
   return (req, res, target) => {
     ctx.stats.requests++

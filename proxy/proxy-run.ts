@@ -58,6 +58,8 @@ export interface ProxyRunOptions {
   limits?: ProxyLimits
   maxBodyBytes?: number
   chunkGapMs?: number
+  /** See ProxyServerOptions.h2c. */
+  h2c?: boolean
   /** Run this command (argv) through the proxy, then stop. Without one, serve until SIGINT/SIGTERM. */
   command?: string[]
   /** Where the command runs and where its output goes (default: this process's directory, stdout and stderr). */
@@ -123,6 +125,7 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
       ...(o.limits ? { limits: o.limits } : {}),
       ...(o.maxBodyBytes !== undefined ? { maxBodyBytes: o.maxBodyBytes } : {}),
       ...(o.chunkGapMs !== undefined ? { chunkGapMs: o.chunkGapMs } : {}),
+      ...(o.h2c ? { h2c: true } : {}),
     })
   } catch (err) {
     // Nothing ran: keep the previous trace rather than replace it with an empty recording.

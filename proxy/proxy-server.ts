@@ -13,7 +13,10 @@ import { parseMaxBodyBytes, type Session, type SessionSummary } from '../engine/
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
 import { ConnectionSlots } from './connection-slots.ts'
-import { createExchangeHandler, createStats, type ProxyStats } from './exchange-handler.ts'
+import { createExchangeHandler, createStats, type ProxyStats, proxyCaptureOptions } from './exchange-handler.ts'
+import { takeFromHttp1 } from './http2-cleartext.ts'
+import { createHttp2Serving, type Http2Serving } from './http2-server.ts'
+import { Http2Upstreams } from './http2-upstream.ts'
 import { ProxySessions } from './proxy-sessions.ts'
 import { RequestRouter } from './request-router.ts'
 import type { TunnelTarget } from './request-target.ts'
@@ -86,6 +89,12 @@ export interface ProxyServerOptions {
   /** How long a response the client abandoned keeps being recorded (ms, default 1000), as in-process. */
   drainAfterAbortMs?: number
   limits?: ProxyLimits
+  /**
+   * Serve HTTP/2 with prior knowledge (h2c) on the proxy port: a connection that opens with the HTTP/2 preface
+   * is served over HTTP/2 (reverse mode for cleartext HTTP/2 clients: gRPC's insecure channels, the AWS SDK's
+   * HTTP/2 handler at an http:// endpoint). Their streams reach `http:` upstreams over h2c. Default false.
+   */
+  h2c?: boolean
 }
 
 /** A running proxy; `D` is the type of its default session (undefined on a sessions-only proxy). */
@@ -159,6 +168,19 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     closeGraceMs: limits.closeGraceMs,
   })
   const onRequest = requestEntry(router, inflight)
+  const http2Upstreams = new Http2Upstreams(options.upstream ?? {}, upstream)
+  const http2 = createHttp2Serving({
+    router,
+    stats,
+    upstreams: http2Upstreams,
+    captureOptions: (s) => proxyCaptureOptions({ ...handlerContext, session: s }),
+    inflight: (handling) => {
+      const tracked = handling.catch(() => {})
+      inflight.add(tracked)
+      void tracked.finally(() => inflight.delete(tracked))
+    },
+    listening,
+  })
 
   const serverOptions = {
     headersTimeout: limits.headersTimeoutMs,
@@ -185,6 +207,10 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
       tunnelTargets.set(socket, target)
       inner.emit('connection', socket)
     },
+    serveHttp2: (socket, target) => {
+      slots.http2(socket)
+      http2.serve(socket, target)
+    },
   }
   const connect = createConnectHandler(tunnelContext)
   const tunnel = createTunnelServer(tunnelContext)
@@ -194,6 +220,15 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     connect(req, socket, head)
   })
   outer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => router.upgrade(req, socket, head, undefined))
+  if (options.h2c) {
+    // Before the slots' own clientError listener, which would answer the preface with an HTTP/1.1 400.
+    outer.prependListener('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
+      if (err.code !== 'HPE_PAUSED_H2_UPGRADE') return
+      takeFromHttp1(socket as Socket, err.rawPacket ?? Buffer.alloc(0))
+      slots.http2(socket)
+      http2.serve(socket, undefined)
+    })
+  }
   inner.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => router.upgrade(req, socket, head, tunnelTargets.get(req.socket)))
   outer.on('connection', (socket: Socket) => {
     if (!slots.admit(socket)) return
@@ -220,7 +255,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     stats,
     close(closeOptions = {}) {
       slots.close()
-      closed ??= shutDown({ outer, inner, inflight, sockets, upstream, session, sessions }, closeOptions.graceMs ?? 5000)
+      closed ??= shutDown({ outer, inner, http2, http2Upstreams, inflight, sockets, upstream, session, sessions }, closeOptions.graceMs ?? 5000)
       return closed as Promise<SessionSummary>
     },
   }
@@ -293,6 +328,8 @@ async function shutDown(
   parts: {
     outer: Server
     inner: Server
+    http2: Http2Serving
+    http2Upstreams: Http2Upstreams
     inflight: Set<Promise<void>>
     sockets: Set<Duplex>
     upstream: { close(): Promise<void> }
@@ -307,6 +344,8 @@ async function shutDown(
   let timer: NodeJS.Timeout | undefined
   await Promise.race([Promise.allSettled([...parts.inflight]), new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))])
   clearTimeout(timer)
+  parts.http2.close()
+  parts.http2Upstreams.close()
   for (const s of parts.sockets) s.destroy()
   await parts.upstream.close().catch(() => {})
   const [summary] = await Promise.all([parts.session?.close(), parts.sessions.closeAll()])

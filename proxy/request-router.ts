@@ -27,6 +27,12 @@ export type ExchangeHandler = (req: IncomingMessage, res: ServerResponse, target
 /** Handles one Upgrade request for one session (tunnels.ts). */
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, target: TunnelTarget | undefined) => void
 
+/** An HTTP/2 stream as the router reads it: its method, `:path` as url, its fields, its connection. */
+export type RoutedStream = Pick<IncomingMessage, 'method' | 'url' | 'rawHeaders' | 'socket'> & { resume(): void }
+
+/** Where a stream goes, or its refusal (status 0: a session refusal, answered as refusals are). */
+export type StreamRoute = { session: Session; target: TunnelTarget | undefined; ticket: Ticket } | { refusal: ToolReplayError; status: number }
+
 /** What the router needs from the proxy. */
 export interface RequestRouterOptions {
   sessions: ProxySessions
@@ -112,6 +118,26 @@ export class RequestRouter {
     return handle(req, res, routed.target)
   }
 
+  /**
+   * Routes one HTTP/2 stream, given as the request fields the router reads: its session, its upstream (a
+   * reverse-mode path is rewritten to its upstream URL) and its place in the order, or the refusal it gets.
+   */
+  stream(req: RoutedStream, target: TunnelTarget | undefined): StreamRoute {
+    const choice = this.#choice(req)
+    const session = this.#o.sessions.select(choice)
+    if (session instanceof ToolReplayError) {
+      this.#refused(req)
+      this.#noteRefusal(req, target, choice)
+      return { refusal: session, status: 0 }
+    }
+    const routed = this.#reverse(req, target, undefined)
+    if (routed instanceof ToolReplayError) {
+      this.#refused(req)
+      return { refusal: routed, status: 404 }
+    }
+    return { session, target: routed.target, ticket: this.#claim(req.socket, session) }
+  }
+
   /** Routes one Upgrade request to its session's upgrade handler, or refuses it. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: TunnelTarget | undefined): void {
     const choice = this.#choice(req)
@@ -136,7 +162,7 @@ export class RequestRouter {
   }
 
   /** The session a request names: its header or credentials, else those of the CONNECT that opened its tunnel. */
-  #choice(req: IncomingMessage): string | undefined {
+  #choice(req: Pick<IncomingMessage, 'rawHeaders' | 'socket'>): string | undefined {
     return takeSessionChoice(req) ?? this.#tunnelChoice.get(req.socket)
   }
 
@@ -144,14 +170,14 @@ export class RequestRouter {
    * Notes a session refusal for the serve's end report, unless the request was sent to the proxy as to a
    * server with no mount to serve it (a readiness probe, a browser): that is not app traffic.
    */
-  #noteRefusal(req: IncomingMessage, target: TunnelTarget | undefined, choice: string | undefined): void {
+  #noteRefusal(req: Pick<IncomingMessage, 'method' | 'url'>, target: TunnelTarget | undefined, choice: string | undefined): void {
     this.#o.stats.sessionRefusals++
     if (!this.#o.reverse && this.#addressedToSelf(req, target) !== undefined) return
     this.#o.sessions.noteRefusal(choice, req.method ?? 'GET', requestUrl(req, target)?.href ?? req.url ?? '')
   }
 
   /** A refused request: counted, its body drained, and the place its connection held given up. */
-  #refused(req: IncomingMessage): void {
+  #refused(req: Pick<IncomingMessage, 'socket'> & { resume(): void }): void {
     this.#o.stats.requests++
     this.#o.stats.badRequests++
     req.resume()
@@ -165,7 +191,11 @@ export class RequestRouter {
    * mount maps it to (the handler then sees an ordinary absolute-form request). Without mounts it reaches the
    * handler in origin form, which explains how to use a forward proxy. Other requests pass unchanged.
    */
-  #reverse(req: IncomingMessage, target: TunnelTarget | undefined, res: ServerResponse | undefined): { target: TunnelTarget | undefined } | ToolReplayError {
+  #reverse(
+    req: Pick<IncomingMessage, 'method' | 'url' | 'rawHeaders'>,
+    target: TunnelTarget | undefined,
+    res: ServerResponse | undefined,
+  ): { target: TunnelTarget | undefined } | ToolReplayError {
     const path = this.#addressedToSelf(req, target)
     if (path === undefined) return { target }
     const routes = this.#o.reverse
@@ -188,7 +218,7 @@ export class RequestRouter {
   }
 
   /** The origin-form target of a request sent to the proxy as to a server, or undefined for a proxied request. */
-  #addressedToSelf(req: IncomingMessage, target: TunnelTarget | undefined): string | undefined {
+  #addressedToSelf(req: Pick<IncomingMessage, 'url'>, target: TunnelTarget | undefined): string | undefined {
     const raw = req.url ?? ''
     if (target === undefined && raw.startsWith('/')) return raw
     const url = requestUrl(req, target)

@@ -29,13 +29,15 @@ export function sendProxyError(res: ServerResponse, status: number, code: ErrorC
 
 /** The response for an upstream failure, identical when recorded live and when replayed. */
 export function sendUpstreamError(res: ServerResponse, code: string, phase: string, message: string): void {
-  sendProxyError(
-    res,
-    UPSTREAM_FAILED_STATUS,
-    ErrorCodes.UPSTREAM_FAILED,
-    `Upstream failed: ${code} during ${phase}: ${message}. Check the upstream is reachable (and --upstream-ca / --resolve if it is a test server).`,
-    { 'x-tool-replay-upstream-error': code },
-  )
+  sendProxyError(res, UPSTREAM_FAILED_STATUS, ErrorCodes.UPSTREAM_FAILED, upstreamErrorMessage(code, phase, message), { [UPSTREAM_ERROR_HEADER]: code })
+}
+
+/** The header naming the upstream's own error code on an upstream failure response. */
+export const UPSTREAM_ERROR_HEADER = 'x-tool-replay-upstream-error'
+
+/** The text of an upstream failure response (sendUpstreamError; the HTTP/2 server sends the same). */
+export function upstreamErrorMessage(code: string, phase: string, message: string): string {
+  return `Upstream failed: ${code} during ${phase}: ${message}. Check the upstream is reachable (and --upstream-ca / --resolve if it is a test server).`
 }
 
 /** A whole error response as raw bytes, for sockets that have no ServerResponse (CONNECT, bad upgrades); refusals: refusal.ts. */

@@ -12,6 +12,7 @@ import type { CertificateAuthority } from './certificate-authority.ts'
 import { registerTunnelSocket } from './connection-reset.ts'
 import { endAndDrop } from './connection-slots.ts'
 import type { ProxyStats } from './exchange-handler.ts'
+import { startsWithHttp2Preface } from './http2-cleartext.ts'
 import { refusalBytes } from './refusal.ts'
 import { parseAuthority, requestUrl, type TunnelTarget } from './request-target.ts'
 import { rawErrorResponse } from './responses.ts'
@@ -24,6 +25,8 @@ export interface ConnectContext {
   stats: ProxyStats
   /** Hands a socket to the HTTP parser for requests inside the tunnel. */
   serve(socket: Duplex, target: TunnelTarget): void
+  /** Hands a TLS socket that chose `h2` by ALPN, or a plain one that opened with the HTTP/2 preface, to the HTTP/2 server (http2-server.ts). */
+  serveHttp2(socket: Duplex, target: TunnelTarget): void
   /** Moves what is known of the client's connection (its place in the arrival order) to the socket wrapping it. */
   inherit(from: Duplex, to: Duplex): void
   /** The connection is on its way to a request (CONNECT answered, TLS done): its place holds a while longer. */
@@ -45,7 +48,8 @@ export interface TunnelDestination {
 
 /**
  * Returns what serves a connection once its destination is known: TLS (its first byte 0x16) is intercepted with a
- * leaf certificate for the host, anything else served as plain HTTP. A CONNECT tunnel after its 200, and a sealed
+ * leaf certificate for the host (then served over HTTP/2 or HTTP/1.1, as ALPN chose), a connection that opens
+ * with the HTTP/2 preface over h2c, anything else as plain HTTP. A CONNECT tunnel after its 200, and a sealed
  * run's redirected connection (proxy/sealed-run.ts), both go through it. `head`: bytes already read from it.
  */
 export function createTunnelServer(ctx: ConnectContext): (socket: Duplex, head: Buffer, to: TunnelDestination) => void {
@@ -61,8 +65,9 @@ export function createTunnelServer(ctx: ConnectContext): (socket: Duplex, head: 
     const tlsSocket = new TLSSocket(socket as Socket, {
       isServer: true,
       secureContext,
-      // HTTP/1.1 only: the engine and the trace model are per-exchange, and h2 multiplexing gains nothing offline.
-      ALPNProtocols: ['http/1.1'],
+      // The client's own preference: an HTTP/2 client (gRPC, curl, the AWS SDK's default handler) gets h2, one
+      // that lists http/1.1 first (undici) keeps it. Undefined (neither offered) ends the handshake with an alert.
+      ALPNCallback: ({ protocols }) => protocols.find((p) => p === 'h2' || p === 'http/1.1'),
       SNICallback: (servername, cb) => {
         if (servername.toLowerCase() === hostname.toLowerCase()) return cb(null, secureContext)
         ctx.ca.secureContextFor(servername).then(
@@ -75,12 +80,14 @@ export function createTunnelServer(ctx: ConnectContext): (socket: Duplex, head: 
     tlsSocket.once('secure', () => {
       clearTimeout(deadline)
       ctx.progress(tlsSocket)
+      // Which server reads the tunnel is known once ALPN chose (its data waits in the socket until then).
+      if (tlsSocket.alpnProtocol === 'h2') ctx.serveHttp2(tlsSocket, { scheme: 'https', authority })
+      else ctx.serve(tlsSocket, { scheme: 'https', authority })
     })
     tlsSocket.on('error', () => tlsSocket.destroy())
     // An injected fault resets the client's connection: the reset must reach the tunnel's TCP socket.
     registerTunnelSocket(tlsSocket, socket)
     ctx.track(tlsSocket)
-    ctx.serve(tlsSocket, { scheme: 'https', authority })
   }
 
   return (socket, head, to) => {
@@ -92,7 +99,11 @@ export function createTunnelServer(ctx: ConnectContext): (socket: Duplex, head: 
       socket.pause()
       if (first.byteLength > 0) socket.unshift(first)
       if (first[0] === 0x16) void intercept(socket, to.hostname, to.authority, deadline)
-      else {
+      else if (startsWithHttp2Preface(first)) {
+        // HTTP/2 with prior knowledge (gRPC over a cleartext channel through HTTP_PROXY, an h2c client sealed).
+        clearTimeout(deadline)
+        ctx.serveHttp2(socket, { scheme: 'http', authority: to.authority })
+      } else {
         // Plain HTTP inside the tunnel (a client that tunnels http:// too).
         clearTimeout(deadline)
         ctx.serve(socket, { scheme: 'http', authority: to.authority })

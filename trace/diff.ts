@@ -17,6 +17,7 @@ import { decodeContentEncoding } from './content-encoding.ts'
 import { decodeEventStream, eventStreamFramesAsJson, isAwsEventStream } from './eventstream.ts'
 import type { BodyRef, Exchange, FaultKind, FaultPhase, HeaderPairs, Trace } from './exchange.ts'
 import { upstreamPhrase } from './fault-label.ts'
+import { grpcMessageViews, isGrpcContentType } from './grpc-frames.ts'
 import { headerValue } from './header-pairs.ts'
 import { canonicalJson, parseJson } from './json-codec.ts'
 import { diffJson, parseJsonPath, replaceAtJsonPath } from './json-path.ts'
@@ -545,6 +546,8 @@ function decodeBody(trace: Trace, ref: BodyRef | null, headers: HeaderPairs): De
   const type = headerValue(headers, 'content-type')
   // AWS event stream frames, compared as their events; Bedrock pads each payload with a random `p`.
   if (isAwsEventStream(type)) return { kind: 'events', value: eventStreamFramesAsJson(decodeEventStream(bytes).frames), padded: true }
+  // gRPC messages, compared one by one.
+  if (isGrpcContentType(type)) return { kind: 'events', value: grpcMessageViews(bytes, headers).map((m) => m.value) }
   const text = tryUtf8(bytes)
   if (text === undefined) return { kind: 'bytes', value: bytes }
   if (isEventStream(type)) return { kind: 'events', value: sseEventsAsJson(parseSse(text)) }

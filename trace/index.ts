@@ -47,6 +47,8 @@ export type {
 } from './exchange.ts'
 export { CLIENT_ABORT_CODE, FAULT_KINDS, FAULT_PHASES, OUTPUT_TAIL_BYTES, TRACE_FORMAT_VERSION } from './exchange.ts'
 export { faultTag, upstreamPhrase } from './fault-label.ts'
+export type { DecodedGrpcBody, GrpcMessage, GrpcMessageView } from './grpc-frames.ts'
+export { decodeGrpcBody, formatGrpcBody, grpcMessageViews, isGrpcContentType } from './grpc-frames.ts'
 export { headerPairsFromRaw, headerValue, stripHopByHop } from './header-pairs.ts'
 export type { JsonEdit } from './json-codec.ts'
 export {

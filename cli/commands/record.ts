@@ -53,6 +53,12 @@ export function proxyOptions(y: Argv): Argv {
       describe:
         'Reverse mode: serve this upstream on the proxy port (URL at /, or NAME=URL under /NAME/; repeatable), for clients that take a base URL (they need no proxy variables and no CA); a wrapped command gets the base URLs and the proxy variables',
     })
+    .option('h2c', {
+      type: 'boolean',
+      default: false,
+      describe:
+        'Also serve HTTP/2 with prior knowledge (cleartext) on the proxy port: for gRPC insecure channels and the AWS SDK HTTP/2 handler pointed at the proxy with --reverse',
+    })
     .option('max-body-bytes', { type: 'number', describe: 'Largest request body buffered for matching (default 64 MiB); larger ones get 413' })
     .option('chunk-gap-ms', {
       type: 'number',
@@ -200,6 +206,7 @@ export async function runProxyCommand(
       limits,
       ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
       ...(chunkGapMs !== undefined ? { chunkGapMs } : {}),
+      ...(args.h2c === true ? { h2c: true } : {}),
       ...(command.length > 0 ? { command } : {}),
       ...(sealed ? { sealed } : {}),
       control: opts.control,

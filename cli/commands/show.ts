@@ -5,10 +5,14 @@ import {
   ErrorCodes,
   type Exchange,
   formatAppRun,
+  formatGrpcBody,
   formatModelTurn,
   formatTimeline,
   formatToolTurn,
   formatTurnLine,
+  type HeaderPairs,
+  headerValue,
+  isGrpcContentType,
   linkTurn,
   presentLlmView,
   type TimelineTurn,
@@ -189,19 +193,23 @@ function presentTurn(t: TimelineTurn): TimelineTurn {
   return t.llm ? { ...t, llm: presentLlmView(t.llm) } : t
 }
 
-function bodyText(trace: Trace, ref: BodyRef | null | undefined): string | undefined {
+function bodyText(trace: Trace, ref: BodyRef | null | undefined, headers: HeaderPairs | undefined): string | undefined {
   if (!ref) return undefined
   const bytes = bodyBytes(trace, ref)
+  // gRPC: the length-prefixed messages one by one, not one blob.
+  if (headers && isGrpcContentType(headerValue(headers, 'content-type'))) return formatGrpcBody(bytes, headers)
   return tryUtf8(bytes) ?? `<${bytes.byteLength} bytes of binary, sha256 ${ref.digest}>`
 }
 
 function bodiesOf(trace: Trace, x: Trace['exchanges'][number]) {
   const u = x.fault?.upstream
+  const head = x.outcome.kind === 'response' ? x.outcome.response : x.outcome.error.partial
+  const upstreamHead = u?.kind === 'response' ? u.response : u?.error.partial
   return {
-    request: bodyText(trace, x.request.body),
-    response: bodyText(trace, x.outcome.kind === 'response' ? x.outcome.response.body : x.outcome.error.partial?.body),
+    request: bodyText(trace, x.request.body, x.request.headers),
+    response: bodyText(trace, head?.body, head?.headers),
     // A faulted exchange: what the upstream really sent, next to what the app got.
-    ...(u ? { upstream: bodyText(trace, u.kind === 'response' ? u.response.body : u.error.partial?.body) } : {}),
+    ...(u ? { upstream: bodyText(trace, upstreamHead?.body, upstreamHead?.headers) } : {}),
   }
 }
 
@@ -218,6 +226,8 @@ function fullExchange(trace: Trace, x: Trace['exchanges'][number]): string {
   }
   if (x.outcome.kind === 'error') lines.push(`! ${x.outcome.error.code} (${x.outcome.error.phase}): ${x.outcome.error.message}`)
   if (b.response !== undefined) lines.push('<', b.response)
+  // Trailers (gRPC's status among them) after the body, as they came.
+  for (const [k, v] of head && 'trailers' in head ? head.trailers : []) lines.push(`< (trailer) ${k}: ${v}`)
   const f = x.fault
   if (!f) return lines.join('\n')
   const key = f.key !== undefined ? ` of key ${JSON.stringify(f.key)}` : ''
