@@ -10,11 +10,12 @@ import type { AddressInfo } from 'node:net'
 import type { FaultsConfig } from '../engine/index.ts'
 import type { TraceStore } from '../store/index.ts'
 import { ErrorCodes, isToolReplayError, ToolReplayError } from '../trace/index.ts'
-import { compareRuns, emitRunCase, faultEvidence, forkRun } from './actions.ts'
+import { compareRuns, type EmitRequest, emitRunCase, type ForkRequest, faultEvidence, forkRun } from './actions.ts'
 import { loadAssets } from './assets.ts'
+import { type ApprovedCommand, approveCommand } from './command-gate.ts'
 import { exchangeView } from './exchange-view.ts'
 import { checkRequest, policyFor, TOKEN_COOKIE, TOKEN_HEADER } from './guard.ts'
-import { LabRuns } from './lab-runs.ts'
+import { type LabRequest, LabRuns } from './lab-runs.ts'
 import { type RerunEvent, Reruns } from './rerun.ts'
 import { listRuns, runHead, StatsCache, TIMELINE_PAGE, timelinePage } from './run-view.ts'
 
@@ -69,6 +70,7 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
   const lab = new LabRuns()
   const live = new LiveRuns(o.store, o.livePollMs ?? 250)
   const routes = apiRoutes(o, stats, reruns, lab, live)
+  const context: ActionContext = { options: o, reruns, lab }
 
   const server: Server = createServer((req, res) => {
     void handle(req, res).catch((err) => sendError(res, err))
@@ -88,6 +90,8 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
       policy,
     )
     if (!url.pathname.startsWith('/api/')) return sendAsset(res, url.pathname, assets, token)
+    const action = req.method === 'POST' ? POST_ROUTES.find((r) => r.path === url.pathname) : undefined
+    if (action) return sendJson(res, 200, { ...(await runAction(action, context, await readJson<unknown>(req))), ok: true })
     for (const [method, re, handler] of routes) {
       const m = re.exec(url.pathname)
       if (!m) continue
@@ -98,7 +102,7 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
         m.slice(1).map((s) => decodeURIComponent(s)),
         url.searchParams,
       )
-      if (result !== HANDLED) sendJson(res, 200, { ok: true, ...(result as object) })
+      if (result !== HANDLED) sendJson(res, 200, { ...(result as object), ok: true })
       return
     }
     throw new ToolReplayError(ErrorCodes.USAGE, `No API ${req.method} ${url.pathname}. The inspector's API is listed in README ("The inspector").`, {
@@ -137,7 +141,7 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
   }
 }
 
-/** The API: method, path pattern, handler. Each handler calls the library code the matching CLI command calls. */
+/** The API's reads (GET): method, path pattern, handler. Each handler calls the library code the matching CLI command calls. */
 function apiRoutes(o: InspectorOptions, stats: StatsCache, reruns: Reruns, lab: LabRuns, live: LiveRuns): Array<[string, RegExp, Handler]> {
   const selector = (q: URLSearchParams) => (q.get('partial') === '1' ? { partial: true } : {})
   return [
@@ -169,18 +173,6 @@ function apiRoutes(o: InspectorOptions, stats: StatsCache, reruns: Reruns, lab: 
     ],
     ['GET', /^\/api\/runs\/([^/]+)\/faults$/, async (_q, _r, [name]) => faultEvidence(o.store, name as string, o.contracts)],
     ['GET', /^\/api\/diff$/, async (_q, _r, _p, q) => compareRuns(o.store, need(q, 'a'), need(q, 'b'), viewParam(q))],
-    ['POST', /^\/api\/fork$/, async (req) => forkRun(o.store, await readJson(req))],
-    ['POST', /^\/api\/emit$/, async (req) => emitRunCase(o.store, await readJson(req), o.casesDir)],
-    [
-      'POST',
-      /^\/api\/rerun$/,
-      async (req) => {
-        const body = await readJson<{ trace: string; confirm?: string }>(req)
-        const r = await reruns.start(String(body.trace), body.confirm)
-        return { id: r.id, trace: r.trace, recordAs: r.recordAs, commandLine: r.commandLine, cwd: r.cwd }
-      },
-    ],
-    ['POST', /^\/api\/lab$/, async (req) => lab.run(await readJson(req))],
     [
       'GET',
       /^\/api\/lab\/(\d+)\/([a-z]+)\.trace\.json$/,
@@ -194,6 +186,67 @@ function apiRoutes(o: InspectorOptions, stats: StatsCache, reruns: Reruns, lab: 
     ['GET', /^\/api\/rerun\/([0-9a-f]+)\/events$/, async (req, res, [id]) => rerunEvents(reruns, id as string, req, res)],
     ['GET', /^\/api\/events$/, async (req, res) => live.subscribe(req, res)],
   ]
+}
+
+/** What a POST route runs: nothing (it writes the store), the lab's bundled scenarios, or a trace's recorded command. */
+export type RouteRuns = 'nothing' | 'bundled-scenario' | 'recorded-command'
+
+/** What the actions need of the inspector. */
+interface ActionContext {
+  options: InspectorOptions
+  reruns: Reruns
+  lab: LabRuns
+}
+
+type Body = Record<string, unknown>
+
+/** A POST route: what it runs says how the router treats it (command-gate.ts for a recorded command). */
+type PostRoute =
+  | { path: string; runs: 'nothing' | 'bundled-scenario'; handle: (c: ActionContext, body: Body) => Promise<object> }
+  | {
+      path: string
+      runs: 'recorded-command'
+      /** The trace whose recorded command the route runs: the router approves it before `handle`. */
+      traceOf: (body: Body) => string
+      handle: (c: ActionContext, body: Body, approved: ApprovedCommand) => Promise<object>
+    }
+
+/**
+ * The API's actions. A route that runs a recorded command gets it only through the router's call to
+ * approveCommand (the one confirmation rule): a new route that runs one must say so here, and
+ * e2e/inspector-commands.test.ts pins what each route runs.
+ */
+const POST_ROUTES: readonly PostRoute[] = [
+  { path: '/api/fork', runs: 'nothing', handle: (c, body) => forkRun(c.options.store, body as unknown as ForkRequest) },
+  {
+    path: '/api/emit',
+    runs: 'recorded-command',
+    traceOf: (body) => String(body.trace),
+    handle: (c, body, approved) => emitRunCase(c.options.store, body as unknown as EmitRequest, c.options.casesDir, approved),
+  },
+  {
+    path: '/api/rerun',
+    runs: 'recorded-command',
+    traceOf: (body) => String(body.trace),
+    handle: async (c, _body, approved) => {
+      const r = await c.reruns.start(approved)
+      return { id: r.id, trace: r.trace, recordAs: r.recordAs, commandLine: r.commandLine, cwd: r.cwd }
+    },
+  },
+  { path: '/api/lab', runs: 'bundled-scenario', handle: (c, body) => c.lab.run(body as unknown as LabRequest) },
+]
+
+/** Each POST route and what it runs (for the tests that hold every route to the confirmation rule). */
+export const API_POST_ROUTES: ReadonlyArray<{ path: string; runs: RouteRuns }> = POST_ROUTES.map((r) => ({ path: r.path, runs: r.runs }))
+
+async function runAction(route: PostRoute, c: ActionContext, body: unknown): Promise<object> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `POST ${route.path} takes a JSON object.`, { details: { status: 400 } })
+  }
+  const b = body as Body
+  if (route.runs !== 'recorded-command') return route.handle(c, b)
+  const approved = await approveCommand(c.options.store, route.traceOf(b), b.confirm)
+  return route.handle(c, b, approved)
 }
 
 const HANDLED = Symbol('handled')

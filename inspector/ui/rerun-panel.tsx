@@ -4,6 +4,7 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { type ApiError, eventsUrl, post, seg } from './api.ts'
+import { ConfirmCommand, type Unconfirmed, unconfirmed } from './confirm-command.tsx'
 import { go, shellLine } from './format.ts'
 import type { Run } from './types.ts'
 
@@ -16,7 +17,7 @@ interface Started {
 
 /** The rerun panel of a run page. */
 export function RerunPanel({ run }: { run: Run }) {
-  const [confirm, setConfirm] = useState<{ command: string[]; cwd?: string; digest: string } | undefined>()
+  const [confirm, setConfirm] = useState<Unconfirmed | undefined>()
   const [started, setStarted] = useState<Started | undefined>()
   const [output, setOutput] = useState('')
   const [exit, setExit] = useState<number | undefined>()
@@ -31,8 +32,8 @@ export function RerunPanel({ run }: { run: Run }) {
         setStarted(r)
       })
       .catch((e: ApiError) => {
-        if (e.code === 'TR_COMMAND_UNCONFIRMED')
-          setConfirm({ command: e.details.command as string[], cwd: e.details.cwd as string, digest: e.details.confirm as string })
+        const ask = unconfirmed(e)
+        if (ask) setConfirm(ask)
         else setError(`${e.code}: ${e.message}`)
       })
   }
@@ -63,19 +64,7 @@ export function RerunPanel({ run }: { run: Run }) {
           Rerun
         </button>
       )}
-      {confirm && (
-        <div class="confirm" data-testid="rerun-confirm">
-          <p class="bad">This command came with an imported trace: no recording of this store ran it. Run it only if you trust it.</p>
-          <pre data-testid="rerun-confirm-command">{shellLine(confirm.command)}</pre>
-          <p>in {confirm.cwd}</p>
-          <button type="button" onClick={() => start(confirm.digest)} data-testid="rerun-confirm-run">
-            Run this command
-          </button>
-          <button type="button" class="link" onClick={() => setConfirm(undefined)}>
-            Cancel
-          </button>
-        </div>
-      )}
+      {confirm && <ConfirmCommand what={confirm} onRun={(digest) => start(digest)} onCancel={() => setConfirm(undefined)} />}
       {started && (
         <>
           <p class="muted">
