@@ -258,7 +258,8 @@ export async function faultEvidence(store: TraceStore, name: string, config: Pic
     coverage,
     effects: report?.effects ?? commitEvidence(trace, config?.effects ?? []),
     contracts: report?.results,
-    ok: report?.ok,
+    // Not `ok`: that is the API's own envelope field (every answer is { ok: true, ... }).
+    contractsOk: report?.ok,
     faulted,
   }
 }
