@@ -15,7 +15,7 @@ import { after, before, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import type { Page } from 'playwright-core'
 import { startShippingApi } from '../lab/index.ts'
-import { browserMissing, launchBrowser } from './support/browser.ts'
+import { browserMissing, launchBrowser, visibleText } from './support/browser.ts'
 import { type RunningInspector, startInspectCli } from './support/inspector-harness.ts'
 import { tempDir } from './support/proxy-harness.ts'
 
@@ -63,8 +63,7 @@ after(async () => {
   await without?.stop()
 })
 
-/** What the user reads: innerText (table cells apart), whitespace folded. */
-const text = async (page: Page, testId: string) => (await page.getByTestId(testId).innerText()).replace(/\s+/g, ' ')
+const text = (page: Page, testId: string) => visibleText(page.getByTestId(testId))
 
 test('a broken contract: coverage, commit evidence and each verdict with its exchanges', { skip, timeout: 120_000 }, async () => {
   const page = await browser.context.newPage()
