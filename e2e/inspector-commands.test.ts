@@ -112,6 +112,7 @@ describe('every POST route says what it runs', () => {
     const kinds = Object.fromEntries(API_POST_ROUTES.map((r) => [r.path, r.runs]))
     assert.deepEqual(kinds, {
       '/api/fork': 'nothing',
+      '/api/answer': 'nothing',
       '/api/emit': 'recorded-command',
       '/api/rerun': 'recorded-command',
       '/api/lab': 'bundled-scenario',

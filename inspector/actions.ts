@@ -26,6 +26,7 @@ import {
   type TraceDiff,
 } from '../trace/index.ts'
 import type { ApprovedCommand } from './command-gate.ts'
+import { verdictOf } from './verdict.ts'
 
 /** What the page asks to fork. */
 export interface ForkRequest {
@@ -120,12 +121,11 @@ export async function compareRuns(store: TraceStore, aName: string, bName: strin
     a: first.a === undefined ? '' : pretty(viewOrExchange(a, first.a)),
     b: first.b === undefined ? '' : pretty(viewOrExchange(b, first.b)),
   }
-  const promote = await promoteTarget(store, b)
   return {
     view: useLlm ? 'llm' : 'http',
     a: side(a),
     b: side(b),
-    ...(promote ? { promote } : {}),
+    ...(await promoteTarget(store, b)),
     diff,
     pairs,
     firstPair,
@@ -155,11 +155,15 @@ async function nameAttributedPatches(store: TraceStore, diff: LlmTraceDiff | Tra
  * against a trace, recorded by this store (a rerun), promotes that trace expecting the run's outcome; a run
  * with its own outcome promotes itself. The label of an imported trace never picks what runs.
  */
-async function promoteTarget(store: TraceStore, b: Trace): Promise<{ trace: string; expectFrom?: string } | undefined> {
+async function promoteTarget(store: TraceStore, b: Trace): Promise<{ promote?: { trace: string; expectFrom?: string }; promoteBlocked?: string }> {
   const against = b.meta.labels?.observedAgainst
-  if (against === undefined) return b.meta.app?.exit ? { trace: b.meta.name } : undefined
-  const recorded = (await store.openTrace(b.meta.name)).info.recorded
-  return recorded && b.meta.app?.exit && (await store.hasTrace(against)) ? { trace: against, expectFrom: b.meta.name } : undefined
+  if (!b.meta.app?.exit) return {}
+  if (against === undefined) return { promote: { trace: b.meta.name } }
+  const reader = await store.openTrace(b.meta.name)
+  if (!reader.info.recorded || !(await store.hasTrace(against))) return {}
+  const verdict = await verdictOf(store, reader)
+  if (verdict?.state !== 'complete') return { promoteBlocked: verdict?.summary ?? 'replay verdict unknown' }
+  return { promote: { trace: against, expectFrom: b.meta.name } }
 }
 
 function side(t: Trace) {
@@ -234,11 +238,20 @@ export async function emitRunCase(store: TraceStore, r: EmitRequest, casesDir: s
  * believed only for a recording of this store: an imported file can say anything.
  */
 async function runAgainst(store: TraceStore, run: string, trace: string): Promise<AppRun | undefined> {
-  const info = (await store.openTrace(run)).info
+  const reader = await store.openTrace(run)
+  const { info } = reader
   if (!info.recorded || info.meta.labels?.observedAgainst !== trace) {
     throw new ToolReplayError(
       ErrorCodes.INVALID_OPTION,
       `Cannot promote "${trace}" expecting the outcome of "${run}": "${run}" is not a run of the app recorded by this store against "${trace}". Rerun the app against "${trace}" from the page, then promote that run.`,
+    )
+  }
+  // A case replays strictly and requires every recording used: only a run that did exactly that is its expectation.
+  const verdict = await verdictOf(store, reader)
+  if (verdict?.state !== 'complete') {
+    throw new ToolReplayError(
+      ErrorCodes.INVALID_OPTION,
+      `Cannot promote "${trace}" expecting the outcome of "${run}": its ${verdict?.summary ?? 'replay verdict is unknown'}, and a case needs a complete strict replay. Fork what the app now asks for too (or rerun with a live tail and fork that run), then rerun.`,
     )
   }
   return info.meta.app

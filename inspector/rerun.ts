@@ -24,6 +24,7 @@ export interface Rerun {
   id: string
   trace: string
   recordAs: string
+  tail: 'strict' | 'live'
   /** The command line the inspector runs, for the page to show. */
   commandLine: string
   cwd: string
@@ -60,8 +61,11 @@ export class Reruns {
     return this.#runs.get(id)
   }
 
-  /** Starts a rerun of an approved command (command-gate.ts) in strict replay against its trace. */
-  async start(approved: ApprovedCommand): Promise<Rerun> {
+  /**
+   * Starts a rerun of an approved command (command-gate.ts) in strict replay against its trace; with `tail:
+   * 'live'`, requests from the first one no recording matches go to the real services (recorded, marked live).
+   */
+  async start(approved: ApprovedCommand, tail: 'strict' | 'live' = 'strict'): Promise<Rerun> {
     const { trace, command, cwd } = approved
     if (cwd === undefined || !existsSync(cwd)) {
       throw new ToolReplayError(
@@ -69,12 +73,25 @@ export class Reruns {
         `Cannot rerun the command of trace "${trace}": the directory it ran in (${cwd ?? 'not recorded'}) does not exist here. Rerun it by hand with \`tr-proxy replay --trace ${trace} -- ${shellLine(command)}\`.`,
       )
     }
-    const recordAs = await this.#freeName(`${trace}-run`)
-    const args = ['replay', '--strict', '--store', this.#storeDir, '--trace', trace, '--record-as', recordAs, '--', ...command]
+    const recordAs = await this.#freeName(`${trace}-${tail === 'live' ? 'live' : 'run'}`)
+    const args = [
+      'replay',
+      '--strict',
+      '--store',
+      this.#storeDir,
+      '--trace',
+      trace,
+      '--record-as',
+      recordAs,
+      ...(tail === 'live' ? ['--tail', 'live'] : []),
+      '--',
+      ...command,
+    ]
     const run: Rerun = {
       id: randomBytes(8).toString('hex'),
       trace,
       recordAs,
+      tail,
       commandLine: shellLine(['tr-proxy', ...args]),
       cwd,
       output: [],

@@ -7,6 +7,7 @@ import type { ContractReport, FaultsConfig } from '../engine/index.ts'
 import { checkContracts } from '../engine/index.ts'
 import { bodyRefs, type TraceReader, type TraceStore } from '../store/index.ts'
 import { type AppRun, type Exchange, faultTag, type Lineage, type LlmView, llmView, presentLlmView, type Trace, upstreamPhrase } from '../trace/index.ts'
+import { newTally, type ReplayVerdict, replayVerdict, tally } from './verdict.ts'
 
 /** One run in the list. */
 export interface RunListing {
@@ -37,6 +38,10 @@ export interface RunStats {
   durationMs: number
   /** With a contracts file: whether every contract held. */
   contractsOk?: boolean
+  /** The seqs of the model turns, in order (what a fork at some point will change next). */
+  modelTurnSeqs: number[]
+  /** For a run of the app against a trace (replay --record-as, a rerun): how the replay went. */
+  replay?: ReplayVerdict
 }
 
 /** One timeline row: an exchange, read in model terms when it is a model call. */
@@ -107,9 +112,11 @@ function listing(reader: TraceReader, status: RunListing['status']): RunListing 
 /** Statistics per trace id; a complete trace never changes, so its statistics are computed once. */
 export class StatsCache {
   readonly #done = new Map<string, RunStats>()
+  readonly #store: TraceStore
   readonly #config: Pick<FaultsConfig, 'contracts' | 'effects' | 'rules'> | undefined
 
-  constructor(config?: Pick<FaultsConfig, 'contracts' | 'effects' | 'rules'>) {
+  constructor(store: TraceStore, config?: Pick<FaultsConfig, 'contracts' | 'effects' | 'rules'>) {
+    this.#store = store
     this.#config = config
   }
 
@@ -120,7 +127,7 @@ export class StatsCache {
   async of(reader: TraceReader): Promise<RunStats> {
     const cached = this.#done.get(reader.info.id)
     if (cached) return cached
-    const s = await computeStats(reader)
+    const s = await computeStats(this.#store, reader)
     if (this.#config && this.#config.contracts.length > 0 && s.faults > 0) s.contractsOk = (await contractReport(reader, this.#config)).ok
     if (reader.info.status === 'complete') this.#done.set(reader.info.id, s)
     return s
@@ -132,11 +139,13 @@ export async function contractReport(reader: TraceReader, config: Pick<FaultsCon
   return checkContracts(await reader.readAll(), config)
 }
 
-async function computeStats(reader: TraceReader): Promise<RunStats> {
+async function computeStats(store: TraceStore, reader: TraceReader): Promise<RunStats> {
   const hosts = new Set<string>()
   const kinds = new Set<string>()
-  const s: RunStats = { modelTurns: 0, hosts: [], errors: 0, patched: 0, faults: 0, faultKinds: [], durationMs: 0 }
+  const s: RunStats = { modelTurns: 0, hosts: [], errors: 0, patched: 0, faults: 0, faultKinds: [], durationMs: 0, modelTurnSeqs: [] }
+  const t = newTally()
   for await (const x of reader.exchanges()) {
+    tally(t, x)
     hosts.add(hostOf(x.request.url))
     if (x.outcome.kind === 'error') s.errors++
     if (x.origin === 'patched') s.patched++
@@ -145,11 +154,36 @@ async function computeStats(reader: TraceReader): Promise<RunStats> {
       kinds.add(x.fault.kind)
     }
     s.durationMs = Math.max(s.durationMs, x.timing.startMs + Math.max(x.timing.headersMs, lastChunkMs(x)))
-    if (x.request.method.toUpperCase() === 'POST' && (await viewOf(reader, x, false))) s.modelTurns++
+    if (x.request.method.toUpperCase() === 'POST' && (await viewOf(reader, x, false))) {
+      s.modelTurns++
+      s.modelTurnSeqs.push(x.seq)
+    }
   }
   s.hosts = [...hosts].sort()
   s.faultKinds = [...kinds].sort()
+  const verdict = await replayVerdict(store, reader.info, t)
+  if (verdict) s.replay = verdict
   return s
+}
+
+/** A run of the app against `name` that a recording of this store made (a rerun), newest first. */
+export interface RunAgainst {
+  name: string
+  createdAt: string
+  exit?: number
+}
+
+/** The runs of the app against trace `name` recorded by this store (replay --record-as, reruns from the page). */
+export async function runsAgainst(store: TraceStore, name: string): Promise<RunAgainst[]> {
+  const out: RunAgainst[] = []
+  for (const t of await store.listTraces()) {
+    if (t.status !== 'complete') continue
+    const info = (await store.openTrace(t.name).catch(() => undefined))?.info
+    if (!info?.recorded || info.meta.labels?.observedAgainst !== name) continue
+    const exit = info.meta.app?.exit?.code
+    out.push({ name: info.name, createdAt: info.createdAt, ...(exit !== undefined ? { exit } : {}) })
+  }
+  return out.sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1))
 }
 
 /** A page of the timeline: exchanges `from` .. `from + limit - 1`, model calls read as model turns. */

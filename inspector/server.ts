@@ -11,13 +11,14 @@ import type { FaultsConfig } from '../engine/index.ts'
 import type { TraceStore } from '../store/index.ts'
 import { ErrorCodes, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { compareRuns, type EmitRequest, emitRunCase, type ForkRequest, faultEvidence, forkRun } from './actions.ts'
+import { type AnswerRequest, answerMiss } from './answer-miss.ts'
 import { loadAssets } from './assets.ts'
 import { type ApprovedCommand, approveCommand } from './command-gate.ts'
 import { exchangeView } from './exchange-view.ts'
 import { checkRequest, policyFor, TOKEN_COOKIE, TOKEN_HEADER } from './guard.ts'
 import { type LabRequest, LabRuns } from './lab-runs.ts'
 import { type RerunEvent, Reruns } from './rerun.ts'
-import { listRuns, runHead, StatsCache, TIMELINE_PAGE, timelinePage } from './run-view.ts'
+import { listRuns, runHead, runsAgainst, StatsCache, TIMELINE_PAGE, timelinePage } from './run-view.ts'
 
 const { createServer } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
@@ -65,7 +66,7 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
   const assets = await loadAssets()
   const token = o.token ?? randomBytes(24).toString('base64url')
   const host = o.host ?? '127.0.0.1'
-  const stats = new StatsCache(o.contracts)
+  const stats = new StatsCache(o.store, o.contracts)
   const reruns = new Reruns(o.store, o.storeDir)
   const lab = new LabRuns()
   const live = new LiveRuns(o.store, o.livePollMs ?? 250)
@@ -153,7 +154,7 @@ function apiRoutes(o: InspectorOptions, stats: StatsCache, reruns: Reruns, lab: 
         const reader = await o.store.openTrace(name as string, selector(q))
         // The store's listing tells a recording whose process is alive from one whose process died.
         const listed = reader.info.status === 'complete' ? undefined : (await o.store.listTraces()).find((t) => t.id === reader.info.id)
-        return { run: runHead(reader, listed?.status ?? 'complete', stats) }
+        return { run: runHead(reader, listed?.status ?? 'complete', stats), runsAgainst: await runsAgainst(o.store, reader.info.name) }
       },
     ],
     ['GET', /^\/api\/runs\/([^/]+)\/stats$/, async (_q, _r, [name], q) => ({ stats: await stats.of(await o.store.openTrace(name as string, selector(q))) })],
@@ -218,6 +219,7 @@ type PostRoute =
  */
 const POST_ROUTES: readonly PostRoute[] = [
   { path: '/api/fork', runs: 'nothing', handle: (c, body) => forkRun(c.options.store, body as unknown as ForkRequest) },
+  { path: '/api/answer', runs: 'nothing', handle: (c, body) => answerMiss(c.options.store, body as unknown as AnswerRequest) },
   {
     path: '/api/emit',
     runs: 'recorded-command',
@@ -228,9 +230,9 @@ const POST_ROUTES: readonly PostRoute[] = [
     path: '/api/rerun',
     runs: 'recorded-command',
     traceOf: (body) => String(body.trace),
-    handle: async (c, _body, approved) => {
-      const r = await c.reruns.start(approved)
-      return { id: r.id, trace: r.trace, recordAs: r.recordAs, commandLine: r.commandLine, cwd: r.cwd }
+    handle: async (c, body, approved) => {
+      const r = await c.reruns.start(approved, body.tail === 'live' ? 'live' : 'strict')
+      return { id: r.id, trace: r.trace, recordAs: r.recordAs, tail: r.tail, commandLine: r.commandLine, cwd: r.cwd }
     },
   },
   { path: '/api/lab', runs: 'bundled-scenario', handle: (c, body) => c.lab.run(body as unknown as LabRequest) },

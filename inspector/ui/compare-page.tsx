@@ -38,10 +38,12 @@ interface Compared {
   command: string
   /** What "Promote to test" promotes (decided by the server), when b can be promoted. */
   promote?: { trace: string; expectFrom?: string }
+  /** Why b, a run against a trace, cannot be promoted: its replay verdict. */
+  promoteBlocked?: string
 }
 
-/** The comparison page. */
-export function ComparePage({ a, b }: { a: string; b: string }) {
+/** The comparison page; `embedded` under a rerun's output (no scrolling to the first divergence). */
+export function ComparePage({ a, b, embedded = false }: { a: string; b: string; embedded?: boolean }) {
   const [c, setC] = useState<Compared | undefined>()
   const [error, setError] = useState('')
   const first = useRef<HTMLTableRowElement>(null)
@@ -50,7 +52,9 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
       .then(setC)
       .catch((e: Error) => setError(e.message))
   }, [a, b])
-  useEffect(() => first.current?.scrollIntoView({ block: 'center' }), [c])
+  useEffect(() => {
+    if (!embedded) first.current?.scrollIntoView({ block: 'center' })
+  }, [c])
   if (error) return <div class="error">{error}</div>
   if (!c)
     return (
@@ -152,6 +156,16 @@ function Promote({ c }: { c: Compared }) {
   const [busy, setBusy] = useState(false)
   const [confirm, setConfirm] = useState<Unconfirmed | undefined>()
   const target = c.promote
+  if (c.promoteBlocked)
+    return (
+      <div class="promote" data-testid="promote-blocked">
+        <h2>Promote to a test</h2>
+        <p>
+          Not offered: {c.b.name}'s {c.promoteBlocked}. A case replays strictly and needs every request replayed and every recording used: fork what the app now
+          asks for too, or rerun with a live tail and fork that run, then rerun.
+        </p>
+      </div>
+    )
   if (!target || !c.b.app?.exit) return null
   const promote = (digest?: string) => {
     setBusy(true)

@@ -253,15 +253,16 @@ function ForkForm({ run, x }: { run: Run; x: ExchangeView }) {
     if (path !== '') specs.push(`#${x.seq} ${path}=${value}`)
   }
   if (errorCode !== '') specs.push(`#${x.seq} error=${errorCode}`)
-  const fork = () => {
+  const fork = (tail: 'strict' | 'live') => {
     setError('')
     post<{ command: string; branch: string }>('/api/fork', { source: run.name, to: branch, patches: specs })
       .then((r) => {
         setResult(r)
-        go(`/run/${seg(r.branch)}?rerun=1`)
+        go(`/run/${seg(r.branch)}?rerun=1${tail === 'live' ? '&tail=live' : ''}`)
       })
       .catch((e: ApiError) => setError(`${e.code}: ${e.message}`))
   }
+  const next = run.stats?.modelTurnSeqs.find((s) => s > x.seq)
   return (
     <div class="fork" data-testid="fork-form">
       {v ? (
@@ -311,15 +312,55 @@ function ForkForm({ run, x }: { run: Run; x: ExchangeView }) {
       <pre class="curl" data-testid="fork-specs">
         {specs.length > 0 ? specs.map((s) => `--patch '${s}'`).join('\n') : 'Change a field to fork.'}
       </pre>
-      <button type="button" disabled={specs.length === 0} onClick={fork} data-testid="fork-submit">
-        Fork to {branch}
-      </button>
+      <ForkNeeds run={run} seq={x.seq} next={next} />
+      <button type="button" disabled={specs.length === 0} onClick={() => fork('strict')} data-testid="fork-submit">
+        Fork to {branch}, then rerun in strict replay
+      </button>{' '}
+      {next !== undefined && (
+        <button type="button" disabled={specs.length === 0} onClick={() => fork('live')} data-testid="fork-submit-live">
+          Fork, then rerun with a live tail
+        </button>
+      )}
       {result && <pre>{result.command}</pre>}
       {error && (
         <div class="error" data-testid="fork-error">
           {error}
         </div>
       )}
+    </div>
+  )
+}
+
+/**
+ * What a fork at this point needs, said before forking: strict replay matches requests exactly, so a rerun
+ * replays up to the first request the change alters, at the latest the next model turn (its request carries
+ * the conversation so far); the two ways on from there.
+ */
+function ForkNeeds({ run, seq, next }: { run: Run; seq: number; next: number | undefined }) {
+  if (!run.stats) return <p class="muted">Reading the run's model turns…</p>
+  if (next === undefined)
+    return (
+      <div class="needs" data-testid="fork-needs" data-next="none">
+        No model turn comes after #{seq}: a strict rerun against the fork replays offline, as long as the app's later requests stay as recorded.
+      </div>
+    )
+  return (
+    <div class="needs" data-testid="fork-needs" data-next={next}>
+      <p>
+        <b>A fork here will need more than this patch.</b> Strict replay matches requests exactly, and the model turn after this one, #{next}, sends the
+        conversation so far: when the app sends your change on (a tool result it reads, an answer it keeps), a strict rerun stops at the first request it
+        alters, #{next} at the latest, with a miss. Two ways on:
+      </p>
+      <ul>
+        <li>
+          <b>Fork the next model turn too</b>, offline: rerun strictly; the run keeps the request the app now sends at #{next}, and its page offers to answer it
+          with the recorded answer, which you then fork.
+        </li>
+        <li>
+          <b>Rerun with a live tail</b>: from the first request no recording matches, the real model and services answer (the app needs its network and keys),
+          recorded in the run and marked <span class="badge verdict-live">LIVE</span>.
+        </li>
+      </ul>
     </div>
   )
 }

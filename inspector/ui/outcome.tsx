@@ -1,9 +1,9 @@
 /** The application's outcome: the command, its exit code and the end of its output. */
 import { shellLine } from './format.ts'
-import type { AppRun } from './types.ts'
+import type { AppRun, RunAgainst } from './types.ts'
 
-/** One app outcome; `testId` marks it for the browser tests. */
-export function Outcome({ app, testId }: { app: AppRun | undefined; testId?: string }) {
+/** One app outcome; `testId` marks it for the browser tests; `runs`: the runs of the app against this trace. */
+export function Outcome({ app, testId, runs = [] }: { app: AppRun | undefined; testId?: string; runs?: RunAgainst[] }) {
   if (!app)
     return (
       <div class="outcome muted" data-testid={testId}>
@@ -27,7 +27,23 @@ export function Outcome({ app, testId }: { app: AppRun | undefined; testId?: str
           <Tail name="stderr" tail={e.stderr} />
         </>
       ) : (
-        <div class="muted">Not run against this trace yet (a fork keeps the command of its source): rerun it.</div>
+        <div class="muted">
+          {runs.length === 0 ? (
+            'Not run against this trace yet (a fork keeps the command of its source): rerun it.'
+          ) : (
+            <>
+              This trace keeps the command, not an outcome (a fork); the app ran against it in{' '}
+              {runs.map((r, i) => (
+                <span key={r.name}>
+                  {i > 0 ? ', ' : ''}
+                  <a href={`#/run/${encodeURIComponent(r.name)}`}>{r.name}</a>
+                  {r.exit !== undefined ? ` (app exit ${r.exit})` : ''}
+                </span>
+              ))}
+              .
+            </>
+          )}
+        </div>
       )}
     </div>
   )

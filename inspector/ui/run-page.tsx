@@ -7,7 +7,8 @@ import { onLive } from './live.ts'
 import { Outcome } from './outcome.tsx'
 import { RerunPanel } from './rerun-panel.tsx'
 import { groupRows } from './timeline-groups.ts'
-import type { Row, Run } from './types.ts'
+import type { Row, Run, RunAgainst } from './types.ts'
+import { AppExit, NextStep, VerdictBadge } from './verdict.tsx'
 import { VirtualList } from './virtual-list.tsx'
 
 const PAGE = 200
@@ -17,6 +18,7 @@ export function RunPage({ name, query, seq }: { name: string; query: URLSearchPa
   const partial = query.get('partial') === '1'
   const q = partial ? '?partial=1' : ''
   const [run, setRun] = useState<Run | undefined>()
+  const [against, setAgainst] = useState<RunAgainst[]>([])
   const [error, setError] = useState('')
   const [rows, setRows] = useState<Array<Row | undefined>>([])
   const [count, setCount] = useState(0)
@@ -37,9 +39,10 @@ export function RunPage({ name, query, seq }: { name: string; query: URLSearchPa
     [base, partial],
   )
   const loadHead = () =>
-    get<{ run: Run }>(`${base}${q}`)
+    get<{ run: Run; runsAgainst: RunAgainst[] }>(`${base}${q}`)
       .then((r) => {
         setRun(r.run)
+        setAgainst(r.runsAgainst)
         setCount(r.run.exchanges)
         // Statistics read every exchange: they come after the page is up.
         if (!r.run.stats) void get<{ stats: Run['stats'] }>(`${base}/stats${q}`).then((s) => setRun((old) => old && { ...old, stats: s.stats }))
@@ -89,8 +92,9 @@ export function RunPage({ name, query, seq }: { name: string; query: URLSearchPa
   }
   return (
     <section class="run">
-      <RunHeader run={run} count={count} />
-      {query.get('rerun') === '1' && run.app && <RerunPanel run={run} />}
+      <RunHeader run={run} count={count} against={against} />
+      <NextStep run={run} />
+      {query.get('rerun') === '1' && run.app && <RerunPanel run={run} tail={query.get('tail') === 'live' ? 'live' : 'strict'} />}
       <div class="split">
         <div class="timeline">
           <VirtualList
@@ -103,7 +107,7 @@ export function RunPage({ name, query, seq }: { name: string; query: URLSearchPa
               i === count ? (
                 <div class="end">
                   <h3>The application's outcome</h3>
-                  <Outcome app={run.app} testId="outcome" />
+                  <Outcome app={run.app} testId="outcome" runs={against} />
                 </div>
               ) : (
                 <TimelineRow row={rows[i]} index={i} group={groups[i]} duration={duration} selected={seq === i} name={name} q={q} />
@@ -117,7 +121,7 @@ export function RunPage({ name, query, seq }: { name: string; query: URLSearchPa
   )
 }
 
-function RunHeader({ run, count }: { run: Run; count: number }) {
+function RunHeader({ run, count, against }: { run: Run; count: number; against: RunAgainst[] }) {
   const source = run.lineage?.sourceName
   return (
     <div class="runhead">
@@ -134,6 +138,8 @@ function RunHeader({ run, count }: { run: Run; count: number }) {
         <span>{bytes(run.size)}</span>
         {run.stats && <span>{ms(run.stats.durationMs)}</span>}
         {run.labels?.faultsSeed && <span>faults seed {run.labels.faultsSeed}</span>}
+        <AppExit app={run.app} testId="run-app-exit" />
+        <VerdictBadge v={run.stats?.replay} testId="run-verdict" />
       </div>
       {run.lineage && (
         <div class="lineage">
@@ -148,6 +154,20 @@ function RunHeader({ run, count }: { run: Run; count: number }) {
       {run.labels?.observedAgainst && (
         <div class="lineage">
           run of the app against <a href={`#/run/${seg(run.labels.observedAgainst)}`}>{run.labels.observedAgainst}</a>
+        </div>
+      )}
+      {against.length > 0 && (
+        <div class="lineage" data-testid="runs-against">
+          runs of the app against it:{' '}
+          {against.map((a) => (
+            <span key={a.name} class="against">
+              <a href={`#/run/${seg(a.name)}`}>{a.name}</a>
+              {a.exit !== undefined ? ` (app exit ${a.exit})` : ''}{' '}
+              <button type="button" class="link" onClick={() => go(`/compare?a=${seg(source ?? run.name)}&b=${seg(a.name)}`)}>
+                compare
+              </button>
+            </span>
+          ))}
         </div>
       )}
       <div class="actions">
