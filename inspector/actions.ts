@@ -215,8 +215,9 @@ export async function emitRunCase(store: TraceStore, r: EmitRequest, casesDir: s
     )
   }
   const out = expectRun.exit.stdout
-  // The stdout is expected only when the trace kept all of it, unredacted: a cut or redacted tail is not what the app prints.
-  const stdoutKnown = out.bytes <= OUTPUT_TAIL_BYTES && !out.text.includes('[REDACTED]')
+  // The stdout is expected only when the trace kept all of it, unredacted: a cut or redacted tail is not what the
+  // app prints. A test runner's report (a test setup's command) carries durations: its exit code is the outcome.
+  const stdoutKnown = out.bytes <= OUTPUT_TAIL_BYTES && !out.text.includes('[REDACTED]') && trace.meta.labels?.testRunner === undefined
   const emitted = await emitCase({
     trace,
     out: casesDir,

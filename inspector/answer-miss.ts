@@ -87,6 +87,7 @@ export function answered(run: Trace, branch: Trace, miss: number, name: string):
         sourceName: lineage?.sourceName ?? branch.meta.name,
         patches: [...(lineage?.patches ?? []), { id, spec }],
       },
+      ...(branch.meta.labels ? { labels: { ...branch.meta.labels } } : {}),
       ...(app ? { app: { command: app.command, ...(app.cwd !== undefined ? { cwd: app.cwd } : {}) } } : {}),
     },
     exchanges,

@@ -9,6 +9,7 @@ import {
   faultVerdict,
   formatSummary,
   openSession,
+  PROXY_RUN_ENV,
   redactText,
   SESSION_SOCKET_ENV,
   type Session,
@@ -113,7 +114,8 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
   }
   // Reverse mode adds base URLs to the proxy variables, not instead of them: a request to a host no mount
   // serves must still go through the proxy (recorded, or refused in strict replay), never straight out.
-  const forward = proxyEnvironment({ proxyUrl: proxy.url, caPath: ca.certPath, bundlePath })
+  // The marker tells in-process test setups in the command (tool-replay/node-test, /vitest) that this proxy captures.
+  const forward = { ...proxyEnvironment({ proxyUrl: proxy.url, caPath: ca.certPath, bundlePath }), [PROXY_RUN_ENV]: '1' }
   const env = proxy.reverse ? { ...forward, ...reverseEnvironment(proxy.reverse, proxy.url) } : forward
   let control: Awaited<ReturnType<typeof startControlApi>> | undefined
   if (o.control) {

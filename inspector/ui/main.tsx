@@ -149,7 +149,7 @@ function RunsPage() {
                 )}
               </td>
               <td>
-                <AppExit app={r.app} />
+                <AppExit run={r} />
               </td>
               <td>{r.stats ? <VerdictBadge v={r.stats.replay} testId="run-verdict" /> : r.labels?.observedAgainst ? '…' : ''}</td>
             </tr>

@@ -2,8 +2,21 @@
 import { shellLine } from './format.ts'
 import type { AppRun, RunAgainst } from './types.ts'
 
-/** One app outcome; `testId` marks it for the browser tests; `runs`: the runs of the app against this trace. */
-export function Outcome({ app, testId, runs = [] }: { app: AppRun | undefined; testId?: string; runs?: RunAgainst[] }) {
+/**
+ * One app outcome; `testId` marks it for the browser tests; `runs`: the runs of the app against this trace;
+ * `testRunner`: the run was recorded by a test setup (it keeps the command, its process was still running).
+ */
+export function Outcome({
+  app,
+  testId,
+  runs = [],
+  testRunner,
+}: {
+  app: AppRun | undefined
+  testId?: string
+  runs?: RunAgainst[]
+  testRunner?: string | undefined
+}) {
   if (!app)
     return (
       <div class="outcome muted" data-testid={testId}>
@@ -28,7 +41,9 @@ export function Outcome({ app, testId, runs = [] }: { app: AppRun | undefined; t
         </>
       ) : (
         <div class="muted">
-          {runs.length === 0 ? (
+          {testRunner !== undefined && runs.length === 0 ? (
+            `Recorded by the ${testRunner} test setup: it keeps the command that runs this test file again, not its exit code (the file was still running when the trace closed). Rerun it to see one.`
+          ) : runs.length === 0 ? (
             'Not run against this trace yet (a fork keeps the command of its source): rerun it.'
           ) : (
             <>

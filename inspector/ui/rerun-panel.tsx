@@ -132,7 +132,7 @@ function RerunResult({ source, recordAs, exit }: { source: string; recordAs: str
     <div data-testid="rerun-result">
       <p data-testid="rerun-exit" class="facts">
         <a href={`#/run/${seg(recordAs)}`}>{recordAs}</a>
-        {run && <AppExit app={run.app} testId="rerun-app-exit" />}
+        {run && <AppExit run={run} testId="rerun-app-exit" />}
         {run && <VerdictBadge v={run.stats?.replay} testId="rerun-verdict" />}
         <span class={exit === 0 ? 'ok' : 'bad'}>
           tr-proxy exit {exit}

@@ -107,7 +107,7 @@ export function RunPage({ name, query, seq }: { name: string; query: URLSearchPa
               i === count ? (
                 <div class="end">
                   <h3>The application's outcome</h3>
-                  <Outcome app={run.app} testId="outcome" runs={against} />
+                  <Outcome app={run.app} testId="outcome" runs={against} testRunner={run.lineage ? undefined : run.labels?.testRunner} />
                 </div>
               ) : (
                 <TimelineRow row={rows[i]} index={i} group={groups[i]} duration={duration} selected={seq === i} name={name} q={q} />
@@ -138,7 +138,7 @@ function RunHeader({ run, count, against }: { run: Run; count: number; against: 
         <span>{bytes(run.size)}</span>
         {run.stats && <span>{ms(run.stats.durationMs)}</span>}
         {run.labels?.faultsSeed && <span>faults seed {run.labels.faultsSeed}</span>}
-        <AppExit app={run.app} testId="run-app-exit" />
+        <AppExit run={run} testId="run-app-exit" />
         <VerdictBadge v={run.stats?.replay} testId="run-verdict" />
       </div>
       {run.lineage && (

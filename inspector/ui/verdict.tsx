@@ -6,7 +6,7 @@
 import { useState } from 'preact/hooks'
 import { type ApiError, post, seg } from './api.ts'
 import { go } from './format.ts'
-import type { AppRun, ReplayVerdict, Run } from './types.ts'
+import type { ReplayVerdict, Run } from './types.ts'
 
 /** The replay verdict as a badge (nothing for a run that was not replayed against a trace). */
 export function VerdictBadge({ v, testId }: { v: ReplayVerdict | undefined; testId?: string }) {
@@ -20,10 +20,14 @@ export function VerdictBadge({ v, testId }: { v: ReplayVerdict | undefined; test
   )
 }
 
-/** The app's own exit code. */
-export function AppExit({ app, testId }: { app: AppRun | undefined; testId?: string }) {
+/** The app's own exit code; for a run without one, what it keeps instead. */
+export function AppExit({ run, testId }: { run: Pick<Run, 'app' | 'lineage' | 'labels'>; testId?: string }) {
+  const app = run.app
   if (!app) return null
-  if (!app.exit) return <span class="muted">command, not run yet</span>
+  if (!app.exit)
+    return (
+      <span class="muted">{run.lineage ? 'command, not run against it yet' : run.labels?.testRunner ? `${run.labels.testRunner} test file` : 'command'}</span>
+    )
   return (
     <span class={app.exit.code === 0 ? 'ok' : 'bad'} data-testid={testId}>
       app exit {app.exit.code}
