@@ -15,6 +15,8 @@ import {
   isEventStream,
   type LlmView,
   llmView,
+  type McpView,
+  mcpView,
   parseSse,
   type RecordedResponse,
   type Trace,
@@ -65,6 +67,8 @@ export interface ExchangeView {
     upstream: { response?: ResponseView; error?: { code: string; phase: string; message: string } } | null
   }
   llm?: LlmView
+  /** An MCP message (over stdio or Streamable HTTP) read as a tool turn. */
+  mcp?: McpView
   /** Where values were replaced by [REDACTED] before storing: "request header authorization", "url query key". */
   redacted: string[]
   curl: string
@@ -106,6 +110,10 @@ export async function exchangeView(reader: TraceReader, seq: number): Promise<Ex
   }
   const v = llmView(trace, x)
   if (v) view.llm = v
+  else {
+    const m = mcpView(trace, x)
+    if (m) view.mcp = m
+  }
   return view
 }
 

@@ -6,7 +6,21 @@
 import type { ContractReport, FaultsConfig } from '../engine/index.ts'
 import { checkContracts } from '../engine/index.ts'
 import { bodyRefs, type TraceReader, type TraceStore } from '../store/index.ts'
-import { type AppRun, type Exchange, faultTag, type Lineage, type LlmView, llmView, presentLlmView, type Trace, upstreamPhrase } from '../trace/index.ts'
+import {
+  type AppRun,
+  type Exchange,
+  faultTag,
+  type Lineage,
+  type LlmView,
+  llmView,
+  mcpAsk,
+  mcpNotes,
+  mcpOutcome,
+  mcpView,
+  presentLlmView,
+  type Trace,
+  upstreamPhrase,
+} from '../trace/index.ts'
 import { newTally, type ReplayVerdict, replayVerdict, tally } from './verdict.ts'
 
 /** One run in the list. */
@@ -44,9 +58,26 @@ export interface RunStats {
   replay?: ReplayVerdict
 }
 
-/** One timeline row: an exchange, read in model terms when it is a model call. */
+/** An MCP message as a tool turn: which server, what it asked, what came back. */
+export interface ToolTurnRow {
+  server: string
+  transport: 'stdio' | 'http'
+  kind: 'launch' | 'request' | 'notification' | 'reply'
+  method: string
+  tool?: string
+  /** `tools/call write_file {"path":"a.txt"}`. */
+  ask: string
+  /** What came back, in one phrase. */
+  outcome: string
+  isError: boolean
+  notes: string[]
+}
+
+/** One timeline row: an exchange, read in model terms when it is a model call, in tool terms when it is MCP. */
 export interface TimelineRow {
   seq: number
+  /** Which renderer reads it: a model turn, a tool turn (MCP over stdio or HTTP), or an HTTP exchange. */
+  kind: 'model' | 'tool' | 'http'
   method: string
   url: string
   status?: number
@@ -62,6 +93,7 @@ export interface TimelineRow {
   /** The SDK's retry attempt header, when it sent one. */
   attempt?: number
   llm?: LlmView
+  mcp?: ToolTurnRow
 }
 
 /** Exchanges per timeline page. */
@@ -193,10 +225,18 @@ export async function timelinePage(reader: TraceReader, from: number, limit: num
   return rows
 }
 
+/** The timeline rows of the exchanges `seqs` (what a search matched), in that order. */
+export async function timelineRows(reader: TraceReader, seqs: readonly number[]): Promise<TimelineRow[]> {
+  const rows: TimelineRow[] = []
+  for (const seq of seqs.slice(0, TIMELINE_PAGE)) if (seq < reader.info.count) rows.push(await rowOf(reader, await reader.exchange(seq)))
+  return rows
+}
+
 async function rowOf(reader: TraceReader, x: Exchange): Promise<TimelineRow> {
   const head = x.outcome.kind === 'response' ? x.outcome.response : x.outcome.error.partial
   const row: TimelineRow = {
     seq: x.seq,
+    kind: 'http',
     method: x.request.method.toUpperCase(),
     url: x.request.url,
     startMs: x.timing.startMs,
@@ -211,9 +251,43 @@ async function rowOf(reader: TraceReader, x: Exchange): Promise<TimelineRow> {
   if (x.fault) row.fault = { rule: x.fault.rule, kind: x.fault.kind, phase: x.fault.phase, tag: faultTag(x.fault), upstream: upstreamPhrase(x.fault) }
   const v = await viewOf(reader, x, true)
   if (v) {
+    row.kind = 'model'
     row.llm = presentLlmView(v, 2000)
     if (v.attempt !== undefined) row.attempt = v.attempt
+    return row
   }
+  const m = await toolTurnOf(reader, x)
+  if (m) {
+    row.kind = 'tool'
+    row.mcp = m
+  }
+  return row
+}
+
+/** The MCP view of an exchange as a tool turn row, reading its bodies only when it can be MCP. */
+async function toolTurnOf(reader: TraceReader, x: Exchange): Promise<ToolTurnRow | undefined> {
+  const stdio = x.request.url.startsWith('mcp+stdio:')
+  if (!stdio && (x.request.method.toUpperCase() !== 'POST' || !x.request.body)) return undefined
+  const trace: Pick<Trace, 'meta' | 'bodies'> = { meta: reader.info.meta, bodies: new Map() }
+  if (!stdio && x.request.body) {
+    const request = await reader.bodyBytes(x.request.body, `exchange #${x.seq} request`)
+    // A JSON-RPC message says so: anything else is not MCP, and its response is never read.
+    if (!Buffer.from(request.buffer, request.byteOffset, request.byteLength).toString('latin1').includes('"jsonrpc"')) return undefined
+  }
+  for (const [ref, use] of bodyRefs(x)) if (!trace.bodies.has(ref.digest)) trace.bodies.set(ref.digest, await reader.bodyBytes(ref, use))
+  const v = mcpView(trace, x)
+  if (!v) return undefined
+  const row: ToolTurnRow = {
+    server: v.server,
+    transport: v.transport,
+    kind: v.kind,
+    method: v.method,
+    ask: mcpAsk(v, 200),
+    outcome: mcpOutcome(v, 160),
+    isError: v.isError === true || v.error !== undefined || v.failure !== undefined,
+    notes: mcpNotes(v),
+  }
+  if (v.tool !== undefined) row.tool = v.tool
   return row
 }
 

@@ -18,7 +18,9 @@ import { exchangeView } from './exchange-view.ts'
 import { checkRequest, policyFor, TOKEN_COOKIE, TOKEN_HEADER } from './guard.ts'
 import { type LabRequest, LabRuns } from './lab-runs.ts'
 import { type RerunEvent, Reruns } from './rerun.ts'
-import { listRuns, runHead, runsAgainst, StatsCache, TIMELINE_PAGE, timelinePage } from './run-view.ts'
+import { FILTERS, type Filter, RunIndexes, search } from './run-index.ts'
+import { summarize } from './run-summary.ts'
+import { listRuns, runHead, runsAgainst, StatsCache, TIMELINE_PAGE, timelinePage, timelineRows } from './run-view.ts'
 
 const { createServer } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
@@ -70,7 +72,7 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
   const reruns = new Reruns(o.store, o.storeDir)
   const lab = new LabRuns()
   const live = new LiveRuns(o.store, o.livePollMs ?? 250)
-  const routes = apiRoutes(o, stats, reruns, lab, live)
+  const routes = apiRoutes(o, stats, new RunIndexes(), { reruns, lab, live })
   const context: ActionContext = { options: o, reruns, lab }
 
   const server: Server = createServer((req, res) => {
@@ -143,7 +145,12 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
 }
 
 /** The API's reads (GET): method, path pattern, handler. Each handler calls the library code the matching CLI command calls. */
-function apiRoutes(o: InspectorOptions, stats: StatsCache, reruns: Reruns, lab: LabRuns, live: LiveRuns): Array<[string, RegExp, Handler]> {
+function apiRoutes(
+  o: InspectorOptions,
+  stats: StatsCache,
+  indexes: RunIndexes,
+  { reruns, lab, live }: { reruns: Reruns; lab: LabRuns; live: LiveRuns },
+): Array<[string, RegExp, Handler]> {
   const selector = (q: URLSearchParams) => (q.get('partial') === '1' ? { partial: true } : {})
   return [
     ['GET', /^\/api\/runs$/, async () => ({ runs: await listRuns(o.store, stats) })],
@@ -163,8 +170,27 @@ function apiRoutes(o: InspectorOptions, stats: StatsCache, reruns: Reruns, lab: 
       /^\/api\/runs\/([^/]+)\/timeline$/,
       async (_q, _r, [name], q) => {
         const reader = await o.store.openTrace(name as string, selector(q))
+        const seqs = q.get('seqs')
+        if (seqs !== null) return { count: reader.info.count, rows: await timelineRows(reader, seqList(seqs)) }
         const from = intParam(q, 'from', 0)
         return { count: reader.info.count, from, rows: await timelinePage(reader, from, intParam(q, 'limit', TIMELINE_PAGE)) }
+      },
+    ],
+    [
+      'GET',
+      /^\/api\/runs\/([^/]+)\/search$/,
+      async (_q, _r, [name], q) => {
+        const index = await indexes.of(await o.store.openTrace(name as string, selector(q)))
+        return search(index, q.get('q') ?? '', filterList(q.get('filter')))
+      },
+    ],
+    [
+      'GET',
+      /^\/api\/runs\/([^/]+)\/summary$/,
+      async (_q, _r, [name], q) => {
+        const index = await indexes.of(await o.store.openTrace(name as string, selector(q)))
+        const nesting = index.rows.flatMap((r) => (r.parent ? [[r.seq, r.parent.parent, r.parent.call] as const] : []))
+        return { summary: summarize(index), nesting }
       },
     ],
     [
@@ -264,6 +290,22 @@ function intParam(q: URLSearchParams, name: string, fallback: number): number {
   const n = Number(v)
   if (!Number.isSafeInteger(n) || n < 0) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid ${name}=${v}: give a whole number >= 0.`)
   return n
+}
+
+/** `seqs=1,5,9`: at most a timeline page of exchange numbers. */
+function seqList(v: string): number[] {
+  const seqs = v === '' ? [] : v.split(',').map(Number)
+  if (seqs.length > TIMELINE_PAGE || !seqs.every((n) => Number.isSafeInteger(n) && n >= 0))
+    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid seqs=${v.slice(0, 80)}: give at most ${TIMELINE_PAGE} exchange numbers, comma-separated.`)
+  return seqs
+}
+
+/** `filter=model,errors`: the page's filters. */
+function filterList(v: string | null): Filter[] {
+  const list = (v ?? '').split(',').filter((f) => f !== '')
+  const unknown = list.filter((f) => !(FILTERS as readonly string[]).includes(f))
+  if (unknown.length > 0) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Unknown filter ${unknown.join(', ')}: use ${FILTERS.join(', ')}.`)
+  return list as Filter[]
 }
 
 function need(q: URLSearchParams, name: string): string {

@@ -41,9 +41,11 @@ export function AppExit({ run, testId }: { run: Pick<Run, 'app' | 'lineage' | 'l
  */
 export function NextStep({ run }: { run: Run }) {
   const v = run.stats?.replay
-  const [name, setName] = useState(`${v?.against ?? run.name}-next`)
+  const [named, setName] = useState<string | undefined>()
   const [error, setError] = useState('')
   if (!run.recorded || !v || v.firstMiss === undefined || v.live > 0) return null
+  // The verdict arrives after the page: the default name follows it.
+  const name = named ?? `${v.against}-next`
   const answer = () => {
     setError('')
     post<{ branch: string; seq: number }>('/api/answer', { run: run.name, to: name })
