@@ -14,6 +14,7 @@ COPY trace ./trace
 COPY store ./store
 COPY engine ./engine
 COPY capture ./capture
+COPY seal ./seal
 COPY lab ./lab
 COPY interceptor ./interceptor
 COPY mcp ./mcp

@@ -50,6 +50,7 @@ export const EXIT_CODES: Readonly<Record<ErrorCode, number>> = {
   [ErrorCodes.REQUEST_TOO_LARGE]: 74,
   [ErrorCodes.UPSTREAM_FAILED]: 74,
   [ErrorCodes.COMMAND_FAILED]: 74,
+  [ErrorCodes.SEAL_UNAVAILABLE]: 74,
   [ErrorCodes.ASSETS_GIT_FAILED]: 74,
   [ErrorCodes.CONTRACT_VIOLATED]: 75,
   [ErrorCodes.FAULT_NOT_FIRED]: 76,

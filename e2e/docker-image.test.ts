@@ -160,7 +160,7 @@ describe('the Docker image built from the Dockerfile runs serve and replay', { t
     const app = inStage(image, '.')
     const top = readdirSync(app).sort()
     assert.ok(top.includes('dist') && top.includes('bin') && top.includes('node_modules') && top.includes('package.json'), top.join(' '))
-    for (const source of ['cli', 'trace', 'engine', 'capture', 'lab', 'proxy', 'interceptor', 'mcp', 'cases', 'assets', 'interop', 'store'])
+    for (const source of ['cli', 'trace', 'engine', 'capture', 'seal', 'lab', 'proxy', 'interceptor', 'mcp', 'cases', 'assets', 'interop', 'store'])
       assert.ok(!top.includes(source), `${source}/ sources in the image`)
     // The inspector's built page ships with the package (package.json "files"); its sources do not.
     assert.deepEqual(readdirSync(join(app, 'inspector')), ['assets'], 'inspector/ holds only its built page')

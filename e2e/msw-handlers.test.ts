@@ -194,7 +194,7 @@ describe('export-msw: generated handlers reproduce the trace under msw setupServ
         for (const [i, obs] of replayed.entries()) assert.deepEqual(obs, asRecorded(live[i] as Observation), `request #${i} under msw ${version}`)
         // The sequence is strict: a third counter call is not the second answer again.
         const third = await fetch(`${site.url}/counter`)
-        // ... it gets the refusal the capture paths give (engine/refusal.ts), which SDKs do not retry.
+        // ... it gets the refusal the capture paths give (capture/refusal.ts), which SDKs do not retry.
         assert.equal(third.status, 403)
         assert.equal(third.statusText, 'Tool Replay Refused')
         assert.equal(third.headers.get('x-tool-replay-error'), 'TR_REPLAY_EXHAUSTED')

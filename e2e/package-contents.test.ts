@@ -13,6 +13,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
+import { probeSeal } from '../seal/index.ts'
 import { packedTarball, runProgram, scratchProject } from './support/packed-package.ts'
 
 const ROOT = new URL('../', import.meta.url).pathname
@@ -54,6 +55,23 @@ test('the packed tarball holds the compiled package and no test code, fixtures, 
   )
   const shipped = new Set(files)
   for (const target of exportTargets()) assert.ok(shipped.has(target), `the exports map names ${target}, which the tarball lacks`)
+  // Files the package runs by path, in child processes: the case runner, the sealed run's helper.
+  for (const file of ['dist/cases/runner-process.js', 'dist/seal/namespace-helper.js']) assert.ok(shipped.has(file), `the tarball lacks ${file}`)
+})
+
+test('a sealed run works from the installed package: `tr-proxy doctor` sets one up with the compiled helper', async (t) => {
+  const probe = await probeSeal()
+  if (!probe.ok) return t.skip(`sealing does not work here: ${probe.error.message}`)
+  const dir = mkdtempSync(join(tmpdir(), 'tr-sealed-installed-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  await scratchProject(dir, await packedTarball(), [])
+  const r = await runProgram(process.execPath, [join(dir, 'node_modules', 'tool-replay', 'bin', 'tr-proxy.js'), 'doctor', '--json'], {
+    cwd: dir,
+    timeoutMs: 60_000,
+  })
+  assert.equal(r.code, 0, r.out)
+  const report = JSON.parse(r.out.trim().split('\n').at(-1) as string) as { ok: boolean; sealed: { setupMs: number } }
+  assert.equal(report.ok, true, r.out)
 })
 
 test('package.json "files" keeps test code and fixtures out of a dist/ left over from an older build', async (t) => {

@@ -61,7 +61,7 @@ async function get(agent: ProxyAgent, url: string) {
   return { status: r.statusCode, headers: r.headers, body: await r.body.text() }
 }
 
-/** The `error.message` of a refusal body (the shape every refusal has; see engine/refusal.ts). */
+/** The `error.message` of a refusal body (the shape every refusal has; see capture/refusal.ts). */
 function errorMessage(body: string): string {
   return (parseJson(body) as { error: { message: string } }).error.message
 }

@@ -17,6 +17,21 @@ export interface CapturedRequest {
   signal?: AbortSignal
 }
 
+/**
+ * A connection a capture path cannot read as HTTP (a sealed run's raw TCP or UDP): where it went and what it
+ * spoke, as far as the path could tell, and what the user can do about it (the path knows its own flags).
+ */
+export interface ConnectionRequest {
+  transport: 'tcp' | 'udp'
+  /** The name the client resolved, else the address it used. */
+  host: string
+  port: number
+  /** What it spoke: "PostgreSQL's port; not HTTP or TLS (first bytes 00 00 00 08)", "sent nothing for 2 s", ... */
+  protocol: string
+  /** One sentence: how to make such a connection work in the run. */
+  remedy: string
+}
+
 /** Chunks to play back, with their recorded time offsets (ms since the exchange started). */
 export type PlaybackChunk = { bytes: Uint8Array; atMs: number }
 

@@ -2,7 +2,7 @@
 
 export type { Ticket } from './arrival-order.ts'
 export { ArrivalOrder, DEFAULT_ARRIVAL_WAIT_MS } from './arrival-order.ts'
-export type { CapturedRequest, Decision, ExchangeRecorder, Playback, PlaybackChunk, PlaybackChunks } from './decision.ts'
+export type { CapturedRequest, ConnectionRequest, Decision, ExchangeRecorder, Playback, PlaybackChunk, PlaybackChunks } from './decision.ts'
 export type { DriftPlanOptions, DriftRequestKind, PlannedExchange } from './drift-plan.ts'
 /** What `tr-proxy drift` re-sends (safe methods; model calls and others when asked), and the trace `--update` writes. */
 export { driftUpdatedTrace, planDrift } from './drift-plan.ts'

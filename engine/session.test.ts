@@ -509,6 +509,38 @@ describe('Session', () => {
       (e: unknown) => isToolReplayError(e, ErrorCodes.REPLAY_INCOMPLETE) && /1 unmatched/.test((e as Error).message),
     )
   })
+  test('connections that are not HTTP: live modes let TCP through unrecorded; strict replay puts each in the ledger by host, port and protocol', async () => {
+    const store = createMemoryStore()
+    const pg = { transport: 'tcp', host: 'db.test', port: 5432, protocol: "PostgreSQL's port; not HTTP", remedy: 'Bridge it.' } as const
+    const ntp = { transport: 'udp', host: '198.18.0.4', port: 123, protocol: 'UDP', remedy: 'Keep it out.' } as const
+    const rec = await openSession({ mode: 'record', trace: 't', store })
+    assert.equal(rec.handleConnection(pg).kind, 'forward')
+    assert.equal(rec.handleConnection(ntp).kind, 'forward')
+    await answer(rec, get('https://api.test/a'), 200, ['a'])
+    const recorded = await rec.close()
+    assert.equal(recorded.passedThrough, 1, 'TCP passed through; UDP is not (the path cannot carry it)')
+    assert.equal((await store.readTrace('t')).exchanges.length, 1, 'nothing of the connection is recorded')
+    const rep = await openSession({ mode: 'replay', trace: 't', store })
+    replayedText(rep, get('https://api.test/a'))
+    const d = rep.handleConnection(pg)
+    assert.equal(d.kind, 'fail')
+    if (d.kind === 'fail') {
+      assert.equal(d.error.code, ErrorCodes.REPLAY_MISS)
+      assert.match(d.error.message, /^Failed to replay a TCP connection to db\.test:5432 \(PostgreSQL's port; not HTTP\): .* Bridge it\.$/)
+    }
+    rep.handleConnection(pg) // a client's retry, right after: folded
+    rep.handleConnection({ ...ntp, host: '2001:db8::1' })
+    const s = await rep.close()
+    assert.equal(s.ok, false)
+    assert.deepEqual(
+      s.misses.map((m) => [m.request, m.attempts ?? 1]),
+      [
+        ["TCP db.test:5432 (PostgreSQL's port; not HTTP)", 2],
+        ['UDP [2001:db8::1]:123 (UDP)', 1],
+      ],
+    )
+    assert.match(formatSummary(s), /TR_REPLAY_MISS TCP db\.test:5432/)
+  })
   test('query secrets are redacted case-insensitively (Google-style key= too) and so is a URL password', async () => {
     const store = createMemoryStore()
     const rec = await openSession({ mode: 'record', trace: 't', store })

@@ -18,7 +18,7 @@ import {
 } from '../trace/index.ts'
 import { ArrivalOrder, type Ticket } from './arrival-order.ts'
 import { redactRequestBody } from './body-redaction.ts'
-import type { CapturedRequest, Decision, ExchangeRecorder, Playback, PlaybackChunk, PlaybackChunks } from './decision.ts'
+import type { CapturedRequest, ConnectionRequest, Decision, ExchangeRecorder, Playback, PlaybackChunk, PlaybackChunks } from './decision.ts'
 import { createExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
 import { entryFromError, formatSummary, type LedgerEntry, RetryFolding, type SessionSummary } from './ledger.ts'
 import { assertPlayable } from './playable.ts'
@@ -244,6 +244,28 @@ export class Session {
    */
   refuse(captured: Pick<CapturedRequest, 'method' | 'url'>, error: ToolReplayError): void {
     if (this.mode === 'replay') this.#misses.push(entryFromError(error, `${captured.method} ${this.#redactor.url(captured.url)}`))
+  }
+
+  /**
+   * Decides a connection that carries nothing a trace can hold (a sealed run's database client, raw TCP, HTTP/2
+   * without TLS, UDP other than DNS). Live modes let it through unrecorded (`forward`, when the path can carry it);
+   * strict replay refuses it and puts it in the ledger with its host, port and protocol, so the run fails at the
+   * end even when the app swallows the closed connection. An SDK's retries in a row fold into one entry.
+   */
+  handleConnection(c: ConnectionRequest): Decision {
+    const label = `${c.transport.toUpperCase()} ${c.host.includes(':') ? `[${c.host}]` : c.host}:${c.port} (${c.protocol})`
+    if (this.mode !== 'replay' || this.#tailLive) {
+      if (c.transport === 'tcp') this.#passedThrough++
+      return { kind: 'forward', recorder: PASSTHROUGH_RECORDER }
+    }
+    const error = new ToolReplayError(
+      ErrorCodes.REPLAY_MISS,
+      `Failed to replay a ${c.transport.toUpperCase()} connection to ${label.slice(4)}: a trace holds HTTP exchanges only, so strict replay has nothing to answer it with and closed it. ${c.remedy}`,
+      { details: { connection: { transport: c.transport, host: c.host, port: c.port, protocol: c.protocol } } },
+    )
+    const entry = entryFromError(error, label)
+    if (!this.#retries.fold(entry, label, [], this.#seq++)) this.#misses.push(entry)
+    return { kind: 'fail', error }
   }
 
   #handle(captured: CapturedRequest): Decision | Promise<Decision> {

@@ -6,7 +6,7 @@
  * - One handler per method and URL path; inside it a request is matched on its full URL (query in any
  *   order, no fragment) and its body (SHA-256 of the bytes, with a multipart boundary neutralised).
  * - The n-th matching request gets the n-th recorded response. One more gets the refusal both capture
- *   paths give (engine/refusal.ts: 403 "Tool Replay Refused", `x-tool-replay-error: TR_REPLAY_EXHAUSTED`,
+ *   paths give (capture/refusal.ts: 403 "Tool Replay Refused", `x-tool-replay-error: TR_REPLAY_EXHAUSTED`,
  *   `x-should-retry: false`, the JSON error body), so SDKs fail at once instead of retrying; a request the trace never saw falls
  *   through to the next handler and then to MSW's `onUnhandledRequest` (use `'error'`).
  * - Responses carry the recorded status, status text, headers (hop-by-hop ones dropped) and the body as
@@ -91,7 +91,7 @@ const MESSAGE_SLOT = '@@TOOL_REPLAY_MESSAGE@@'
 
 /**
  * The refusal for one request too many, as the generated module's `refuse(message)`: the status, headers
- * and body shape come from engine/refusal.ts, so MSW answers exactly as the interceptor and the proxy do.
+ * and body shape come from capture/refusal.ts, so MSW answers exactly as the interceptor and the proxy do.
  */
 function refusalSource(traceName: string): string {
   const r = refusalResponse(new ToolReplayError(ErrorCodes.REPLAY_EXHAUSTED, MESSAGE_SLOT))

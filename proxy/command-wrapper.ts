@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import type { Readable, Writable } from 'node:stream'
 import { ErrorCodes, OUTPUT_TAIL_BYTES, ToolReplayError } from '../trace/index.ts'
 
@@ -26,6 +26,8 @@ export interface RunCommandOptions {
   cwd?: string
   /** Where the command's stdout and stderr go as they come. Default: this process's. */
   output?: { stdout: Writable; stderr: Writable }
+  /** Opens an IPC channel to the command and hands over the child as soon as it is spawned (a sealed run's helper). */
+  ipc?: (child: ChildProcess) => void
 }
 
 const SIGNAL_NUMBERS: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 }
@@ -52,7 +54,12 @@ export function runCommand(command: string, args: readonly string[], env: Record
     const onTerm = forward('SIGTERM')
     process.on('SIGINT', onInt)
     process.on('SIGTERM', onTerm)
-    child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['inherit', 'pipe', 'pipe'], ...(options.cwd ? { cwd: options.cwd } : {}) })
+    child = spawn(command, args, {
+      env: { ...process.env, ...env },
+      stdio: options.ipc ? ['inherit', 'pipe', 'pipe', 'ipc'] : ['inherit', 'pipe', 'pipe'],
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+    })
+    options.ipc?.(child)
     for (const signal of pending) child.kill(signal)
     const out = options.output ?? { stdout: process.stdout, stderr: process.stderr }
     const stdout = new TailBuffer()

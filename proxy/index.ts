@@ -22,11 +22,12 @@ export type { ProxyLimits, ProxyServer, ProxyServerOptions, ProxyStats } from '.
 export { DEFAULT_PROXY_LIMITS, startProxy } from './proxy-server.ts'
 export type { ClosedSession, ProxySessions, SessionRefusal, SessionRefusals } from './proxy-sessions.ts'
 export { DEFAULT_CHUNK_GAP_MS } from './response-target.ts'
-/** Status and header of the proxy's own error responses (403 refusal, see engine/refusal.ts; 502 upstream failure). */
+/** Status and header of the proxy's own error responses (403 refusal, see capture/refusal.ts; 502 upstream failure). */
 export { ERROR_HEADER, REFUSED_STATUS, UPSTREAM_FAILED_STATUS } from './responses.ts'
 export type { ReverseMount, ReverseRoutes } from './reverse-routes.ts'
 /** Parses `--reverse URL` / `--reverse NAME=URL` values into mounts. */
 export { parseReverse } from './reverse-routes.ts'
+export type { SealedOptions } from './sealed-run.ts'
 /** How a request names its session: the header (`x-tool-replay-session`), and the rule for session names. */
 export { assertSessionName, SESSION_HEADER, SESSION_PASSWORD } from './session-choice.ts'
 export type { SessionSpec } from './session-spec.ts'

@@ -19,8 +19,9 @@ import {
   secretEnvValues,
   shareSession,
 } from '../engine/index.ts'
+import { assertSealable } from '../seal/index.ts'
 import type { TraceStore } from '../store/index.ts'
-import { type AppRun, OUTPUT_TAIL_BYTES, type OutputTail } from '../trace/index.ts'
+import { type AppRun, ErrorCodes, OUTPUT_TAIL_BYTES, type OutputTail, ToolReplayError } from '../trace/index.ts'
 import { loadCertificateAuthority } from './certificate-authority.ts'
 import { type CapturedTail, type CommandExit, type RunCommandOptions, runCommand } from './command-wrapper.ts'
 import { controlSocketPath, startControlApi } from './control-api.ts'
@@ -28,8 +29,15 @@ import { proxyEnvironment, writeCaBundle } from './proxy-env.ts'
 import { type ProxyLimits, type ProxyServer, startProxy } from './proxy-server.ts'
 import type { ClosedSession, SessionRefusals } from './proxy-sessions.ts'
 import { type ReverseMount, reverseEnvironment } from './reverse-routes.ts'
+import { runSealedCommand, type SealedOptions } from './sealed-run.ts'
 import { sessionOptionsOf } from './session-spec.ts'
 import type { UpstreamOptions } from './upstream.ts'
+
+/**
+ * Loopback bypasses the proxy in a sealed run: it is the namespace's, the command's own (a test's local server),
+ * which the proxy, outside the namespace, cannot reach.
+ */
+const SEALED_NO_PROXY = { NO_PROXY: 'localhost,127.0.0.1,::1', no_proxy: 'localhost,127.0.0.1,::1' }
 
 /** Options for `runProxySession`. */
 export interface ProxyRunOptions {
@@ -55,6 +63,11 @@ export interface ProxyRunOptions {
   command?: string[]
   /** Where the command runs and where its output goes (default: this process's directory, stdout and stderr). */
   commandOptions?: RunCommandOptions
+  /**
+   * Run the command sealed (Linux): in its own network namespace whose only way out is this proxy, so clients
+   * that ignore the proxy variables are captured too (proxy/sealed-run.ts). Needs `command`.
+   */
+  sealed?: SealedOptions
   /** Start the control API (serve). */
   control?: boolean
   /** Status lines (stderr in the CLI). */
@@ -87,6 +100,11 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
   const bundlePath = await writeCaBundle(o.storeDir, ca)
   const open = (options: Omit<SessionOptions, 'store'>) =>
     openSession({ onWarning: (m) => o.log(`WARNING: ${m}`), ...options, store: o.store, labels: { recordedWith: 'proxy', ...options.labels } })
+  if (o.sealed && (!o.command || o.command.length === 0 || o.sessionsOnly)) {
+    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, '--sealed seals a command: give one after `--` (tr-proxy record|replay --sealed -- <command>).')
+  }
+  // Before the session opens: a machine that cannot seal fails the run before anything is written.
+  if (o.sealed) assertSealable()
   const session = o.sessionsOnly ? undefined : await open(o.session)
   if (o.session.tail === 'live' && session) {
     o.log(
@@ -114,9 +132,15 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
   }
   // Reverse mode adds base URLs to the proxy variables, not instead of them: a request to a host no mount
   // serves must still go through the proxy (recorded, or refused in strict replay), never straight out.
+  // Sealed, the proxy port is reached on the namespace's loopback; loopback itself is the command's own.
+  const proxyUrl = o.sealed ? `http://127.0.0.1:${proxy.port}` : proxy.url
   // The marker tells in-process test setups in the command (tool-replay/node-test, /vitest) that this proxy captures.
-  const forward = { ...proxyEnvironment({ proxyUrl: proxy.url, caPath: ca.certPath, bundlePath }), [PROXY_RUN_ENV]: '1' }
-  const env = proxy.reverse ? { ...forward, ...reverseEnvironment(proxy.reverse, proxy.url) } : forward
+  const forward = {
+    ...proxyEnvironment({ proxyUrl, caPath: ca.certPath, bundlePath }),
+    ...(o.sealed ? SEALED_NO_PROXY : {}),
+    [PROXY_RUN_ENV]: '1',
+  }
+  const env = proxy.reverse ? { ...forward, ...reverseEnvironment(proxy.reverse, proxyUrl) } : forward
   let control: Awaited<ReturnType<typeof startControlApi>> | undefined
   if (o.control) {
     try {
@@ -147,7 +171,16 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
       let shared: SharedSessionHost | undefined
       try {
         shared = session && (await shareSession(session))
-        exit = await runCommand(cmd, args, shared ? { ...env, [SESSION_SOCKET_ENV]: shared.socketPath } : env, o.commandOptions)
+        const commandEnv = shared ? { ...env, [SESSION_SOCKET_ENV]: shared.socketPath } : env
+        exit = o.sealed
+          ? await runSealedCommand(proxy, o.command, commandEnv, {
+              ...o.sealed,
+              caBundle: bundlePath,
+              upstream: o.upstream ?? {},
+              log: o.log,
+              ...(o.commandOptions ? { commandOptions: o.commandOptions } : {}),
+            })
+          : await runCommand(cmd, args, commandEnv, o.commandOptions)
       } catch (err) {
         // The command never started: discard the recording so the previous trace stays in place.
         await shared?.close(0)

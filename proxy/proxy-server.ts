@@ -19,7 +19,7 @@ import { RequestRouter } from './request-router.ts'
 import type { TunnelTarget } from './request-target.ts'
 import { sendProxyError } from './responses.ts'
 import { type ReverseMount, ReverseRoutes } from './reverse-routes.ts'
-import { createConnectHandler, createUpgradeHandler } from './tunnels.ts'
+import { type ConnectContext, createConnectHandler, createTunnelServer, createUpgradeHandler, type TunnelDestination } from './tunnels.ts'
 import { lazyUpstreamAgent, type UpstreamOptions } from './upstream.ts'
 
 const { createServer } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
@@ -71,7 +71,7 @@ export interface ProxyServerOptions {
   /** Port; 0 (default) picks a free one. */
   port?: number
   upstream?: UpstreamOptions
-  /** Replay timing (see engine/pacing.ts): 'chunks' (default), 'none', 'recorded' or a speed factor. */
+  /** Replay timing (see capture/pacing.ts): 'chunks' (default), 'none', 'recorded' or a speed factor. */
   pace?: PaceOption
   /** Gap between chunk writes in ms when chunks are kept apart (default: 0 over TLS, 2 over plain HTTP; see response-target.ts). */
   chunkGapMs?: number
@@ -164,7 +164,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   const outer: Server = createServer(serverOptions, (req, res) => onRequest(req, res, undefined))
   const inner: Server = createServer(serverOptions, (req, res) => onRequest(req, res, tunnelTargets.get(req.socket)))
   const slots = new ConnectionSlots(limits, stats)
-  const connect = createConnectHandler({
+  const tunnelContext: ConnectContext = {
     ca,
     stats,
     track,
@@ -179,7 +179,9 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
       tunnelTargets.set(socket, target)
       inner.emit('connection', socket)
     },
-  })
+  }
+  const connect = createConnectHandler(tunnelContext)
+  const tunnel = createTunnelServer(tunnelContext)
   outer.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     router.connect(req, socket)
     slots.tunneled(socket)
@@ -201,7 +203,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   port = (outer.address() as AddressInfo).port
 
   let closed: Promise<SessionSummary | undefined> | undefined
-  return {
+  const proxy: ProxyServer<Session | undefined> = {
     url: `http://${listening()}`,
     host,
     port,
@@ -216,6 +218,44 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
       return closed as Promise<SessionSummary>
     },
   }
+  doors.set(proxy, {
+    proxy(socket, head) {
+      if (head && head.byteLength > 0) socket.unshift(head)
+      outer.emit('connection', socket)
+      socket.resume()
+    },
+    tunnel(socket, head, to) {
+      if (!slots.admit(socket)) return
+      router.accepted(socket)
+      track(socket)
+      slots.tunneled(socket)
+      stats.tunnels++
+      router.progress(socket)
+      socket.setNoDelay(true)
+      tunnel(socket, head, to)
+    },
+  })
+  return proxy
+}
+
+/**
+ * How connections accepted elsewhere reach a proxy: a sealed run's listeners inside its namespace
+ * (proxy/sealed-run.ts). Internal: not on the ProxyServer users get.
+ */
+export interface ConnectionDoor {
+  /** A connection made to the proxy port: served as if this proxy had accepted it (`head`: bytes already read from it). */
+  proxy(socket: Socket, head?: Buffer): void
+  /** A connection whose destination is known: served as after a CONNECT to it (TLS intercepted, or plain HTTP). */
+  tunnel(socket: Socket, head: Buffer, to: TunnelDestination): void
+}
+
+const doors = new WeakMap<ProxyServer<Session | undefined>, ConnectionDoor>()
+
+/** The door of a proxy started by startProxy. */
+export function connectionDoor(proxy: ProxyServer<Session | undefined>): ConnectionDoor {
+  const door = doors.get(proxy)
+  if (!door) throw new ToolReplayError(ErrorCodes.INTERNAL, 'connectionDoor: this proxy was not started by startProxy.')
+  return door
 }
 
 /** How each request enters: routed to its session, its handling tracked for close(), any throw answered as a 500. */

@@ -1,6 +1,6 @@
 /**
  * Carries out an engine refusal on the proxy path: the client gets the engine's refusal response (403,
- * `x-should-retry: false`, provider-shaped JSON; see engine/refusal.ts), the same one the interceptor
+ * `x-should-retry: false`, provider-shaped JSON; see capture/refusal.ts), the same one the interceptor
  * plays into fetch.
  */
 import type { ServerResponse } from 'node:http'

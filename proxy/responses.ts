@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http'
 import { ERROR_HEADER, REFUSAL_STATUS } from '../capture/index.ts'
 import { type ErrorCode, ErrorCodes } from '../trace/index.ts'
 
-/** Status of the proxy's own refusals (strict replay miss, overrun, closed session): the engine's, see engine/refusal.ts. */
+/** Status of the proxy's own refusals (strict replay miss, overrun, closed session): the engine's, see capture/refusal.ts. */
 export const REFUSED_STATUS = REFUSAL_STATUS
 
 /** Status when the upstream itself failed (connect refused, reset, TLS): the usual gateway error. */

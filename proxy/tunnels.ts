@@ -36,8 +36,19 @@ export interface ConnectContext {
   closeGraceMs: number
 }
 
-/** Returns the `connect` listener: answers 200, then intercepts TLS (or serves plain HTTP) inside the tunnel. */
-export function createConnectHandler(ctx: ConnectContext): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+/** Where a tunnel leads: the host its certificate is made for (before any SNI), and the authority of its requests. */
+export interface TunnelDestination {
+  hostname: string
+  /** host:port, as a CONNECT names it. */
+  authority: string
+}
+
+/**
+ * Returns what serves a connection once its destination is known: TLS (its first byte 0x16) is intercepted with a
+ * leaf certificate for the host, anything else served as plain HTTP. A CONNECT tunnel after its 200, and a sealed
+ * run's redirected connection (proxy/sealed-run.ts), both go through it. `head`: bytes already read from it.
+ */
+export function createTunnelServer(ctx: ConnectContext): (socket: Duplex, head: Buffer, to: TunnelDestination) => void {
   const intercept = async (socket: Duplex, hostname: string, authority: string, deadline: NodeJS.Timeout): Promise<void> => {
     let secureContext: Awaited<ReturnType<CertificateAuthority['secureContextFor']>>
     try {
@@ -72,6 +83,30 @@ export function createConnectHandler(ctx: ConnectContext): (req: IncomingMessage
     ctx.serve(tlsSocket, { scheme: 'https', authority })
   }
 
+  return (socket, head, to) => {
+    // A tunnel that never speaks (or never finishes its handshake) must not hold a socket forever.
+    const deadline = setTimeout(() => socket.destroy(), ctx.handshakeTimeoutMs)
+    deadline.unref()
+    socket.once('close', () => clearTimeout(deadline))
+    const start = (first: Buffer) => {
+      socket.pause()
+      if (first.byteLength > 0) socket.unshift(first)
+      if (first[0] === 0x16) void intercept(socket, to.hostname, to.authority, deadline)
+      else {
+        // Plain HTTP inside the tunnel (a client that tunnels http:// too).
+        clearTimeout(deadline)
+        ctx.serve(socket, { scheme: 'http', authority: to.authority })
+        socket.resume()
+      }
+    }
+    if (head.byteLength > 0) start(head)
+    else socket.once('data', start)
+  }
+}
+
+/** Returns the `connect` listener: answers 200, then intercepts TLS (or serves plain HTTP) inside the tunnel. */
+export function createConnectHandler(ctx: ConnectContext): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+  const tunnel = createTunnelServer(ctx)
   return (req, socket, head) => {
     socket.on('error', () => socket.destroy())
     const authority = req.url ?? ''
@@ -85,23 +120,7 @@ export function createConnectHandler(ctx: ConnectContext): (req: IncomingMessage
     ctx.progress(socket)
     ;(socket as Socket).setNoDelay?.(true)
     socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
-    // A tunnel that never speaks (or never finishes its handshake) must not hold a socket forever.
-    const deadline = setTimeout(() => socket.destroy(), ctx.handshakeTimeoutMs)
-    deadline.unref()
-    socket.once('close', () => clearTimeout(deadline))
-    const start = (first: Buffer) => {
-      socket.pause()
-      if (first.byteLength > 0) socket.unshift(first)
-      if (first[0] === 0x16) void intercept(socket, parsed.hostname, authority, deadline)
-      else {
-        // Plain HTTP inside the tunnel (a client that tunnels http:// too).
-        clearTimeout(deadline)
-        ctx.serve(socket, { scheme: 'http', authority })
-        socket.resume()
-      }
-    }
-    if (head.byteLength > 0) start(head)
-    else socket.once('data', start)
+    tunnel(socket, head, { hostname: parsed.hostname, authority })
   }
 }
 

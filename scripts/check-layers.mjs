@@ -37,6 +37,7 @@ export const FLOORS = [
   ['store'], // persistence
   ['engine'], // a record or replay session: matching, occurrence, ledger, redaction, fault planner
   ['capture'], // the life of one captured request, once for every path
+  ['seal'], // sealed runs, the OS side: namespaces, DNS, connection tracking (the proxy serves what arrives)
   ['interceptor', 'proxy', 'mcp', 'interop'], // the capture paths, and conversions to other formats
   ['cases', 'assets', 'lab'], // regression cases; shared recordings in a git assets repository; the fault lab (the CLI's `demo`)
   ['inspector'], // `tr-proxy inspect`: the evidence console over traces, cases and the lab

@@ -27,6 +27,7 @@ const unitDirs = [
   'store',
   'engine',
   'capture',
+  'seal',
   'lab',
   'interceptor',
   'mcp',

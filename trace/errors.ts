@@ -38,6 +38,8 @@ export const ErrorCodes = {
   COMMAND_FAILED: 'TR_COMMAND_FAILED',
   SESSION_UNKNOWN: 'TR_SESSION_UNKNOWN',
   SESSION_EXISTS: 'TR_SESSION_EXISTS',
+  /** A sealed run (`--sealed`) cannot be set up here: the kernel, the sandbox or a missing tool refuses it. */
+  SEAL_UNAVAILABLE: 'TR_SEAL_UNAVAILABLE',
   // interceptor
   CAPTURE_UNAVAILABLE: 'TR_CAPTURE_UNAVAILABLE',
   // cases
@@ -68,6 +70,12 @@ export const ErrorCodes = {
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes]
 
+/**
+ * The brand every ToolReplayError carries, registered globally (as undici brands its errors): an app holding two
+ * copies of the package (its own and a dependency's) gets two classes, and each must recognise the other's errors.
+ */
+const BRAND = Symbol.for('tool-replay.error')
+
 /** Base class for every deliberate Tool Replay failure, after abstract-level's ModuleError. */
 export class ToolReplayError extends Error {
   readonly code: ErrorCode
@@ -78,10 +86,16 @@ export class ToolReplayError extends Error {
     this.code = code
     this.name = new.target.name
     this.details = options?.details
+    Object.defineProperty(this, BRAND, { value: true })
+  }
+
+  /** `err instanceof ToolReplayError` holds for an error of any copy of the package (by its brand). */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true
   }
 }
 
-/** True when `err` is a ToolReplayError, optionally with the given code. */
+/** True when `err` is a ToolReplayError (of any copy of the package), optionally with the given code. */
 export function isToolReplayError(err: unknown, code?: ErrorCode): err is ToolReplayError {
   return err instanceof ToolReplayError && (code === undefined || err.code === code)
 }

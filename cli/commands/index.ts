@@ -38,6 +38,7 @@ export const COMMAND_ENTRIES: readonly CommandEntry[] = [
   { names: ['session'], load: async () => (await import('./session.ts')).sessionCommand },
   { names: ['env'], load: async () => (await import('./env.ts')).envCommand },
   { names: ['ca'], load: async () => (await import('./ca.ts')).caCommand },
+  { names: ['doctor'], load: async () => (await import('./doctor.ts')).doctorCommand },
   { names: ['demo'], load: async () => (await import('./demo.ts')).demoCommand },
   { names: ['inspect'], load: async () => (await import('./inspect.ts')).inspectCommand },
 ]

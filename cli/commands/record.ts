@@ -27,6 +27,7 @@ import { EXIT_CODES, TOOL_EXIT_MIN } from '../exit-codes.ts'
 import { storeDir, withStore } from '../open-store.ts'
 import type { Io } from '../output.ts'
 import { redactionFromArgs, redactionOptions } from '../redaction-flags.ts'
+import { sealedFromArgs, sealedHint, sealedOptions } from '../sealed-flags.ts'
 import type { Args, CommandModule } from './command.ts'
 
 /** Port of a proxy started without a command (with one, a free loopback port is used). */
@@ -172,6 +173,7 @@ export async function runProxyCommand(
   const maxBodyBytes = args['max-body-bytes'] === undefined ? undefined : parseMaxBodyBytes(args['max-body-bytes'])
   const chunkGapMs = args['chunk-gap-ms'] === undefined ? undefined : nonNegative(args['chunk-gap-ms'], 'chunk-gap-ms')
   const reverse = parseReverse(((args.reverse as unknown[] | undefined) ?? []).map(String))
+  const sealed = sealedFromArgs(args)
   session = { ...session, redaction: await redactionFromArgs(args) }
   const faults = await faultsFromArgs(args)
   // Printed at the start and again on any failure, so a failing chaos run can always be rerun exactly.
@@ -194,6 +196,7 @@ export async function runProxyCommand(
       ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
       ...(chunkGapMs !== undefined ? { chunkGapMs } : {}),
       ...(command.length > 0 ? { command } : {}),
+      ...(sealed ? { sealed } : {}),
       control: opts.control,
       log: (line) => io.err(line),
     })
@@ -235,6 +238,8 @@ export async function runProxyCommand(
     if (s) io.err(formatSummary(s))
     if (refusedCount > 0) io.err(formatSessionRefusals(refusals))
     if (verdict) io.err(formatFaultVerdict(verdict))
+    const hint = sealedHint(args, session.mode, opts.strict, command)
+    if (hint) io.err(hint)
     if (faultError && exit === EXIT_CODES[faultError.code]) io.err(`error ${faultError.code}: ${faultError.message}`)
     // The seed again at the end of a failed run (the fault error already names it), and for replay the trace's.
     if (session.mode === 'replay' && verdict) io.err(verdict.seedLine)
@@ -252,7 +257,7 @@ export const recordCommand: CommandModule = {
   command: 'record',
   describe: 'Run the proxy recording live exchanges into a trace; with `-- cmd ...` run that command through it, else serve until Ctrl-C',
   builder: (y) =>
-    proxyOptions(y)
+    sealedOptions(proxyOptions(y))
       .option('mode', {
         choices: ['record', 'update', 'passthrough'],
         default: 'record',

@@ -1,5 +1,6 @@
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { EXIT_CODES } from '../exit-codes.ts'
+import { sealedOptions } from '../sealed-flags.ts'
 import type { CommandModule } from './command.ts'
 import { proxyOptions, runProxyCommand } from './record.ts'
 
@@ -10,7 +11,7 @@ export const replayCommand: CommandModule = {
   command: 'replay',
   describe: `Replay a trace through the proxy, never contacting an upstream; with \`-- cmd ...\` exit ${REPLAY_FAILED} when the command missed, overran or left recordings unused`,
   builder: (y) =>
-    proxyOptions(y)
+    sealedOptions(proxyOptions(y))
       .option('strict', {
         type: 'boolean',
         default: true,

@@ -20,6 +20,7 @@ const BUILD_DIRS = [
   'store',
   'engine',
   'capture',
+  'seal',
   'interceptor',
   'interop',
   'lab',

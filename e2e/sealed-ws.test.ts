@@ -1,0 +1,94 @@
+/**
+ * A sealed run of the `ws` package without an agent (it never reads the proxy variables). Upgrades are not recorded
+ * yet (the WebSocket work records them): what holds is that the client is captured, never around Tool Replay —
+ * passed through live while recording, a miss (exit 69) in strict replay with the upstream STOPPED and a counting
+ * listener at 0.
+ */
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import { createServer as createHttpsServer } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import { before, describe, test } from 'node:test'
+import { WebSocketServer } from 'ws'
+import { cannotSeal, cli, countingListener, REPLAY_CONTRACT_EXIT, sealedWork } from './support/sealed-harness.ts'
+
+let work: Awaited<ReturnType<typeof sealedWork>>
+let skip: string | undefined
+
+before(async () => {
+  skip = await cannotSeal()
+  work = await sealedWork('tr-sealed-ws-')
+})
+
+/** A WebSocket echo server on HTTPS (the `ws` package's own server), counting its connections. */
+async function startWsUpstream(): Promise<{ port: number; readonly connections: number; close(): Promise<void> }> {
+  const cert = work.pki.certs['api.test'] as { cert: string; key: string }
+  const server = createHttpsServer(cert)
+  let connections = 0
+  server.on('secureConnection', () => connections++)
+  const wss = new WebSocketServer({ server })
+  wss.on('connection', (socket) => socket.on('message', (data) => socket.send(`echo: ${String(data)}`)))
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  return {
+    port: (server.address() as AddressInfo).port,
+    get connections() {
+      return connections
+    },
+    close: async () => {
+      for (const c of wss.clients) c.terminate()
+      wss.close()
+      server.closeAllConnections()
+      await new Promise<void>((r) => server.close(() => r()))
+    },
+  }
+}
+
+// `ws` without an agent: it never reads the proxy variables.
+const WS_CLIENT = `
+import WebSocket from 'ws'
+const socket = new WebSocket('wss://api.test/socket')
+socket.on('open', () => socket.send('hello'))
+socket.on('message', (data) => { process.stdout.write(String(data) + '\\n'); socket.close() })
+socket.on('error', (err) => { process.stderr.write('ws error: ' + err.message + '\\n'); process.exit(3) })
+`
+
+describe('sealed runs: WebSocket upgrades of a client that ignores the proxy variables', { timeout: 300_000 }, () => {
+  test('`ws` without an agent: captured (passed through while recording), refused in strict replay with the upstream stopped', async (t) => {
+    if (skip) return t.skip(skip)
+    let up: Awaited<ReturnType<typeof startWsUpstream>> | undefined = await startWsUpstream()
+    const port = up.port
+    let counting: Awaited<ReturnType<typeof countingListener>> | undefined
+    try {
+      const command = [process.execPath, '--input-type=module', '-e', WS_CLIENT]
+      const rec = await cli([
+        'record',
+        '--store',
+        work.store,
+        '-t',
+        'ws',
+        '--sealed',
+        '--resolve',
+        `api.test=127.0.0.1:${port}`,
+        '--upstream-ca',
+        work.pki.caPath,
+        '--',
+        ...command,
+      ])
+      assert.equal(rec.code, 0, rec.stderr)
+      assert.equal(rec.stdout, 'echo: hello\n')
+      assert.match(rec.stderr, /0 recorded, 1 passed through/, 'the upgrade went through Tool Replay')
+      assert.equal(up.connections, 1)
+      await up.close()
+      up = undefined
+      counting = await countingListener(port)
+      const rep = await cli(['replay', '--store', work.store, '-t', 'ws', '--sealed', '--', ...command])
+      assert.equal(rep.code, REPLAY_CONTRACT_EXIT, rep.stderr)
+      assert.match(rep.stderr, /TR_REPLAY_MISS GET https:\/\/api\.test\/socket \(upgrade: websocket\)/)
+      assert.equal(counting.connections, 0)
+    } finally {
+      await up?.close()
+      await counting?.close()
+    }
+  })
+})
