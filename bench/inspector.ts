@@ -13,61 +13,13 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium } from 'playwright-core'
+import { bigTrace, NEEDLE } from '../e2e/support/big-run.ts'
 import { CHROMIUM, CHROMIUM_FLAGS } from '../e2e/support/browser.ts'
 import { startInspector } from '../inspector/index.ts'
 import { openStore } from '../store/index.ts'
-import { bodyFromBytes, type Exchange, type Trace } from '../trace/index.ts'
 
 const EXCHANGES = Number(process.env.EXCHANGES ?? 10_000)
 const RUNS = Number(process.env.RUNS ?? 5)
-const enc = (s: string) => new TextEncoder().encode(s)
-
-function bigTrace(n: number): Trace {
-  const bodies = new Map<string, Uint8Array>()
-  const body = (text: string) => {
-    const b = bodyFromBytes(enc(text))
-    bodies.set(b.ref.digest, b.bytes)
-    return b.ref
-  }
-  const json: Array<[string, string]> = [['content-type', 'application/json']]
-  const exchanges: Exchange[] = []
-  for (let seq = 0; seq < n; seq++) {
-    const model = seq % 10 === 0
-    const request = model
-      ? JSON.stringify({
-          model: 'gpt-4.1-mini',
-          messages: [{ role: 'user', content: `step ${seq}: look the order up` }],
-          tools: [{ type: 'function', function: { name: 'lookup' } }],
-        })
-      : JSON.stringify({ order: seq, note: 'x'.repeat(200) })
-    const response = model
-      ? JSON.stringify({
-          object: 'chat.completion',
-          model: 'gpt-4.1-mini-2025-04-14',
-          choices: [
-            {
-              index: 0,
-              finish_reason: 'tool_calls',
-              message: { role: 'assistant', tool_calls: [{ id: `c${seq}`, type: 'function', function: { name: 'lookup', arguments: `{"order":${seq}}` } }] },
-            },
-          ],
-          usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 },
-        })
-      : JSON.stringify({ order: seq, status: 'ok', items: Array.from({ length: 10 }, (_, i) => ({ sku: `sku-${i}`, qty: i })) })
-    exchanges.push({
-      seq,
-      request: {
-        method: 'POST',
-        url: model ? 'https://api.openai.test/v1/chat/completions' : `https://orders.test/v1/orders/${seq}`,
-        headers: json,
-        body: body(request),
-      },
-      outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: json, body: body(response), trailers: [] } },
-      timing: { startMs: seq * 3, headersMs: 2 },
-    })
-  }
-  return { meta: { name: 'big', format: 1 }, exchanges, bodies }
-}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number
 
@@ -86,6 +38,15 @@ async function main(): Promise<void> {
     return performance.now() - t
   }
   const firstStats = await api('/api/runs/big/stats')
+  // The run's index (read once, then kept) answers search; the first search waits for it.
+  const firstSearch = await api(`/api/runs/big/search?q=${NEEDLE}`)
+  const searchTook: number[] = []
+  for (let i = 0; i < RUNS; i++) {
+    const r = (await (await fetch(`${inspector.origin}/api/runs/big/search?q=${NEEDLE}&filter=`, { headers })).json()) as { tookMs: number }
+    searchTook.push(r.tookMs)
+  }
+  const searchApi: number[] = []
+  for (let i = 0; i < RUNS; i++) searchApi.push(await api(`/api/runs/big/search?q=status:503&filter=errors`))
   const apiTimes = { head: [] as number[], first: [] as number[], last: [] as number[], exchange: [] as number[] }
   for (let i = 0; i < RUNS; i++) {
     apiTimes.head.push(await api('/api/runs/big'))
@@ -97,6 +58,7 @@ async function main(): Promise<void> {
   const paint: number[] = []
   const open: number[] = []
   const jump: number[] = []
+  const find: number[] = []
   try {
     for (let i = 0; i < RUNS; i++) {
       const context = await browser.newContext({ viewport: { width: 1400, height: 900 } })
@@ -120,6 +82,14 @@ async function main(): Promise<void> {
       await page.locator(`[data-testid="timeline-row"][data-seq="${EXCHANGES / 2}"]`).waitFor()
       await page.getByTestId('llm-view').waitFor()
       jump.push(performance.now() - t)
+      // Search in the page: from typing the word until the one exchange that has it is listed.
+      await page.goto(`${inspector.url}#/run/big`)
+      await page.locator('[data-testid="timeline-row"][data-seq="0"]').waitFor()
+      t = performance.now()
+      await page.getByTestId('run-search').fill(NEEDLE)
+      await page.locator('[data-testid="search-count"]', { hasText: '1 of' }).waitFor()
+      await page.locator(`[data-testid="timeline-row"][data-seq="${4321}"]`).waitFor()
+      find.push(performance.now() - t)
       await context.close()
     }
   } finally {
@@ -133,7 +103,11 @@ async function main(): Promise<void> {
   console.log(`  first meaningful paint (navigation → run name + first row)  ${f(paint)}`)
   console.log(`  open an exchange (click → model turn in the panel)          ${f(open)}`)
   console.log(`  jump to #${EXCHANGES / 2} by link (row + panel)                   ${f(jump)}`)
+  console.log(`  search in the page (typed → the one match listed)           ${f(find)}`)
   console.log(`  API: run statistics, first time (every exchange read)       ${firstStats.toFixed(0)} ms`)
+  console.log(`  API: first search (builds the run's index)                  ${firstSearch.toFixed(0)} ms`)
+  console.log(`  API: search, the index's own time                           ${f(searchTook)}`)
+  console.log(`  API: search status:503 + errors filter, whole answer        ${f(searchApi)}`)
   console.log(`  API: run head                                               ${f(apiTimes.head)}`)
   console.log(`  API: timeline page of 200 at the start                      ${f(apiTimes.first)}`)
   console.log(`  API: timeline page of 200 at the end                        ${f(apiTimes.last)}`)

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { openSession, type SessionSummary } from '../engine/index.ts'
+import { openSession, PROXY_RUN_ENV, type SessionSummary } from '../engine/index.ts'
 import { loadCertificateAuthority, proxyEnvironment, startProxy } from '../proxy/index.ts'
 import { createMemoryStore } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
@@ -31,11 +31,10 @@ export async function runCommandCase(
     let result: { exitCode: number; stdout: string; stderr: string } | undefined
     let error: unknown
     try {
-      result = await spawnCaptured(
-        run.command,
-        resolve(c.dir, run.cwd),
-        proxyEnvironment({ proxyUrl: proxy.url, caPath: ca.certPath, bundlePath: ca.certPath }),
-      )
+      result = await spawnCaptured(run.command, resolve(c.dir, run.cwd), {
+        ...proxyEnvironment({ proxyUrl: proxy.url, caPath: ca.certPath, bundlePath: ca.certPath }),
+        [PROXY_RUN_ENV]: '1',
+      })
     } catch (err) {
       error = err
     }

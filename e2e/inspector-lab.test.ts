@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { openStore, parseTraceFile } from 'tool-replay/store'
-import { browserMissing, launchBrowser } from './support/browser.ts'
+import { browserMissing, launchBrowser, visibleText } from './support/browser.ts'
 import { type RunningInspector, startInspectCli } from './support/inspector-harness.ts'
 import { tempDir } from './support/proxy-harness.ts'
 
@@ -66,6 +66,13 @@ test('a lab link reproduces demo --scenario lost_ack --policy all, and a run exp
   await page.waitForURL(/#\/lab\?scenario=lost_ack&policy=all&seed=7&callBudget=2$/)
   await page.getByTestId('lab-command').filter({ hasText: '--call-budget 2' }).waitFor({ timeout: 120_000 })
   assert.equal(await page.getByTestId('lab-command').textContent(), 'tr-proxy demo --scenario lost_ack --policy all --seed 7 --call-budget 2')
+
+  // A run whose fault never fired tests nothing: UNTESTED, not FAIL; one shipment is "1 shipment".
+  await page.goto(`${inspector.url}#/lab?scenario=lost_ack&policy=all&probability=0`)
+  await page.getByTestId('lab-command').filter({ hasText: '--probability 0' }).waitFor({ timeout: 120_000 })
+  assert.deepEqual(await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-verdict'))), ['UNTESTED', 'UNTESTED', 'UNTESTED'])
+  const line = await visibleText(rows.nth(0))
+  assert.match(line, /UNTESTED no retries 2 calls 1 shipment the fault never fired: this run does not test the policy/)
 })
 
 function escapeRegExp(s: string): string {

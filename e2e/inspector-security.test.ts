@@ -164,8 +164,8 @@ describe('in a browser', () => {
       // a run of this store made it known).
       await page.goto(`${inspector.url}#/run/imported-too?rerun=1`)
       await page.getByTestId('rerun-start').click()
-      await page.getByTestId('rerun-confirm').waitFor()
-      assert.match((await page.getByTestId('rerun-confirm-command').textContent()) ?? '', /writeFileSync/)
+      await page.getByTestId('confirm-command').waitFor()
+      assert.match((await page.getByTestId('confirm-command-line').textContent()) ?? '', /writeFileSync/)
       assert.ok(!existsSync(join(work, 'ran-too.txt')), 'shown, not run')
       await page.goto(`http://127.0.0.1:${(evil.address() as AddressInfo).port}/`)
       const result = await page.evaluate(async (target) => {

@@ -82,7 +82,8 @@ export { connectSharedSession, findSharedSession, SESSION_SOCKET_ENV, sharedSess
 /** Runner glue for the ready-made test setups (internal): vitest hook registration, the end-of-file strict judgement. */
 export { judgeTestReplay, lateRequestRefusal, registerVitestFileHooks } from './test-hooks.ts'
 /** Which trace and mode a test file records or replays (TOOL_REPLAY_MODE, TOOL_REPLAY_TRACE as a group); whether a setup was preloaded. */
-export { loadedAsTestPreload, resolveTestTrace, traceNameForTestFile } from './test-trace.ts'
+export type { TestRunner } from './test-trace.ts'
+export { insideProxyRun, loadedAsTestPreload, PROXY_RUN_ENV, resolveTestTrace, testRunCommand, traceNameForTestFile } from './test-trace.ts'
 /** Credentials in free text (a command's output and command line) replaced by [REDACTED]. */
 export { redactText, secretEnvValues } from './text-redaction.ts'
 export type { RedactedTrace } from './trace-redaction.ts'

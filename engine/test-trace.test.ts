@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { loadedAsTestPreload, resolveTestTrace } from './test-trace.ts'
+import { insideProxyRun, loadedAsTestPreload, resolveTestTrace, testRunCommand } from './test-trace.ts'
 
 const SETUP = /(tool-replay\/proxy-node-test|shared-session-node-test\.[cm]?[jt]s)$/
 
@@ -26,4 +26,36 @@ test('the trace of a test file: option, else TOOL_REPLAY_TRACE as a group, else 
     code: 'TR_INVALID_OPTION',
     message: /TOOL_REPLAY_MODE="recrod" is not a mode/,
   })
+})
+
+test('the command that runs a test file again, kept with what the test setups record', () => {
+  // A `node --test` child: the runner's own flags are gone, the name pattern stays, the file is made relative.
+  assert.deepEqual(
+    testRunCommand({
+      runner: 'node:test',
+      testFile: '/repo/test/orders.test.mjs',
+      cwd: '/repo',
+      execArgv: ['--conditions=tool-replay-source', '--import', 'tool-replay/node-test', '--test-name-pattern=refund'],
+      env: { NODE_TEST_CONTEXT: 'child-v8' },
+    }),
+    {
+      command: ['node', '--conditions=tool-replay-source', '--import', 'tool-replay/node-test', '--test-name-pattern=refund', '--test', 'test/orders.test.mjs'],
+      labels: { testRunner: 'node:test', testFile: 'test/orders.test.mjs', testName: 'refund' },
+    },
+  )
+  // `node test/orders.test.mjs` (no runner around it) runs the file as a script again; a file outside cwd stays absolute.
+  assert.deepEqual(testRunCommand({ runner: 'node:test', testFile: '/elsewhere/a.test.mjs', cwd: '/repo', execArgv: [], env: {} }).command, [
+    'node',
+    '/elsewhere/a.test.mjs',
+  ])
+  assert.deepEqual(testRunCommand({ runner: 'vitest', testFile: '/repo/src/a.test.ts', cwd: '/repo', execArgv: ['--conditions=x'], env: {} }), {
+    command: ['npx', 'vitest', 'run', 'src/a.test.ts'],
+    labels: { testRunner: 'vitest', testFile: 'src/a.test.ts' },
+  })
+})
+
+test('a test file run by `tr-proxy record|replay -- <command>` is inside a proxy run (the proxy captures it)', () => {
+  assert.equal(insideProxyRun({ TOOL_REPLAY_PROXY_RUN: '1', HTTPS_PROXY: 'http://127.0.0.1:1' }), true)
+  assert.equal(insideProxyRun({ HTTPS_PROXY: 'http://corp-proxy:3128', NODE_USE_ENV_PROXY: '1' }), false, 'a proxy of its own is not a tr-proxy run')
+  assert.equal(insideProxyRun({}), false)
 })

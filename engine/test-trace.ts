@@ -2,7 +2,7 @@
  * Which trace and mode a test file records or replays, from TOOL_REPLAY_MODE and TOOL_REPLAY_TRACE: one rule
  * for every ready-made setup (the interceptor's node:test and vitest setups, and the shared-proxy ones).
  */
-import { basename } from 'node:path'
+import { basename, isAbsolute, relative } from 'node:path'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { MODES, type Mode } from './session.ts'
 
@@ -55,4 +55,45 @@ export function loadedAsTestPreload(specifier: RegExp, execArgv: readonly string
   if (!preloaded) return false
   const isRunnerParent = execArgv.includes('--test') && !env.NODE_TEST_CONTEXT && !execArgv.some((a) => a.startsWith('--test-isolation=none'))
   return !isRunnerParent
+}
+
+/** The test runners whose setups keep a command to run a test file again. */
+export type TestRunner = 'node:test' | 'vitest'
+
+/**
+ * The command that runs one test file again (kept with the recording as its `meta.app`, so the inspector can
+ * rerun it against a fork) and the labels that say which runner, file and test name pattern it is. For
+ * node:test, `execArgv` is the file process's own: the runner's flags are already gone from it and a
+ * `--test-name-pattern` is still there.
+ */
+export function testRunCommand(o: {
+  runner: TestRunner
+  testFile: string
+  cwd: string
+  execArgv: readonly string[]
+  env: Record<string, string | undefined>
+}): { command: string[]; labels: Record<string, string> } {
+  const rel = relative(o.cwd, o.testFile)
+  const file = rel === '' || rel.startsWith('..') || isAbsolute(rel) ? o.testFile : rel
+  const labels: Record<string, string> = { testRunner: o.runner, testFile: file }
+  if (o.runner === 'vitest') return { command: ['npx', 'vitest', 'run', file], labels }
+  const pattern = o.execArgv.find((a) => a.startsWith('--test-name-pattern='))?.slice('--test-name-pattern='.length)
+  if (pattern !== undefined) labels.testName = pattern
+  const runner = o.env.NODE_TEST_CONTEXT ? ['--test'] : []
+  return { command: ['node', ...o.execArgv, ...runner, file], labels }
+}
+
+/**
+ * Set in the environment of a command that tr-proxy runs behind its proxy (`tr-proxy record|replay --
+ * <command>`, a command case being verified): the proxy captures that command's requests.
+ */
+export const PROXY_RUN_ENV = 'TOOL_REPLAY_PROXY_RUN'
+
+/**
+ * True in a command tr-proxy runs behind its proxy (PROXY_RUN_ENV). There the proxy captures the test file's
+ * requests and keeps the run's outcome, so the in-process setups stand aside instead of capturing them into a
+ * trace of their own.
+ */
+export function insideProxyRun(env: Record<string, string | undefined>): boolean {
+  return env[PROXY_RUN_ENV] === '1'
 }

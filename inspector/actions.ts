@@ -25,6 +25,8 @@ import {
   type Trace,
   type TraceDiff,
 } from '../trace/index.ts'
+import type { ApprovedCommand } from './command-gate.ts'
+import { verdictOf } from './verdict.ts'
 
 /** What the page asks to fork. */
 export interface ForkRequest {
@@ -45,10 +47,14 @@ export async function forkRun(store: TraceStore, r: ForkRequest) {
     throw new ToolReplayError(ErrorCodes.INVALID_PATCH, 'body=@FILE patches read a file: use `tr-proxy fork` for them, or write the body as $.path edits.')
   }
   assertTraceName(r.to, 'branch name')
-  const source = await store.readTrace(r.source)
-  if (!r.force && (await store.hasTrace(r.to))) {
-    throw new ToolReplayError(ErrorCodes.TRACE_EXISTS, `Cannot fork "${source.meta.name}" to "${r.to}": a trace with that name exists. Pick another name.`)
+  if (r.to === r.source) {
+    throw new ToolReplayError(
+      ErrorCodes.INVALID_OPTION,
+      `Cannot fork "${r.source}" onto its own source: a fork never replaces what it was made from. Name the branch.`,
+    )
   }
+  const source = await store.readTrace(r.source)
+  await assertReplaceable(store, r.to, r.force === true, source.meta.name)
   const { trace: branch, notes } = forkTraceWithNotes(source, { name: r.to, sourceDigest: traceDigest(source), patches: specs })
   await store.putTrace(branch, { overwrite: r.force === true })
   const applied = resolvePatches(source, specs)
@@ -59,6 +65,20 @@ export async function forkRun(store: TraceStore, r: ForkRequest) {
     command: `tr-proxy fork ${shellLine([source.meta.name, '--to', r.to, ...applied.flatMap((p) => ['--patch', p.spec])])}`,
     patches: applied.map((p) => ({ id: p.id, spec: p.spec, seq: p.seq, notes: notes.filter((n) => n.id === p.id && n.seq === p.seq).map((n) => n.note) })),
   }
+}
+
+/**
+ * A fork may replace only a branch another fork made (`force`): never a recording or an imported trace, whose
+ * exchanges happened and would be lost.
+ */
+async function assertReplaceable(store: TraceStore, name: string, force: boolean, source: string): Promise<void> {
+  const existing = await store.openTrace(name).catch(() => undefined)
+  if (!existing && !(await store.hasTrace(name))) return
+  if (force && existing?.info.meta.lineage) return
+  throw new ToolReplayError(
+    ErrorCodes.TRACE_EXISTS,
+    `Cannot fork "${source}" to "${name}": a trace with that name exists${force ? ' and it is not a branch made by a fork (a recording is never replaced from the page)' : ''}. Pick another name.`,
+  )
 }
 
 /** One aligned pair of the comparison, with each side's timeline line. */
@@ -105,6 +125,7 @@ export async function compareRuns(store: TraceStore, aName: string, bName: strin
     view: useLlm ? 'llm' : 'http',
     a: side(a),
     b: side(b),
+    ...(await promoteTarget(store, b)),
     diff,
     pairs,
     firstPair,
@@ -127,6 +148,22 @@ async function nameAttributedPatches(store: TraceStore, diff: LlmTraceDiff | Tra
   }
   for (const d of [...diff.differences, ...(diff.first ? [diff.first] : [])])
     for (const at of d.attribution ?? []) if (at.spec === undefined && specs.has(at.patchId)) at.spec = specs.get(at.patchId)
+}
+
+/**
+ * What "Promote to test" on a comparison promotes, decided here and not by the page: a run of the app
+ * against a trace, recorded by this store (a rerun), promotes that trace expecting the run's outcome; a run
+ * with its own outcome promotes itself. The label of an imported trace never picks what runs.
+ */
+async function promoteTarget(store: TraceStore, b: Trace): Promise<{ promote?: { trace: string; expectFrom?: string }; promoteBlocked?: string }> {
+  const against = b.meta.labels?.observedAgainst
+  if (!b.meta.app?.exit) return {}
+  if (against === undefined) return { promote: { trace: b.meta.name } }
+  const reader = await store.openTrace(b.meta.name)
+  if (!reader.info.recorded || !(await store.hasTrace(against))) return {}
+  const verdict = await verdictOf(store, reader)
+  if (verdict?.state !== 'complete') return { promoteBlocked: verdict?.summary ?? 'replay verdict unknown' }
+  return { promote: { trace: against, expectFrom: b.meta.name } }
 }
 
 function side(t: Trace) {
@@ -158,33 +195,34 @@ export interface EmitRequest {
   /** The trace the case replays (the branch). */
   trace: string
   name: string
-  /** The run whose outcome the case expects (a rerun against the branch); default the trace itself. */
+  /** A run of the app against `trace` recorded by this store (a rerun) whose outcome the case expects; default the trace itself. */
   expectFrom?: string
 }
 
 /**
- * Promotes a trace to a command case, as `tr-proxy emit-test --command` does: the trace's recorded command,
- * expecting the exit code and stdout the app had in `expectFrom` (a rerun against the branch). The case is
- * verified before it is published, so what is returned passes `tr-proxy verify`.
+ * Promotes a trace to a command case, as `tr-proxy emit-test --command` does: the trace's recorded command
+ * (approved by command-gate.ts: verifying the case runs it), expecting the exit code and stdout the app had in
+ * `expectFrom`. The case is verified before it is published, so what is returned passes `tr-proxy verify`.
  */
-export async function emitRunCase(store: TraceStore, r: EmitRequest, casesDir: string) {
+export async function emitRunCase(store: TraceStore, r: EmitRequest, casesDir: string, approved: ApprovedCommand) {
+  if (approved.trace !== r.trace) throw new ToolReplayError(ErrorCodes.INTERNAL, `The command approved is trace "${approved.trace}"'s, not "${r.trace}"'s.`)
   const trace = await store.readTrace(r.trace)
-  const expectRun: AppRun | undefined = r.expectFrom ? (await store.openTrace(r.expectFrom)).info.meta.app : trace.meta.app
-  const app = trace.meta.app
-  if (!app || !expectRun?.exit) {
+  const expectRun = r.expectFrom !== undefined && r.expectFrom !== r.trace ? await runAgainst(store, r.expectFrom, r.trace) : trace.meta.app
+  if (!expectRun?.exit) {
     throw new ToolReplayError(
       ErrorCodes.INVALID_OPTION,
-      `Cannot promote "${r.trace}" from the page: ${app ? `"${r.expectFrom ?? r.trace}" has no outcome to expect (rerun the app against the branch first)` : 'it has no recorded command'}. Use \`tr-proxy emit-test\` with --runner or --command.`,
+      `Cannot promote "${r.trace}" from the page: "${r.expectFrom ?? r.trace}" has no outcome to expect (rerun the app against the branch first). Use \`tr-proxy emit-test\` with --runner or --command.`,
     )
   }
   const out = expectRun.exit.stdout
-  // The stdout is expected only when the trace kept all of it, unredacted: a cut or redacted tail is not what the app prints.
-  const stdoutKnown = out.bytes <= OUTPUT_TAIL_BYTES && !out.text.includes('[REDACTED]')
+  // The stdout is expected only when the trace kept all of it, unredacted: a cut or redacted tail is not what the
+  // app prints. A test runner's report (a test setup's command) carries durations: its exit code is the outcome.
+  const stdoutKnown = out.bytes <= OUTPUT_TAIL_BYTES && !out.text.includes('[REDACTED]') && trace.meta.labels?.testRunner === undefined
   const emitted = await emitCase({
     trace,
     out: casesDir,
     name: r.name,
-    command: { argv: app.command, ...(app.cwd !== undefined ? { cwd: app.cwd } : {}) },
+    command: { argv: [...approved.command], ...(approved.cwd !== undefined ? { cwd: approved.cwd } : {}) },
     expect: { exitCode: expectRun.exit.code, ...(stdoutKnown ? { stdout: out.text } : {}) },
   })
   return {
@@ -192,8 +230,32 @@ export async function emitRunCase(store: TraceStore, r: EmitRequest, casesDir: s
     manifest: emitted.manifest,
     verified: emitted.verified !== undefined,
     verifyCommand: `tr-proxy verify ${shellLine([emitted.dir])}`,
-    command: `tr-proxy emit-test ${shellLine([r.trace, '--out', casesDir, '--name', r.name, '--expect-exit-code', String(expectRun.exit.code), '--', ...app.command])}`,
+    command: `tr-proxy emit-test ${shellLine([r.trace, '--out', casesDir, '--name', r.name, '--expect-exit-code', String(expectRun.exit.code), '--', ...approved.command])}`,
   }
+}
+
+/**
+ * The outcome of `run`, a run of the app against `trace` (replay --record-as). Its `observedAgainst` label is
+ * believed only for a recording of this store: an imported file can say anything.
+ */
+async function runAgainst(store: TraceStore, run: string, trace: string): Promise<AppRun | undefined> {
+  const reader = await store.openTrace(run)
+  const { info } = reader
+  if (!info.recorded || info.meta.labels?.observedAgainst !== trace) {
+    throw new ToolReplayError(
+      ErrorCodes.INVALID_OPTION,
+      `Cannot promote "${trace}" expecting the outcome of "${run}": "${run}" is not a run of the app recorded by this store against "${trace}". Rerun the app against "${trace}" from the page, then promote that run.`,
+    )
+  }
+  // A case replays strictly and requires every recording used: only a run that did exactly that is its expectation.
+  const verdict = await verdictOf(store, reader)
+  if (verdict?.state !== 'complete') {
+    throw new ToolReplayError(
+      ErrorCodes.INVALID_OPTION,
+      `Cannot promote "${trace}" expecting the outcome of "${run}": its ${verdict?.summary ?? 'replay verdict is unknown'}, and a case needs a complete strict replay. Fork what the app now asks for too (or rerun with a live tail and fork that run), then rerun.`,
+    )
+  }
+  return info.meta.app
 }
 
 /** A faulted run's evidence: coverage per rule, commit evidence and, with a contracts file, each contract's verdict. */
@@ -210,7 +272,8 @@ export async function faultEvidence(store: TraceStore, name: string, config: Pic
     coverage,
     effects: report?.effects ?? commitEvidence(trace, config?.effects ?? []),
     contracts: report?.results,
-    ok: report?.ok,
+    // Not `ok`: that is the API's own envelope field (every answer is { ok: true, ... }).
+    contractsOk: report?.ok,
     faulted,
   }
 }

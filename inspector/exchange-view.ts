@@ -19,6 +19,8 @@ import {
   isGrpcContentType,
   type LlmView,
   llmView,
+  type McpView,
+  mcpView,
   parseSse,
   type RecordedResponse,
   type Trace,
@@ -71,6 +73,8 @@ export interface ExchangeView {
     upstream: { response?: ResponseView; error?: { code: string; phase: string; message: string } } | null
   }
   llm?: LlmView
+  /** An MCP message (over stdio or Streamable HTTP) read as a tool turn. */
+  mcp?: McpView
   /** Where values were replaced by [REDACTED] before storing: "request header authorization", "url query key". */
   redacted: string[]
   curl: string
@@ -112,6 +116,10 @@ export async function exchangeView(reader: TraceReader, seq: number): Promise<Ex
   }
   const v = llmView(trace, x)
   if (v) view.llm = v
+  else {
+    const m = mcpView(trace, x)
+    if (m) view.mcp = m
+  }
   return view
 }
 

@@ -2,16 +2,16 @@
  * Rerunning a trace's recorded command in strict replay against it, from the page: the child is exactly the
  * command line a user would type (`tr-proxy replay --strict --trace T --record-as T-run -- <command>`), run in
  * the directory the command was recorded in, its output kept (bounded) and streamed to the page. The page can
- * name only a trace, never a command: the command comes from the trace's meta. A command no recording of this
- * store ran (it came with an imported trace file) runs only when the page sends back the digest of the exact
- * command it showed the user.
+ * name only a trace, never a command: the command comes from the trace's meta, approved by command-gate.ts
+ * (a command no recording of this store ran runs only once the page confirmed it).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { TraceStore } from '../store/index.ts'
-import { type AppRun, canonicalJson, ErrorCodes, sha256, shellLine, ToolReplayError } from '../trace/index.ts'
+import { ErrorCodes, shellLine, ToolReplayError } from '../trace/index.ts'
+import type { ApprovedCommand } from './command-gate.ts'
 
 /** Output kept per rerun for the page (the end of it when it is longer). */
 const OUTPUT_KEEP = 256 * 1024
@@ -24,6 +24,7 @@ export interface Rerun {
   id: string
   trace: string
   recordAs: string
+  tail: 'strict' | 'live'
   /** The command line the inspector runs, for the page to show. */
   commandLine: string
   cwd: string
@@ -35,23 +36,6 @@ export interface Rerun {
 
 /** What the page hears about a rerun. */
 export type RerunEvent = { type: 'output'; stream: 'stdout' | 'stderr'; text: string } | { type: 'end'; exitCode: number; recordAs: string }
-
-/** The digest the page sends back to confirm it showed the user this exact command and directory. */
-export function commandDigest(app: Pick<AppRun, 'command' | 'cwd'>): string {
-  return sha256(canonicalJson({ command: app.command, cwd: app.cwd ?? null }))
-}
-
-/** True when a recording of this store ran this exact command in this directory. */
-export async function recordedHere(store: TraceStore, app: Pick<AppRun, 'command' | 'cwd'>): Promise<boolean> {
-  const wanted = commandDigest(app)
-  for (const t of await store.listTraces()) {
-    if (t.status !== 'complete') continue
-    const reader = await store.openTrace(t.name).catch(() => undefined)
-    const a = reader?.info.meta.app
-    if (reader?.info.recorded && a?.exit && commandDigest(a) === wanted) return true
-  }
-  return false
-}
 
 /** The tr-proxy entry point of this installation (a checkout's bin/, or the package's). */
 function binPath(): string {
@@ -77,38 +61,39 @@ export class Reruns {
     return this.#runs.get(id)
   }
 
-  /** Starts a rerun of `trace`'s command; throws TR_COMMAND_UNCONFIRMED when it needs the user's confirmation first. */
-  async start(trace: string, confirm: string | undefined): Promise<Rerun> {
-    const reader = await this.#store.openTrace(trace)
-    const app = reader.info.meta.app
-    if (!app) {
+  /**
+   * Starts a rerun of an approved command (command-gate.ts) in strict replay against its trace; with `tail:
+   * 'live'`, requests from the first one no recording matches go to the real services (recorded, marked live).
+   */
+  async start(approved: ApprovedCommand, tail: 'strict' | 'live' = 'strict'): Promise<Rerun> {
+    const { trace, command, cwd } = approved
+    if (cwd === undefined || !existsSync(cwd)) {
       throw new ToolReplayError(
         ErrorCodes.INVALID_OPTION,
-        `Trace "${trace}" has no recorded command to rerun: only runs of \`tr-proxy record|replay -- <command>\` (and their forks) keep one. Record the app that way first.`,
+        `Cannot rerun the command of trace "${trace}": the directory it ran in (${cwd ?? 'not recorded'}) does not exist here. Rerun it by hand with \`tr-proxy replay --trace ${trace} -- ${shellLine(command)}\`.`,
       )
     }
-    if (app.cwd === undefined || !existsSync(app.cwd)) {
-      throw new ToolReplayError(
-        ErrorCodes.INVALID_OPTION,
-        `Cannot rerun the command of trace "${trace}": the directory it ran in (${app.cwd ?? 'not recorded'}) does not exist here. Rerun it by hand with \`tr-proxy replay --trace ${trace} -- ${shellLine(app.command)}\`.`,
-      )
-    }
-    const digest = commandDigest(app)
-    if (confirm !== digest && !(await recordedHere(this.#store, app))) {
-      throw new ToolReplayError(
-        ErrorCodes.COMMAND_UNCONFIRMED,
-        `The command of trace "${trace}" was not recorded by this store (it came with an imported trace file): confirm it on the page before it runs.`,
-        { details: { status: 409, command: app.command, cwd: app.cwd, confirm: digest } },
-      )
-    }
-    const recordAs = await this.#freeName(`${trace}-run`)
-    const args = ['replay', '--strict', '--store', this.#storeDir, '--trace', trace, '--record-as', recordAs, '--', ...app.command]
+    const recordAs = await this.#freeName(`${trace}-${tail === 'live' ? 'live' : 'run'}`)
+    const args = [
+      'replay',
+      '--strict',
+      '--store',
+      this.#storeDir,
+      '--trace',
+      trace,
+      '--record-as',
+      recordAs,
+      ...(tail === 'live' ? ['--tail', 'live'] : []),
+      '--',
+      ...command,
+    ]
     const run: Rerun = {
       id: randomBytes(8).toString('hex'),
       trace,
       recordAs,
+      tail,
       commandLine: shellLine(['tr-proxy', ...args]),
-      cwd: app.cwd,
+      cwd,
       output: [],
       listeners: new Set(),
     }

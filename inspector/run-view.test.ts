@@ -89,7 +89,7 @@ test("a timeline page reads the model call as a model turn and loads only its ow
 test('statistics count model turns, hosts and duration, once per complete trace', async () => {
   const store = createMemoryStore()
   await store.putTrace(trace(2))
-  const cache = new StatsCache()
+  const cache = new StatsCache(store)
   const reader = await store.openTrace('t')
   const s = await cache.of(reader)
   assert.equal(s.modelTurns, 1)

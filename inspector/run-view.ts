@@ -6,7 +6,22 @@
 import type { ContractReport, FaultsConfig } from '../engine/index.ts'
 import { checkContracts } from '../engine/index.ts'
 import { bodyRefs, type TraceReader, type TraceStore } from '../store/index.ts'
-import { type AppRun, type Exchange, faultTag, type Lineage, type LlmView, llmView, presentLlmView, type Trace, upstreamPhrase } from '../trace/index.ts'
+import {
+  type AppRun,
+  type Exchange,
+  faultTag,
+  type Lineage,
+  type LlmView,
+  llmView,
+  mcpAsk,
+  mcpNotes,
+  mcpOutcome,
+  mcpView,
+  presentLlmView,
+  type Trace,
+  upstreamPhrase,
+} from '../trace/index.ts'
+import { newTally, type ReplayVerdict, replayVerdict, tally } from './verdict.ts'
 
 /** One run in the list. */
 export interface RunListing {
@@ -37,11 +52,32 @@ export interface RunStats {
   durationMs: number
   /** With a contracts file: whether every contract held. */
   contractsOk?: boolean
+  /** The seqs of the model turns, in order (what a fork at some point will change next). */
+  modelTurnSeqs: number[]
+  /** For a run of the app against a trace (replay --record-as, a rerun): how the replay went. */
+  replay?: ReplayVerdict
 }
 
-/** One timeline row: an exchange, read in model terms when it is a model call. */
+/** An MCP message as a tool turn: which server, what it asked, what came back. */
+export interface ToolTurnRow {
+  server: string
+  transport: 'stdio' | 'http'
+  kind: 'launch' | 'request' | 'notification' | 'reply'
+  method: string
+  tool?: string
+  /** `tools/call write_file {"path":"a.txt"}`. */
+  ask: string
+  /** What came back, in one phrase. */
+  outcome: string
+  isError: boolean
+  notes: string[]
+}
+
+/** One timeline row: an exchange, read in model terms when it is a model call, in tool terms when it is MCP. */
 export interface TimelineRow {
   seq: number
+  /** Which renderer reads it: a model turn, a tool turn (MCP over stdio or HTTP), or an HTTP exchange. */
+  kind: 'model' | 'tool' | 'http'
   method: string
   url: string
   status?: number
@@ -57,6 +93,7 @@ export interface TimelineRow {
   /** The SDK's retry attempt header, when it sent one. */
   attempt?: number
   llm?: LlmView
+  mcp?: ToolTurnRow
 }
 
 /** Exchanges per timeline page. */
@@ -107,9 +144,11 @@ function listing(reader: TraceReader, status: RunListing['status']): RunListing 
 /** Statistics per trace id; a complete trace never changes, so its statistics are computed once. */
 export class StatsCache {
   readonly #done = new Map<string, RunStats>()
+  readonly #store: TraceStore
   readonly #config: Pick<FaultsConfig, 'contracts' | 'effects' | 'rules'> | undefined
 
-  constructor(config?: Pick<FaultsConfig, 'contracts' | 'effects' | 'rules'>) {
+  constructor(store: TraceStore, config?: Pick<FaultsConfig, 'contracts' | 'effects' | 'rules'>) {
+    this.#store = store
     this.#config = config
   }
 
@@ -120,7 +159,7 @@ export class StatsCache {
   async of(reader: TraceReader): Promise<RunStats> {
     const cached = this.#done.get(reader.info.id)
     if (cached) return cached
-    const s = await computeStats(reader)
+    const s = await computeStats(this.#store, reader)
     if (this.#config && this.#config.contracts.length > 0 && s.faults > 0) s.contractsOk = (await contractReport(reader, this.#config)).ok
     if (reader.info.status === 'complete') this.#done.set(reader.info.id, s)
     return s
@@ -132,11 +171,13 @@ export async function contractReport(reader: TraceReader, config: Pick<FaultsCon
   return checkContracts(await reader.readAll(), config)
 }
 
-async function computeStats(reader: TraceReader): Promise<RunStats> {
+async function computeStats(store: TraceStore, reader: TraceReader): Promise<RunStats> {
   const hosts = new Set<string>()
   const kinds = new Set<string>()
-  const s: RunStats = { modelTurns: 0, hosts: [], errors: 0, patched: 0, faults: 0, faultKinds: [], durationMs: 0 }
+  const s: RunStats = { modelTurns: 0, hosts: [], errors: 0, patched: 0, faults: 0, faultKinds: [], durationMs: 0, modelTurnSeqs: [] }
+  const t = newTally()
   for await (const x of reader.exchanges()) {
+    tally(t, x)
     hosts.add(hostOf(x.request.url))
     if (x.outcome.kind === 'error') s.errors++
     if (x.origin === 'patched') s.patched++
@@ -145,11 +186,36 @@ async function computeStats(reader: TraceReader): Promise<RunStats> {
       kinds.add(x.fault.kind)
     }
     s.durationMs = Math.max(s.durationMs, x.timing.startMs + Math.max(x.timing.headersMs, lastChunkMs(x)))
-    if (x.request.method.toUpperCase() === 'POST' && (await viewOf(reader, x, false))) s.modelTurns++
+    if (x.request.method.toUpperCase() === 'POST' && (await viewOf(reader, x, false))) {
+      s.modelTurns++
+      s.modelTurnSeqs.push(x.seq)
+    }
   }
   s.hosts = [...hosts].sort()
   s.faultKinds = [...kinds].sort()
+  const verdict = await replayVerdict(store, reader.info, t)
+  if (verdict) s.replay = verdict
   return s
+}
+
+/** A run of the app against `name` that a recording of this store made (a rerun), newest first. */
+export interface RunAgainst {
+  name: string
+  createdAt: string
+  exit?: number
+}
+
+/** The runs of the app against trace `name` recorded by this store (replay --record-as, reruns from the page). */
+export async function runsAgainst(store: TraceStore, name: string): Promise<RunAgainst[]> {
+  const out: RunAgainst[] = []
+  for (const t of await store.listTraces()) {
+    if (t.status !== 'complete') continue
+    const info = (await store.openTrace(t.name).catch(() => undefined))?.info
+    if (!info?.recorded || info.meta.labels?.observedAgainst !== name) continue
+    const exit = info.meta.app?.exit?.code
+    out.push({ name: info.name, createdAt: info.createdAt, ...(exit !== undefined ? { exit } : {}) })
+  }
+  return out.sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1))
 }
 
 /** A page of the timeline: exchanges `from` .. `from + limit - 1`, model calls read as model turns. */
@@ -159,10 +225,18 @@ export async function timelinePage(reader: TraceReader, from: number, limit: num
   return rows
 }
 
+/** The timeline rows of the exchanges `seqs` (what a search matched), in that order. */
+export async function timelineRows(reader: TraceReader, seqs: readonly number[]): Promise<TimelineRow[]> {
+  const rows: TimelineRow[] = []
+  for (const seq of seqs.slice(0, TIMELINE_PAGE)) if (seq < reader.info.count) rows.push(await rowOf(reader, await reader.exchange(seq)))
+  return rows
+}
+
 async function rowOf(reader: TraceReader, x: Exchange): Promise<TimelineRow> {
   const head = x.outcome.kind === 'response' ? x.outcome.response : x.outcome.error.partial
   const row: TimelineRow = {
     seq: x.seq,
+    kind: 'http',
     method: x.request.method.toUpperCase(),
     url: x.request.url,
     startMs: x.timing.startMs,
@@ -177,9 +251,43 @@ async function rowOf(reader: TraceReader, x: Exchange): Promise<TimelineRow> {
   if (x.fault) row.fault = { rule: x.fault.rule, kind: x.fault.kind, phase: x.fault.phase, tag: faultTag(x.fault), upstream: upstreamPhrase(x.fault) }
   const v = await viewOf(reader, x, true)
   if (v) {
+    row.kind = 'model'
     row.llm = presentLlmView(v, 2000)
     if (v.attempt !== undefined) row.attempt = v.attempt
+    return row
   }
+  const m = await toolTurnOf(reader, x)
+  if (m) {
+    row.kind = 'tool'
+    row.mcp = m
+  }
+  return row
+}
+
+/** The MCP view of an exchange as a tool turn row, reading its bodies only when it can be MCP. */
+async function toolTurnOf(reader: TraceReader, x: Exchange): Promise<ToolTurnRow | undefined> {
+  const stdio = x.request.url.startsWith('mcp+stdio:')
+  if (!stdio && (x.request.method.toUpperCase() !== 'POST' || !x.request.body)) return undefined
+  const trace: Pick<Trace, 'meta' | 'bodies'> = { meta: reader.info.meta, bodies: new Map() }
+  if (!stdio && x.request.body) {
+    const request = await reader.bodyBytes(x.request.body, `exchange #${x.seq} request`)
+    // A JSON-RPC message says so: anything else is not MCP, and its response is never read.
+    if (!Buffer.from(request.buffer, request.byteOffset, request.byteLength).toString('latin1').includes('"jsonrpc"')) return undefined
+  }
+  for (const [ref, use] of bodyRefs(x)) if (!trace.bodies.has(ref.digest)) trace.bodies.set(ref.digest, await reader.bodyBytes(ref, use))
+  const v = mcpView(trace, x)
+  if (!v) return undefined
+  const row: ToolTurnRow = {
+    server: v.server,
+    transport: v.transport,
+    kind: v.kind,
+    method: v.method,
+    ask: mcpAsk(v, 200),
+    outcome: mcpOutcome(v, 160),
+    isError: v.isError === true || v.error !== undefined || v.failure !== undefined,
+    notes: mcpNotes(v),
+  }
+  if (v.tool !== undefined) row.tool = v.tool
   return row
 }
 

@@ -10,13 +10,17 @@ import type { AddressInfo } from 'node:net'
 import type { FaultsConfig } from '../engine/index.ts'
 import type { TraceStore } from '../store/index.ts'
 import { ErrorCodes, isToolReplayError, ToolReplayError } from '../trace/index.ts'
-import { compareRuns, emitRunCase, faultEvidence, forkRun } from './actions.ts'
+import { compareRuns, type EmitRequest, emitRunCase, type ForkRequest, faultEvidence, forkRun } from './actions.ts'
+import { type AnswerRequest, answerMiss } from './answer-miss.ts'
 import { loadAssets } from './assets.ts'
+import { type ApprovedCommand, approveCommand } from './command-gate.ts'
 import { exchangeView } from './exchange-view.ts'
 import { checkRequest, policyFor, TOKEN_COOKIE, TOKEN_HEADER } from './guard.ts'
-import { LabRuns } from './lab-runs.ts'
+import { type LabRequest, LabRuns } from './lab-runs.ts'
 import { type RerunEvent, Reruns } from './rerun.ts'
-import { listRuns, runHead, StatsCache, TIMELINE_PAGE, timelinePage } from './run-view.ts'
+import { FILTERS, type Filter, RunIndexes, search } from './run-index.ts'
+import { summarize } from './run-summary.ts'
+import { listRuns, runHead, runsAgainst, StatsCache, TIMELINE_PAGE, timelinePage, timelineRows } from './run-view.ts'
 
 const { createServer } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
@@ -64,11 +68,12 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
   const assets = await loadAssets()
   const token = o.token ?? randomBytes(24).toString('base64url')
   const host = o.host ?? '127.0.0.1'
-  const stats = new StatsCache(o.contracts)
+  const stats = new StatsCache(o.store, o.contracts)
   const reruns = new Reruns(o.store, o.storeDir)
   const lab = new LabRuns()
   const live = new LiveRuns(o.store, o.livePollMs ?? 250)
-  const routes = apiRoutes(o, stats, reruns, lab, live)
+  const routes = apiRoutes(o, stats, new RunIndexes(), { reruns, lab, live })
+  const context: ActionContext = { options: o, reruns, lab }
 
   const server: Server = createServer((req, res) => {
     void handle(req, res).catch((err) => sendError(res, err))
@@ -88,6 +93,8 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
       policy,
     )
     if (!url.pathname.startsWith('/api/')) return sendAsset(res, url.pathname, assets, token)
+    const action = req.method === 'POST' ? POST_ROUTES.find((r) => r.path === url.pathname) : undefined
+    if (action) return sendJson(res, 200, { ...(await runAction(action, context, await readJson<unknown>(req))), ok: true })
     for (const [method, re, handler] of routes) {
       const m = re.exec(url.pathname)
       if (!m) continue
@@ -98,7 +105,7 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
         m.slice(1).map((s) => decodeURIComponent(s)),
         url.searchParams,
       )
-      if (result !== HANDLED) sendJson(res, 200, { ok: true, ...(result as object) })
+      if (result !== HANDLED) sendJson(res, 200, { ...(result as object), ok: true })
       return
     }
     throw new ToolReplayError(ErrorCodes.USAGE, `No API ${req.method} ${url.pathname}. The inspector's API is listed in README ("The inspector").`, {
@@ -137,8 +144,13 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
   }
 }
 
-/** The API: method, path pattern, handler. Each handler calls the library code the matching CLI command calls. */
-function apiRoutes(o: InspectorOptions, stats: StatsCache, reruns: Reruns, lab: LabRuns, live: LiveRuns): Array<[string, RegExp, Handler]> {
+/** The API's reads (GET): method, path pattern, handler. Each handler calls the library code the matching CLI command calls. */
+function apiRoutes(
+  o: InspectorOptions,
+  stats: StatsCache,
+  indexes: RunIndexes,
+  { reruns, lab, live }: { reruns: Reruns; lab: LabRuns; live: LiveRuns },
+): Array<[string, RegExp, Handler]> {
   const selector = (q: URLSearchParams) => (q.get('partial') === '1' ? { partial: true } : {})
   return [
     ['GET', /^\/api\/runs$/, async () => ({ runs: await listRuns(o.store, stats) })],
@@ -149,7 +161,7 @@ function apiRoutes(o: InspectorOptions, stats: StatsCache, reruns: Reruns, lab: 
         const reader = await o.store.openTrace(name as string, selector(q))
         // The store's listing tells a recording whose process is alive from one whose process died.
         const listed = reader.info.status === 'complete' ? undefined : (await o.store.listTraces()).find((t) => t.id === reader.info.id)
-        return { run: runHead(reader, listed?.status ?? 'complete', stats) }
+        return { run: runHead(reader, listed?.status ?? 'complete', stats), runsAgainst: await runsAgainst(o.store, reader.info.name) }
       },
     ],
     ['GET', /^\/api\/runs\/([^/]+)\/stats$/, async (_q, _r, [name], q) => ({ stats: await stats.of(await o.store.openTrace(name as string, selector(q))) })],
@@ -158,8 +170,27 @@ function apiRoutes(o: InspectorOptions, stats: StatsCache, reruns: Reruns, lab: 
       /^\/api\/runs\/([^/]+)\/timeline$/,
       async (_q, _r, [name], q) => {
         const reader = await o.store.openTrace(name as string, selector(q))
+        const seqs = q.get('seqs')
+        if (seqs !== null) return { count: reader.info.count, rows: await timelineRows(reader, seqList(seqs)) }
         const from = intParam(q, 'from', 0)
         return { count: reader.info.count, from, rows: await timelinePage(reader, from, intParam(q, 'limit', TIMELINE_PAGE)) }
+      },
+    ],
+    [
+      'GET',
+      /^\/api\/runs\/([^/]+)\/search$/,
+      async (_q, _r, [name], q) => {
+        const index = await indexes.of(await o.store.openTrace(name as string, selector(q)))
+        return search(index, q.get('q') ?? '', filterList(q.get('filter')))
+      },
+    ],
+    [
+      'GET',
+      /^\/api\/runs\/([^/]+)\/summary$/,
+      async (_q, _r, [name], q) => {
+        const index = await indexes.of(await o.store.openTrace(name as string, selector(q)))
+        const nesting = index.rows.flatMap((r) => (r.parent ? [[r.seq, r.parent.parent, r.parent.call] as const] : []))
+        return { summary: summarize(index), nesting }
       },
     ],
     [
@@ -169,18 +200,6 @@ function apiRoutes(o: InspectorOptions, stats: StatsCache, reruns: Reruns, lab: 
     ],
     ['GET', /^\/api\/runs\/([^/]+)\/faults$/, async (_q, _r, [name]) => faultEvidence(o.store, name as string, o.contracts)],
     ['GET', /^\/api\/diff$/, async (_q, _r, _p, q) => compareRuns(o.store, need(q, 'a'), need(q, 'b'), viewParam(q))],
-    ['POST', /^\/api\/fork$/, async (req) => forkRun(o.store, await readJson(req))],
-    ['POST', /^\/api\/emit$/, async (req) => emitRunCase(o.store, await readJson(req), o.casesDir)],
-    [
-      'POST',
-      /^\/api\/rerun$/,
-      async (req) => {
-        const body = await readJson<{ trace: string; confirm?: string }>(req)
-        const r = await reruns.start(String(body.trace), body.confirm)
-        return { id: r.id, trace: r.trace, recordAs: r.recordAs, commandLine: r.commandLine, cwd: r.cwd }
-      },
-    ],
-    ['POST', /^\/api\/lab$/, async (req) => lab.run(await readJson(req))],
     [
       'GET',
       /^\/api\/lab\/(\d+)\/([a-z]+)\.trace\.json$/,
@@ -196,6 +215,68 @@ function apiRoutes(o: InspectorOptions, stats: StatsCache, reruns: Reruns, lab: 
   ]
 }
 
+/** What a POST route runs: nothing (it writes the store), the lab's bundled scenarios, or a trace's recorded command. */
+export type RouteRuns = 'nothing' | 'bundled-scenario' | 'recorded-command'
+
+/** What the actions need of the inspector. */
+interface ActionContext {
+  options: InspectorOptions
+  reruns: Reruns
+  lab: LabRuns
+}
+
+type Body = Record<string, unknown>
+
+/** A POST route: what it runs says how the router treats it (command-gate.ts for a recorded command). */
+type PostRoute =
+  | { path: string; runs: 'nothing' | 'bundled-scenario'; handle: (c: ActionContext, body: Body) => Promise<object> }
+  | {
+      path: string
+      runs: 'recorded-command'
+      /** The trace whose recorded command the route runs: the router approves it before `handle`. */
+      traceOf: (body: Body) => string
+      handle: (c: ActionContext, body: Body, approved: ApprovedCommand) => Promise<object>
+    }
+
+/**
+ * The API's actions. A route that runs a recorded command gets it only through the router's call to
+ * approveCommand (the one confirmation rule): a new route that runs one must say so here, and
+ * e2e/inspector-commands.test.ts pins what each route runs.
+ */
+const POST_ROUTES: readonly PostRoute[] = [
+  { path: '/api/fork', runs: 'nothing', handle: (c, body) => forkRun(c.options.store, body as unknown as ForkRequest) },
+  { path: '/api/answer', runs: 'nothing', handle: (c, body) => answerMiss(c.options.store, body as unknown as AnswerRequest) },
+  {
+    path: '/api/emit',
+    runs: 'recorded-command',
+    traceOf: (body) => String(body.trace),
+    handle: (c, body, approved) => emitRunCase(c.options.store, body as unknown as EmitRequest, c.options.casesDir, approved),
+  },
+  {
+    path: '/api/rerun',
+    runs: 'recorded-command',
+    traceOf: (body) => String(body.trace),
+    handle: async (c, body, approved) => {
+      const r = await c.reruns.start(approved, body.tail === 'live' ? 'live' : 'strict')
+      return { id: r.id, trace: r.trace, recordAs: r.recordAs, tail: r.tail, commandLine: r.commandLine, cwd: r.cwd }
+    },
+  },
+  { path: '/api/lab', runs: 'bundled-scenario', handle: (c, body) => c.lab.run(body as unknown as LabRequest) },
+]
+
+/** Each POST route and what it runs (for the tests that hold every route to the confirmation rule). */
+export const API_POST_ROUTES: ReadonlyArray<{ path: string; runs: RouteRuns }> = POST_ROUTES.map((r) => ({ path: r.path, runs: r.runs }))
+
+async function runAction(route: PostRoute, c: ActionContext, body: unknown): Promise<object> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `POST ${route.path} takes a JSON object.`, { details: { status: 400 } })
+  }
+  const b = body as Body
+  if (route.runs !== 'recorded-command') return route.handle(c, b)
+  const approved = await approveCommand(c.options.store, route.traceOf(b), b.confirm)
+  return route.handle(c, b, approved)
+}
+
 const HANDLED = Symbol('handled')
 
 function header(req: IncomingMessage, name: string): string | undefined {
@@ -209,6 +290,22 @@ function intParam(q: URLSearchParams, name: string, fallback: number): number {
   const n = Number(v)
   if (!Number.isSafeInteger(n) || n < 0) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid ${name}=${v}: give a whole number >= 0.`)
   return n
+}
+
+/** `seqs=1,5,9`: at most a timeline page of exchange numbers. */
+function seqList(v: string): number[] {
+  const seqs = v === '' ? [] : v.split(',').map(Number)
+  if (seqs.length > TIMELINE_PAGE || !seqs.every((n) => Number.isSafeInteger(n) && n >= 0))
+    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid seqs=${v.slice(0, 80)}: give at most ${TIMELINE_PAGE} exchange numbers, comma-separated.`)
+  return seqs
+}
+
+/** `filter=model,errors`: the page's filters. */
+function filterList(v: string | null): Filter[] {
+  const list = (v ?? '').split(',').filter((f) => f !== '')
+  const unknown = list.filter((f) => !(FILTERS as readonly string[]).includes(f))
+  if (unknown.length > 0) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Unknown filter ${unknown.join(', ')}: use ${FILTERS.join(', ')}.`)
+  return list as Filter[]
 }
 
 function need(q: URLSearchParams, name: string): string {

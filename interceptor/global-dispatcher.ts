@@ -5,7 +5,7 @@
  * both handler APIs, so it goes into both slots unwrapped.
  */
 import type { Dispatcher } from 'undici'
-import { loadedUndici } from './undici-loader.ts'
+import { loadedUndici, type Undici } from './undici-loader.ts'
 
 const V1 = Symbol.for('undici.globalDispatcher.1')
 const V2 = Symbol.for('undici.globalDispatcher.2')
@@ -55,4 +55,13 @@ export function installGlobalDispatcher(dispatcher: Dispatcher): () => void {
     setSlot(V1, previous.v1 ?? (undici && v2 ? new undici.Dispatcher1Wrapper(v2) : undefined))
     setSlot(V2, v2)
   }
+}
+
+/**
+ * Makes one of undici's own dispatchers (an Agent, an EnvHttpProxyAgent) the global dispatcher of Node's fetch
+ * (through undici's wrapper for the legacy handler API) and of the undici package.
+ */
+export function installUndiciGlobal(undici: Undici, dispatcher: Dispatcher): void {
+  setSlot(V1, new undici.Dispatcher1Wrapper(dispatcher))
+  setSlot(V2, dispatcher)
 }

@@ -9,14 +9,22 @@ import {
   faultVerdict,
   faultVerdictError,
   formatFaultVerdict,
+  insideProxyRun,
   judgeTestReplay,
   type Mode,
+  openSession,
   rerunWithSeedEnv,
   resolveTestTrace,
   type SessionSummary,
+  type TestRunner,
+  testRunCommand,
 } from '../engine/index.ts'
-import { openStore, type TraceStore } from '../store/index.ts'
+import { createMemoryStore, openStore, type TraceStore } from '../store/index.ts'
+import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { installUndiciGlobal } from './global-dispatcher.ts'
 import { type InstallOptions, type InterceptorSession, install } from './install.ts'
+import { createRecordReplayDispatcher } from './record-replay-dispatcher.ts'
+import { loadUndici } from './undici-loader.ts'
 
 export { traceNameForTestFile } from '../engine/index.ts'
 
@@ -43,15 +51,31 @@ export interface TestSetup {
   interceptor: InterceptorSession
   /** The command that reruns this test process with the same faults seed. */
   rerun?: string
+  /** True under `tr-proxy record|replay -- <command>`: the proxy captures, nothing is installed here. */
+  standsAside?: true
   /** Closes the session; with faults, judges coverage and contracts before the store closes. */
   finish(): Promise<{ summary: SessionSummary; faults?: FaultVerdict }>
 }
 
-/** Opens the store and installs the interceptor as the options and environment say. */
-export async function startTestSetup(options: TestSetupOptions = {}): Promise<TestSetup> {
+/**
+ * Opens the store and installs the interceptor as the options and environment say. The recording keeps the
+ * command that runs the test file again (runner, file, test name pattern) as its `meta.app`, so the inspector
+ * can rerun it: `tr-proxy replay --trace BRANCH --record-as RUN -- <that command>`, where this setup stands
+ * aside (see `insideProxyRun`) and the proxy replays the file's requests and keeps its outcome.
+ */
+export async function startTestSetup(options: TestSetupOptions = {}, runner: TestRunner = 'node:test'): Promise<TestSetup> {
+  const env = options.env ?? process.env
+  if (insideProxyRun(env)) return standAside(runner)
   const { mode, trace, storeDir } = resolveTestSetup(options)
   const ownsStore = options.store === undefined
   const store = options.store ?? (await openStore(storeDir))
+  const rerun = testRunCommand({
+    runner,
+    testFile: options.testFile ?? process.argv[1] ?? trace,
+    cwd: process.cwd(),
+    execArgv: process.execArgv,
+    env,
+  })
   let interceptor: InterceptorSession
   try {
     const { storeDir: _dir, store: _store, testFile: _file, env: _env, ...rest } = options
@@ -67,6 +91,7 @@ export async function startTestSetup(options: TestSetupOptions = {}): Promise<Te
       mode,
       trace,
       store,
+      labels: { ...rerun.labels, ...rest.labels },
       ...(config !== undefined ? { config } : {}),
       ...(faults !== undefined ? { faults } : {}),
       ...(faultsSeed !== undefined ? { faultsSeed } : {}),
@@ -75,13 +100,15 @@ export async function startTestSetup(options: TestSetupOptions = {}): Promise<Te
     if (ownsStore) await store.close()
     throw err
   }
+  // Stored when the recording closes (record, update, replay with recordAs); no effect otherwise.
+  interceptor.session.setAppRun({ command: rerun.command, cwd: process.cwd() })
   const faults = interceptor.faults
-  const rerun = faults && rerunWithSeedEnv([process.argv0, ...process.execArgv, ...process.argv.slice(1)], faults.seed)
+  const seeded = faults && rerunWithSeedEnv([process.argv0, ...process.execArgv, ...process.argv.slice(1)], faults.seed)
   // Printed on every run, so a failing chaos run can be rerun with its seed (strict replay: the trace's seed).
-  if (faults && mode !== 'replay') process.stderr.write(`tool-replay: ${faults.seedLine(rerun)}\n`)
+  if (faults && mode !== 'replay') process.stderr.write(`tool-replay: ${faults.seedLine(seeded)}\n`)
   return {
     interceptor,
-    ...(rerun !== undefined ? { rerun } : {}),
+    ...(seeded !== undefined ? { rerun: seeded } : {}),
     async finish() {
       try {
         const summary = await interceptor.close()
@@ -92,6 +119,55 @@ export async function startTestSetup(options: TestSetupOptions = {}): Promise<Te
       }
     },
   }
+}
+
+/**
+ * Inside `tr-proxy record|replay -- <command>` the proxy records or replays this test file's requests (its
+ * environment routes Node's fetch and http through it) and keeps the run's outcome: the setup installs
+ * nothing globally and stores nothing, so one run is one trace, the proxy's.
+ */
+async function standAside(runner: TestRunner): Promise<TestSetup> {
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number)
+  // NODE_USE_ENV_PROXY (Node >= 22.21, 24) is what sends fetch through the proxy: without it, requests would go straight out.
+  if (!((major === 22 && minor >= 21) || major >= 24)) {
+    throw new ToolReplayError(
+      ErrorCodes.CAPTURE_UNAVAILABLE,
+      `This ${runner} test file runs under tr-proxy, whose proxy captures its requests only on Node >= 22.21 or 24 (NODE_USE_ENV_PROXY); this is Node ${process.versions.node}. Upgrade Node, or run the file without tr-proxy (the setup captures it in-process).`,
+    )
+  }
+  process.stderr.write(
+    `tool-replay: this ${runner} test file runs under tr-proxy: its proxy records or replays the requests; the in-process setup stands aside.\n`,
+  )
+  // Explicitly, not left to NODE_USE_ENV_PROXY: Node sets its proxy agent up at the first fetch, and undici
+  // loaded before that (by this setup or the app) would fill the global slot with a plain Agent that goes
+  // straight out. node:http follows NODE_USE_ENV_PROXY, which tr-proxy sets.
+  const undici = await loadUndici()
+  installUndiciGlobal(undici, new undici.EnvHttpProxyAgent())
+  // Not install(): it would also share its session, and a child that captures on its own (`tr-proxy mcp`) must
+  // find the proxy's session, not this one. The session is never installed; it replays an empty trace, so a
+  // request sent to `tr.dispatcher` by hand is refused (and fails the file) rather than going out unseen.
+  const store = createMemoryStore()
+  const trace = 'tr-proxy-run'
+  await store.putTrace({ meta: { name: trace, format: 1 }, exchanges: [], bodies: new Map() })
+  const session = await openSession({ mode: 'replay', trace, store })
+  const dispatcher = createRecordReplayDispatcher({ session })
+  const close = async () => {
+    const summary = await session.close()
+    await dispatcher.close()
+    return summary
+  }
+  const interceptor: InterceptorSession = {
+    mode: 'replay',
+    trace,
+    dispatcher,
+    faults: undefined,
+    session,
+    summary: () => session.summary(),
+    assertDone: () => session.assertDone(),
+    uninstall: () => {},
+    close,
+  }
+  return { interceptor, standsAside: true, finish: async () => ({ summary: await close() }) }
 }
 
 /**

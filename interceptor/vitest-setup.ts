@@ -11,4 +11,4 @@
 import { registerVitestFileHooks } from '../engine/index.ts'
 import { finishTestSetup, startTestSetup } from './test-setup-options.ts'
 
-await registerVitestFileHooks((testFile) => startTestSetup(testFile ? { testFile } : {}), finishTestSetup, 30_000)
+await registerVitestFileHooks((testFile) => startTestSetup(testFile ? { testFile } : {}, 'vitest'), finishTestSetup, 30_000)

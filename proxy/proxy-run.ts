@@ -9,6 +9,7 @@ import {
   faultVerdict,
   formatSummary,
   openSession,
+  PROXY_RUN_ENV,
   redactText,
   SESSION_SOCKET_ENV,
   type Session,
@@ -136,7 +137,12 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
   // serves must still go through the proxy (recorded, or refused in strict replay), never straight out.
   // Sealed, the proxy port is reached on the namespace's loopback; loopback itself is the command's own.
   const proxyUrl = o.sealed ? `http://127.0.0.1:${proxy.port}` : proxy.url
-  const forward = { ...proxyEnvironment({ proxyUrl, caPath: ca.certPath, bundlePath }), ...(o.sealed ? SEALED_NO_PROXY : {}) }
+  // The marker tells in-process test setups in the command (tool-replay/node-test, /vitest) that this proxy captures.
+  const forward = {
+    ...proxyEnvironment({ proxyUrl, caPath: ca.certPath, bundlePath }),
+    ...(o.sealed ? SEALED_NO_PROXY : {}),
+    [PROXY_RUN_ENV]: '1',
+  }
   const env = proxy.reverse ? { ...forward, ...reverseEnvironment(proxy.reverse, proxyUrl) } : forward
   let control: Awaited<ReturnType<typeof startControlApi>> | undefined
   if (o.control) {

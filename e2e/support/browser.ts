@@ -6,7 +6,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type BrowserContext, chromium } from 'playwright-core'
+import { type BrowserContext, chromium, type Locator } from 'playwright-core'
 
 /** Where Debian's chromium package puts the browser. */
 export const CHROMIUM = process.env.TOOL_REPLAY_CHROMIUM ?? '/usr/bin/chromium'
@@ -48,4 +48,13 @@ export async function launchBrowser(): Promise<{ context: BrowserContext; close:
       rmSync(profile, { recursive: true, force: true })
     },
   }
+}
+
+/**
+ * The text a user reads in an element: innerText (table cells and blocks kept apart, hidden elements left out),
+ * whitespace folded to single spaces.
+ */
+export async function visibleText(locator: Locator): Promise<string> {
+  // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is the point (what the user sees)
+  return (await locator.innerText()).replace(/\s+/g, ' ').trim()
 }

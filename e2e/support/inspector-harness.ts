@@ -15,9 +15,12 @@ export interface RunningInspector {
 
 /** Runs `tr-proxy inspect --store STORE --port 0 ...args` in `cwd`; resolves once it printed its URL (30 s at most). */
 export async function startInspectCli(store: string, cwd: string, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<RunningInspector> {
+  // As a user starts it: not as a child of this test runner (NODE_TEST_CONTEXT would make the `node --test`
+  // commands it reruns skip their files).
+  const { NODE_TEST_CONTEXT: _, ...parent } = process.env
   const child = spawn(process.execPath, [BIN, 'inspect', '--store', store, '--port', '0', ...args], {
     cwd,
-    env: { ...process.env, ...env },
+    env: { ...parent, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''

@@ -6,6 +6,7 @@
 import { diffLines } from 'diff'
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { type ApiError, get, post, seg } from './api.ts'
+import { ConfirmCommand, type Unconfirmed, unconfirmed } from './confirm-command.tsx'
 import { Outcome } from './outcome.tsx'
 import type { AppRun } from './types.ts'
 
@@ -35,10 +36,14 @@ interface Compared {
   firstPair: number
   firstViews?: { a: string; b: string }
   command: string
+  /** What "Promote to test" promotes (decided by the server), when b can be promoted. */
+  promote?: { trace: string; expectFrom?: string }
+  /** Why b, a run against a trace, cannot be promoted: its replay verdict. */
+  promoteBlocked?: string
 }
 
-/** The comparison page. */
-export function ComparePage({ a, b }: { a: string; b: string }) {
+/** The comparison page; `embedded` under a rerun's output (no scrolling to the first divergence). */
+export function ComparePage({ a, b, embedded = false }: { a: string; b: string; embedded?: boolean }) {
   const [c, setC] = useState<Compared | undefined>()
   const [error, setError] = useState('')
   const first = useRef<HTMLTableRowElement>(null)
@@ -47,7 +52,9 @@ export function ComparePage({ a, b }: { a: string; b: string }) {
       .then(setC)
       .catch((e: Error) => setError(e.message))
   }, [a, b])
-  useEffect(() => first.current?.scrollIntoView({ block: 'center' }), [c])
+  useEffect(() => {
+    if (!embedded) first.current?.scrollIntoView({ block: 'center' })
+  }, [c])
   if (error) return <div class="error">{error}</div>
   if (!c)
     return (
@@ -147,26 +154,43 @@ function Promote({ c }: { c: Compared }) {
   const [done, setDone] = useState<{ dir: string; verifyCommand: string; command: string } | undefined>()
   const [error, setError] = useState('')
   const [busy, setBusy] = useState(false)
-  const against = c.b.observedAgainst
-  if (!c.b.app?.exit) return null
-  const promote = () => {
+  const [confirm, setConfirm] = useState<Unconfirmed | undefined>()
+  const target = c.promote
+  if (c.promoteBlocked)
+    return (
+      <div class="promote" data-testid="promote-blocked">
+        <h2>Promote to a test</h2>
+        <p>
+          Not offered: {c.b.name}'s {c.promoteBlocked}. A case replays strictly and needs every request replayed and every recording used: fork what the app now
+          asks for too, or rerun with a live tail and fork that run, then rerun.
+        </p>
+      </div>
+    )
+  if (!target || !c.b.app?.exit) return null
+  const promote = (digest?: string) => {
     setBusy(true)
     setError('')
-    post<{ dir: string; verifyCommand: string; command: string }>('/api/emit', { trace: against ?? c.b.name, name, expectFrom: c.b.name })
+    setConfirm(undefined)
+    post<{ dir: string; verifyCommand: string; command: string }>('/api/emit', { ...target, name, ...(digest ? { confirm: digest } : {}) })
       .then(setDone)
-      .catch((e: ApiError) => setError(`${e.code}: ${e.message}`))
+      .catch((e: ApiError) => {
+        const ask = unconfirmed(e)
+        if (ask) setConfirm(ask)
+        else setError(`${e.code}: ${e.message}`)
+      })
       .finally(() => setBusy(false))
   }
   return (
     <div class="promote">
       <h2>Promote to a test</h2>
       <p class="muted">
-        A case that replays {against ?? c.b.name} strictly and expects exit {c.b.app.exit.code} and this stdout.
+        A case that replays {target.trace} strictly and expects exit {c.b.app.exit.code} and this stdout.
       </p>
       <input value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} data-testid="promote-name" />
-      <button type="button" onClick={promote} disabled={busy} data-testid="promote-submit">
+      <button type="button" onClick={() => promote()} disabled={busy} data-testid="promote-submit">
         {busy ? 'Emitting and verifying…' : 'Promote to test'}
       </button>
+      {confirm && <ConfirmCommand what={confirm} onRun={promote} onCancel={() => setConfirm(undefined)} />}
       {done && (
         <div data-testid="promote-result">
           <p>

@@ -3,37 +3,47 @@ import { useEffect, useState } from 'preact/hooks'
 import { type ApiError, get, post, seg } from './api.ts'
 import { bytes, go, ms } from './format.ts'
 import { JsonTree, parseExact } from './json-tree.tsx'
-import type { BodyView, ExchangeView, LlmView, ResponseView, Run } from './types.ts'
+import type { BodyView, ExchangeView, LlmView, McpView, ResponseView, Run } from './types.ts'
 
 /** The panel beside the timeline. */
-export function ExchangePanel({ run, seq, q }: { run: Run; seq: number; q: string }) {
+export function ExchangePanel({ run, seq, q, onClose }: { run: Run; seq: number; q: string; onClose: () => void }) {
   const [x, setX] = useState<ExchangeView | undefined>()
   const [error, setError] = useState('')
-  const [tab, setTab] = useState<'llm' | 'request' | 'response' | 'fault' | 'fork'>('llm')
+  const [tab, setTab] = useState<'llm' | 'mcp' | 'request' | 'response' | 'fault' | 'fork'>('llm')
   useEffect(() => {
     get<{ exchange: ExchangeView }>(`/api/runs/${seg(run.name)}/exchanges/${seq}${q}`)
       .then((r) => {
         setX(r.exchange)
-        if (!r.exchange.llm) setTab('response')
+        if (!r.exchange.llm) setTab(r.exchange.mcp ? 'mcp' : 'response')
       })
       .catch((e: Error) => setError(e.message))
   }, [seq])
   if (error) return <aside class="panel error">{error}</aside>
   if (!x) return <aside class="panel muted">Loading #{seq}…</aside>
-  const tabs = [...(x.llm ? (['llm'] as const) : []), 'request', 'response', ...(x.fault ? (['fault'] as const) : []), 'fork'] as const
+  const tabs = [
+    ...(x.llm ? (['llm'] as const) : []),
+    ...(x.mcp ? (['mcp'] as const) : []),
+    'request',
+    'response',
+    ...(x.fault ? (['fault'] as const) : []),
+    'fork',
+  ] as const
+  const head = x.response ?? x.fault?.upstream?.response
+  const lastChunk = head?.body.chunks.at(-1)?.atMs
   return (
     <aside class="panel" data-testid="exchange-panel">
       <div class="phead">
         <b>
           #{x.seq} {x.request.method} {x.request.url}
         </b>
-        <button type="button" class="link" onClick={() => go(`/run/${seg(run.name)}${q}`)}>
+        <button type="button" class="link" onClick={onClose} title="Esc">
           close
         </button>
       </div>
       <div class="facts">
         <span>started {ms(x.timing.startMs)}</span>
         <span>headers after {ms(x.timing.headersMs)}</span>
+        {lastChunk !== undefined && lastChunk > x.timing.headersMs && <span data-testid="exchange-last-chunk">last chunk after {ms(lastChunk)}</span>}
         {x.origin && (
           <span class="badge patched">
             {x.origin} {x.patchId ?? ''}
@@ -51,11 +61,12 @@ export function ExchangePanel({ run, seq, q }: { run: Run; seq: number; q: strin
       <nav class="tabs">
         {tabs.map((t) => (
           <button type="button" key={t} class={tab === t ? 'on' : ''} onClick={() => setTab(t)} data-testid={`tab-${t}`}>
-            {t === 'llm' ? 'model turn' : t}
+            {t === 'llm' ? 'model turn' : t === 'mcp' ? 'tool call (MCP)' : t}
           </button>
         ))}
       </nav>
       {tab === 'llm' && x.llm && <LlmPanel v={x.llm} />}
+      {tab === 'mcp' && x.mcp && <McpPanel v={x.mcp} />}
       {tab === 'request' && (
         <div>
           <Headers list={x.request.headers} />
@@ -146,6 +157,58 @@ function LlmPanel({ v }: { v: LlmView }) {
   )
 }
 
+/** An MCP message in tool terms: the server, what was asked, what came back and what else the server did. */
+function McpPanel({ v }: { v: McpView }) {
+  return (
+    <div class="mcp" data-testid="mcp-view">
+      <div class="facts">
+        <span>MCP {v.transport === 'stdio' ? 'over stdio' : 'over Streamable HTTP'}</span>
+        <span>server {v.server}</span>
+        <span>{v.kind}</span>
+        <span>{v.method}</span>
+      </div>
+      {v.command && (
+        <p>
+          started <code>{v.command}</code>
+        </p>
+      )}
+      {v.tool !== undefined && (
+        <>
+          <h4>
+            tools/call <b data-testid="mcp-tool">{v.tool}</b>
+          </h4>
+          <JsonTree value={v.arguments ?? {}} />
+        </>
+      )}
+      {v.uri !== undefined && <p>resource {v.uri}</p>}
+      {v.prompt !== undefined && <p>prompt {v.prompt}</p>}
+      <h4>Answer</h4>
+      {!v.answered && <p class="muted">{v.failure ?? 'No answer in the transcript.'}</p>}
+      {v.error && (
+        <p class="bad">
+          error {v.error.code ?? ''} {v.error.message}
+        </p>
+      )}
+      {v.isError && <p class="bad">the tool reported an error (isError)</p>}
+      {v.tools && <p>tools offered: {v.tools.join(', ')}</p>}
+      {v.content?.map((c, i) => (
+        <div key={i} class="out" data-testid="mcp-content">
+          {c}
+        </div>
+      ))}
+      {v.content === undefined && v.answered && v.result !== undefined && <JsonTree value={v.result} />}
+      {(v.notifications.length > 0 || v.serverRequests.length > 0) && (
+        <p class="muted">
+          {v.notifications.length > 0 && `notifications: ${v.notifications.join(', ')}. `}
+          {v.serverRequests.length > 0 && `the server asked: ${v.serverRequests.join(', ')}.`}
+        </p>
+      )}
+      {v.stderr && <pre class="tail">{v.stderr}</pre>}
+      {v.exit && <p class="muted">the server exited {v.exit.signal ? `by ${v.exit.signal}` : `with code ${v.exit.code}`}</p>}
+    </div>
+  )
+}
+
 function Headers({ list }: { list: Array<[string, string]> }) {
   return (
     <table class="headers">
@@ -204,7 +267,7 @@ function Body({ body }: { body: BodyView }) {
                 <td class="muted">{e.chunk !== undefined ? `chunk ${e.chunk}` : ''}</td>
                 <td class="muted">{e.atMs !== undefined ? ms(e.atMs) : ''}</td>
                 <td>{e.event ?? 'message'}</td>
-                <td>
+                <td class="data">
                   <code>{e.data}</code>
                 </td>
               </tr>
@@ -253,15 +316,16 @@ function ForkForm({ run, x }: { run: Run; x: ExchangeView }) {
     if (path !== '') specs.push(`#${x.seq} ${path}=${value}`)
   }
   if (errorCode !== '') specs.push(`#${x.seq} error=${errorCode}`)
-  const fork = () => {
+  const fork = (tail: 'strict' | 'live') => {
     setError('')
     post<{ command: string; branch: string }>('/api/fork', { source: run.name, to: branch, patches: specs })
       .then((r) => {
         setResult(r)
-        go(`/run/${seg(r.branch)}?rerun=1`)
+        go(`/run/${seg(r.branch)}?rerun=1${tail === 'live' ? '&tail=live' : ''}`)
       })
       .catch((e: ApiError) => setError(`${e.code}: ${e.message}`))
   }
+  const next = run.stats?.modelTurnSeqs.find((s) => s > x.seq)
   return (
     <div class="fork" data-testid="fork-form">
       {v ? (
@@ -311,15 +375,55 @@ function ForkForm({ run, x }: { run: Run; x: ExchangeView }) {
       <pre class="curl" data-testid="fork-specs">
         {specs.length > 0 ? specs.map((s) => `--patch '${s}'`).join('\n') : 'Change a field to fork.'}
       </pre>
-      <button type="button" disabled={specs.length === 0} onClick={fork} data-testid="fork-submit">
-        Fork to {branch}
-      </button>
+      <ForkNeeds run={run} seq={x.seq} next={next} />
+      <button type="button" disabled={specs.length === 0} onClick={() => fork('strict')} data-testid="fork-submit">
+        Fork to {branch}, then rerun in strict replay
+      </button>{' '}
+      {next !== undefined && (
+        <button type="button" disabled={specs.length === 0} onClick={() => fork('live')} data-testid="fork-submit-live">
+          Fork, then rerun with a live tail
+        </button>
+      )}
       {result && <pre>{result.command}</pre>}
       {error && (
         <div class="error" data-testid="fork-error">
           {error}
         </div>
       )}
+    </div>
+  )
+}
+
+/**
+ * What a fork at this point needs, said before forking: strict replay matches requests exactly, so a rerun
+ * replays up to the first request the change alters, at the latest the next model turn (its request carries
+ * the conversation so far); the two ways on from there.
+ */
+function ForkNeeds({ run, seq, next }: { run: Run; seq: number; next: number | undefined }) {
+  if (!run.stats) return <p class="muted">Reading the run's model turns…</p>
+  if (next === undefined)
+    return (
+      <div class="needs" data-testid="fork-needs" data-next="none">
+        No model turn comes after #{seq}: a strict rerun against the fork replays offline, as long as the app's later requests stay as recorded.
+      </div>
+    )
+  return (
+    <div class="needs" data-testid="fork-needs" data-next={next}>
+      <p>
+        <b>A fork here will need more than this patch.</b> Strict replay matches requests exactly, and the model turn after this one, #{next}, sends the
+        conversation so far: when the app sends your change on (a tool result it reads, an answer it keeps), a strict rerun stops at the first request it
+        alters, #{next} at the latest, with a miss. Two ways on:
+      </p>
+      <ul>
+        <li>
+          <b>Fork the next model turn too</b>, offline: rerun strictly; the run keeps the request the app now sends at #{next}, and its page offers to answer it
+          with the recorded answer, which you then fork.
+        </li>
+        <li>
+          <b>Rerun with a live tail</b>: from the first request no recording matches, the real model and services answer (the app needs its network and keys),
+          recorded in the run and marked <span class="badge verdict-live">LIVE</span>.
+        </li>
+      </ul>
     </div>
   )
 }

@@ -8,7 +8,8 @@ interface Evidence {
   coverage: Array<{ rule: string; fault: string; eligible?: number; selected?: number | null; triggered: number }>
   effects: Array<{ seq: number; label: string; name: string; id: string; seenByApp: boolean; fault?: string }>
   contracts?: Array<{ contract: string; ok: boolean; summary: string; violations: Array<{ message: string; exchanges: number[] }> }>
-  ok?: boolean
+  /** With a contracts file: whether every contract held. */
+  contractsOk?: boolean
   faulted: Array<{ seq: number; rule: string; kind: string; phase: string }>
 }
 
@@ -32,9 +33,16 @@ export function FaultEvidence({ name, e }: { name?: string; e: Evidence }) {
   return (
     <section class="faults" data-testid="faults">
       {name && <h1>Faults of {name}</h1>}
-      {e.seed !== undefined && <p>seed {e.seed}</p>}
+      {e.contracts && (
+        <p class={e.contractsOk ? 'verdict ok' : 'verdict bad'} data-testid="faults-verdict">
+          {e.contractsOk
+            ? `all ${e.contracts.length} contract${e.contracts.length === 1 ? '' : 's'} held`
+            : `${e.contracts.filter((c) => !c.ok).length} of ${e.contracts.length} contract${e.contracts.length === 1 ? '' : 's'} failed`}
+        </p>
+      )}
+      {e.seed !== undefined && <p data-testid="faults-seed">faults seed {e.seed}</p>}
       <h3>Coverage</h3>
-      <table>
+      <table data-testid="faults-coverage">
         <thead>
           <tr>
             <th>rule</th>
@@ -60,11 +68,11 @@ export function FaultEvidence({ name, e }: { name?: string; e: Evidence }) {
       {e.effects.length === 0 ? (
         <p class="muted">No effects named (a faults file's "effects" names them).</p>
       ) : (
-        <ul>
+        <ul data-testid="faults-effects">
           {e.effects.map((x, i) => (
             <li key={i}>
-              {link(x.seq)} {x.label}: {x.name} {x.id} {x.seenByApp ? '' : <span class="bad">(the app never saw it)</span>}
-              {x.fault ? ` · fault ${x.fault}` : ''}
+              {link(x.seq)} {x.label.replace(/^#\d+ /, '')}: {x.name} {x.id}{' '}
+              {!x.seenByApp && <span class="bad">(the app never got the answer{x.fault ? `: fault rule ${x.fault}` : ''})</span>}
             </li>
           ))}
         </ul>
@@ -73,7 +81,7 @@ export function FaultEvidence({ name, e }: { name?: string; e: Evidence }) {
       {e.contracts ? (
         <ul>
           {e.contracts.map((c) => (
-            <li key={c.contract} class={c.ok ? 'ok' : 'bad'}>
+            <li key={c.contract} class={c.ok ? 'ok' : 'bad'} data-testid="faults-contract" data-verdict={c.ok ? 'PASS' : 'FAIL'}>
               {c.ok ? 'PASS' : 'FAIL'} {c.contract}: {c.summary}
               {c.violations.map((v, i) => (
                 <div key={i} class="small">

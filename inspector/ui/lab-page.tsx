@@ -23,10 +23,25 @@ interface LabResult {
     calls: number
     shipments: number
     summary: string
+    problems: string[]
     contracts: Array<{ contract: string; ok: boolean; summary: string; violations: Array<{ message: string; exchanges: number[] }> }>
     coverage: Array<{ rule: string; fault: string; eligible: number; selected: number | null; triggered: number }>
   }>
 }
+
+/** The one problem that means the run tested nothing: its fault never fired (all-rules-fired). */
+const NEVER_FIRED = 'the fault never fired'
+
+/**
+ * What the page calls a policy's run: PASS, FAIL, or UNTESTED when the only problem is that the fault never
+ * fired (the run says nothing about the policy; `tr-proxy demo` counts it as FAIL, for all-rules-fired).
+ */
+function shownVerdict(p: LabResult['policies'][number]): 'PASS' | 'FAIL' | 'UNTESTED' {
+  if (p.verdict === 'FAIL' && p.problems.length > 0 && p.problems.every((x) => x === NEVER_FIRED)) return 'UNTESTED'
+  return p.verdict
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
 
 /** The lab page; `query` is the URL's settings. */
 export function LabPage({ query }: { query: URLSearchParams }) {
@@ -105,20 +120,28 @@ export function LabPage({ query }: { query: URLSearchParams }) {
           </p>
           <table>
             <tbody>
-              {result.policies.map((p) => (
-                <tr key={p.policy} data-testid="lab-result" data-verdict={p.verdict}>
-                  <td class={p.verdict === 'PASS' ? 'ok' : 'bad'}>{p.verdict}</td>
-                  <td>{p.label}</td>
-                  <td>{p.calls} calls</td>
-                  <td>{p.shipments} shipments</td>
-                  <td>{p.summary}</td>
-                  <td>
-                    <a href={`/api/lab/${result.id}/${p.policy}.trace.json?token=${encodeURIComponent(TOKEN)}`} download data-testid="lab-export">
-                      trace file
-                    </a>
-                  </td>
-                </tr>
-              ))}
+              {result.policies.map((p) => {
+                const v = shownVerdict(p)
+                return (
+                  <tr key={p.policy} data-testid="lab-result" data-verdict={v}>
+                    <td
+                      class={v === 'PASS' ? 'ok' : v === 'FAIL' ? 'bad' : 'untested'}
+                      title={v === 'UNTESTED' ? 'the fault never fired: this run does not test the policy' : undefined}
+                    >
+                      {v}
+                    </td>
+                    <td>{p.label}</td>
+                    <td>{plural(p.calls, 'call')}</td>
+                    <td>{plural(p.shipments, 'shipment')}</td>
+                    <td>{v === 'UNTESTED' ? `${p.summary}: this run does not test the policy` : p.summary}</td>
+                    <td>
+                      <a href={`/api/lab/${result.id}/${p.policy}.trace.json?token=${encodeURIComponent(TOKEN)}`} download data-testid="lab-export">
+                        trace file
+                      </a>
+                    </td>
+                  </tr>
+                )
+              })}
             </tbody>
           </table>
           {result.policies.map((p) => (

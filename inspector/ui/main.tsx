@@ -9,6 +9,7 @@ import { LabPage } from './lab-page.tsx'
 import { type LiveRun, onLive, publishLive } from './live.ts'
 import { RunPage } from './run-page.tsx'
 import type { Run } from './types.ts'
+import { AppExit, VerdictBadge } from './verdict.tsx'
 
 function App() {
   const [r, setR] = useState(route())
@@ -113,6 +114,7 @@ function RunsPage() {
             <th>lineage</th>
             <th>faults</th>
             <th>app</th>
+            <th>replay verdict</th>
           </tr>
         </thead>
         <tbody>
@@ -146,7 +148,10 @@ function RunsPage() {
                   ''
                 )}
               </td>
-              <td>{r.app?.exit ? <span class={r.app.exit.code === 0 ? 'ok' : 'bad'}>exit {r.app.exit.code}</span> : r.app ? 'command' : ''}</td>
+              <td>
+                <AppExit run={r} />
+              </td>
+              <td>{r.stats ? <VerdictBadge v={r.stats.replay} testId="run-verdict" /> : r.labels?.observedAgainst ? '…' : ''}</td>
             </tr>
           ))}
         </tbody>

@@ -1,9 +1,22 @@
 /** The application's outcome: the command, its exit code and the end of its output. */
 import { shellLine } from './format.ts'
-import type { AppRun } from './types.ts'
+import type { AppRun, RunAgainst } from './types.ts'
 
-/** One app outcome; `testId` marks it for the browser tests. */
-export function Outcome({ app, testId }: { app: AppRun | undefined; testId?: string }) {
+/**
+ * One app outcome; `testId` marks it for the browser tests; `runs`: the runs of the app against this trace;
+ * `testRunner`: the run was recorded by a test setup (it keeps the command, its process was still running).
+ */
+export function Outcome({
+  app,
+  testId,
+  runs = [],
+  testRunner,
+}: {
+  app: AppRun | undefined
+  testId?: string
+  runs?: RunAgainst[]
+  testRunner?: string | undefined
+}) {
   if (!app)
     return (
       <div class="outcome muted" data-testid={testId}>
@@ -27,7 +40,25 @@ export function Outcome({ app, testId }: { app: AppRun | undefined; testId?: str
           <Tail name="stderr" tail={e.stderr} />
         </>
       ) : (
-        <div class="muted">Not run against this trace yet (a fork keeps the command of its source): rerun it.</div>
+        <div class="muted">
+          {testRunner !== undefined && runs.length === 0 ? (
+            `Recorded by the ${testRunner} test setup: it keeps the command that runs this test file again, not its exit code (the file was still running when the trace closed). Rerun it to see one.`
+          ) : runs.length === 0 ? (
+            'Not run against this trace yet (a fork keeps the command of its source): rerun it.'
+          ) : (
+            <>
+              This trace keeps the command, not an outcome (a fork); the app ran against it in{' '}
+              {runs.map((r, i) => (
+                <span key={r.name}>
+                  {i > 0 ? ', ' : ''}
+                  <a href={`#/run/${encodeURIComponent(r.name)}`}>{r.name}</a>
+                  {r.exit !== undefined ? ` (app exit ${r.exit})` : ''}
+                </span>
+              ))}
+              .
+            </>
+          )}
+        </div>
       )}
     </div>
   )

@@ -1,22 +1,29 @@
 /**
- * Rerun the run's recorded command in strict replay against it: one click, the command shown, its output
- * streamed; a command that came with an imported trace is shown in full and runs only once confirmed.
+ * Rerun the run's recorded command against it: in strict replay (offline), or with a live tail (from the
+ * first request no recording matches, the real services answer: recorded, marked live). The command is
+ * shown, its output streamed; a command that came with an imported trace is shown in full and runs only once
+ * confirmed. When it ends, the verdict (how the replay went) beside the app's exit, and the comparison.
  */
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { type ApiError, eventsUrl, post, seg } from './api.ts'
+import { type ApiError, eventsUrl, get, post, seg } from './api.ts'
+import { ComparePage } from './compare-page.tsx'
+import { ConfirmCommand, type Unconfirmed, unconfirmed } from './confirm-command.tsx'
 import { go, shellLine } from './format.ts'
 import type { Run } from './types.ts'
+import { AppExit, VerdictBadge } from './verdict.tsx'
 
 interface Started {
   id: string
   recordAs: string
+  tail: 'strict' | 'live'
   commandLine: string
   cwd: string
 }
 
-/** The rerun panel of a run page. */
-export function RerunPanel({ run }: { run: Run }) {
-  const [confirm, setConfirm] = useState<{ command: string[]; cwd?: string; digest: string } | undefined>()
+/** The rerun panel of a run page; `tail` is the way the page proposes first. */
+export function RerunPanel({ run, tail: proposed }: { run: Run; tail: 'strict' | 'live' }) {
+  const [tail, setTail] = useState(proposed)
+  const [confirm, setConfirm] = useState<Unconfirmed | undefined>()
   const [started, setStarted] = useState<Started | undefined>()
   const [output, setOutput] = useState('')
   const [exit, setExit] = useState<number | undefined>()
@@ -25,14 +32,14 @@ export function RerunPanel({ run }: { run: Run }) {
   const source = run.lineage?.sourceName ?? run.name
   const start = (digest?: string) => {
     setError('')
-    post<Started>('/api/rerun', { trace: run.name, ...(digest ? { confirm: digest } : {}) })
+    post<Started>('/api/rerun', { trace: run.name, tail, ...(digest ? { confirm: digest } : {}) })
       .then((r) => {
         setConfirm(undefined)
         setStarted(r)
       })
       .catch((e: ApiError) => {
-        if (e.code === 'TR_COMMAND_UNCONFIRMED')
-          setConfirm({ command: e.details.command as string[], cwd: e.details.cwd as string, digest: e.details.confirm as string })
+        const ask = unconfirmed(e)
+        if (ask) setConfirm(ask)
         else setError(`${e.code}: ${e.message}`)
       })
   }
@@ -49,33 +56,47 @@ export function RerunPanel({ run }: { run: Run }) {
   useEffect(() => {
     if (pre.current) pre.current.scrollTop = pre.current.scrollHeight
   }, [output])
+  const recordAs = `${run.name}-${tail === 'live' ? 'live' : 'run'}`
   return (
     <div class="rerun" data-testid="rerun-panel">
-      <h3>Rerun the app in strict replay against {run.name}</h3>
+      <h3>
+        Rerun the app against {run.name}
+        {tail === 'live' ? ', with a live tail' : ' in strict replay'}
+      </h3>
       <p>
         <code data-testid="rerun-command">
-          {shellLine(['tr-proxy', 'replay', '--strict', '--trace', run.name, '--record-as', `${run.name}-run`, '--', ...(run.app?.command ?? [])])}
+          {shellLine([
+            'tr-proxy',
+            'replay',
+            '--strict',
+            '--trace',
+            run.name,
+            '--record-as',
+            recordAs,
+            ...(tail === 'live' ? ['--tail', 'live'] : []),
+            '--',
+            ...(run.app?.command ?? []),
+          ])}
         </code>
         {run.app?.cwd && <span class="muted"> in {run.app.cwd}</span>}
       </p>
+      {tail === 'live' && (
+        <p class="live-warning" data-testid="rerun-live-warning">
+          LIVE: from the first request no recording matches, requests go to the real services (the app needs its network and keys); they are recorded in the run
+          and marked live. This run is not offline.
+        </p>
+      )}
       {!started && !confirm && (
-        <button type="button" onClick={() => start()} data-testid="rerun-start">
-          Rerun
-        </button>
-      )}
-      {confirm && (
-        <div class="confirm" data-testid="rerun-confirm">
-          <p class="bad">This command came with an imported trace: no recording of this store ran it. Run it only if you trust it.</p>
-          <pre data-testid="rerun-confirm-command">{shellLine(confirm.command)}</pre>
-          <p>in {confirm.cwd}</p>
-          <button type="button" onClick={() => start(confirm.digest)} data-testid="rerun-confirm-run">
-            Run this command
+        <p>
+          <button type="button" onClick={() => start()} data-testid="rerun-start">
+            {tail === 'live' ? 'Rerun with a live tail' : 'Rerun'}
+          </button>{' '}
+          <button type="button" class="link" onClick={() => setTail(tail === 'live' ? 'strict' : 'live')} data-testid="rerun-switch">
+            {tail === 'live' ? 'strict replay instead (offline)' : 'with a live tail instead'}
           </button>
-          <button type="button" class="link" onClick={() => setConfirm(undefined)}>
-            Cancel
-          </button>
-        </div>
+        </p>
       )}
+      {confirm && <ConfirmCommand what={confirm} onRun={(digest) => start(digest)} onCancel={() => setConfirm(undefined)} />}
       {started && (
         <>
           <p class="muted">
@@ -84,14 +105,7 @@ export function RerunPanel({ run }: { run: Run }) {
           <pre class="term" ref={pre} data-testid="rerun-output">
             {output}
           </pre>
-          {exit !== undefined && (
-            <p data-testid="rerun-exit">
-              <span class={exit === 0 ? 'ok' : 'bad'}>exit {exit}</span>{' '}
-              <button type="button" onClick={() => go(`/compare?a=${seg(source)}&b=${seg(started.recordAs)}`)} data-testid="open-compare">
-                Compare {source} with {started.recordAs}
-              </button>
-            </p>
-          )}
+          {exit !== undefined && <RerunResult source={source} recordAs={started.recordAs} exit={exit} />}
         </>
       )}
       {error && (
@@ -99,6 +113,36 @@ export function RerunPanel({ run }: { run: Run }) {
           {error}
         </div>
       )}
+    </div>
+  )
+}
+
+/** How the rerun went: the app's exit, the replay verdict, tr-proxy's own exit, then the comparison itself. */
+function RerunResult({ source, recordAs, exit }: { source: string; recordAs: string; exit: number }) {
+  const [run, setRun] = useState<Run | undefined>()
+  useEffect(() => {
+    void get<{ run: Run }>(`/api/runs/${seg(recordAs)}`)
+      .then(async (r) => {
+        const s = r.run.stats ?? (await get<{ stats: Run['stats'] }>(`/api/runs/${seg(recordAs)}/stats`)).stats
+        setRun({ ...r.run, stats: s })
+      })
+      .catch(() => {})
+  }, [recordAs])
+  return (
+    <div data-testid="rerun-result">
+      <p data-testid="rerun-exit" class="facts">
+        <a href={`#/run/${seg(recordAs)}`}>{recordAs}</a>
+        {run && <AppExit run={run} testId="rerun-app-exit" />}
+        {run && <VerdictBadge v={run.stats?.replay} testId="rerun-verdict" />}
+        <span class={exit === 0 ? 'ok' : 'bad'}>
+          tr-proxy exit {exit}
+          {exit === 69 ? ' (strict replay incomplete)' : ''}
+        </span>
+        <button type="button" class="link" onClick={() => go(`/compare?a=${seg(source)}&b=${seg(recordAs)}`)} data-testid="open-compare">
+          open the comparison on its own page
+        </button>
+      </p>
+      {run && <ComparePage a={source} b={recordAs} embedded />}
     </div>
   )
 }

@@ -11,11 +11,22 @@ const model = (seq: number, calls: number, extra = {}) => ({
 })
 const http = (seq: number, url: string, extra = {}) => ({ seq, method: 'GET', url, status: 200, ...extra })
 
-test('tool exchanges after a model turn with tool calls nest under it, until the next model turn', () => {
-  const g = groupRows([model(0, 1), http(1, 'https://t.test/a'), http(2, 'https://t.test/b'), model(3, 0), http(4, 'https://t.test/c')])
+test('an exchange nests under the model turn the server says it answers, and nothing nests by order alone', () => {
+  const rows = [model(0, 1), http(1, 'https://t.test/a'), http(2, 'https://metrics.test/b'), model(3, 0), http(4, 'https://t.test/c')]
   assert.deepEqual(
-    g.map((x) => x.parent),
-    [undefined, 0, 0, undefined, undefined],
+    groupRows(rows).map((x) => x.parent),
+    [undefined, undefined, undefined, undefined, undefined],
+  )
+  const g = groupRows(rows, new Map([[1, { parent: 0, call: 'lookup' }]]))
+  assert.deepEqual(
+    g.map((x) => [x.parent, x.call]),
+    [
+      [undefined, undefined],
+      [0, 'lookup'],
+      [undefined, undefined],
+      [undefined, undefined],
+      [undefined, undefined],
+    ],
   )
 })
 

@@ -40,7 +40,7 @@ export function VirtualList(p: VirtualListProps) {
   const last = items.at(-1)?.index ?? 0
   useEffect(() => p.onRange?.(first, last), [first, last, p.count])
   useEffect(() => {
-    if (p.scrollTo !== undefined && p.scrollTo >= 0) v.scrollToIndex(p.scrollTo, { align: 'center' })
+    if (p.scrollTo !== undefined && p.scrollTo >= 0) v.scrollToIndex(p.scrollTo, { align: 'auto' })
   }, [p.scrollTo])
   return (
     <div ref={parent} class="vlist" data-testid={p.testId}>

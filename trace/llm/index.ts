@@ -14,7 +14,7 @@ export { LLM_APIS } from './llm-types.ts'
 export { llmView } from './llm-view.ts'
 /** MCP messages (stdio and Streamable HTTP) read in tool terms. */
 export type { McpDiffDetail, McpView } from './mcp.ts'
-export { compareMcpViews, formatToolTurn, mcpView } from './mcp.ts'
+export { compareMcpViews, formatToolTurn, mcpAsk, mcpNotes, mcpOutcome, mcpView } from './mcp.ts'
 export type { LlmPatchTarget } from './patch-plan.ts'
 /** A trace as a timeline of turns. */
 export type { TimelineTurn } from './timeline.ts'

@@ -75,6 +75,7 @@ export function formatUsage(u: LlmUsage): string {
   if (u.output !== undefined) parts.push(`output ${u.output}${u.reasoning !== undefined ? ` (reasoning ${u.reasoning})` : ''}`)
   if (u.total !== undefined) parts.push(`total ${u.total}`)
   if (u.cachedInput !== undefined) parts.push(`cached input ${u.cachedInput}`)
+  if (u.cost !== undefined) parts.push(`cost ${u.cost}`)
   return parts.join(', ')
 }
 

@@ -71,6 +71,8 @@ export interface LlmUsage {
   total?: number
   reasoning?: number
   cachedInput?: number
+  /** The call's cost as the provider's usage reports it (OpenRouter's `usage.cost`, in its credits); never computed. */
+  cost?: number
 }
 
 /** The LLM view of one exchange. */

@@ -154,5 +154,6 @@ function setModelAndUsage(part: LlmResponsePart, body: Record<string, unknown>):
   set('total', usage.total_tokens)
   set('reasoning', obj(usage.completion_tokens_details)?.reasoning_tokens)
   set('cachedInput', obj(usage.prompt_tokens_details)?.cached_tokens)
+  set('cost', usage.cost)
   part.usage = u
 }

@@ -110,6 +110,7 @@ function readUsage(usage: Record<string, unknown>): LlmUsage {
   set('total', usage.total_tokens)
   set('reasoning', obj(usage.output_tokens_details)?.reasoning_tokens)
   set('cachedInput', obj(usage.input_tokens_details)?.cached_tokens)
+  set('cost', usage.cost)
   return u
 }
 

@@ -1,0 +1,82 @@
+/**
+ * How a timeline row reads, one renderer per protocol: a model turn (the LLM view), a tool turn (an MCP message
+ * over stdio or HTTP), an HTTP exchange. A protocol added later (WebSocket sessions, HTTP/2 and gRPC messages)
+ * is one more entry here, keyed by the row's `kind` the server gives it.
+ */
+import type { ComponentChildren } from 'preact'
+import { clip, shortUrl } from './format.ts'
+import type { Row } from './types.ts'
+
+/** What a protocol shows of a row: its label in the row's first line, and what it says under it. */
+export interface RowRenderer {
+  label(row: Row): ComponentChildren
+  body?(row: Row): ComponentChildren
+}
+
+const FINISHES_OK = ['stop', 'tool_calls', 'end_turn', 'tool_use', 'completed']
+
+const model: RowRenderer = {
+  label: (row) => <span class="kind">model {row.llm?.model ?? ''}</span>,
+  body: (row) => {
+    const v = row.llm
+    if (!v) return null
+    const last = v.input.filter((m) => m.role !== 'system').at(-1)
+    return (
+      <div class="turn">
+        {v.toolResults.length > 0
+          ? v.toolResults.map((r) => (
+              <div key={r.callId} class="in">
+                ← tool_result <b>{r.name ?? r.callId}</b> {clip(r.output, 160)}
+              </div>
+            ))
+          : last && (
+              <div class="in">
+                ← {last.role}: {clip(last.text, 160)}
+              </div>
+            )}
+        {v.reasoning.length > 0 && <div class="reasoning">reasoning: {clip(v.reasoning.join(' '), 200)}</div>}
+        {v.outputText !== '' && <div class="out">→ {clip(v.outputText, 240)}</div>}
+        {v.toolCalls.map((c) => (
+          <div key={c.index} class="call" data-testid="tool-call">
+            → tool_call <b>{c.name}</b> <code>{clip(c.argumentsText, 200)}</code>
+          </div>
+        ))}
+        {v.finish && !FINISHES_OK.includes(v.finish) && <div class="bad">finish {v.finish}</div>}
+        {v.error && <div class="bad">{v.error}</div>}
+      </div>
+    )
+  },
+}
+
+const tool: RowRenderer = {
+  label: (row) => (
+    <span class="kind" title={row.mcp?.transport === 'stdio' ? 'MCP over stdio' : 'MCP over Streamable HTTP'}>
+      tool {row.mcp?.server ?? ''}
+    </span>
+  ),
+  body: (row) => {
+    const m = row.mcp
+    if (!m) return null
+    return (
+      <div class="turn" data-testid="tool-turn">
+        <div class="call">
+          → <b>{m.ask}</b>
+        </div>
+        {m.outcome !== '' && <div class={m.isError ? 'bad' : 'out'}>← {m.outcome}</div>}
+        {m.notes.length > 0 && <div class="muted small">{m.notes.join(' · ')}</div>}
+      </div>
+    )
+  },
+}
+
+const http: RowRenderer = {
+  label: (row) => (
+    <>
+      <span class="kind">{row.method}</span>
+      <span class="url">{shortUrl(row.url)}</span>
+    </>
+  ),
+}
+
+/** The renderer of each kind of row. */
+export const RENDERERS: Record<Row['kind'], RowRenderer> = { model, tool, http }
