@@ -13,6 +13,7 @@ import {
   type Lineage,
   type LlmView,
   llmView,
+  type McpView,
   mcpAsk,
   mcpNotes,
   mcpOutcome,
@@ -62,7 +63,8 @@ export interface RunStats {
 export interface ToolTurnRow {
   server: string
   transport: 'stdio' | 'http'
-  kind: 'launch' | 'request' | 'notification' | 'reply'
+  /** Over HTTP also `stream` (the session's background GET) and `end` (its DELETE). */
+  kind: McpView['kind']
   method: string
   tool?: string
   /** `tools/call write_file {"path":"a.txt"}`. */
