@@ -45,11 +45,17 @@ function walkthrough(): ReturnType<typeof readmeCommands> {
   return readmeCommands(section)
 }
 
+function withoutCi(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { CI: _ci, ...rest } = env
+  return rest
+}
+
 /** Runs one README line as a user would, in bash with stderr merged into stdout in order, on `port` for 4010. */
 async function sh(line: string, port: number, store: string): Promise<string[]> {
   const child = spawn('bash', ['-c', `exec 2>&1; ${line.replaceAll('4010', String(port))}`], {
     cwd: ROOT,
-    env: { ...process.env, TOOL_REPLAY_STORE: store },
+    // As in a user's terminal: in CI an unsealed strict replay ends with a hint to add --sealed.
+    env: { ...withoutCi(process.env), TOOL_REPLAY_STORE: store },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   let out = ''

@@ -53,8 +53,11 @@ async function faultedProxy(store: TraceStore, trace: string, api: FaultUpstream
   return { proxy, env: clientEnv(proxy, writeBundle(dir, ca.certPem)) }
 }
 
-/** curl through the proxy: exit code, body, status, headers and time. */
-async function curl(env: NodeJS.ProcessEnv, path: string, extra: string[] = []) {
+/**
+ * curl through the proxy: exit code, body, status, headers and time. Over HTTP/1.1 unless `extra` says
+ * otherwise: the proxy offers HTTP/2 by ALPN, and curl takes it (the faults over HTTP/2 have their own tests).
+ */
+async function curl(env: NodeJS.ProcessEnv, path: string, extra: string[] = ['--http1.1']) {
   const t0 = performance.now()
   const r = await run('curl', ['-sS', '-N', '-D', '-', '-w', '\n%{http_code}', ...extra, `https://api.test${path}`], env)
   const ms = performance.now() - t0
@@ -72,7 +75,7 @@ async function curl(env: NodeJS.ProcessEnv, path: string, extra: string[] = []) 
   return { code: r.code, status, body, header, ms, stderr: r.stderr }
 }
 
-const POST = ['-X', 'POST', '-H', 'content-type: application/json', '-d', '{"orderId":"o-1"}']
+const POST = ['--http1.1', '-X', 'POST', '-H', 'content-type: application/json', '-d', '{"orderId":"o-1"}']
 
 function text(trace: Trace, o: Exchange['outcome'] | null | undefined): string | undefined {
   if (!o) return undefined
@@ -191,6 +194,54 @@ describe('each fault kind through the proxy (curl over HTTPS)', { timeout: 120_0
       ],
     )
     assert.equal(text(trace, byRule.get('cut')?.fault?.upstream), EVENTS.join(''), 'the cut stream was read to its end upstream')
+  })
+})
+
+/** curl's exit code when an HTTP/2 stream was reset (RST_STREAM) before it ended. */
+const CURL_HTTP2_STREAM = 92
+
+describe('faults over HTTP/2 (curl negotiates h2 by ALPN): a broken connection is the stream reset, the connection lives on', { timeout: 120_000 }, () => {
+  const store = createMemoryStore()
+  let api: FaultUpstream
+  let proxy: ProxyServer
+  let env: NodeJS.ProcessEnv
+  before(async () => {
+    api = await startFaultUpstream(pki.certs['api.test'])
+    ;({ proxy, env } = await faultedProxy(store, 'curl-h2-faults', api, RULES))
+  })
+  after(async () => {
+    await proxy?.close().catch(() => {})
+    await api?.close()
+  })
+  const H2 = ['--http2']
+
+  test('response_lost: the API commits, curl sees its stream reset (INTERNAL_ERROR) and no status', async () => {
+    const r = await curl(env, '/shipments', [...H2, '-X', 'POST', '-H', 'content-type: application/json', '-d', '{"orderId":"o-1"}'])
+    assert.equal(r.code, CURL_HTTP2_STREAM, r.stderr)
+    assert.match(r.stderr, /HTTP\/2 stream \d+ was not closed cleanly/)
+    assert.equal(r.status, 0, 'no status reached curl')
+    assert.deepEqual(api.shipments, ['s-1'], 'the API committed it')
+  })
+
+  test('timeout, blackout and stream_error reset the stream; rate_limit answers 429 over HTTP/2', async () => {
+    const before = api.requests.length
+    const hang = await curl(env, '/timeout', H2)
+    assert.equal(hang.code, CURL_HTTP2_STREAM, hang.stderr)
+    assert.ok(hang.ms >= 290, `failed after ${hang.ms} ms`)
+    const down = await curl(env, '/down', H2)
+    assert.equal(down.code, CURL_HTTP2_STREAM, down.stderr)
+    const limited = await curl(env, '/limited', ['--http2'])
+    assert.equal(limited.status, 429)
+    assert.equal(limited.header('retry-after-ms'), '1500')
+    assert.equal(api.requests.length, before, 'nothing reached the API')
+    const broken = await curl(env, '/events-broken', H2)
+    assert.equal(broken.code, CURL_HTTP2_STREAM, broken.stderr)
+    assert.equal(broken.body, EVENTS[0])
+  })
+
+  test('every fault that acted is counted, over HTTP/2 as over HTTP/1.1', () => {
+    assert.equal(proxy.stats.faulted, 5)
+    assert.equal(proxy.stats.requests, 5)
   })
 })
 
