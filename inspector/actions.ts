@@ -4,7 +4,7 @@
  * `tr-proxy emit-test`) and the fault evidence of a run (engine/faults, as `tr-proxy check`).
  */
 import { emitCase } from '../cases/index.ts'
-import { type ContractReport, checkContracts, commitEvidence, type FaultsConfig, type RuleCoverage } from '../engine/index.ts'
+import { type ContractReport, checkContracts, commitEvidence, type FaultsConfig, type RuleCoverage } from '../faults/index.ts'
 import { type TraceStore, traceDigest } from '../store/index.ts'
 import {
   type AppRun,
