@@ -9,7 +9,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import Anthropic from '@anthropic-ai/sdk'
-import { checkContracts, parseFaults } from 'tool-replay/engine'
+import { checkContracts, parseFaults } from 'tool-replay/faults'
 import { CAPTURE_PATHS, type CapturePath, faultedRun } from './support/fault-paths.ts'
 
 const MESSAGE = {

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import OpenAI from 'openai'
-import { checkContracts, parseFaults } from 'tool-replay/engine'
+import { checkContracts, parseFaults } from 'tool-replay/faults'
 import { type FakeOpenAiServer, loadFixture, sseEvents, startFakeOpenAi } from './fixtures/openai/fake-openai-server.ts'
 import { CAPTURE_PATHS, faultedRun } from './support/fault-paths.ts'
 

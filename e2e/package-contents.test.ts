@@ -82,7 +82,7 @@ test('package.json "files" keeps test code and fixtures out of a dist/ left over
     'dist/store/trace-file.js',
     'dist/store/trace-file.test.js',
     'dist/store/fixtures/exchanges.js',
-    'dist/engine/faults/fixtures/trace-builder.d.ts',
+    'dist/faults/fixtures/trace-builder.d.ts',
   ]
   for (const file of planted) {
     mkdirSync(join(dir, file, '..'), { recursive: true })

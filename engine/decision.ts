@@ -4,8 +4,9 @@
  * files of the engine that build or carry out a decision import these from here, below session.ts, so no
  * file needs session.ts for its types.
  */
+
+import type { FaultDecision } from '../faults/index.ts'
 import type { ErrorPhase, Exchange, HeaderPairs, RecordedError, ResponseHead, ToolReplayError } from '../trace/index.ts'
-import type { FaultDecision } from './faults/index.ts'
 
 /** A request as a capture path saw it, before redaction. Body fully buffered (or null). */
 export interface CapturedRequest {

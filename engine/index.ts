@@ -1,4 +1,8 @@
-/** Record and replay sessions: matching, occurrence, strict accounting and redaction. */
+/**
+ * Record and replay sessions: matching, occurrence, the ledger and strict accounting, redaction, drift plans;
+ * the session's fault host (fault-host/: applies the faults/ floor's decisions to a session's exchanges);
+ * the session shared with child processes; the runner glue of the ready-made test setups.
+ */
 
 export type { Ticket } from './arrival-order.ts'
 export { ArrivalOrder, DEFAULT_ARRIVAL_WAIT_MS } from './arrival-order.ts'
@@ -9,58 +13,10 @@ export { driftUpdatedTrace, planDrift } from './drift-plan.ts'
 export type { DriftedExchange, DriftReport, LiveAnswers, TraceDriftReport } from './drift-report.ts'
 /** The drift report: per exchange, the live answer's changes in shape or why it was not re-sent; JSON and text. */
 export { DRIFT_FORMAT_VERSION, driftReport, formatDriftText, traceDriftReport } from './drift-report.ts'
-export type { FaultVerdict } from './fault-verdict.ts'
-export { faultVerdict, faultVerdictError, formatFaultVerdict } from './fault-verdict.ts'
-export type {
-  AppliedFault,
-  BufferedResponse,
-  ClientView,
-  ContractReport,
-  ContractResult,
-  ContractSpec,
-  ContractViolation,
-  DriftChange,
-  Effect,
-  EffectRule,
-  FaultAction,
-  FaultDecision,
-  FaultFailure,
-  FaultRequest,
-  FaultRule,
-  FaultsConfig,
-  RuleCoverage,
-  SeedSource,
-  StreamPoint,
-  SyntheticResponse,
-  Target,
-} from './faults/index.ts'
-export {
-  applyAfterResponse,
-  assertAllRulesFired,
-  assertContracts,
-  checkContracts,
-  commitEvidence,
-  compileTarget,
-  cutBody,
-  describeDecision,
-  driftJson,
-  FAULTS_FILE_ENV,
-  FAULTS_SEED_ENV,
-  FaultPlanner,
-  faultRecord,
-  faultsFromObject,
-  formatContractReport,
-  formatCoverage,
-  forwards,
-  parseFaults,
-  providerErrorResponse,
-  readFaultsFile,
-  rerunCommand,
-  rerunWithSeedEnv,
-  resolveSeed,
-  StreamCutter,
-  seedLine,
-} from './faults/index.ts'
+export type { FaultVerdict } from './fault-host/fault-verdict.ts'
+export { faultVerdict, faultVerdictError, formatFaultVerdict } from './fault-host/fault-verdict.ts'
+export type { FaultClock, FaultsInput, SessionFaultsOptions } from './fault-host/session-faults.ts'
+export { loadSessionFaults, SessionFaults } from './fault-host/session-faults.ts'
 export type { LedgerEntry, SessionSummary } from './ledger.ts'
 export { formatSummary } from './ledger.ts'
 export type { McpDriftOptions, McpResend } from './mcp-drift-plan.ts'
@@ -74,8 +30,6 @@ export type { ScanOptions, SecretFinding, SecretKind } from './secret-scan.ts'
 export { maskSecret, scanDocument, scanTrace } from './secret-scan.ts'
 export type { Mode, SessionOptions } from './session.ts'
 export { MODES, openSession, Session } from './session.ts'
-export type { FaultClock, FaultsInput, SessionFaultsOptions } from './session-faults.ts'
-export { loadSessionFaults, SessionFaults } from './session-faults.ts'
 export type { RemoteSession, SharedSessionHost } from './session-share.ts'
 /** A session shared with child processes (the `tr-proxy mcp` wrapper an app's MCP client spawns), and finding one. */
 export { connectSharedSession, findSharedSession, SESSION_SOCKET_ENV, sharedSessionDir, shareSession } from './session-share.ts'

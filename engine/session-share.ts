@@ -18,6 +18,7 @@ import { lstat, mkdir } from 'node:fs/promises'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { FaultDecision } from '../faults/index.ts'
 import {
   type ErrorCode,
   ErrorCodes,
@@ -33,7 +34,6 @@ import {
 } from '../trace/index.ts'
 import type { Ticket } from './arrival-order.ts'
 import type { CapturedRequest, Decision, ExchangeRecorder, Playback, PlaybackChunk } from './decision.ts'
-import type { FaultDecision } from './faults/index.ts'
 import type { Mode, Session } from './session.ts'
 
 /** Names a shared session's socket explicitly (wins over the ancestor lookup). */

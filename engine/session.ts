@@ -20,11 +20,11 @@ import { ArrivalOrder, type Ticket } from './arrival-order.ts'
 import { redactRequestBody } from './body-redaction.ts'
 import type { CapturedRequest, ConnectionRequest, Decision, ExchangeRecorder, Playback, PlaybackChunk, PlaybackChunks } from './decision.ts'
 import { createExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
+import { type FaultHost, SessionFaults, type SessionFaultsOptions } from './fault-host/session-faults.ts'
 import { entryFromError, formatSummary, type LedgerEntry, RetryFolding, type SessionSummary } from './ledger.ts'
 import { assertPlayable } from './playable.ts'
 import { type RedactionOptions, Redactor } from './redaction.ts'
 import { MemoryReplayIndex, type ReplayIndex, StoreReplayIndex, type Take, type UnusedRecording } from './replay-index.ts'
-import { type FaultHost, SessionFaults, type SessionFaultsOptions } from './session-faults.ts'
 import { DEFAULT_MAX_BODY_BYTES } from './transport-rules.ts'
 
 /**

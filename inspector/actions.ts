@@ -1,10 +1,10 @@
 /**
  * What the page asks of the library, done as the CLI does it: fork (trace/patch.ts, as `tr-proxy fork`),
  * compare (trace/diff.ts + trace/llm/llm-diff.ts, as `tr-proxy diff`), promote to a test (cases/, as
- * `tr-proxy emit-test`) and the fault evidence of a run (engine/faults, as `tr-proxy check`).
+ * `tr-proxy emit-test`) and the fault evidence of a run (faults/, as `tr-proxy check`).
  */
 import { emitCase } from '../cases/index.ts'
-import { type ContractReport, checkContracts, commitEvidence, type FaultsConfig, type RuleCoverage } from '../engine/index.ts'
+import { type ContractReport, checkContracts, commitEvidence, type FaultsConfig, type RuleCoverage } from '../faults/index.ts'
 import { type TraceStore, traceDigest } from '../store/index.ts'
 import {
   type AppRun,

@@ -3,8 +3,8 @@
  * complete trace and cached), a run's head, and its timeline a page at a time. A page loads only the bodies
  * of its own exchanges: a 10,000-exchange run opens as fast as a 10-exchange one.
  */
-import type { ContractReport, FaultsConfig } from '../engine/index.ts'
-import { checkContracts } from '../engine/index.ts'
+import type { ContractReport, FaultsConfig } from '../faults/index.ts'
+import { checkContracts } from '../faults/index.ts'
 import { bodyRefs, type TraceReader, type TraceStore } from '../store/index.ts'
 import {
   type AppRun,

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { FaultsConfig } from '../engine/index.ts'
+import type { FaultsConfig } from '../faults/index.ts'
 import type { TraceStore } from '../store/index.ts'
 import { ErrorCodes, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { compareRuns, type EmitRequest, emitRunCase, type ForkRequest, faultEvidence, forkRun } from './actions.ts'

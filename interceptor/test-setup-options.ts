@@ -3,8 +3,6 @@
  * trace after the test file, opening the store, and judging the session at the end.
  */
 import {
-  FAULTS_FILE_ENV,
-  FAULTS_SEED_ENV,
   type FaultVerdict,
   faultVerdict,
   faultVerdictError,
@@ -13,12 +11,12 @@ import {
   judgeTestReplay,
   type Mode,
   openSession,
-  rerunWithSeedEnv,
   resolveTestTrace,
   type SessionSummary,
   type TestRunner,
   testRunCommand,
 } from '../engine/index.ts'
+import { FAULTS_FILE_ENV, FAULTS_SEED_ENV, rerunWithSeedEnv } from '../faults/index.ts'
 import { createMemoryStore, openStore, type TraceStore } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { installUndiciGlobal } from './global-dispatcher.ts'

@@ -3,7 +3,7 @@
  * the scenario's faults file; the agent ships one order; the recorded trace is checked against the contracts
  * and the agent's answer against what the API committed. One line per policy.
  */
-import { type ContractReport, checkContracts, type FaultsConfig, parseFaults, rerunCommand, resolveSeed, type SeedSource, seedLine } from '../engine/index.ts'
+import { type ContractReport, checkContracts, type FaultsConfig, parseFaults, rerunCommand, resolveSeed, type SeedSource, seedLine } from '../faults/index.ts'
 import { install } from '../interceptor/index.ts'
 import { createMemoryStore } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError, type Trace } from '../trace/index.ts'

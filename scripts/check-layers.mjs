@@ -23,29 +23,16 @@
  * test tests its floor and what is below it), except that it may also import fixtures: those of its own or a
  * lower floor's folder, and those of e2e/. Code that ships never imports test code: it leaves the tarball.
  *
- * To place a new folder, add it to FLOORS (same floor = may not import each other). The floors follow the
+ * To place a new folder, add it to FLOORS in scripts/folders.mjs (same floor = may not import each other). The floors follow the
  * folder roles in STYLE.md ("Layout shows the architecture") and README ("Layout").
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, posix, relative, resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
+import { CHECKED_OUTSIDE, FLOORS, OUTSIDE, PACKAGE_FOLDERS } from './folders.mjs'
 
-/** The floors, lowest first: a folder may import the folders of lower floors only. */
-export const FLOORS = [
-  ['trace'], // the model; no I/O
-  ['store'], // persistence
-  ['engine'], // a record or replay session: matching, occurrence, ledger, redaction, fault planner
-  ['capture'], // the life of one captured request, once for every path
-  ['seal'], // sealed runs, the OS side: namespaces, DNS, connection tracking (the proxy serves what arrives)
-  ['interceptor', 'proxy', 'mcp', 'interop'], // the capture paths, and conversions to other formats
-  ['cases', 'assets', 'lab'], // regression cases; shared recordings in a git assets repository; the fault lab (the CLI's `demo`)
-  ['inspector'], // `tr-proxy inspect`: the evidence console over traces, cases and the lab
-  ['cli'], // the yargs commands
-]
-
-/** Top-level folders that are not part of the package: tests, benchmarks, examples and tooling may import anything. */
-export const OUTSIDE = ['bench', 'bin', 'dist', 'e2e', 'examples', 'node_modules', 'scripts']
+export { FLOORS, OUTSIDE }
 
 const PACKAGE_NAME = 'tool-replay'
 const DOOR = 'index.ts'
@@ -72,7 +59,7 @@ export function checkLayers(root, floors = FLOORS, outside = OUTSIDE) {
     }
     if (floorOf.has(name)) files.push(...codeFiles(root, path))
     else if (!outside.includes(name) && codeFiles(root, path).length > 0) {
-      problems.push(`${name}/: a folder of code on no floor. Place it in FLOORS (scripts/check-layers.mjs), or in OUTSIDE if it is not part of the package.`)
+      problems.push(`${name}/: a folder of code on no floor. Place it in FLOORS (scripts/folders.mjs), or in OUTSIDE if it is not part of the package.`)
     }
   }
   const graph = new Map()
@@ -253,10 +240,34 @@ function cyclePath(graph, members) {
   return [start, start]
 }
 
+/**
+ * The folder lists that cannot import scripts/folders.mjs (tsconfig.json and tsconfig.build.json, JSON) checked
+ * against it: a folder missing there is code nobody type-checks or builds. Skipped where a file is absent.
+ */
+export function checkFolderLists(root) {
+  const want = {
+    'tsconfig.json': ['index.ts', ...PACKAGE_FOLDERS, ...CHECKED_OUTSIDE],
+    'tsconfig.build.json': ['index.ts', ...PACKAGE_FOLDERS],
+  }
+  const problems = []
+  for (const [file, expected] of Object.entries(want)) {
+    const path = join(root, file)
+    if (!existsSync(path)) continue
+    const include = JSON.parse(readFileSync(path, 'utf8')).include ?? []
+    const missing = expected.filter((f) => !include.includes(f))
+    const extra = include.filter((f) => !expected.includes(f))
+    if (missing.length > 0 || extra.length > 0)
+      problems.push(
+        `${file}: "include" must list the folders of scripts/folders.mjs (missing: ${missing.join(', ') || 'none'}; not there: ${extra.join(', ') || 'none'}).`,
+      )
+  }
+  return problems
+}
+
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const at = process.argv.indexOf('--root')
   const root = at >= 0 ? resolve(process.argv[at + 1] ?? '.') : dirname(dirname(fileURLToPath(import.meta.url)))
-  const problems = checkLayers(root)
+  const problems = [...checkLayers(root), ...checkFolderLists(root)]
   if (problems.length > 0) {
     process.stderr.write(`Layer check failed (${problems.length}):\n${problems.map((p) => `  ${p}`).join('\n')}\n`)
     process.exitCode = 1

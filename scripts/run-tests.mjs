@@ -12,6 +12,7 @@ import { spawnSync } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { CHECKED_OUTSIDE, PACKAGE_FOLDERS } from './folders.mjs'
 
 const named = process.argv.slice(2).filter((a) => /\.test\.[cm]?ts$/.test(a) && !a.startsWith('-'))
 const rest = process.argv.slice(2).filter((a) => !named.includes(a))
@@ -22,25 +23,7 @@ if (!['unit', 'e2e', 'all', 'files'].includes(which)) {
 }
 // A selection word beside named files (`unit FILE.test.ts`) is dropped: the names say what runs.
 const extra = which === rest[0] || (which === 'files' && ['unit', 'e2e', 'all'].includes(rest[0])) ? rest.slice(1) : rest
-const unitDirs = [
-  'trace',
-  'store',
-  'engine',
-  'capture',
-  'seal',
-  'lab',
-  'interceptor',
-  'mcp',
-  'proxy',
-  'cases',
-  'assets',
-  'interop',
-  'inspector',
-  'cli',
-  'examples',
-  'bench',
-  'scripts',
-]
+const unitDirs = [...PACKAGE_FOLDERS, ...CHECKED_OUTSIDE.filter((f) => f !== 'e2e')]
 const SLOW_UNITS = new Set([
   'store/level-store.test.ts', // LevelDB on disk at scale, reopened many times (~37 s)
   'store/level-store-processes.test.ts', // recording processes spawned and killed (~27 s)

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path'
-import { checkContracts, FAULTS_FILE_ENV, formatContractReport, readFaultsFile } from '../../engine/index.ts'
+import { checkContracts, FAULTS_FILE_ENV, formatContractReport, readFaultsFile } from '../../faults/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { EXIT_CODES } from '../exit-codes.ts'
 import { withTraceLoader } from '../trace-args.ts'

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path'
-import { FAULTS_FILE_ENV, readFaultsFile } from '../../engine/index.ts'
+import { FAULTS_FILE_ENV, readFaultsFile } from '../../faults/index.ts'
 import { waitForStop } from '../../proxy/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { storeDir, withExistingStore } from '../open-store.ts'

@@ -1,6 +1,5 @@
 import { constants } from 'node:os'
 import {
-  FAULTS_SEED_ENV,
   faultVerdict,
   faultVerdictError,
   findSharedSession,
@@ -11,6 +10,7 @@ import {
   openSession,
   parseMaxBodyBytes,
 } from '../../engine/index.ts'
+import { FAULTS_SEED_ENV } from '../../faults/index.ts'
 import { assertServerName, runMcpStdio, serverNameFor } from '../../mcp/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { EXIT_CODES } from '../exit-codes.ts'

@@ -3,16 +3,8 @@ import { resolve } from 'node:path'
 import type { Argv } from 'yargs'
 import { parsePace } from '../../capture/index.ts'
 import type { Mode, SessionFaultsOptions, SessionOptions } from '../../engine/index.ts'
-import {
-  FAULTS_SEED_ENV,
-  faultVerdictError,
-  formatFaultVerdict,
-  formatSummary,
-  loadSessionFaults,
-  parseMaxBodyBytes,
-  rerunCommand,
-  seedLine,
-} from '../../engine/index.ts'
+import { faultVerdictError, formatFaultVerdict, formatSummary, loadSessionFaults, parseMaxBodyBytes } from '../../engine/index.ts'
+import { FAULTS_SEED_ENV, rerunCommand, seedLine } from '../../faults/index.ts'
 import {
   DEFAULT_PROXY_LIMITS,
   type ProxyLimits,

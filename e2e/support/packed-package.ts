@@ -12,32 +12,11 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { PACKAGE_FOLDERS } from '../../scripts/folders.mjs'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const BUILD_DIRS = [
-  'index.ts',
-  'trace',
-  'store',
-  'engine',
-  'capture',
-  'seal',
-  'interceptor',
-  'interop',
-  'lab',
-  'mcp',
-  'proxy',
-  'cases',
-  'lab',
-  'interop',
-  'inspector',
-  'cli',
-  'bin',
-  'package.json',
-  'README.md',
-  'tsconfig.json',
-  'tsconfig.build.json',
-  'scripts/build.mjs',
-]
+/** What the packed tarball is built from: its cache key (the package's folders as scripts/folders.mjs declares them). */
+const BUILD_DIRS = ['index.ts', ...PACKAGE_FOLDERS, 'bin', 'package.json', 'README.md', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs']
 
 /** Runs a program and resolves with its exit code and output (stdout then stderr); never rejects on a non-zero exit. */
 export function runProgram(

@@ -12,6 +12,8 @@
  * `finalize` turns the recorded exchange into the faulted one: `outcome` is what the app was given, and
  * `fault.upstream` what the upstream really did.
  */
+
+import { applyAfterResponse, type BufferedResponse, type FaultDecision, type FaultFailure, faultRecord, StreamCutter } from '../../faults/index.ts'
 import {
   bodyFromChunks,
   concatBytes,
@@ -23,11 +25,10 @@ import {
   type Outcome,
   type RecordedError,
   type ResponseHead,
-} from '../trace/index.ts'
-import { ChunkChannel } from './chunk-channel.ts'
-import type { ExchangeRecorder, Playback, PlaybackChunk } from './decision.ts'
-import { applyAfterResponse, type BufferedResponse, type FaultDecision, type FaultFailure, faultRecord, StreamCutter } from './faults/index.ts'
-import { clientAbortError } from './transport-rules.ts'
+} from '../../trace/index.ts'
+import { ChunkChannel } from '../chunk-channel.ts'
+import type { ExchangeRecorder, Playback, PlaybackChunk } from '../decision.ts'
+import { clientAbortError } from '../transport-rules.ts'
 
 /** What a relay needs from its session. */
 export interface FaultRelayContext {

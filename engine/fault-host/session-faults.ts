@@ -11,19 +11,6 @@
  */
 import { setTimeout as sleepFor } from 'node:timers/promises'
 import {
-  bodyFromBytes,
-  bodyFromChunks,
-  type Exchange,
-  type HeaderPairs,
-  headerValue,
-  type Outcome,
-  type RecordedError,
-  type RecordedRequest,
-} from '../trace/index.ts'
-import { redactBody } from './body-redaction.ts'
-import type { CapturedRequest, Decision, ExchangeRecorder, Playback } from './decision.ts'
-import { FaultRelay } from './fault-relay.ts'
-import {
   assertAllRulesFired,
   type FaultDecision,
   FaultPlanner,
@@ -35,9 +22,22 @@ import {
   resolveSeed,
   type SeedSource,
   seedLine,
-} from './faults/index.ts'
-import type { Redactor } from './redaction.ts'
-import { clientAbortError } from './transport-rules.ts'
+} from '../../faults/index.ts'
+import {
+  bodyFromBytes,
+  bodyFromChunks,
+  type Exchange,
+  type HeaderPairs,
+  headerValue,
+  type Outcome,
+  type RecordedError,
+  type RecordedRequest,
+} from '../../trace/index.ts'
+import { redactBody } from '../body-redaction.ts'
+import type { CapturedRequest, Decision, ExchangeRecorder, Playback } from '../decision.ts'
+import type { Redactor } from '../redaction.ts'
+import { clientAbortError } from '../transport-rules.ts'
+import { FaultRelay } from './fault-relay.ts'
 
 /** The clock a faulted run follows: schedules (`window`, `quota`) and fault waits. */
 export interface FaultClock {

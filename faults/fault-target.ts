@@ -12,7 +12,7 @@
  * MCP targets name what an MCP stdio exchange is about (trace/mcp-wire.ts): `{ mcp: { tool: write_file } }`,
  * optionally `server` and `method` (default tools/call when a tool is named); `*` is a wildcard in each.
  */
-import { parseMcpStdioUrl } from '../../trace/index.ts'
+import { parseMcpStdioUrl } from '../trace/index.ts'
 
 /** A target as written in a rules file. */
 export type TargetSpec =

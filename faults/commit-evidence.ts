@@ -21,7 +21,7 @@ import {
   transcriptLines,
   tryParseJson,
   tryUtf8,
-} from '../../trace/index.ts'
+} from '../trace/index.ts'
 import type { EffectRule, ValueRef } from './fault-rules.ts'
 
 /** One committed effect. */

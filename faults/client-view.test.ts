@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { gzipSync } from 'node:zlib'
-import { headerValue } from '../../trace/index.ts'
+import { headerValue } from '../trace/index.ts'
 import { applyAfterResponse, type BufferedResponse } from './client-view.ts'
 
 const enc = new TextEncoder()

@@ -13,7 +13,7 @@ import {
   selectJsonPath,
   stringifyJson,
   tryParseJson,
-} from '../../trace/index.ts'
+} from '../trace/index.ts'
 import type { DriftChange } from './fault-rules.ts'
 
 /**

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { canonicalJson } from '../../trace/index.ts'
+import { canonicalJson } from '../trace/index.ts'
 
 /**
  * A number in [0, 1) that depends only on (seed, rule id, invocation key, purpose): every fault decision is

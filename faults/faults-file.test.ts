@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { ErrorCodes, isToolReplayError } from '../../trace/index.ts'
+import { ErrorCodes, isToolReplayError } from '../trace/index.ts'
 import { faultsFromObject, parseFaults, readFaultsFile } from './faults-file.ts'
 
 const FULL = `

@@ -3,9 +3,10 @@
  * rules that never fired fail it (TR_FAULT_NOT_FIRED) unless optional, and the contracts a faults file
  * declares are checked on the trace of the run (TR_CONTRACT_VIOLATED).
  */
-import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
-import { assertAllRulesFired, type ContractReport, checkContracts, formatContractReport, formatCoverage, type RuleCoverage } from './faults/index.ts'
-import type { Session } from './session.ts'
+
+import { assertAllRulesFired, type ContractReport, checkContracts, formatContractReport, formatCoverage, type RuleCoverage } from '../../faults/index.ts'
+import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
+import type { Session } from '../session.ts'
 
 /** The end of a faulted run. */
 export interface FaultVerdict {

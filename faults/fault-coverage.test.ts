@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ErrorCodes, isToolReplayError } from '../../trace/index.ts'
+import { ErrorCodes, isToolReplayError } from '../trace/index.ts'
 import { assertAllRulesFired, formatCoverage } from './fault-coverage.ts'
 import { FaultPlanner } from './fault-planner.ts'
 import { faultsFromObject } from './faults-file.ts'

@@ -3,7 +3,7 @@
  * (selected) and how many it really faulted (triggered). A rule that never triggered fails the run unless it
  * is optional, so a misspelt target cannot pass silently.
  */
-import { ErrorCodes, type FaultKind, ToolReplayError, textTable as table } from '../../trace/index.ts'
+import { ErrorCodes, type FaultKind, ToolReplayError, textTable as table } from '../trace/index.ts'
 
 /** Why a selected request was not faulted. */
 export type MissReason = 'shadowed' | 'limit' | 'not-applicable'

@@ -4,7 +4,7 @@
  * (or a key header's value and its attempt number), so traffic to one target never shifts another's schedule.
  * The only state is per rule (call numbers, quota windows, triggers against `limit`).
  */
-import { type HeaderPairs, headerValue } from '../../trace/index.ts'
+import { type HeaderPairs, headerValue } from '../trace/index.ts'
 import { FaultCoverage, type RuleCoverage } from './fault-coverage.ts'
 import { type FaultDecision, faultAction, phaseOf } from './fault-decision.ts'
 import type { FaultRule, FaultsConfig } from './fault-rules.ts'

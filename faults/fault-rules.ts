@@ -2,11 +2,11 @@
  * The model of a faults file: fault rules and their seed, effect rules (commit evidence) and behaviour
  * contracts. Reading and validating the file lives in faults-file.ts; this file only holds the types.
  */
-import type { FaultKind, FaultPhase, ProviderShape, StreamPoint } from '../../trace/index.ts'
+import type { FaultKind, FaultPhase, ProviderShape, StreamPoint } from '../trace/index.ts'
 import type { Target } from './fault-target.ts'
 
-export type { ProviderShape, StreamPoint } from '../../trace/index.ts'
-export { PROVIDER_SHAPES } from '../../trace/index.ts'
+export type { ProviderShape, StreamPoint } from '../trace/index.ts'
+export { PROVIDER_SHAPES } from '../trace/index.ts'
 
 /** Network error codes a fault may fail a request with (as Node and undici name them). */
 export const FAULT_ERROR_CODES = [

@@ -2,7 +2,7 @@
  * Behaviour contracts checked on a trace (live, faulted or replayed): what the app did under faults, from
  * what the trace recorded. Pure. Each violation names the exchanges, the way a reviewer would point at them.
  */
-import { ErrorCodes, type Exchange, headerValue, ToolReplayError, type Trace, textTable } from '../../trace/index.ts'
+import { ErrorCodes, type Exchange, headerValue, ToolReplayError, type Trace, textTable } from '../trace/index.ts'
 import { callGroup, commitEvidence, type Effect, exchangeRef } from './commit-evidence.ts'
 import { type RuleCoverage, unfiredReason } from './fault-coverage.ts'
 import type { ContractSpec, FaultsConfig } from './fault-rules.ts'

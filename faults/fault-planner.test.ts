@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import type { HeaderPairs } from '../../trace/index.ts'
+import type { HeaderPairs } from '../trace/index.ts'
 import type { FaultDecision } from './fault-decision.ts'
 import { FaultPlanner } from './fault-planner.ts'
 import { faultsFromObject } from './faults-file.ts'

@@ -4,7 +4,7 @@
  */
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
-import { ErrorCodes, exactNumber, FAULT_KINDS, type FaultKind, isExactNumber, parseJson, parseJsonPath, ToolReplayError } from '../../trace/index.ts'
+import { ErrorCodes, exactNumber, FAULT_KINDS, type FaultKind, isExactNumber, parseJson, parseJsonPath, ToolReplayError } from '../trace/index.ts'
 import {
   CONTRACT_KINDS,
   type ContractSpec,

@@ -3,7 +3,7 @@
  * whole response. Pure: a capture path that buffers the response hands it over and delivers the result;
  * one that streams can use StreamCutter for the mid-body faults instead.
  */
-import { cutBody, decodeContentEncoding, type HeaderPairs, headerValue, isEventStream, tryUtf8 } from '../../trace/index.ts'
+import { cutBody, decodeContentEncoding, type HeaderPairs, headerValue, isEventStream, tryUtf8 } from '../trace/index.ts'
 import type { FaultAction, FaultFailure } from './fault-decision.ts'
 import { driftJson } from './schema-drift.ts'
 

@@ -13,7 +13,7 @@ import {
   type StreamPoint,
   type SyntheticResponse,
   toolErrorTranscript,
-} from '../../trace/index.ts'
+} from '../trace/index.ts'
 import type { DriftChange, FaultErrorCode, FaultRule, LatencyDistribution } from './fault-rules.ts'
 import { seededUnit } from './seeded-random.ts'
 

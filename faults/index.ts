@@ -1,7 +1,7 @@
 /** Faults at the HTTP boundary: rules and seed, decisions, coverage, commit evidence and behaviour contracts. */
 
-export type { SyntheticResponse } from '../../trace/index.ts'
-export { cutBody, providerErrorResponse, providerFor, StreamCutter } from '../../trace/index.ts'
+export type { SyntheticResponse } from '../trace/index.ts'
+export { cutBody, providerErrorResponse, providerFor, StreamCutter } from '../trace/index.ts'
 export type { AppliedFault, BufferedResponse, ClientView } from './client-view.ts'
 export { applyAfterResponse } from './client-view.ts'
 export type { Effect } from './commit-evidence.ts'

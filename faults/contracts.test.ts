@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { ErrorCodes, isToolReplayError } from '../../trace/index.ts'
+import { ErrorCodes, isToolReplayError } from '../trace/index.ts'
 import { commitEvidence } from './commit-evidence.ts'
 import { assertContracts, checkContracts, formatContractReport } from './contracts.ts'
 import { faultsFromObject } from './faults-file.ts'
