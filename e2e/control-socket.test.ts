@@ -64,7 +64,7 @@ test('a per-user directory that others can enter is refused with TR_PROXY_START_
   try {
     await assert.rejects(startControlApi(proxy, socket), {
       code: 'TR_PROXY_START_FAILED',
-      message: /is not a directory private to this user \(it is mode 777, owner uid \d+\), so another user could reach the socket/,
+      message: /is not a directory private to this user \(it is open to others \(mode 777\)\), so another user could reach the socket/,
     })
     assert.equal(await getStatus(socket, 200), undefined)
   } finally {

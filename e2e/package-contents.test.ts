@@ -78,12 +78,7 @@ test('package.json "files" keeps test code and fixtures out of a dist/ left over
   const dir = mkdtempSync(join(tmpdir(), 'tr-files-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'))
-  const planted = [
-    'dist/store/trace-file.js',
-    'dist/store/trace-file.test.js',
-    'dist/store/fixtures/exchanges.js',
-    'dist/faults/fixtures/trace-builder.d.ts',
-  ]
+  const planted = ['dist/store/trace-file.js', 'dist/store/trace-file.test.js', 'dist/store/fixtures/exchanges.js', 'dist/faults/fixtures/trace-builder.d.ts']
   for (const file of planted) {
     mkdirSync(join(dir, file, '..'), { recursive: true })
     writeFileSync(join(dir, file), '')

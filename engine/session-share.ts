@@ -14,11 +14,10 @@
  */
 import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync, rmSync } from 'node:fs'
-import { lstat, mkdir } from 'node:fs/promises'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FaultDecision } from '../faults/index.ts'
+import { privateDirProblem, privateTempDir } from '../store/index.ts'
 import {
   type ErrorCode,
   ErrorCodes,
@@ -44,7 +43,7 @@ const MAX_ANCESTORS = 32
 
 /** The private per-user directory of shared-session sockets. */
 export function sharedSessionDir(): string {
-  return join(tmpdir(), `tool-replay-${process.getuid?.() ?? 'user'}`, 'sessions')
+  return privateTempDir('sessions')
 }
 
 /** A session being served to child processes. */
@@ -67,10 +66,12 @@ let shares = 0
  */
 export async function shareSession(session: Session): Promise<SharedSessionHost> {
   const dir = sharedSessionDir()
-  await mkdir(dir, { recursive: true, mode: 0o700 })
-  const st = await lstat(dir)
-  if (!st.isDirectory() || (process.getuid && st.uid !== process.getuid()) || (st.mode & 0o077) !== 0) {
-    throw new ToolReplayError(ErrorCodes.STORE_IO, `Refusing to share a session through ${dir}: that directory is not private to this user. Remove it.`)
+  const problem = await privateDirProblem(dir)
+  if (problem) {
+    throw new ToolReplayError(
+      ErrorCodes.STORE_IO,
+      `Refusing to share a session through ${dir}: that directory is not private to this user (${problem}). Remove it.`,
+    )
   }
   const socketPath = join(dir, `${process.pid}-${++shares}.sock`)
   rmSync(socketPath, { force: true })

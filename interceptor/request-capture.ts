@@ -3,7 +3,7 @@
  * request body buffered whole (identity needs every byte; forwarding then sends the same bytes).
  */
 import type { Dispatcher } from 'undici'
-import type { HeaderPairs } from '../trace/index.ts'
+import { type HeaderPairs, multipartBoundary } from '../trace/index.ts'
 
 /** The absolute URL of a dispatch: `origin` + `path`, or `path` itself when it is absolute (proxy style). */
 export function requestUrl(opts: Pick<Dispatcher.DispatchOptions, 'origin' | 'path'>): string {
@@ -91,8 +91,8 @@ async function serializeWithResponse(body: Blob | FormData, declaredType: string
   const response = new Response(body)
   let bytes = new Uint8Array(await response.arrayBuffer())
   const contentType = response.headers.get('content-type') ?? undefined
-  const ours = contentType && boundaryOf(contentType)
-  const theirs = declaredType && boundaryOf(declaredType)
+  const ours = contentType && multipartBoundary(contentType)
+  const theirs = declaredType && multipartBoundary(declaredType)
   if (ours && theirs && ours !== theirs) {
     // fetch already announced its boundary in the request headers (it hands us the FormData as its
     // body source): the bytes must use that one. latin1 maps bytes 1:1, so the rest is untouched.
@@ -100,11 +100,6 @@ async function serializeWithResponse(body: Blob | FormData, declaredType: string
     return { bytes }
   }
   return contentType ? { bytes, contentType } : { bytes }
-}
-
-function boundaryOf(contentType: string): string | undefined {
-  const m = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType)
-  return m?.[1] ?? m?.[2]
 }
 
 async function readWebStream(stream: ReadableStream<unknown>, max: number, tooLarge: () => Error): Promise<BufferedBody> {

@@ -4,6 +4,8 @@
  * Custom fields start with `_`, as the spec asks; readers ignore the ones they do not know.
  */
 
+import type { ErrorPhase } from '../trace/index.ts'
+
 /** A `{ name, value }` pair as HAR lists headers, query parameters and form fields. */
 export interface HarNameValue {
   name: string
@@ -46,7 +48,7 @@ export interface HarTimings {
  * wire when Content-Encoding made it differ from the decoded `content.text`.
  */
 export interface HarToolReplayFields {
-  error?: { code: string; message: string; phase: 'connect' | 'request' | 'response-headers' | 'response-body' }
+  error?: { code: string; message: string; phase: ErrorPhase }
   trailers?: HarNameValue[]
   /** The response body bytes as on the wire (compressed), base64. */
   wireBody?: string

@@ -22,6 +22,7 @@ import {
   type BodyRef,
   bodyFromChunks,
   decodeContentEncoding,
+  ERROR_PHASES,
   ErrorCodes,
   type ErrorPhase,
   type Exchange,
@@ -80,7 +81,7 @@ type ReadEntry =
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
-const PHASES = new Set<string>(['connect', 'request', 'response-headers', 'response-body'])
+const PHASES: ReadonlySet<string> = new Set(ERROR_PHASES)
 const ERROR_CODE = /^[\x20-\x7e]{1,200}$/
 
 /** Strict reader of a parsed HAR; every failure names the source, the entry and the field. */

@@ -22,6 +22,7 @@ import {
   type Exchange,
   type HeaderPairs,
   headerValue,
+  MULTIPART_BOUNDARY,
   type RecordedResponse,
   sha256,
   stringifyJson,
@@ -135,7 +136,7 @@ async function bodyKey(request: Request): Promise<string> {
   let data = new Uint8Array(await request.clone().arrayBuffer())
   if (data.byteLength === 0) return ''
   const boundary = /^multipart\\//i.test(request.headers.get('content-type') ?? '')
-    ? /boundary=(?:"([^"]+)"|([^;\\s]+))/i.exec(request.headers.get('content-type') ?? '')
+    ? ${MULTIPART_BOUNDARY}.exec(request.headers.get('content-type') ?? '')
     : null
   const b = boundary?.[1] ?? boundary?.[2]
   if (b) {

@@ -9,11 +9,10 @@
  */
 import { createHash } from 'node:crypto'
 import { readdirSync, rmSync } from 'node:fs'
-import { lstat, mkdir } from 'node:fs/promises'
 import type { Server } from 'node:http'
-import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import type { Session, SessionSummary } from '../engine/index.ts'
+import { privateDirProblem, privateTempDir } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { type ControlContext, createControlRoutes } from './control-routes.ts'
 import type { ProxyServer } from './proxy-server.ts'
@@ -34,24 +33,18 @@ export function controlSocketPath(storeDir: string, port: number): string {
   return join(privateTempDir(), `${tempPrefix(abs)}${port}.sock`)
 }
 
-/** This user's directory in the temp dir, shared with the store's own fallback socket (store/level-store.ts). */
-function privateTempDir(): string {
-  return join(tmpdir(), `tool-replay-${process.getuid?.() ?? 'user'}`)
-}
-
 /**
  * Makes sure a socket outside the store goes into a directory only this user can enter: created 0700, and
  * refused (TR_PROXY_START_FAILED) when it is a symlink, someone else's, or open to others.
  */
 async function assertPrivateSocketDir(socketPath: string): Promise<void> {
   const parent = dirname(socketPath)
-  if (parent !== privateTempDir() || process.platform === 'win32') return
-  await mkdir(parent, { recursive: true, mode: 0o700 })
-  const st = await lstat(parent)
-  if (!st.isDirectory() || st.uid !== process.getuid?.() || (st.mode & 0o077) !== 0) {
+  if (parent !== privateTempDir()) return
+  const problem = await privateDirProblem(parent)
+  if (problem) {
     throw new ToolReplayError(
       ErrorCodes.PROXY_START_FAILED,
-      `Failed to start the control API on ${socketPath}: ${parent} is not a directory private to this user (it is ${st.isSymbolicLink() ? 'a symlink' : `mode ${(st.mode & 0o777).toString(8)}, owner uid ${st.uid}`}), so another user could reach the socket. Remove that directory, or use a shorter --store path so the socket can live inside the store.`,
+      `Failed to start the control API on ${socketPath}: ${parent} is not a directory private to this user (${problem}), so another user could reach the socket. Remove that directory, or use a shorter --store path so the socket can live inside the store.`,
       { details: { socket: socketPath, directory: parent } },
     )
   }

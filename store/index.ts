@@ -9,6 +9,8 @@ export type { OpenStoreOptions } from './level-store.ts'
 export { defaultStoreDir, openStore, openStoreOps, storeSocketPath } from './level-store.ts'
 /** An in-process store for tests and benchmarks. */
 export { createMemoryStore } from './memory-store.ts'
+/** This user's private directory in the temp dir (sockets too long for their store; shared sessions). */
+export { privateDirProblem, privateTempDir } from './private-dir.ts'
 /** Bytes a store directory takes on disk: the database's files and the piece files. */
 export { diskUsage } from './store-files.ts'
 export type { BodyManifest, GcReport, RecordingOwner, StoredBody, StoreOps, TraceInfo, TraceSummary } from './store-ops.ts'

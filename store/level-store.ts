@@ -22,12 +22,12 @@
  */
 import { createHash } from 'node:crypto'
 import { lstat, mkdir } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { ErrorCodes, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { FileBackend, readOnlyError, StoreChanged } from './file-backend.ts'
 import { isLockedError, LevelBackend, storeNotFound } from './level-backend.ts'
+import { privateDirProblem, privateTempDir } from './private-dir.ts'
 import { assertNoLinks, filesCorrupt, inspectStore } from './store-files.ts'
 import type { StoreOps } from './store-ops.ts'
 import { ConnectionLost, remoteOps, StoreConnection, type StoreServer, serveBackend } from './store-rpc.ts'
@@ -65,7 +65,7 @@ export function storeSocketPath(dir: string): string {
   const hash = createHash('sha256').update(abs).digest('hex').slice(0, 24)
   if (process.platform === 'win32') return `\\\\.\\pipe\\tool-replay-${hash}`
   const inDir = join(abs, 'store.sock')
-  return Buffer.byteLength(inDir) <= 100 ? inDir : join(tmpdir(), `tool-replay-${process.getuid?.() ?? 'user'}`, `${hash}.sock`)
+  return Buffer.byteLength(inDir) <= 100 ? inDir : join(privateTempDir(), `${hash}.sock`)
 }
 
 /**
@@ -74,13 +74,12 @@ export function storeSocketPath(dir: string): string {
  */
 async function assertPrivateSocketDir(dir: string, socketPath: string): Promise<void> {
   const parent = dirname(socketPath)
-  if (parent === dir || process.platform === 'win32') return
-  await mkdir(parent, { recursive: true, mode: 0o700 })
-  const st = await lstat(parent)
-  if (!st.isDirectory() || st.uid !== process.getuid?.() || (st.mode & 0o077) !== 0) {
+  if (parent === dir) return
+  const problem = await privateDirProblem(parent)
+  if (problem) {
     throw new ToolReplayError(
       ErrorCodes.STORE_IO,
-      `Refusing to share the trace store at ${dir} through ${parent}: that directory is not private to this user. Remove it, or use a shorter --store path so the socket can live inside the store.`,
+      `Refusing to share the trace store at ${dir} through ${parent}: that directory is not private to this user (${problem}). Remove it, or use a shorter --store path so the socket can live inside the store.`,
       { details: { location: dir, socket: socketPath } },
     )
   }

@@ -7,7 +7,9 @@
 export type HeaderPairs = Array<[name: string, value: string]>
 
 /** Where in its life an exchange failed. */
-export type ErrorPhase = 'connect' | 'request' | 'response-headers' | 'response-body'
+/** Where an exchange failed: before a connection, while sending, before the response's head, within its body. */
+export const ERROR_PHASES = ['connect', 'request', 'response-headers', 'response-body'] as const
+export type ErrorPhase = (typeof ERROR_PHASES)[number]
 
 /** One chunk of a body as it arrived: its size and when, in ms since the exchange started. */
 export interface BodyChunk {

@@ -45,7 +45,7 @@ export type {
   Trace,
   TraceMeta,
 } from './exchange.ts'
-export { CLIENT_ABORT_CODE, FAULT_KINDS, FAULT_PHASES, OUTPUT_TAIL_BYTES, TRACE_FORMAT_VERSION } from './exchange.ts'
+export { CLIENT_ABORT_CODE, ERROR_PHASES, FAULT_KINDS, FAULT_PHASES, OUTPUT_TAIL_BYTES, TRACE_FORMAT_VERSION } from './exchange.ts'
 export { faultTag, upstreamPhrase } from './fault-label.ts'
 export type { DecodedGrpcBody, GrpcMessage, GrpcMessageView } from './grpc-frames.ts'
 export { decodeGrpcBody, formatGrpcBody, grpcMessageViews, isGrpcContentType } from './grpc-frames.ts'
@@ -159,6 +159,8 @@ export {
   computeIdentity,
   describeIdentityDifferences,
   identityDistance,
+  MULTIPART_BOUNDARY,
+  multipartBoundary,
   normalizeUrl,
 } from './request-identity.ts'
 export type { DriftKind, ExchangeShapeReport, ShapeCompareOptions, ShapeDrift, ShapeSide } from './shape-drift.ts'

@@ -33,7 +33,7 @@ import { bodyBytes, bodyFromBytes, bodyFromChunks, splitChunks } from './body.ts
 import { decodeContentEncoding } from './content-encoding.ts'
 import { sha256 } from './digest.ts'
 import { ErrorCodes, ToolReplayError } from './errors.ts'
-import type { ErrorPhase, Exchange, HeaderPairs, PatchRecord, RecordedResponse, Trace } from './exchange.ts'
+import { ERROR_PHASES, type ErrorPhase, type Exchange, type HeaderPairs, type PatchRecord, type RecordedResponse, type Trace } from './exchange.ts'
 import {
   applyFaultPatch,
   arrangeExchanges,
@@ -115,7 +115,7 @@ export interface ForkOptions {
   sourceDigest: string
 }
 
-const PHASES: readonly ErrorPhase[] = ['connect', 'request', 'response-headers', 'response-body']
+const PHASES: readonly ErrorPhase[] = ERROR_PHASES
 const SPEC_HELP =
   'Write a patch as "SELECTOR ACTION", e.g. "#0 $.active=false" or "GET https://crm.test/customers/42 #0 status=503"; actions: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME, error=CODE[@PHASE], error=CODE@response-body:BYTES, response=CODE, llm.output_text="TEXT", llm.tool_call[N].name=NAME, llm.tool_call[N].arguments=JSON, llm.finish=VALUE, mcp.result.PATH=JSON, mcp.isError=true, fault=KIND[@N], fault=none.'
 

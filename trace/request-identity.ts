@@ -129,9 +129,13 @@ export function normalizeUrl(url: string, ignoreQueryParams: readonly string[] =
   return u.toString()
 }
 
-function multipartBoundary(contentType: string): string | undefined {
+/** A multipart content type's boundary parameter (quoted or not); a boundary is random per request. */
+export const MULTIPART_BOUNDARY = /boundary=(?:"([^"]+)"|([^;\s]+))/i
+
+/** The boundary of a `multipart/*` content type; undefined for any other type or none given. */
+export function multipartBoundary(contentType: string): string | undefined {
   if (!/^multipart\//i.test(contentType)) return undefined
-  const m = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType)
+  const m = MULTIPART_BOUNDARY.exec(contentType)
   return m?.[1] ?? m?.[2]
 }
 

@@ -23,7 +23,7 @@
  *   belongs to a failure after the request was sent.
  */
 import { type ErrorCode, ErrorCodes, ToolReplayError } from './errors.ts'
-import { type AppRun, type Exchange, OUTPUT_TAIL_BYTES } from './exchange.ts'
+import { type AppRun, ERROR_PHASES, type Exchange, OUTPUT_TAIL_BYTES } from './exchange.ts'
 
 /** Lowest status a recorded response may have. */
 export const RECORDED_STATUS_MIN = 200
@@ -46,7 +46,7 @@ const DIGITS = /^[0-9]{1,15}$/
 const HTTP_SCHEME = /^\s*https?:/i
 /** MCP over stdio (trace/mcp-wire.ts): `mcp+stdio://<server>/<path>`, ASCII without spaces or controls. */
 const MCP_STDIO_URL = /^mcp\+stdio:\/\/[a-z0-9](?:[a-z0-9.-]{0,61}[a-z0-9])?\/[\x21-\x7e]*$/
-const PHASES = new Set(['connect', 'request', 'response-headers', 'response-body'])
+const PHASES: ReadonlySet<string> = new Set(ERROR_PHASES)
 /** The longest wait a Node timer can make (about 24.8 days): recorded offsets beyond it cannot be paced. */
 export const MAX_RECORDED_MS = 2 ** 31 - 1
 const ORIGINS = new Set(['recorded', 'patched', 'live'])
