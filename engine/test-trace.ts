@@ -6,7 +6,7 @@ import { basename, isAbsolute, relative } from 'node:path'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { MODES, type Mode } from './session.ts'
 
-/** Trace name for a test file: `e2e/checkout.test.ts` → `checkout`. */
+/** Trace name for a test file: `test/checkout.test.ts` → `checkout`. */
 export function traceNameForTestFile(file: string): string {
   const name = basename(file)
     .replace(/\.(test|spec)\.[cm]?[jt]sx?$/, '')

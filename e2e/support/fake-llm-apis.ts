@@ -16,7 +16,7 @@
  * - Responses with handoff tools (`transfer_to_*`), no `function_call_output` yet → a call of the handoff tool
  *   whose agent name the user's language picks; after it → the agent's answer.
  * - Ollama `/api/chat`: tools and no tool result → a `get_weather` tool call; otherwise a streamed answer;
- *   `/api/generate` → a streamed completion. Lines follow Ollama's API docs (docs/api.md).
+ *   `/api/generate` → a streamed completion. Lines follow Ollama's API docs (github.com/ollama/ollama/blob/main/docs/api.md).
  */
 import { randomBytes, randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
