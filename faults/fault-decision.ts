@@ -6,7 +6,9 @@
 import {
   type ErrorPhase,
   type ExchangeFault,
+  FAULT_DEFAULTS,
   type FaultPhase,
+  faultError,
   type Outcome,
   providerErrorResponse,
   providerFor,
@@ -99,22 +101,11 @@ export function faultAction(rule: FaultRule, ctx: ActionContext): FaultAction {
   const note = `(Tool Replay fault rule "${rule.id}")`
   switch (rule.fault) {
     case 'response_lost':
-      return {
-        do: 'forward-then-fail',
-        error: { code: rule.options.code, message: `read ${rule.options.code}: the response was lost ${note}`, phase: 'response-headers' },
-      }
+      return { do: 'forward-then-fail', error: faultError('response_lost', note, { code: rule.options.code }) }
     case 'timeout':
-      return {
-        do: 'fail',
-        delayMs: rule.options.ms,
-        error: {
-          code: rule.options.code,
-          message: `no response after ${rule.options.ms} ms, connection failed with ${rule.options.code} ${note}`,
-          phase: 'response-headers',
-        },
-      }
+      return { do: 'fail', delayMs: rule.options.ms, error: faultError('timeout', note, { code: rule.options.code, ms: rule.options.ms }) }
     case 'rate_limit': {
-      const retryAfterMs = rule.options.retryAfterMs ?? ctx.quotaRetryAfterMs ?? 1000
+      const retryAfterMs = rule.options.retryAfterMs ?? ctx.quotaRetryAfterMs ?? FAULT_DEFAULTS.retryAfterMs
       const provider = rule.options.provider ?? providerFor(ctx.url)
       return { do: 'respond', delayMs: 0, response: providerErrorResponse(provider, 429, { retryAfterMs, requestId, rule: rule.id }) }
     }
@@ -135,11 +126,7 @@ export function faultAction(rule: FaultRule, ctx: ActionContext): FaultAction {
       return { do: 'forward-then-drift', changes: rule.options.changes }
     case 'blackout':
       if (rule.options.mode === 'refused') {
-        return {
-          do: 'fail',
-          delayMs: 0,
-          error: { code: 'ECONNREFUSED', message: `connect ECONNREFUSED: the upstream is blacked out ${note}`, phase: 'connect' },
-        }
+        return { do: 'fail', delayMs: 0, error: faultError('blackout', note) }
       }
       return { do: 'respond', delayMs: 0, response: providerErrorResponse(rule.options.provider ?? providerFor(ctx.url), 503, { requestId, rule: rule.id }) }
     case 'stream_cut':
@@ -158,11 +145,7 @@ export function faultAction(rule: FaultRule, ctx: ActionContext): FaultAction {
     case 'server_crash':
       return { do: 'crash' }
     case 'stream_error':
-      return {
-        do: 'forward-then-cut',
-        after: rule.options.after,
-        error: { code: rule.options.code, message: `read ${rule.options.code}: the stream broke off ${note}`, phase: 'response-body' },
-      }
+      return { do: 'forward-then-cut', after: rule.options.after, error: faultError('stream_error', note, { code: rule.options.code }) }
   }
 }
 

@@ -2,7 +2,7 @@
  * The model of a faults file: fault rules and their seed, effect rules (commit evidence) and behaviour
  * contracts. Reading and validating the file lives in faults-file.ts; this file only holds the types.
  */
-import type { FaultKind, FaultPhase, ProviderShape, StreamPoint } from '../trace/index.ts'
+import type { FaultKind, FaultPhase, ProviderShape, SERVER_ERROR_STATUSES, StreamPoint } from '../trace/index.ts'
 import type { Target } from './fault-target.ts'
 
 export type { ProviderShape, StreamPoint } from '../trace/index.ts'
@@ -19,9 +19,6 @@ export const FAULT_ERROR_CODES = [
   'UND_ERR_BODY_TIMEOUT',
 ] as const
 export type FaultErrorCode = (typeof FAULT_ERROR_CODES)[number]
-
-/** Statuses `server_error` can answer with (529: Anthropic's "overloaded"). */
-export const SERVER_ERROR_STATUSES = [500, 502, 503, 504, 529] as const
 
 /** How a latency is drawn: fixed, or from a seeded distribution (uniform, or exponential capped at maxMs). */
 export type LatencyDistribution =

@@ -4,7 +4,18 @@
  */
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
-import { ErrorCodes, exactNumber, FAULT_KINDS, type FaultKind, isExactNumber, parseJson, parseJsonPath, ToolReplayError } from '../trace/index.ts'
+import {
+  ErrorCodes,
+  exactNumber,
+  FAULT_DEFAULTS,
+  FAULT_KINDS,
+  type FaultKind,
+  isExactNumber,
+  parseJson,
+  parseJsonPath,
+  SERVER_ERROR_STATUSES,
+  ToolReplayError,
+} from '../trace/index.ts'
 import {
   CONTRACT_KINDS,
   type ContractSpec,
@@ -18,7 +29,6 @@ import {
   type LatencyDistribution,
   PROVIDER_SHAPES,
   type ProviderShape,
-  SERVER_ERROR_STATUSES,
   type StreamPoint,
   type ValueRef,
 } from './fault-rules.ts'
@@ -272,14 +282,17 @@ class FaultsReader {
         ? {}
         : { retryAfterMs: this.int(o.retryAfterMs, `${at}.retryAfterMs`, 0, 'Write the delay the client is asked to wait, in ms.', rule) }
     const out: Record<FaultKind, () => unknown> = {
-      response_lost: () => ({ code: code('ECONNRESET') }),
+      response_lost: () => ({ code: code(FAULT_DEFAULTS.code.response_lost) }),
       timeout: () => ({
-        ms: o.ms === undefined ? 30_000 : this.int(o.ms, `${at}.ms`, 0, 'Write how long the client waits before the connection fails, in ms.', rule),
-        code: code('ETIMEDOUT'),
+        ms:
+          o.ms === undefined
+            ? FAULT_DEFAULTS.timeoutMs
+            : this.int(o.ms, `${at}.ms`, 0, 'Write how long the client waits before the connection fails, in ms.', rule),
+        code: code(FAULT_DEFAULTS.code.timeout),
       }),
       rate_limit: () => ({ ...retryAfter(), ...provider() }),
       server_error: () => {
-        const status = o.status === undefined ? 500 : o.status
+        const status = o.status === undefined ? FAULT_DEFAULTS.serverErrorStatus : o.status
         const n = typeof status === 'bigint' ? Number(status) : status
         if (!(SERVER_ERROR_STATUSES as readonly unknown[]).includes(n))
           this.fail(`${at}.status`, `is ${describe(status)}`, `Use one of ${SERVER_ERROR_STATUSES.join(', ')}.`, rule)
@@ -299,7 +312,7 @@ class FaultsReader {
         return { mode: o.mode ?? 'refused', ...provider() }
       },
       stream_cut: () => ({ after: this.streamPoint(o, at, rule) }),
-      stream_error: () => ({ after: this.streamPoint(o, at, rule), code: code('ECONNRESET') }),
+      stream_error: () => ({ after: this.streamPoint(o, at, rule), code: code(FAULT_DEFAULTS.code.stream_error) }),
       tool_error: () => {
         if (o.text !== undefined && typeof o.text !== 'string')
           this.fail(`${at}.text`, `is ${describe(o.text)}`, 'Write the error text the tool returns.', rule)

@@ -28,7 +28,7 @@ export type {
   StreamPoint,
   ValueRef,
 } from './fault-rules.ts'
-export { CONTRACT_KINDS, FAULT_ERROR_CODES, PROVIDER_SHAPES, SERVER_ERROR_STATUSES } from './fault-rules.ts'
+export { CONTRACT_KINDS, FAULT_ERROR_CODES, PROVIDER_SHAPES } from './fault-rules.ts'
 export type { SeedSource } from './fault-seed.ts'
 export { FAULTS_FILE_ENV, FAULTS_SEED_ENV, rerunCommand, rerunWithSeedEnv, resolveSeed, seedLine } from './fault-seed.ts'
 export type { Target, TargetSpec } from './fault-target.ts'

@@ -8,14 +8,15 @@
  *   recorded outcome as `fault.upstream` (what the upstream really did);
  * - `none` undoes one: the upstream's outcome comes back, and an attempt that never reached the upstream
  *   is removed.
- * The optional `@N` is the one number each kind takes: rate_limit@RETRY_AFTER_MS (1000),
- * server_error@STATUS (500), blackout@503 (default: refused), timeout@MS (30000), latency@MS (1000),
- * stream_cut@EVENTS / stream_error@EVENTS (1).
+ * The optional `@N` is the one number each kind takes: rate_limit@RETRY_AFTER_MS,
+ * server_error@STATUS, blackout@503 (default: refused), timeout@MS, latency@MS, stream_cut@EVENTS /
+ * stream_error@EVENTS; the defaults are trace/fault-kinds.ts's.
  */
 import { bodyBytes, bodyFromBytes, bodyFromChunks, splitChunks } from './body.ts'
 import { ErrorCodes, ToolReplayError } from './errors.ts'
 import { cutBody } from './event-stream-cut.ts'
 import { type Exchange, type ExchangeFault, FAULT_KINDS, type FaultKind, type FaultPhase, type RecordedResponse, type Trace } from './exchange.ts'
+import { BEFORE_FORWARD_KINDS, FAULT_DEFAULTS, faultError, SERVER_ERROR_STATUSES } from './fault-kinds.ts'
 import { headerValue } from './header-pairs.ts'
 import { providerErrorResponse, providerFor } from './provider-errors.ts'
 import { isEventStream } from './sse.ts'
@@ -31,8 +32,6 @@ export interface FaultPatchAction {
 /** What applying a fault patch does to the branch's list of exchanges. */
 export type FaultPatchEffect = { kind: 'changed' } | { kind: 'insert-before'; exchange: Exchange } | { kind: 'remove' }
 
-const SERVER_ERROR_STATUSES = [500, 502, 503, 504, 529]
-const BEFORE_FORWARD: ReadonlySet<FaultKind> = new Set(['rate_limit', 'server_error', 'blackout', 'timeout'])
 const HELP =
   'Fault actions: fault=KIND[@N] with KIND one of rate_limit[@RETRY_AFTER_MS], server_error[@STATUS], blackout[@503], timeout[@MS], response_lost, latency[@MS], stream_cut[@EVENTS], stream_error[@EVENTS]; fault=none removes one.'
 
@@ -58,7 +57,7 @@ export function parseFaultPatchAction(text: string, value: string): FaultPatchAc
   if (m[2] === undefined) return action
   const n = Number(m[2])
   if (fault === 'response_lost') invalid(text, 'response_lost takes no number')
-  if (fault === 'server_error' && !SERVER_ERROR_STATUSES.includes(n))
+  if (fault === 'server_error' && !(SERVER_ERROR_STATUSES as readonly number[]).includes(n))
     invalid(text, `server_error@${n}: the status must be one of ${SERVER_ERROR_STATUSES.join(', ')}`)
   if (fault === 'blackout' && n !== 503) invalid(text, 'blackout takes @503 (a provider-shaped 503) or nothing (connection refused)')
   if ((fault === 'stream_cut' || fault === 'stream_error') && n < 1) invalid(text, `${fault}@${n}: cut after at least 1 event`)
@@ -88,7 +87,7 @@ export function validateFaultPatch(x: Exchange, text: string, a: FaultPatchActio
     return
   }
   if (x.fault) fail(`it already has a fault (${x.fault.kind}, rule ${x.fault.rule}); remove it first with fault=none in a fork of its own`)
-  if (BEFORE_FORWARD.has(a.fault)) return
+  if (BEFORE_FORWARD_KINDS.has(a.fault)) return
   const outcome = x.outcome
   if (outcome.kind !== 'response') fail(`${a.fault} acts on a response, and this exchange recorded ${outcome.error.code}`)
   const type = outcome.kind === 'response' ? headerValue(outcome.response.headers, 'content-type') : undefined
@@ -119,12 +118,12 @@ export function applyFaultPatch(
     call: 1,
     upstream,
   })
-  if (BEFORE_FORWARD.has(a.fault)) {
+  if (BEFORE_FORWARD_KINDS.has(a.fault)) {
     const attempt: Exchange = {
       seq: x.seq,
       request: x.request,
       outcome: madeUpOutcome(trace, x, a, patch.id),
-      timing: { startMs: x.timing.startMs, headersMs: a.fault === 'timeout' ? (a.arg ?? 30_000) : 0 },
+      timing: { startMs: x.timing.startMs, headersMs: a.fault === 'timeout' ? (a.arg ?? FAULT_DEFAULTS.timeoutMs) : 0 },
       origin: 'patched',
       fault: fault('before-forward', null),
     }
@@ -133,14 +132,11 @@ export function applyFaultPatch(
   const upstream = x.outcome
   const res = (upstream as Extract<Exchange['outcome'], { kind: 'response' }>).response
   if (a.fault === 'response_lost') {
-    x.outcome = {
-      kind: 'error',
-      error: { code: 'ECONNRESET', message: `read ECONNRESET: the response was lost (Tool Replay fork patch ${patch.id})`, phase: 'response-headers' },
-    }
+    x.outcome = { kind: 'error', error: faultError('response_lost', `(Tool Replay fork patch ${patch.id})`) }
   } else if (a.fault === 'latency') {
-    x.timing = { ...x.timing, headersMs: x.timing.headersMs + (a.arg ?? 1000) }
+    x.timing = { ...x.timing, headersMs: x.timing.headersMs + (a.arg ?? FAULT_DEFAULTS.latencyMs) }
   } else {
-    const after = { events: a.arg ?? 1 }
+    const after = { events: a.arg ?? FAULT_DEFAULTS.afterEvents }
     const cut = cutBody(bodyBytes(trace, res.body), after)
     const lost = a.fault === 'stream_error' ? !cut.reached : !cut.cut
     if (lost) {
@@ -157,15 +153,7 @@ export function applyFaultPatch(
     x.outcome =
       a.fault === 'stream_cut'
         ? { kind: 'response', response: partial }
-        : {
-            kind: 'error',
-            error: {
-              code: 'ECONNRESET',
-              message: `read ECONNRESET: the stream broke off (Tool Replay fork patch ${patch.id})`,
-              phase: 'response-body',
-              partial,
-            },
-          }
+        : { kind: 'error', error: { ...faultError('stream_error', `(Tool Replay fork patch ${patch.id})`), partial } }
   }
   x.fault = fault(a.fault === 'latency' ? 'after-response' : a.fault === 'response_lost' ? 'after-response' : 'mid-body', upstream)
   return { kind: 'changed' }
@@ -186,19 +174,11 @@ function keptChunks(trace: Pick<Trace, 'meta' | 'bodies'>, res: RecordedResponse
 /** A before-forward fault's answer: a provider-shaped 429/5xx, a refused connection or a timeout. */
 function madeUpOutcome(trace: Pick<Trace, 'bodies'>, x: Exchange, a: FaultPatchAction, id: string): Exchange['outcome'] {
   const note = `(Tool Replay fork patch ${id})`
-  if (a.fault === 'timeout') {
-    const ms = a.arg ?? 30_000
-    return {
-      kind: 'error',
-      error: { code: 'ETIMEDOUT', message: `no response after ${ms} ms, connection failed with ETIMEDOUT ${note}`, phase: 'response-headers' },
-    }
-  }
-  if (a.fault === 'blackout' && a.arg === undefined) {
-    return { kind: 'error', error: { code: 'ECONNREFUSED', message: `connect ECONNREFUSED: the upstream is blacked out ${note}`, phase: 'connect' } }
-  }
-  const status = a.fault === 'rate_limit' ? 429 : a.fault === 'blackout' ? 503 : (a.arg ?? 500)
+  if (a.fault === 'timeout') return { kind: 'error', error: faultError('timeout', note, { ms: a.arg ?? FAULT_DEFAULTS.timeoutMs }) }
+  if (a.fault === 'blackout' && a.arg === undefined) return { kind: 'error', error: faultError('blackout', note) }
+  const status = a.fault === 'rate_limit' ? 429 : a.fault === 'blackout' ? 503 : (a.arg ?? FAULT_DEFAULTS.serverErrorStatus)
   const r = providerErrorResponse(providerFor(x.request.url), status, {
-    ...(a.fault === 'rate_limit' ? { retryAfterMs: a.arg ?? 1000 } : {}),
+    ...(a.fault === 'rate_limit' ? { retryAfterMs: a.arg ?? FAULT_DEFAULTS.retryAfterMs } : {}),
     requestId: `req_trfork_${id}`,
     rule: `patch-${id}`,
   })
