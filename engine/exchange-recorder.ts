@@ -10,6 +10,7 @@ import {
   BodyAccumulator,
   type BodyChunk,
   type BodyRef,
+  bodyChunk,
   bodyFromChunks,
   ErrorCodes,
   type Exchange,
@@ -171,7 +172,7 @@ class ResponseBody {
     this.#first ??= chunk[0]
     this.#lastAtMs = atMs
     this.#size += chunk.byteLength
-    this.#chunks.push({ size: chunk.byteLength, atMs: Math.max(0, Math.round(atMs)) })
+    this.#chunks.push(bodyChunk(chunk.byteLength, atMs))
     if (this.#overLimit) return undefined
     if (this.#whole) return this.#keepWhole(chunk, atMs)
     if (this.#writer === undefined && this.#size <= PIECE_SIZE) {

@@ -2,12 +2,16 @@ import { sha256 } from './digest.ts'
 import { ErrorCodes, ToolReplayError } from './errors.ts'
 import type { BodyChunk, BodyRef, Trace } from './exchange.ts'
 
-/** Builds a BodyRef from chunks as they arrived, and the full bytes for the body map. */
+/** A chunk's entry in a BodyRef, the one rule for every writer: its size, and its time in whole ms (never negative). */
+export function bodyChunk(size: number, atMs: number): BodyChunk {
+  return { size, atMs: Math.max(0, Math.round(atMs)) }
+}
+
+/** Builds a BodyRef from chunks as they arrived, and the full bytes for the body map (empty chunks leave no entry). */
 export function bodyFromChunks(chunks: Array<{ bytes: Uint8Array; atMs: number }>): { ref: BodyRef; bytes: Uint8Array } {
-  const bytes = concatBytes(chunks.map((c) => c.bytes))
-  const list: BodyChunk[] = []
-  for (const c of chunks) if (c.bytes.byteLength > 0) list.push({ size: c.bytes.byteLength, atMs: Math.max(0, Math.round(c.atMs)) })
-  return { ref: { digest: sha256(bytes), size: bytes.byteLength, chunks: list }, bytes }
+  const acc = new BodyAccumulator(chunks.reduce((n, c) => n + c.bytes.byteLength, 0))
+  for (const c of chunks) acc.append(c.bytes, c.atMs)
+  return acc.finish()
 }
 
 /**
@@ -50,7 +54,7 @@ export class BodyAccumulator {
     }
     this.#buffer.set(chunk, this.#size)
     this.#size += n
-    this.#chunks.push({ size: n, atMs: Math.max(0, Math.round(atMs)) })
+    this.#chunks.push(bodyChunk(n, atMs))
   }
 
   /** The body so far: its ref and its bytes (a view of the accumulator's buffer; do not append afterwards). */

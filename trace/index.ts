@@ -2,7 +2,7 @@
 
 /** The application's outcome (`meta.app`) for a reader. */
 export { formatAppRun, shellLine } from './app-run.ts'
-export { BodyAccumulator, bodyBytes, bodyFromBytes, bodyFromChunks, concatBytes, splitChunks, tryUtf8 } from './body.ts'
+export { BodyAccumulator, bodyBytes, bodyChunk, bodyFromBytes, bodyFromChunks, concatBytes, splitChunks, tryUtf8 } from './body.ts'
 export type { AlignedPair, Attribution, DiffDetail, DifferenceKind, DiffOptions, FaultNote, TraceDiff, TraceDifference } from './diff.ts'
 export {
   DEFAULT_VOLATILE_HEADERS,
