@@ -19,6 +19,7 @@ export {
   ERROR_HEADER,
   GRPC_REFUSAL_STATUS,
   grpcMessage,
+  lateRequestRefusal,
   REFUSAL_STATUS,
   REFUSAL_STATUS_TEXT,
   refusalPlayback,

@@ -46,8 +46,8 @@
  * Large" says what is wrong, and no library above retries it (LangChain lists it in STATUS_NO_RETRY).
  */
 
-import type { Playback } from '../engine/index.ts'
-import { type ErrorCode, ErrorCodes, type HeaderPairs, stringifyJson, type ToolReplayError } from '../trace/index.ts'
+import { type Playback, Redactor } from '../engine/index.ts'
+import { type ErrorCode, ErrorCodes, type HeaderPairs, stringifyJson, ToolReplayError } from '../trace/index.ts'
 
 /** Status of every refusal but an over-large body's (see the module comment for why 403). */
 export const REFUSAL_STATUS = 403
@@ -190,4 +190,22 @@ export function grpcMessage(text: string): string {
     out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
   }
   return out
+}
+
+/**
+ * A request that came after a strict replay's end-of-file judgement: node:test runs a file's `after()` hooks
+ * in the order they were registered, so the setup's (registered first) judges before the file's own hooks run,
+ * and a timer can outlive the tests. Such a request is refused, never sent: this prints why, marks the process
+ * failed (so a run whose app swallows the refusal still fails) and returns the error the refusal carries.
+ */
+export function lateRequestRefusal(trace: string, method: string, url: string): ToolReplayError {
+  const label = `${method} ${new Redactor().url(url)}`
+  const error = new ToolReplayError(
+    ErrorCodes.REPLAY_MISS,
+    `Failed to replay "${label}": it came after the end-of-file judgement of trace "${trace}" (from an after() hook of the test file, which node:test runs after the setup's, or a timer that outlived the tests). Strict replay never lets a request through: make it inside a test or a beforeEach/afterEach hook.`,
+    { details: { request: { method, url: new Redactor().url(url) }, trace } },
+  )
+  process.stderr.write(`tool-replay: ${error.code} ${label}: refused, it came after trace "${trace}" was judged at the end of the test file.\n`)
+  process.exitCode = 1
+  return error
 }

@@ -119,7 +119,7 @@ test('vitest setupFiles with TOOL_REPLAY_FAULTS: a rule that never fired fails t
   await writeFile(join(dir, 'typo.yaml'), 'rules:\n  - { id: typo, target: { url: /shipment }, fault: rate_limit }\n')
   await writeFile(
     join(dir, 'vitest.config.mjs'),
-    `export default { test: { setupFiles: [${JSON.stringify(join(repoRoot, 'interceptor', 'vitest-setup.ts'))}], include: ['*.test.mjs'] } }\n`,
+    `export default { test: { setupFiles: [${JSON.stringify(join(repoRoot, 'setup', 'vitest.ts'))}], include: ['*.test.mjs'] } }\n`,
   )
   const { NODE_TEST_CONTEXT: _, ...parentEnv } = process.env
   const env = { ...parentEnv, APP_URL: api.url, TOOL_REPLAY_STORE: join(dir, 'store'), TOOL_REPLAY_MODE: 'record', NO_COLOR: '1' }

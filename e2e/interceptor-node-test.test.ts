@@ -84,7 +84,7 @@ test('setupToolReplay() called from a test file, with an explicit trace name', a
   const appUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   const dir = await mkdtemp(join(tmpdir(), 'tr-node-test-'))
   t.after(() => rm(dir, { recursive: true, force: true }))
-  const setupUrl = pathToFileURL(join(repoRoot, 'interceptor', 'node-test-setup.ts')).href
+  const setupUrl = pathToFileURL(join(repoRoot, 'setup', 'node-test.ts')).href
   const testFile = join(dir, 'direct.test.mjs')
   await writeFile(
     testFile,

@@ -49,7 +49,7 @@ test('vitest setupFiles: record, replay offline, fail the file on a swallowed mi
   await writeFile(join(dir, 'orders.test.mjs'), APP_TEST)
   await writeFile(
     join(dir, 'vitest.config.mjs'),
-    `export default { test: { setupFiles: [${JSON.stringify(join(repoRoot, 'interceptor', 'vitest-setup.ts'))}], include: ['*.test.mjs'] } }\n`,
+    `export default { test: { setupFiles: [${JSON.stringify(join(repoRoot, 'setup', 'vitest.ts'))}], include: ['*.test.mjs'] } }\n`,
   )
   const { NODE_TEST_CONTEXT: _, ...parentEnv } = process.env
   const env = { ...parentEnv, APP_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, TOOL_REPLAY_STORE: join(dir, 'store'), NO_COLOR: '1' }

@@ -151,7 +151,7 @@ describe('shared-proxy test setups: a session per test file on one serve', { tim
     for (const f of FILES) await writeFile(join(dir, `${f}.test.mjs`), appTest('vitest', f))
     await writeFile(
       join(dir, 'vitest.config.mjs'),
-      `export default { test: { setupFiles: [${JSON.stringify(join(REPO_ROOT, 'proxy', 'shared-session-vitest.ts'))}], include: ['*.test.mjs'] } }\n`,
+      `export default { test: { setupFiles: [${JSON.stringify(join(REPO_ROOT, 'setup', 'proxy-vitest.ts'))}], include: ['*.test.mjs'] } }\n`,
     )
     await recordReplayMiss({
       upstream,

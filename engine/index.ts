@@ -1,7 +1,7 @@
 /**
  * Record and replay sessions: matching, occurrence, the ledger and strict accounting, redaction, drift plans;
  * the session's fault host (fault-host/: applies the faults/ floor's decisions to a session's exchanges);
- * the session shared with child processes; the runner glue of the ready-made test setups.
+ * the session shared with child processes (and the variable that marks a command run behind tr-proxy).
  */
 
 export type { Ticket } from './arrival-order.ts'
@@ -32,12 +32,7 @@ export type { Mode, SessionOptions } from './session.ts'
 export { MODES, openSession, Session } from './session.ts'
 export type { RemoteSession, SharedSessionHost } from './session-share.ts'
 /** A session shared with child processes (the `tr-proxy mcp` wrapper an app's MCP client spawns), and finding one. */
-export { connectSharedSession, findSharedSession, SESSION_SOCKET_ENV, sharedSessionDir, shareSession } from './session-share.ts'
-/** Runner glue for the ready-made test setups (internal): vitest hook registration, the end-of-file strict judgement. */
-export { judgeTestReplay, lateRequestRefusal, registerVitestFileHooks } from './test-hooks.ts'
-/** Which trace and mode a test file records or replays (TOOL_REPLAY_MODE, TOOL_REPLAY_TRACE as a group); whether a setup was preloaded. */
-export type { TestRunner } from './test-trace.ts'
-export { insideProxyRun, loadedAsTestPreload, PROXY_RUN_ENV, resolveTestTrace, testRunCommand, traceNameForTestFile } from './test-trace.ts'
+export { connectSharedSession, findSharedSession, PROXY_RUN_ENV, SESSION_SOCKET_ENV, sharedSessionDir, shareSession } from './session-share.ts'
 /** Credentials in free text (a command's output and command line) replaced by [REDACTED]. */
 export { redactText, secretEnvValues } from './text-redaction.ts'
 export type { RedactedTrace } from './trace-redaction.ts'

@@ -38,6 +38,12 @@ import type { Mode, Session } from './session.ts'
 /** Names a shared session's socket explicitly (wins over the ancestor lookup). */
 export const SESSION_SOCKET_ENV = 'TOOL_REPLAY_SESSION_SOCKET'
 
+/**
+ * Set in the environment of a command that tr-proxy runs behind its proxy (`tr-proxy record|replay --
+ * <command>`, a command case being verified): the proxy captures that command's requests.
+ */
+export const PROXY_RUN_ENV = 'TOOL_REPLAY_PROXY_RUN'
+
 /** How far up the process tree a child looks for a shared session. */
 const MAX_ANCESTORS = 32
 

@@ -2,13 +2,12 @@
  * What stays installed in a test process once a strict replay has been judged (the node:test setup): every
  * later request — from an `after()` hook of the test file, which node:test runs after the setup's, or a timer
  * that outlived the tests — is answered with the refusal response instead of reaching the network, and marks
- * the run failed (engine lateRequestRefusal). Restoring the dispatcher that was there before would let those
+ * the run failed (capture's lateRequestRefusal). Restoring the dispatcher that was there before would let those
  * requests go out live.
  */
 import { ClientRequestInterceptor } from '@mswjs/interceptors/ClientRequest'
 import type { Dispatcher } from 'undici'
-import { drivePlayback, refusalPlayback, refusalResponse } from '../capture/index.ts'
-import { lateRequestRefusal } from '../engine/index.ts'
+import { drivePlayback, lateRequestRefusal, refusalPlayback, refusalResponse } from '../capture/index.ts'
 import { installGlobalDispatcher } from './global-dispatcher.ts'
 import { fetchClient } from './playback.ts'
 import { type AnyDispatchHandler, createResponseSink } from './response-sink.ts'

@@ -5,5 +5,5 @@
  * what is exported here is a decision, pinned by e2e/public-surface.test.ts.
  */
 
-export type { InstallOptions, InterceptorSession, RecordReplayDispatcher, RecordReplayDispatcherOptions, TestSetupOptions } from './index.ts'
+export type { InstallOptions, InterceptorSession, RecordReplayDispatcher, RecordReplayDispatcherOptions } from './index.ts'
 export { createRecordReplayDispatcher, install } from './index.ts'

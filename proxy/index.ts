@@ -29,7 +29,7 @@ export type { ReverseMount, ReverseRoutes } from './reverse-routes.ts'
 export { parseReverse } from './reverse-routes.ts'
 export type { SealedOptions } from './sealed-run.ts'
 /** How a request names its session: the header (`x-tool-replay-session`), and the rule for session names. */
-export { assertSessionName, SESSION_HEADER, SESSION_PASSWORD } from './session-choice.ts'
+export { assertSessionName, SESSION_HEADER, SESSION_PASSWORD, sessionNameFrom } from './session-choice.ts'
 export type { SessionSpec } from './session-spec.ts'
 export type { SharedProxyAddress, SharedProxySession } from './shared-session.ts'
 /** A named session on a running serve (opened through its control API), and raw control API calls. */

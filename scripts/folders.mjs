@@ -14,6 +14,7 @@ export const FLOORS = [
   ['capture'], // the life of one captured request, once for every path
   ['seal'], // sealed runs, the OS side: namespaces, DNS, connection tracking (the proxy serves what arrives)
   ['interceptor', 'proxy', 'mcp', 'interop'], // the capture paths, and conversions to other formats
+  ['setup'], // the ready-made test setups (node:test, vitest) around the interceptor and a shared proxy's sessions
   ['cases', 'assets', 'lab'], // regression cases; shared recordings in a git assets repository; the fault lab (the CLI's `demo`)
   ['inspector'], // `tr-proxy inspect`: the evidence console over traces, cases and the lab
   ['cli'], // the yargs commands

@@ -8,7 +8,7 @@
  * Mode and trace come from TOOL_REPLAY_MODE / TOOL_REPLAY_TRACE as for the interceptor's setup; after a
  * file's tests its session closes, and a strict replay that saw any problem fails the file.
  */
-import { registerVitestFileHooks } from '../engine/index.ts'
-import { finishSharedSessionSetup, startSharedSessionSetup } from './shared-session-setup.ts'
+import { finishSharedSessionSetup, startSharedSessionSetup } from './proxy-session-setup.ts'
+import { registerVitestFileHooks } from './test-hooks.ts'
 
 await registerVitestFileHooks((testFile) => startSharedSessionSetup(testFile ? { testFile } : {}), finishSharedSessionSetup, 60_000)

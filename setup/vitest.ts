@@ -8,7 +8,7 @@
  * node:test); the trace defaults to the test file's name. After a file's tests, a strict replay that saw
  * any miss, overrun or unused recording fails that file (afterAll throws TR_REPLAY_INCOMPLETE).
  */
-import { registerVitestFileHooks } from '../engine/index.ts'
-import { finishTestSetup, startTestSetup } from './test-setup-options.ts'
+import { finishTestSetup, startTestSetup } from './interceptor-setup.ts'
+import { registerVitestFileHooks } from './test-hooks.ts'
 
 await registerVitestFileHooks((testFile) => startTestSetup(testFile ? { testFile } : {}, 'vitest'), finishTestSetup, 30_000)

@@ -1,11 +1,11 @@
 /**
  * What the ready-made test setups do around a test file's tests: register vitest's hooks, and judge a strict
  * replay at the end (print the summary, mark the process failed, throw). Runner glue, kept apart from the
- * trace-naming rules in test-trace.ts.
+ * trace-naming rules in test-trace.ts; a request after the judgement is refused by capture's lateRequestRefusal.
  */
+
+import { formatSummary, type SessionSummary } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
-import { formatSummary, type SessionSummary } from './ledger.ts'
-import { Redactor } from './redaction.ts'
 
 /**
  * A test setup's end-of-file judgement: a strict replay that saw a miss, an overrun or an unused recording
@@ -18,24 +18,6 @@ export function judgeTestReplay(summary: SessionSummary, advice: string, extra =
   process.stderr.write(`${text}${extra}\n`)
   process.exitCode = 1
   throw new ToolReplayError(ErrorCodes.REPLAY_INCOMPLETE, `${text}\n${advice}${extra}`, { details: { summary } })
-}
-
-/**
- * A request that came after a strict replay's end-of-file judgement: node:test runs a file's `after()` hooks
- * in the order they were registered, so the setup's (registered first) judges before the file's own hooks run,
- * and a timer can outlive the tests. Such a request is refused, never sent: this prints why, marks the process
- * failed (so a run whose app swallows the refusal still fails) and returns the error the refusal carries.
- */
-export function lateRequestRefusal(trace: string, method: string, url: string): ToolReplayError {
-  const label = `${method} ${new Redactor().url(url)}`
-  const error = new ToolReplayError(
-    ErrorCodes.REPLAY_MISS,
-    `Failed to replay "${label}": it came after the end-of-file judgement of trace "${trace}" (from an after() hook of the test file, which node:test runs after the setup's, or a timer that outlived the tests). Strict replay never lets a request through: make it inside a test or a beforeEach/afterEach hook.`,
-    { details: { request: { method, url: new Redactor().url(url) }, trace } },
-  )
-  process.stderr.write(`tool-replay: ${error.code} ${label}: refused, it came after trace "${trace}" was judged at the end of the test file.\n`)
-  process.exitCode = 1
-  return error
 }
 
 /** The parts of vitest the setups use, typed here so the package builds without vitest installed. */

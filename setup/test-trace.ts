@@ -3,8 +3,8 @@
  * for every ready-made setup (the interceptor's node:test and vitest setups, and the shared-proxy ones).
  */
 import { basename, isAbsolute, relative } from 'node:path'
+import { MODES, type Mode, PROXY_RUN_ENV } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
-import { MODES, type Mode } from './session.ts'
 
 /** Trace name for a test file: `test/checkout.test.ts` → `checkout`. */
 export function traceNameForTestFile(file: string): string {
@@ -82,12 +82,6 @@ export function testRunCommand(o: {
   const runner = o.env.NODE_TEST_CONTEXT ? ['--test'] : []
   return { command: ['node', ...o.execArgv, ...runner, file], labels }
 }
-
-/**
- * Set in the environment of a command that tr-proxy runs behind its proxy (`tr-proxy record|replay --
- * <command>`, a command case being verified): the proxy captures that command's requests.
- */
-export const PROXY_RUN_ENV = 'TOOL_REPLAY_PROXY_RUN'
 
 /**
  * True in a command tr-proxy runs behind its proxy (PROXY_RUN_ENV). There the proxy captures the test file's

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { insideProxyRun, loadedAsTestPreload, resolveTestTrace, testRunCommand } from './test-trace.ts'
 
-const SETUP = /(tool-replay\/proxy-node-test|shared-session-node-test\.[cm]?[jt]s)$/
+const SETUP = /(tool-replay\/proxy-node-test|setup\/proxy-node-test\.[cm]?[jt]s)$/
 
 test('a preloaded setup runs in a test file process, not in the `node --test` parent that only spawns them', () => {
   // `node --import tool-replay/proxy-node-test --test a.test.mjs`: the parent runs no test itself.
@@ -10,7 +10,7 @@ test('a preloaded setup runs in a test file process, not in the `node --test` pa
   // Each child the runner spawns carries NODE_TEST_CONTEXT.
   assert.equal(loadedAsTestPreload(SETUP, ['--import', 'tool-replay/proxy-node-test', '--test'], { NODE_TEST_CONTEXT: 'child-v8' }), true)
   assert.equal(loadedAsTestPreload(SETUP, ['--import=tool-replay/proxy-node-test', '--test', '--test-isolation=none'], {}), true)
-  assert.equal(loadedAsTestPreload(SETUP, ['--import', '/repo/proxy/shared-session-node-test.ts'], {}), true, 'node --import SETUP file.test.mjs')
+  assert.equal(loadedAsTestPreload(SETUP, ['--import', '/repo/setup/proxy-node-test.ts'], {}), true, 'node --import SETUP file.test.mjs')
   assert.equal(loadedAsTestPreload(SETUP, ['--import', 'tool-replay/node-test'], {}), false, 'another setup was preloaded')
   assert.equal(loadedAsTestPreload(SETUP, [], {}), false, 'imported by a test file, not preloaded')
 })

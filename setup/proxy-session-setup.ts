@@ -8,9 +8,11 @@
 import { readFile } from 'node:fs/promises'
 import { rootCertificates } from 'node:tls'
 import { Dispatcher, getGlobalDispatcher, ProxyAgent, setGlobalDispatcher } from 'undici'
-import { judgeTestReplay, lateRequestRefusal, type Mode, resolveTestTrace, type SessionSummary } from '../engine/index.ts'
-import { sessionNameFrom } from './session-choice.ts'
-import { openSharedSession, type SharedProxyAddress, type SharedProxySession } from './shared-session.ts'
+import { lateRequestRefusal } from '../capture/index.ts'
+import type { Mode, SessionSummary } from '../engine/index.ts'
+import { openSharedSession, type SharedProxyAddress, type SharedProxySession, sessionNameFrom } from '../proxy/index.ts'
+import { judgeTestReplay } from './test-hooks.ts'
+import { resolveTestTrace } from './test-trace.ts'
 
 /** Options for the shared-proxy setups; anything unset comes from TOOL_REPLAY_* variables or defaults. */
 export interface SharedSessionSetupOptions extends SharedProxyAddress {

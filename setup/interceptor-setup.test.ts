@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { resolveTestSetup, traceNameForTestFile } from './test-setup-options.ts'
+import { resolveTestSetup, traceNameForTestFile } from './interceptor-setup.ts'
 
 test('trace names derive from the test file name', () => {
   assert.equal(traceNameForTestFile('/repo/e2e/checkout.test.ts'), 'checkout')

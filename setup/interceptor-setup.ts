@@ -2,29 +2,16 @@
  * What the ready-made test setups (node:test, vitest) share: reading TOOL_REPLAY_* variables, naming the
  * trace after the test file, opening the store, and judging the session at the end.
  */
-import {
-  type FaultVerdict,
-  faultVerdict,
-  faultVerdictError,
-  formatFaultVerdict,
-  insideProxyRun,
-  judgeTestReplay,
-  type Mode,
-  openSession,
-  resolveTestTrace,
-  type SessionSummary,
-  type TestRunner,
-  testRunCommand,
-} from '../engine/index.ts'
+import { type FaultVerdict, faultVerdict, faultVerdictError, formatFaultVerdict, type Mode, openSession, type SessionSummary } from '../engine/index.ts'
 import { FAULTS_FILE_ENV, FAULTS_SEED_ENV, rerunWithSeedEnv } from '../faults/index.ts'
+import { createRecordReplayDispatcher, type InstallOptions, type InterceptorSession, install, installUndiciGlobal, loadUndici } from '../interceptor/index.ts'
 import { createMemoryStore, openStore, type TraceStore } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
-import { installUndiciGlobal } from './global-dispatcher.ts'
-import { type InstallOptions, type InterceptorSession, install } from './install.ts'
-import { createRecordReplayDispatcher } from './record-replay-dispatcher.ts'
-import { loadUndici } from './undici-loader.ts'
 
-export { traceNameForTestFile } from '../engine/index.ts'
+import { judgeTestReplay } from './test-hooks.ts'
+import { insideProxyRun, resolveTestTrace, type TestRunner, testRunCommand } from './test-trace.ts'
+
+export { traceNameForTestFile } from './test-trace.ts'
 
 /** Options for the ready-made setups; anything unset comes from TOOL_REPLAY_* variables or defaults. */
 export interface TestSetupOptions extends Partial<Omit<InstallOptions, 'store'>> {
