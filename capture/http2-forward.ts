@@ -38,18 +38,9 @@ export interface Http2Timeouts {
  * the stream and fails it as undici names such failures (UND_ERR_HEADERS_TIMEOUT, UND_ERR_BODY_TIMEOUT).
  */
 export function forwardOverHttp2(session: ClientHttp2Session, request: Http2LiveRequest, events: LiveEvents, timeouts: Http2Timeouts = {}): void {
-  const { url } = request
   let stream: ClientHttp2Stream
   try {
-    stream = session.request(
-      http2Fields(request.headers, {
-        ':method': request.method,
-        ':scheme': url.protocol.slice(0, -1),
-        ':authority': url.host,
-        ':path': `${url.pathname}${url.search}`,
-      }),
-      { endStream: request.body === null },
-    )
+    stream = openStream(session, request)
   } catch (err) {
     events.error(err as Error)
     return
@@ -125,6 +116,20 @@ export function forwardOverHttp2(session: ClientHttp2Session, request: Http2Live
     const message = `Stream closed with error code ${http2ErrorName(code)}`
     events.error(new Error(message), { code: HTTP2_STREAM_ERROR, message })
   })
+}
+
+/** The request's stream: its pseudo-headers from the URL, ended at once when it has no body. */
+function openStream(session: ClientHttp2Session, request: Http2LiveRequest): ClientHttp2Stream {
+  const { url } = request
+  return session.request(
+    http2Fields(request.headers, {
+      ':method': request.method,
+      ':scheme': url.protocol.slice(0, -1),
+      ':authority': url.host,
+      ':path': `${url.pathname}${url.search}`,
+    }),
+    { endStream: request.body === null },
+  )
 }
 
 /** Node's parsed header object as a raw list (for a Node that passes no raw list to the listener). */

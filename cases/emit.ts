@@ -60,63 +60,13 @@ export interface EmittedCase {
 /** Writes, verifies and atomically publishes a case directory. Throws TR_CASE_EXISTS when the destination exists. */
 export async function emitCase(options: EmitCaseOptions): Promise<EmittedCase> {
   const { name } = options
-  if (!CASE_NAME.test(name)) {
-    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid case name "${name}": use letters, digits, '.', '_' and '-', starting with a letter or digit.`)
-  }
-  const framework = options.framework ?? 'node'
-  if (!FRAMEWORKS.includes(framework))
-    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Unknown framework "${framework}". Use one of: ${FRAMEWORKS.join(', ')}.`)
-  if (Boolean(options.runner) === Boolean(options.command)) {
-    throw new ToolReplayError(
-      ErrorCodes.INVALID_OPTION,
-      'A case runs either a library runner (--runner module#export) or a command (--command); give exactly one.',
-    )
-  }
-  // A trace observed with --record-as keeps the requests strict replay refused as TR_* outcomes: they were
-  // never answered by anything real, so a case built on them would enshrine a miss as expected behaviour.
-  const unanswered = options.trace.exchanges.filter((x) => x.outcome.kind === 'error' && x.outcome.error.code.startsWith('TR_'))
-  if (unanswered.length > 0) {
-    throw new ToolReplayError(
-      ErrorCodes.INVALID_OPTION,
-      `Cannot emit a case from trace "${options.trace.meta.name}": ${unanswered.length} exchange(s) were never answered (${unanswered
-        .slice(0, 3)
-        .map((x) => `#${x.seq} ${x.request.method} ${x.request.url}: ${x.outcome.kind === 'error' ? x.outcome.error.code : ''}`)
-        .join('; ')}). Record them first (\`tr-proxy record --mode update\`), or emit from the trace the run replayed.`,
-    )
-  }
+  const framework = checkEmitOptions(options)
   const out = resolve(options.out)
   const dest = join(out, name)
   const exists = async (p: string) => (await lstat(p).catch(() => undefined)) !== undefined
   if (await exists(dest)) throw caseExists(dest)
 
-  let run: CaseRun
-  if (options.runner) {
-    if (!/^[A-Za-z_$][\w$]*$/.test(options.runner.export)) {
-      throw new ToolReplayError(
-        ErrorCodes.INVALID_OPTION,
-        `Invalid runner export "${options.runner.export}": give module#exportName, e.g. src/app.ts#decideCustomer42.`,
-      )
-    }
-    run = { kind: 'runner', module: portable(relative(dest, resolve(options.runner.module))), export: options.runner.export }
-    if (!isPortableModulePath(run.module))
-      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Runner module ${options.runner.module} cannot be referenced relatively from ${dest}.`)
-    if (!('json' in options.expect))
-      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, 'A runner case expects a JSON value: give --expect-json or --expect-file.')
-  } else {
-    const command = options.command as { argv: string[]; cwd?: string }
-    if (command.argv.length === 0) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, 'The command of a command case is empty.')
-    const cwd = portable(relative(dest, resolve(command.cwd ?? process.cwd()))) || '.'
-    run = { kind: 'command', command: [...command.argv], cwd: cwd.startsWith('./') ? cwd.slice(2) || '.' : cwd }
-    if (
-      'json' in options.expect ||
-      (options.expect.exitCode === undefined && options.expect.stdout === undefined && options.expect.stdoutExact === undefined)
-    ) {
-      throw new ToolReplayError(
-        ErrorCodes.INVALID_OPTION,
-        'A command case expects an exit code and/or stdout: give --expect-exit-code and/or --expect-stdout (or --expect-stdout-file).',
-      )
-    }
-  }
+  const run = caseRun(options, dest)
 
   const traceText = exportTrace(caseTrace(options.trace, name), { inlineLimit: Number.MAX_SAFE_INTEGER }).text
   const traceSha = sha256(traceText)
@@ -152,6 +102,69 @@ export async function emitCase(options: EmitCaseOptions): Promise<EmittedCase> {
   } finally {
     await rm(staging, { recursive: true, force: true })
   }
+}
+
+/** Refuses what cannot make a case (a bad name or framework, both or neither of runner and command, unanswered exchanges); returns the framework. */
+function checkEmitOptions(options: EmitCaseOptions): CaseFramework {
+  const { name } = options
+  if (!CASE_NAME.test(name)) {
+    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid case name "${name}": use letters, digits, '.', '_' and '-', starting with a letter or digit.`)
+  }
+  const framework = options.framework ?? 'node'
+  if (!FRAMEWORKS.includes(framework))
+    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Unknown framework "${framework}". Use one of: ${FRAMEWORKS.join(', ')}.`)
+  if (Boolean(options.runner) === Boolean(options.command)) {
+    throw new ToolReplayError(
+      ErrorCodes.INVALID_OPTION,
+      'A case runs either a library runner (--runner module#export) or a command (--command); give exactly one.',
+    )
+  }
+  // A trace observed with --record-as keeps the requests strict replay refused as TR_* outcomes: they were
+  // never answered by anything real, so a case built on them would enshrine a miss as expected behaviour.
+  const unanswered = options.trace.exchanges.filter((x) => x.outcome.kind === 'error' && x.outcome.error.code.startsWith('TR_'))
+  if (unanswered.length > 0) {
+    throw new ToolReplayError(
+      ErrorCodes.INVALID_OPTION,
+      `Cannot emit a case from trace "${options.trace.meta.name}": ${unanswered.length} exchange(s) were never answered (${unanswered
+        .slice(0, 3)
+        .map((x) => `#${x.seq} ${x.request.method} ${x.request.url}: ${x.outcome.kind === 'error' ? x.outcome.error.code : ''}`)
+        .join('; ')}). Record them first (\`tr-proxy record --mode update\`), or emit from the trace the run replayed.`,
+    )
+  }
+  return framework
+}
+
+/** How the case runs, relative to its directory `dest`: a library runner (a module's export) or a command. */
+function caseRun(options: EmitCaseOptions, dest: string): CaseRun {
+  let run: CaseRun
+  if (options.runner) {
+    if (!/^[A-Za-z_$][\w$]*$/.test(options.runner.export)) {
+      throw new ToolReplayError(
+        ErrorCodes.INVALID_OPTION,
+        `Invalid runner export "${options.runner.export}": give module#exportName, e.g. src/app.ts#decideCustomer42.`,
+      )
+    }
+    run = { kind: 'runner', module: portable(relative(dest, resolve(options.runner.module))), export: options.runner.export }
+    if (!isPortableModulePath(run.module))
+      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Runner module ${options.runner.module} cannot be referenced relatively from ${dest}.`)
+    if (!('json' in options.expect))
+      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, 'A runner case expects a JSON value: give --expect-json or --expect-file.')
+  } else {
+    const command = options.command as { argv: string[]; cwd?: string }
+    if (command.argv.length === 0) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, 'The command of a command case is empty.')
+    const cwd = portable(relative(dest, resolve(command.cwd ?? process.cwd()))) || '.'
+    run = { kind: 'command', command: [...command.argv], cwd: cwd.startsWith('./') ? cwd.slice(2) || '.' : cwd }
+    if (
+      'json' in options.expect ||
+      (options.expect.exitCode === undefined && options.expect.stdout === undefined && options.expect.stdoutExact === undefined)
+    ) {
+      throw new ToolReplayError(
+        ErrorCodes.INVALID_OPTION,
+        'A command case expects an exit code and/or stdout: give --expect-exit-code and/or --expect-stdout (or --expect-stdout-file).',
+      )
+    }
+  }
+  return run
 }
 
 function caseExists(dest: string): ToolReplayError {

@@ -22,7 +22,7 @@ import {
 import { assertSealable } from '../seal/index.ts'
 import type { TraceStore } from '../store/index.ts'
 import { type AppRun, ErrorCodes, OUTPUT_TAIL_BYTES, type OutputTail, ToolReplayError } from '../trace/index.ts'
-import { loadCertificateAuthority } from './certificate-authority.ts'
+import { type CertificateAuthority, loadCertificateAuthority } from './certificate-authority.ts'
 import { type CapturedTail, type CommandExit, type RunCommandOptions, runCommand } from './command-wrapper.ts'
 import { controlSocketPath, startControlApi } from './control-api.ts'
 import { proxyEnvironment, writeCaBundle } from './proxy-env.ts'
@@ -113,26 +113,7 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
       `WARNING: --tail live: after the first unmatched request, requests go to the real upstreams and are recorded into "${o.session.recordAs}". This run is NOT offline.`,
     )
   }
-  let proxy: ProxyServer<Session | undefined>
-  try {
-    proxy = await startProxy({
-      ...(session ? { session } : {}),
-      ca,
-      ...(o.reverse ? { reverse: o.reverse } : {}),
-      ...(o.host ? { host: o.host } : {}),
-      port: o.port ?? 0,
-      ...(o.upstream ? { upstream: o.upstream } : {}),
-      ...(o.pace !== undefined ? { pace: o.pace } : {}),
-      ...(o.limits ? { limits: o.limits } : {}),
-      ...(o.maxBodyBytes !== undefined ? { maxBodyBytes: o.maxBodyBytes } : {}),
-      ...(o.chunkGapMs !== undefined ? { chunkGapMs: o.chunkGapMs } : {}),
-      ...(o.h2c ? { h2c: true } : {}),
-    })
-  } catch (err) {
-    // Nothing ran: keep the previous trace rather than replace it with an empty recording.
-    await session?.discard().catch(() => {})
-    throw err
-  }
+  const proxy = await startRunProxy(o, ca, session)
   // Reverse mode adds base URLs to the proxy variables, not instead of them: a request to a host no mount
   // serves must still go through the proxy (recorded, or refused in strict replay), never straight out.
   // Sealed, the proxy port is reached on the namespace's loopback; loopback itself is the command's own.
@@ -167,41 +148,77 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
     return { summary, sessions, sessionRefusals: proxy.sessions.refusals(), ...(command ? { command } : {}), ...(faults ? { faults } : {}) }
   }
   try {
-    if (o.command && o.command.length > 0) {
-      const [cmd, ...args] = o.command as [string, ...string[]]
-      let exit: CommandExit
-      // Child processes of the command that capture on their own (`tr-proxy mcp`) join this session's trace.
-      let shared: SharedSessionHost | undefined
-      try {
-        shared = session && (await shareSession(session))
-        const commandEnv = shared ? { ...env, [SESSION_SOCKET_ENV]: shared.socketPath } : env
-        exit = o.sealed
-          ? await runSealedCommand(proxy, o.command, commandEnv, {
-              ...o.sealed,
-              caBundle: bundlePath,
-              upstream: o.upstream ?? {},
-              log: o.log,
-              ...(o.commandOptions ? { commandOptions: o.commandOptions } : {}),
-            })
-          : await runCommand(cmd, args, commandEnv, o.commandOptions)
-      } catch (err) {
-        // The command never started: discard the recording so the previous trace stays in place.
-        await shared?.close(0)
-        await session?.discard().catch(() => {})
-        await proxy.close().catch(() => {})
-        throw err
-      }
-      await shared?.close()
-      // Stored with the recording (record, replay --record-as) when it closes: what the app made of the exchanges.
-      session?.setAppRun(appRun(o.command, o.commandOptions?.cwd ?? process.cwd(), exit, session.redactedValues()))
-      return await finish(exit)
-    }
+    if (o.command && o.command.length > 0) return await finish(await runWrapped(o, proxy, session, env, bundlePath))
     logListening(o, proxy, bundlePath, control?.socketPath)
     await waitForStop(o.stop)
     return await finish()
   } finally {
     await control?.close()
   }
+}
+
+/** The run's proxy around `session`; a proxy that fails to start discards the session (the previous trace stays). */
+async function startRunProxy(o: ProxyRunOptions, ca: CertificateAuthority, session: Session | undefined): Promise<ProxyServer<Session | undefined>> {
+  try {
+    return await startProxy({
+      ...(session ? { session } : {}),
+      ca,
+      ...(o.reverse ? { reverse: o.reverse } : {}),
+      ...(o.host ? { host: o.host } : {}),
+      port: o.port ?? 0,
+      ...(o.upstream ? { upstream: o.upstream } : {}),
+      ...(o.pace !== undefined ? { pace: o.pace } : {}),
+      ...(o.limits ? { limits: o.limits } : {}),
+      ...(o.maxBodyBytes !== undefined ? { maxBodyBytes: o.maxBodyBytes } : {}),
+      ...(o.chunkGapMs !== undefined ? { chunkGapMs: o.chunkGapMs } : {}),
+      ...(o.h2c ? { h2c: true } : {}),
+    })
+  } catch (err) {
+    // Nothing ran: keep the previous trace rather than replace it with an empty recording.
+    await session?.discard().catch(() => {})
+    throw err
+  }
+}
+
+/**
+ * Runs the command behind the proxy (sealed when asked), sharing the session with its children that capture on
+ * their own; a command that never started discards the recording. The app run is stored with the recording.
+ */
+async function runWrapped(
+  o: ProxyRunOptions,
+  proxy: ProxyServer<Session | undefined>,
+  session: Session | undefined,
+  env: Record<string, string>,
+  bundlePath: string,
+): Promise<CommandExit> {
+  const command = o.command ?? []
+  const [cmd, ...args] = command as [string, ...string[]]
+  let exit: CommandExit
+  // Child processes of the command that capture on their own (`tr-proxy mcp`) join this session's trace.
+  let shared: SharedSessionHost | undefined
+  try {
+    shared = session && (await shareSession(session))
+    const commandEnv = shared ? { ...env, [SESSION_SOCKET_ENV]: shared.socketPath } : env
+    exit = o.sealed
+      ? await runSealedCommand(proxy, command, commandEnv, {
+          ...o.sealed,
+          caBundle: bundlePath,
+          upstream: o.upstream ?? {},
+          log: o.log,
+          ...(o.commandOptions ? { commandOptions: o.commandOptions } : {}),
+        })
+      : await runCommand(cmd, args, commandEnv, o.commandOptions)
+  } catch (err) {
+    // The command never started: discard the recording so the previous trace stays in place.
+    await shared?.close(0)
+    await session?.discard().catch(() => {})
+    await proxy.close().catch(() => {})
+    throw err
+  }
+  await shared?.close()
+  // Stored with the recording (record, replay --record-as) when it closes: what the app made of the exchanges.
+  session?.setAppRun(appRun(command, o.commandOptions?.cwd ?? process.cwd(), exit, session.redactedValues()))
+  return exit
 }
 
 function logListening(o: ProxyRunOptions, proxy: ProxyServer<Session | undefined>, bundlePath: string, controlSocket: string | undefined): void {

@@ -1,0 +1,91 @@
+#!/usr/bin/env node
+/**
+ * The size check (`npm run lint` runs it): no file of the package over 500 lines and no function over 80 lines
+ * (UI components of inspector/ui aside), unless it says why it stays: a file with a `size:` line in its first
+ * comment, a function with a `size:` line in the comment right above it (its JSDoc or a line comment).
+ *
+ *   node scripts/check-sizes.mjs [--root DIR] [--list]   exit 0: sizes hold; exit 1: each oversized part on stderr
+ *
+ * `--list` prints every oversized file and function with its reason, for a closing note's counts.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
+import { PACKAGE_FOLDERS } from './folders.mjs'
+
+export const MAX_FILE_LINES = 500
+export const MAX_FUNCTION_LINES = 80
+const REASON = /^\s*(?:\/\/|\*|\/\*\*?)?\s*size:\s*(\S.*)$/m
+const UI = /^inspector\/ui\//
+const SKIP = /(\.test\.[cm]?tsx?$|(^|\/)fixtures\/)/
+
+function* sources(root, dir) {
+  for (const name of readdirSync(dir).sort()) {
+    const path = join(dir, name)
+    if (statSync(path).isDirectory()) yield* sources(root, path)
+    else if (/\.tsx?$/.test(name) && !SKIP.test(relative(root, path))) yield path
+  }
+}
+
+/** The reason in the comments just above `node` (its JSDoc and line comments), if one is written. */
+function reasonAbove(node, text) {
+  const ranges = ts.getLeadingCommentRanges(text, node.getFullStart()) ?? []
+  for (const r of ranges) {
+    const m = REASON.exec(text.slice(r.pos, r.end))
+    if (m) return m[1].trim()
+  }
+  // `const f = () => {...}` and `export const f = function...`: the comment sits above the statement.
+  const statement = node.parent && ts.isVariableDeclaration(node.parent) ? node.parent.parent?.parent : undefined
+  return statement ? reasonAbove(statement, text) : undefined
+}
+
+/** Oversized parts under `root`: `{ where, lines, limit, reason }` (reason undefined when none is written). */
+export function measureSizes(root) {
+  const found = []
+  for (const folder of PACKAGE_FOLDERS) {
+    let dir
+    try {
+      dir = statSync(join(root, folder)).isDirectory() ? join(root, folder) : undefined
+    } catch {
+      dir = undefined
+    }
+    if (!dir) continue
+    for (const path of sources(root, dir)) {
+      const file = relative(root, path)
+      const text = readFileSync(path, 'utf8')
+      const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0)
+      const head = /^\s*\/\*\*?[\s\S]*?\*\//.exec(text)?.[0] ?? ''
+      if (lines > MAX_FILE_LINES) found.push({ where: file, lines, limit: MAX_FILE_LINES, reason: REASON.exec(head)?.[1]?.trim() })
+      if (UI.test(file)) continue
+      const sf = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, path.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS)
+      const visit = (node) => {
+        if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+          const from = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line
+          const to = sf.getLineAndCharacterOfPosition(node.end).line
+          if (to - from + 1 > MAX_FUNCTION_LINES) {
+            const name = node.name?.getText(sf) ?? (ts.isVariableDeclaration(node.parent) ? node.parent.name.getText(sf) : '(anonymous)')
+            found.push({ where: `${file}:${from + 1} ${name}`, lines: to - from + 1, limit: MAX_FUNCTION_LINES, reason: reasonAbove(node, text) })
+          }
+        }
+        ts.forEachChild(node, visit)
+      }
+      visit(sf)
+    }
+  }
+  return found
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const at = process.argv.indexOf('--root')
+  const root = at >= 0 ? resolve(process.argv[at + 1] ?? '.') : dirname(dirname(fileURLToPath(import.meta.url)))
+  const found = measureSizes(root)
+  if (process.argv.includes('--list')) for (const f of found) process.stdout.write(`${f.lines}\t${f.where}\t${f.reason ?? '(no reason)'}\n`)
+  const bare = found.filter((f) => !f.reason)
+  if (bare.length > 0) {
+    process.stderr.write(
+      `Size check failed (${bare.length}):\n${bare.map((f) => `  ${f.where}: ${f.lines} lines (over ${f.limit}): split it, or write why it stays in a "size:" line ${f.limit === MAX_FILE_LINES ? "in the file's first comment" : 'in the comment above it'}`).join('\n')}\n`,
+    )
+    process.exitCode = 1
+  } else process.stdout.write(`Size check: files within ${MAX_FILE_LINES} lines and functions within ${MAX_FUNCTION_LINES} (or a reason given).\n`)
+}
