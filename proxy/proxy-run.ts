@@ -19,7 +19,6 @@ import {
   secretEnvValues,
   shareSession,
 } from '../engine/index.ts'
-import { assertSealable } from '../seal/index.ts'
 import type { TraceStore } from '../store/index.ts'
 import { type AppRun, ErrorCodes, OUTPUT_TAIL_BYTES, type OutputTail, ToolReplayError } from '../trace/index.ts'
 import { type CertificateAuthority, loadCertificateAuthority } from './certificate-authority.ts'
@@ -29,7 +28,7 @@ import { proxyEnvironment, writeCaBundle } from './proxy-env.ts'
 import { type ProxyLimits, type ProxyServer, startProxy } from './proxy-server.ts'
 import type { ClosedSession, SessionRefusals } from './proxy-sessions.ts'
 import { type ReverseMount, reverseEnvironment } from './reverse-routes.ts'
-import { runSealedCommand, type SealedOptions } from './sealed-run.ts'
+import { type SealedOptions, type SealedStart, startSealedCommand } from './sealed-run.ts'
 import { sessionOptionsOf } from './session-spec.ts'
 import type { UpstreamOptions } from './upstream.ts'
 
@@ -105,26 +104,24 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
   if (o.sealed && (!o.command || o.command.length === 0 || o.sessionsOnly)) {
     throw new ToolReplayError(ErrorCodes.INVALID_OPTION, '--sealed seals a command: give one after `--` (tr-proxy record|replay --sealed -- <command>).')
   }
-  // Before the session opens: a machine that cannot seal fails the run before anything is written.
-  if (o.sealed) assertSealable()
-  const session = o.sessionsOnly ? undefined : await open(o.session)
-  if (o.session.tail === 'live' && session) {
-    o.log(
-      `WARNING: --tail live: after the first unmatched request, requests go to the real upstreams and are recorded into "${o.session.recordAs}". This run is NOT offline.`,
-    )
+  // Before the session opens: a machine that cannot seal fails the run before anything is written. The namespace
+  // is then set up while the session and the proxy open (it is most of what sealing adds to a start).
+  const sealed = o.sealed ? await startSealedCommand(o.command ?? [], { ...o.sealed, caBundle: bundlePath, ...commandOptionsOf(o) }) : undefined
+  let session: Session | undefined
+  let proxy: ProxyServer<Session | undefined>
+  try {
+    session = o.sessionsOnly ? undefined : await open(o.session)
+    if (o.session.tail === 'live' && session) {
+      o.log(
+        `WARNING: --tail live: after the first unmatched request, requests go to the real upstreams and are recorded into "${o.session.recordAs}". This run is NOT offline.`,
+      )
+    }
+    proxy = await startRunProxy(o, ca, session)
+  } catch (err) {
+    await sealed?.abort()
+    throw err
   }
-  const proxy = await startRunProxy(o, ca, session)
-  // Reverse mode adds base URLs to the proxy variables, not instead of them: a request to a host no mount
-  // serves must still go through the proxy (recorded, or refused in strict replay), never straight out.
-  // Sealed, the proxy port is reached on the namespace's loopback; loopback itself is the command's own.
-  const proxyUrl = o.sealed ? `http://127.0.0.1:${proxy.port}` : proxy.url
-  // The marker tells in-process test setups in the command (tool-replay/node-test, /vitest) that this proxy captures.
-  const forward = {
-    ...proxyEnvironment({ proxyUrl, caPath: ca.certPath, bundlePath }),
-    ...(o.sealed ? SEALED_NO_PROXY : {}),
-    [PROXY_RUN_ENV]: '1',
-  }
-  const env = proxy.reverse ? { ...forward, ...reverseEnvironment(proxy.reverse, proxyUrl) } : forward
+  const envFor = (proxyUrl: string) => commandEnvironment(o, proxy, proxyUrl, ca.certPath, bundlePath)
   let control: Awaited<ReturnType<typeof startControlApi>> | undefined
   if (o.control) {
     try {
@@ -135,6 +132,7 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
       })
     } catch (err) {
       // Refused (another serve owns this socket): nothing ran, keep the previous trace.
+      await sealed?.abort()
       await session?.discard().catch(() => {})
       await proxy.close().catch(() => {})
       throw err
@@ -148,13 +146,38 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
     return { summary, sessions, sessionRefusals: proxy.sessions.refusals(), ...(command ? { command } : {}), ...(faults ? { faults } : {}) }
   }
   try {
-    if (o.command && o.command.length > 0) return await finish(await runWrapped(o, proxy, session, env, bundlePath))
+    if (o.command && o.command.length > 0) return await finish(await runWrapped(o, proxy, session, envFor, sealed))
     logListening(o, proxy, bundlePath, control?.socketPath)
     await waitForStop(o.stop)
     return await finish()
   } finally {
     await control?.close()
   }
+}
+
+/**
+ * What Tool Replay adds to the command's environment: the proxy variables (pointing at `proxyUrl`), the CA files,
+ * and the marker that tells in-process test setups in the command (tool-replay/node-test, /vitest) that this proxy
+ * captures. Reverse mode adds base URLs to the proxy variables, not instead of them: a request to a host no mount
+ * serves must still go through the proxy (recorded, or refused in strict replay), never straight out.
+ */
+function commandEnvironment(
+  o: ProxyRunOptions,
+  proxy: ProxyServer<Session | undefined>,
+  proxyUrl: string,
+  caPath: string,
+  bundlePath: string,
+): Record<string, string> {
+  const forward = {
+    ...proxyEnvironment({ proxyUrl, caPath, bundlePath }),
+    ...(o.sealed ? SEALED_NO_PROXY : {}),
+    [PROXY_RUN_ENV]: '1',
+  }
+  return proxy.reverse ? { ...forward, ...reverseEnvironment(proxy.reverse, proxyUrl) } : forward
+}
+
+function commandOptionsOf(o: ProxyRunOptions): { commandOptions?: RunCommandOptions } {
+  return o.commandOptions ? { commandOptions: o.commandOptions } : {}
 }
 
 /** The run's proxy around `session`; a proxy that fails to start discards the session (the previous trace stays). */
@@ -188,8 +211,8 @@ async function runWrapped(
   o: ProxyRunOptions,
   proxy: ProxyServer<Session | undefined>,
   session: Session | undefined,
-  env: Record<string, string>,
-  bundlePath: string,
+  envFor: (proxyUrl: string) => Record<string, string>,
+  sealed: SealedStart | undefined,
 ): Promise<CommandExit> {
   const command = o.command ?? []
   const [cmd, ...args] = command as [string, ...string[]]
@@ -198,16 +221,11 @@ async function runWrapped(
   let shared: SharedSessionHost | undefined
   try {
     shared = session && (await shareSession(session))
-    const commandEnv = shared ? { ...env, [SESSION_SOCKET_ENV]: shared.socketPath } : env
-    exit = o.sealed
-      ? await runSealedCommand(proxy, command, commandEnv, {
-          ...o.sealed,
-          caBundle: bundlePath,
-          upstream: o.upstream ?? {},
-          log: o.log,
-          ...(o.commandOptions ? { commandOptions: o.commandOptions } : {}),
-        })
-      : await runCommand(cmd, args, commandEnv, o.commandOptions)
+    const socket: Record<string, string> = shared ? { [SESSION_SOCKET_ENV]: shared.socketPath } : {}
+    // Sealed, the proxy is reached on the namespace's loopback (its port there); loopback itself is the command's own.
+    exit = sealed
+      ? await sealed.run(proxy, (inside) => ({ ...envFor(inside), ...socket }), { upstream: o.upstream ?? {}, log: o.log })
+      : await runCommand(cmd, args, { ...envFor(proxy.url), ...socket }, o.commandOptions)
   } catch (err) {
     // The command never started: discard the recording so the previous trace stays in place.
     await shared?.close(0)

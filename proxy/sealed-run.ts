@@ -9,6 +9,7 @@
  *   the engine decides (`handleConnection`): strict replay counts a miss naming host, port and protocol and
  *   closes it; live modes relay it to its destination unrecorded. UDP other than DNS: a miss, or dropped live.
  */
+import type { ChildProcess } from 'node:child_process'
 import type { Socket } from 'node:net'
 import type { Session } from '../engine/index.ts'
 import { type Bridge, prepareSeal, type SealedDestination, type SealHandlers } from '../seal/index.ts'
@@ -28,48 +29,79 @@ export interface SealedOptions {
   bridges?: readonly Bridge[]
 }
 
-/** What `runSealedCommand` needs besides the command. */
+/** What `startSealedCommand` needs besides the command. */
 export interface SealedCommandOptions extends SealedOptions {
   /** The CA bundle (system roots + the proxy CA), mounted over the system's inside. */
   caBundle: string
-  upstream: UpstreamOptions
-  log: (line: string) => void
   commandOptions?: RunCommandOptions
 }
 
+/** A sealed command whose namespace is being set up; `run` starts it once the proxy is up, `abort` if that fails. */
+export interface SealedStart {
+  /**
+   * Starts the command through `proxy` with Tool Replay's variables (`envFor` the proxy's URL inside) and resolves
+   * with its exit; throws the typed error when the namespace could not be set up.
+   */
+  run(
+    proxy: ProxyServer<Session | undefined>,
+    envFor: (proxyUrl: string) => Record<string, string>,
+    o: { upstream: UpstreamOptions; log: (line: string) => void },
+  ): Promise<CommandExit>
+  /** Stops the set-up before the command ran (the session or the proxy failed to start); removes its files. */
+  abort(): Promise<void>
+}
+
 /**
- * Runs `command` sealed, its traffic served by `proxy` (whose default session decides what is not HTTP).
- * Throws TR_SEAL_UNAVAILABLE when the namespace cannot be set up: the command has then not run.
+ * Starts setting up a sealed run of `command` now (the helper makes the namespaces, routes, rules and mounts)
+ * so it overlaps opening the session and the proxy: that set-up is most of what sealing adds to a start.
+ * @example
+ * const sealed = await startSealedCommand(['npm', 'test'], { caBundle })
+ * const proxy = await startProxy({ session, ca })
+ * const exit = await sealed.run(proxy, (url) => proxyEnvironment({ proxyUrl: url, caPath, bundlePath }), { upstream: {}, log })
  */
-export async function runSealedCommand(
-  proxy: ProxyServer<Session | undefined>,
-  command: readonly string[],
-  env: Record<string, string>,
-  o: SealedCommandOptions,
-): Promise<CommandExit> {
-  const session = proxy.session
-  if (!session) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, '--sealed needs a session for the command (record or replay with `-- <command>`).')
-  const commandEnv = { ...process.env, ...env }
+export async function startSealedCommand(command: readonly string[], o: SealedCommandOptions): Promise<SealedStart> {
   const plan = await prepareSeal({
-    proxyPort: proxy.port,
     ...(o.bridges ? { bridges: o.bridges } : {}),
     caBundle: o.caBundle,
     command,
-    ...(commandEnv.PATH !== undefined ? { path: commandEnv.PATH } : {}),
+    ...(process.env.PATH !== undefined ? { path: process.env.PATH } : {}),
   })
-  const handlers = sealHandlers(connectionDoor(proxy), session, o.upstream, o.log)
-  try {
-    const exit = await runCommand(
-      plan.file,
-      plan.args,
-      { ...env, ...plan.env(commandEnv) },
-      { ...o.commandOptions, ipc: (child) => plan.attach(child, handlers) },
-    )
-    const failed = await plan.started
-    if (failed) throw failed
-    return exit
-  } finally {
-    await plan.close()
+  let helper: ChildProcess | undefined
+  const exit = runCommand(plan.file, plan.args, plan.env(process.env), {
+    ...o.commandOptions,
+    ipc: (child) => {
+      helper = child
+      plan.attach(child)
+    },
+  })
+  // A helper that could not be spawned at all fails here, not after the set-up's timeout.
+  const spawned = exit.then(
+    () => undefined,
+    (err: unknown) => err,
+  )
+  const failure = Promise.race([plan.started, spawned.then((err) => (err as Error | undefined) ?? plan.started)])
+  return {
+    async run(proxy, envFor, options) {
+      const session = proxy.session
+      try {
+        if (!session) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, '--sealed needs a session for the command (record or replay with `-- <command>`).')
+        const failed = await failure
+        if (failed) throw failed
+        plan.go(sealHandlers(connectionDoor(proxy), session, options.upstream, options.log), envFor(`http://127.0.0.1:${plan.proxyPort}`))
+        return await exit
+      } catch (err) {
+        helper?.kill('SIGKILL')
+        await spawned
+        throw err
+      } finally {
+        await plan.close()
+      }
+    },
+    async abort() {
+      helper?.kill('SIGKILL')
+      await spawned
+      await plan.close()
+    },
   }
 }
 

@@ -15,8 +15,6 @@ export interface HelperTools {
 /** The helper's configuration. */
 export interface HelperConfig {
   tools: HelperTools
-  /** The proxy's port: a listener on loopback inside at the same port, so the proxy variables work unchanged. */
-  proxyPort: number
   /** Loopback ports inside bridged to the host (`--bridge PORT`). */
   bridgePorts: number[]
   /** An fstab of bind mounts (resolver files, CA bundle) mounted with one `mount -a -T`. */
@@ -30,7 +28,7 @@ export interface HelperConfig {
 /** A listener the helper made inside the namespace; the handle travels with the message. */
 export interface ListenerMessage {
   kind: 'listener'
-  /** transparent: every redirected TCP connection; proxy: the proxy port; dns-tcp: DNS over TCP on loopback; bridge: `--bridge PORT`. */
+  /** transparent: every redirected TCP connection; proxy: the proxy's port inside (the proxy variables name it); dns-tcp: DNS over TCP on loopback; bridge: `--bridge PORT`. */
   role: 'transparent' | 'proxy' | 'dns-tcp' | 'bridge'
   port: number
   family: 4 | 6
@@ -64,8 +62,15 @@ export interface FailedMessage {
 
 export type HelperMessage = ListenerMessage | DatagramMessage | ReadyMessage | FailedMessage
 
-/** The parent's one message: start the command. */
-export const GO = 'go'
+/**
+ * The parent's one message: start the command, with Tool Replay's variables added to its environment (the proxy
+ * variables point at the proxy listener inside, whose port only the helper knows until it is ready). The helper
+ * starts before the proxy does, so the namespace is set up while the session opens.
+ */
+export interface GoMessage {
+  kind: 'go'
+  env: Record<string, string>
+}
 
 /**
  * The command's values of HELPER_CLEARED_ENV (JSON: name → value, null when unset), kept aside while the helper

@@ -16,10 +16,9 @@ import { createSocket, type Socket as DatagramSocket } from 'node:dgram'
 import { accessSync, constants as fsConstants } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { constants } from 'node:os'
-import type { FailedMessage, HelperConfig, HelperMessage } from './helper-protocol.ts'
+import type { FailedMessage, GoMessage, HelperConfig, HelperMessage } from './helper-protocol.ts'
 
 // Values of helper-protocol.ts, written out: importing them would load one more module at every start.
-const GO = 'go'
 const COMMAND_ENV_ENV = 'TOOL_REPLAY_SEAL_COMMAND_ENV'
 const DNS_PORT = 53
 const FORWARDED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']
@@ -46,12 +45,12 @@ main().catch((err: unknown) => {
 async function main(): Promise<void> {
   const handles: Handle[] = []
   // IPv4 first: it binds while loopback is still down, and the nft rules need the ports it gets.
-  const [transparent, sink] = await Promise.all([
+  const [transparent, sink, , , proxyPort] = await Promise.all([
     listenTcp(handles, 'transparent', 0, '127.0.0.1'),
     bindUdp(handles, 'sink', 0, '127.0.0.1'),
     bindUdp(handles, 'dns', DNS_PORT, '127.0.0.1'),
     listenTcp(handles, 'dns-tcp', DNS_PORT, '127.0.0.1'),
-    listenTcp(handles, 'proxy', config.proxyPort, '127.0.0.1'),
+    listenTcp(handles, 'proxy', 0, '127.0.0.1'),
     ...config.bridgePorts.map((port) => listenTcp(handles, 'bridge', port, '127.0.0.1')),
   ])
   await Promise.all([
@@ -69,7 +68,7 @@ async function main(): Promise<void> {
       bindUdp(handles, 'sink', sink, '::1'),
       bindUdp(handles, 'dns', DNS_PORT, '::1'),
       listenTcp(handles, 'dns-tcp', DNS_PORT, '::1'),
-      listenTcp(handles, 'proxy', config.proxyPort, '::1'),
+      listenTcp(handles, 'proxy', proxyPort, '::1'),
       ...config.bridgePorts.map((port) => listenTcp(handles, 'bridge', port, '::1')),
     ])
   }
@@ -81,12 +80,12 @@ async function main(): Promise<void> {
   await Promise.all(handles.map((h) => send(h.message, h.handle)))
   // Handed over: from now on only Tool Replay's process accepts on them.
   for (const h of handles) h.handle.close()
-  const go = new Promise<void>((resolve) => process.once('message', (m) => m === GO && resolve()))
+  const go = new Promise<GoMessage>((resolve) => process.once('message', (m: GoMessage) => resolve(m)))
   await send({ kind: 'ready', transparentPort: transparent, sinkPort: sink, ipv6, setupMs: Math.round(performance.now() - started) })
-  await go
+  const { env } = await go
   // A probe (`tr-proxy doctor`) ends here: the parent has read the connection-tracking table.
   if (!config.command) process.exit(0)
-  runCommand(config.command)
+  runCommand(config.command, env)
 }
 
 const ROUTES = 'link set lo up\nroute add local 0.0.0.0/0 dev lo\nroute add local ::/0 dev lo\n'
@@ -163,9 +162,9 @@ function send(message: HelperMessage, handle?: Server | DatagramSocket): Promise
   })
 }
 
-/** Starts the command with the environment Tool Replay gave it, forwards signals, and ends as it ended. */
-function runCommand(argv: string[]): void {
-  const env = { ...process.env }
+/** Starts the command with its environment and Tool Replay's variables (`added`), forwards signals, and ends as it ended. */
+function runCommand(argv: string[], added: Record<string, string>): void {
+  const env: NodeJS.ProcessEnv = { ...process.env }
   delete env.NODE_CHANNEL_FD
   delete env.NODE_CHANNEL_SERIALIZATION_MODE
   const kept = JSON.parse(env[COMMAND_ENV_ENV] ?? '{}') as Record<string, string | null>
@@ -174,6 +173,8 @@ function runCommand(argv: string[]): void {
     if (value === null) delete env[name]
     else env[name] = value
   }
+  // Tool Replay's variables last: they win over the user's (NODE_EXTRA_CA_CERTS names the proxy's CA).
+  Object.assign(env, added)
   const user = config.commandUser
   const [file, ...args] = user
     ? [config.tools.unshare, '--user', `--map-user=${user.uid}`, `--map-group=${user.gid}`, '--', ...argv]

@@ -22,7 +22,7 @@ import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { type Bridge, bridgeForName, relay } from './bridges.ts'
 import { ConntrackReader, type OriginalDestination } from './conntrack.ts'
 import { answerQuery, FakeNames, serveDnsStream } from './dns-answers.ts'
-import { COMMAND_ENV_ENV, GO, HELPER_CLEARED_ENV, type HelperConfig, type HelperMessage, type ReadyMessage } from './helper-protocol.ts'
+import { COMMAND_ENV_ENV, type GoMessage, HELPER_CLEARED_ENV, type HelperConfig, type HelperMessage, type ReadyMessage } from './helper-protocol.ts'
 import { writeResolverFiles } from './resolver-files.ts'
 import { assertSealable, findExecutable, refusalError, SEAL_SIMULATE_ENV, type SealSupport } from './support.ts'
 
@@ -48,8 +48,6 @@ export interface SealHandlers {
 
 /** Options of `prepareSeal`. */
 export interface SealOptions {
-  /** The proxy's port: the proxy variables inside point at loopback with this port. */
-  proxyPort: number
   bridges?: readonly Bridge[]
   /** The CA bundle (system roots + the proxy CA) mounted over the system's. */
   caBundle?: string
@@ -59,17 +57,24 @@ export interface SealOptions {
   path?: string
 }
 
-/** A prepared sealed run: the argv to spawn (with an IPC channel), then `attach` the child. */
+/**
+ * A prepared sealed run: the argv to spawn (with an IPC channel), then `attach` the child; once `started`, `go`
+ * starts the command. The helper sets the namespace up while the caller opens its session and proxy.
+ */
 export interface SealPlan {
   /** What to spawn instead of the command. */
   file: string
   args: string[]
   /** Added to the spawned process's environment: the helper starts without NODE_OPTIONS and the like, kept for the command. */
   env(commandEnv: NodeJS.ProcessEnv): Record<string, string>
-  /** Takes the spawned helper: its sockets are served from now on. */
-  attach(child: ChildProcess, handlers: SealHandlers): void
+  /** Takes the spawned helper and the sockets it sends (nothing connects to them before `go`). */
+  attach(child: ChildProcess): void
   /** Resolves once the helper is ready (undefined) or failed before the command started (the typed error). */
   readonly started: Promise<ToolReplayError | undefined>
+  /** The proxy listener's port inside the namespace, for the proxy variables (once started). */
+  readonly proxyPort: number | undefined
+  /** Serves the sockets with `handlers` and starts the command with Tool Replay's variables `env` added (once started). */
+  go(handlers: SealHandlers, env: Record<string, string>): void
   /** How long the helper took to set the namespace up, in ms (once started). */
   readonly setupMs: number | undefined
   /** Closes every socket and removes the resolver files. */
@@ -89,9 +94,10 @@ function helperPath(): string {
  * Checks this machine (throws TR_SEAL_UNAVAILABLE naming the cause and fix), writes the resolver files and
  * returns the plan of the sealed run. Nothing has started yet.
  * @example
- * const plan = await prepareSeal({ proxyPort: proxy.port, command: ['npm', 'test'] })
+ * const plan = await prepareSeal({ command: ['npm', 'test'] })
  * const child = spawn(plan.file, plan.args, { stdio: ['inherit', 'pipe', 'pipe', 'ipc'], env: { ...env, ...plan.env(env) } })
- * plan.attach(child, handlers)
+ * plan.attach(child)
+ * if (!(await plan.started)) plan.go(handlers, { HTTPS_PROXY: `http://127.0.0.1:${plan.proxyPort}` })
  */
 export async function prepareSeal(options: SealOptions): Promise<SealPlan> {
   const support = assertSealable()
@@ -107,7 +113,6 @@ export async function prepareSeal(options: SealOptions): Promise<SealPlan> {
   const bridges = options.bridges ?? []
   const config: HelperConfig = {
     tools: support.tools,
-    proxyPort: options.proxyPort,
     bridgePorts: bridges.flatMap((b) => (b.kind === 'port' ? [b.port] : [])),
     fstab,
     ...(support.unprivileged ? { commandUser: { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 } } : {}),
@@ -143,6 +148,9 @@ class SealRun implements SealPlan {
   #settle: (error: ToolReplayError | undefined) => void = () => {}
   #conntrack: ConntrackReader | undefined
   #ready: ReadyMessage | undefined
+  #child: ChildProcess | undefined
+  #handlers: SealHandlers | undefined
+  #proxyPort: number | undefined
   #tableLost = false
   #stderr = ''
 
@@ -160,12 +168,24 @@ class SealRun implements SealPlan {
     return this.#ready?.setupMs
   }
 
+  get proxyPort(): number | undefined {
+    return this.#ready ? this.#proxyPort : undefined
+  }
+
+  go(handlers: SealHandlers, env: Record<string, string>): void {
+    if (!this.#ready || !this.#child) throw new Error('go() before the sealed run started')
+    this.#handlers = handlers
+    const go: GoMessage = { kind: 'go', env }
+    this.#child.send(go)
+  }
+
   env(commandEnv: NodeJS.ProcessEnv): Record<string, string> {
     const kept = Object.fromEntries(HELPER_CLEARED_ENV.map((name) => [name, commandEnv[name] ?? null]))
     return { ...Object.fromEntries(HELPER_CLEARED_ENV.map((name) => [name, ''])), [COMMAND_ENV_ENV]: JSON.stringify(kept) }
   }
 
-  attach(child: ChildProcess, handlers: SealHandlers): void {
+  attach(child: ChildProcess): void {
+    this.#child = child
     const timer = setTimeout(() => {
       child.kill('SIGKILL')
       this.#settle(new ToolReplayError(ErrorCodes.SEAL_UNAVAILABLE, `Failed to seal the command: the namespace was not set up within ${SETUP_TIMEOUT_MS} ms.`))
@@ -176,8 +196,8 @@ class SealRun implements SealPlan {
       if (!this.#ready && this.#stderr.length < 4096) this.#stderr += d.toString('utf8')
     })
     child.on('message', (message: HelperMessage, handle: unknown) => {
-      if (message.kind === 'listener') this.#listener(message, handle as Server, handlers)
-      else if (message.kind === 'udp') this.#datagrams(message, handle as DatagramSocket, handlers)
+      if (message.kind === 'listener') this.#listener(message, handle as Server)
+      else if (message.kind === 'udp') this.#datagrams(message, handle as DatagramSocket)
       else if (message.kind === 'failed') {
         clearTimeout(timer)
         this.#settle(message.step === 'command' ? commandError(message.detail) : refusalError(message, this.#support))
@@ -209,14 +229,20 @@ class SealRun implements SealPlan {
     }
     this.#conntrack = new ConntrackReader(table)
     this.#ready = ready
-    child.send(GO)
     this.#settle(undefined)
   }
 
-  #listener(m: Extract<HelperMessage, { kind: 'listener' }>, server: Server, handlers: SealHandlers): void {
+  #listener(m: Extract<HelperMessage, { kind: 'listener' }>, server: Server): void {
     this.#handles.push(server)
+    if (m.role === 'proxy' && m.family === 4) this.#proxyPort = m.port
     server.on('connection', (socket: Socket) => {
       socket.on('error', () => socket.destroy())
+      // Nothing inside runs before go(); a connection without handlers is a bug, closed rather than served.
+      const handlers = this.#handlers
+      if (!handlers) {
+        socket.destroy()
+        return
+      }
       if (m.role === 'proxy') handlers.proxy(socket)
       else if (m.role === 'dns-tcp') serveDnsStream(socket, this.#names)
       else if (m.role === 'bridge') {
@@ -243,10 +269,12 @@ class SealRun implements SealPlan {
     handlers.connection(socket, to)
   }
 
-  #datagrams(m: Extract<HelperMessage, { kind: 'udp' }>, socket: DatagramSocket, handlers: SealHandlers): void {
+  #datagrams(m: Extract<HelperMessage, { kind: 'udp' }>, socket: DatagramSocket): void {
     this.#handles.push(socket)
     socket.on('error', () => {})
     socket.on('message', (payload: Buffer, from: RemoteInfo) => {
+      const handlers = this.#handlers
+      if (!handlers) return
       if (m.role === 'dns') {
         const answer = answerQuery(payload, this.#names)
         if (answer) socket.send(answer, from.port, from.address)
@@ -309,7 +337,7 @@ export async function probeSeal(): Promise<SealProbe> {
   const t0 = performance.now()
   let plan: SealPlan
   try {
-    plan = await prepareSeal({ proxyPort: 9 })
+    plan = await prepareSeal({})
   } catch (err) {
     if (err instanceof ToolReplayError) return { ok: false, error: err }
     throw err
@@ -317,8 +345,9 @@ export async function probeSeal(): Promise<SealProbe> {
   const child = spawn(plan.file, plan.args, { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, ...plan.env(process.env) } })
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   const ignore = () => {}
-  plan.attach(child, { proxy: (s) => s.destroy(), connection: (s) => s.destroy(), datagram: ignore, log: ignore })
+  plan.attach(child)
   const error = await plan.started
+  if (!error) plan.go({ proxy: (s) => s.destroy(), connection: (s) => s.destroy(), datagram: ignore, log: ignore }, {})
   const totalMs = Math.round(performance.now() - t0)
   await exited
   await plan.close()
