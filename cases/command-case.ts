@@ -7,8 +7,17 @@ import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { openSession, PROXY_RUN_ENV, type SessionSummary } from '../engine/index.ts'
-import { loadCertificateAuthority, proxyEnvironment, startProxy } from '../proxy/index.ts'
+import { Writable } from 'node:stream'
+import { openSession, type Session, type SessionSummary } from '../engine/index.ts'
+import {
+  type CertificateAuthority,
+  loadCertificateAuthority,
+  type ProxyServer,
+  startProxy,
+  startSealedCommand,
+  wrappedCommandEnvironment,
+  writeCaBundle,
+} from '../proxy/index.ts'
 import { createMemoryStore } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import type { IntactCase } from './manifest.ts'
@@ -20,6 +29,7 @@ export const COMMAND_CASE_TIMEOUT_MS = 120_000
 export async function runCommandCase(
   c: IntactCase,
   run: { command: string[]; cwd: string },
+  options: { sealed?: boolean } = {},
 ): Promise<{ actual: { exitCode: number; stdout: string }; summary: SessionSummary; error?: unknown }> {
   const temp = await mkdtemp(join(tmpdir(), 'tr-case-'))
   const store = createMemoryStore()
@@ -31,10 +41,10 @@ export async function runCommandCase(
     let result: { exitCode: number; stdout: string; stderr: string } | undefined
     let error: unknown
     try {
-      result = await spawnCaptured(run.command, resolve(c.dir, run.cwd), {
-        ...proxyEnvironment({ proxyUrl: proxy.url, caPath: ca.certPath, bundlePath: ca.certPath }),
-        [PROXY_RUN_ENV]: '1',
-      })
+      const cwd = resolve(c.dir, run.cwd)
+      result = options.sealed
+        ? await runSealed(run.command, cwd, proxy, ca, temp)
+        : await spawnCaptured(run.command, cwd, wrappedCommandEnvironment({ proxyUrl: proxy.url, caPath: ca.certPath, bundlePath: ca.certPath }))
     } catch (err) {
       error = err
     }
@@ -54,10 +64,42 @@ export async function runCommandCase(
   }
 }
 
-function spawnCaptured(argv: string[], cwd: string, env: Record<string, string>): Promise<{ exitCode: number; stdout: string; stderr: string }> {
-  // "node" means the Node running Tool Replay, so a case runs on the same runtime wherever PATH points.
+/** "node" means the Node running Tool Replay, so a case runs on the same runtime wherever PATH points. */
+function thisNode(argv: string[]): [string, ...string[]] {
   const [cmd, ...args] = argv as [string, ...string[]]
-  const command = cmd === 'node' ? process.execPath : cmd
+  return [cmd === 'node' ? process.execPath : cmd, ...args]
+}
+
+/** The command sealed (`--sealed`): its only way out is the strict-replay proxy; its output collected. */
+async function runSealed(
+  argv: string[],
+  cwd: string,
+  proxy: ProxyServer<Session>,
+  ca: CertificateAuthority,
+  temp: string,
+): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  const bundlePath = await writeCaBundle(temp, ca)
+  const out: Buffer[] = []
+  const err: Buffer[] = []
+  const collect = (into: Buffer[]) => new Writable({ write: (chunk: Buffer, _enc, done) => (into.push(chunk), done()) })
+  const sealed = await startSealedCommand(thisNode(argv), {
+    caBundle: bundlePath,
+    commandOptions: { cwd, output: { stdout: collect(out), stderr: collect(err) } },
+  })
+  const timer = setTimeout(() => sealed.stop(), COMMAND_CASE_TIMEOUT_MS)
+  try {
+    const exit = await sealed.run(proxy, (proxyUrl) => wrappedCommandEnvironment({ proxyUrl, caPath: ca.certPath, bundlePath, sealed: true }), {
+      upstream: {},
+      log: () => {},
+    })
+    return { exitCode: exit.code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+function spawnCaptured(argv: string[], cwd: string, env: Record<string, string>): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  const [command, ...args] = thisNode(argv)
   return new Promise((resolvePromise, reject) => {
     const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
     const out: Buffer[] = []

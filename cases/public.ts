@@ -4,5 +4,5 @@
  * here is a decision, pinned by e2e/public-surface.test.ts.
  */
 
-export type { CaseExpectation, CaseFramework, CaseManifest, CaseRun, EmitCaseOptions, EmittedCase, VerifyResult } from './index.ts'
+export type { CaseExpectation, CaseFramework, CaseManifest, CaseRun, EmitCaseOptions, EmittedCase, VerifyOptions, VerifyResult } from './index.ts'
 export { emitCase, verifyCase } from './index.ts'

@@ -77,6 +77,12 @@ export async function checkCaseIntegrity(dirArg: string): Promise<IntactCase> {
   return { dir, manifest, trace }
 }
 
+/** Options of `verifyCase`. */
+export interface VerifyOptions {
+  /** A command case's command runs sealed (Linux; docs/sealed-runs.md): its only way out is the strict-replay proxy. */
+  sealed?: boolean
+}
+
 // Verification installs a process-wide dispatcher: one case at a time per process.
 let queue: Promise<unknown> = Promise.resolve()
 
@@ -86,23 +92,29 @@ let queue: Promise<unknown> = Promise.resolve()
  * @example
  * await verifyCase(fileURLToPath(new URL('.', import.meta.url)))
  */
-export function verifyCase(dir: string): Promise<VerifyResult> {
-  const run = queue.then(() => verifyNow(dir))
+export function verifyCase(dir: string, options: VerifyOptions = {}): Promise<VerifyResult> {
+  const run = queue.then(() => verifyNow(dir, options))
   queue = run.catch(() => {})
   return run
 }
 
-async function verifyNow(dir: string): Promise<VerifyResult> {
+async function verifyNow(dir: string, options: VerifyOptions): Promise<VerifyResult> {
   const c = await checkCaseIntegrity(dir)
   const { manifest } = c
   let outcome: RunOutcome
+  if (manifest.run.kind === 'runner' && options.sealed) {
+    throw new ToolReplayError(
+      ErrorCodes.INVALID_OPTION,
+      `Case "${manifest.name}" runs in this process (a runner case), so --sealed has nothing to seal: drop it, or emit a command case (--command) to verify sealed.`,
+    )
+  }
   if (manifest.run.kind === 'runner') {
     // In a realm whose fetch an installed dispatcher cannot see (jest), the app runs in a child Node process.
     outcome = canRunInProcess() ? await runRunner(c, manifest.run) : await runRunnerInChild(c, manifest.run)
   } else {
     // Loaded only for command cases: runner cases never load the proxy.
     const { runCommandCase } = await import('./command-case.ts')
-    outcome = await runCommandCase(c, manifest.run)
+    outcome = await runCommandCase(c, manifest.run, options)
   }
   const { summary } = outcome
   if (!summary.ok) {

@@ -7,19 +7,20 @@ import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import type { Args } from './commands/command.ts'
 
 /** The flags of a sealed run (record and replay, which wrap a command). */
+/** `--sealed`, as every command that runs a command behind the proxy takes it. */
+export const SEALED_OPTION = {
+  type: 'boolean',
+  default: false,
+  describe:
+    'Linux: run the command in its own network namespace whose only way out is Tool Replay, so clients that ignore the proxy variables are captured too (see docs/sealed-runs.md; `tr-proxy doctor` says whether it works here)',
+} as const
+
 export function sealedOptions(y: Argv): Argv {
-  return y
-    .option('sealed', {
-      type: 'boolean',
-      default: false,
-      describe:
-        'Linux: run the command in its own network namespace whose only way out is Tool Replay, so clients that ignore the proxy variables are captured too (see docs/sealed-runs.md; `tr-proxy doctor` says whether it works here)',
-    })
-    .option('bridge', {
-      type: 'string',
-      array: true,
-      describe: 'With --sealed: reach a host service live, as raw TCP, in every mode: PORT, PORT=ADDRESS:PORT or NAME[:PORT]=ADDRESS:PORT (repeatable)',
-    })
+  return y.option('sealed', SEALED_OPTION).option('bridge', {
+    type: 'string',
+    array: true,
+    describe: 'With --sealed: reach a host service live, as raw TCP, in every mode: PORT, PORT=ADDRESS:PORT or NAME[:PORT]=ADDRESS:PORT (repeatable)',
+  })
 }
 
 /** The sealed run asked for, or undefined; a --bridge without --sealed is refused (it would do nothing). */

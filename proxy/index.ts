@@ -13,7 +13,7 @@ export type { LiveResendOptions, LiveResendResult } from './live-resend.ts'
 /** Re-sends recorded requests live through the upstream options and record's redaction (`tr-proxy drift`). */
 export { resendLive } from './live-resend.ts'
 /** Proxy environment for a child (proxy vars, NO_PROXY cleared, CA files), the CA bundle, and `export` lines. */
-export { formatExports, proxyEnvironment, writeCaBundle } from './proxy-env.ts'
+export { formatExports, proxyEnvironment, wrappedCommandEnvironment, writeCaBundle } from './proxy-env.ts'
 export type { ProxyRunOptions, ProxyRunResult } from './proxy-run.ts'
 /** One CLI-style run: session + proxy, then a command through it or serve until a signal. */
 export { runProxySession, waitForStop } from './proxy-run.ts'
@@ -27,7 +27,9 @@ export { ERROR_HEADER, REFUSED_STATUS, UPSTREAM_FAILED_STATUS } from './response
 export type { ReverseMount, ReverseRoutes } from './reverse-routes.ts'
 /** Parses `--reverse URL` / `--reverse NAME=URL` values into mounts. */
 export { parseReverse } from './reverse-routes.ts'
-export type { SealedOptions } from './sealed-run.ts'
+export type { SealedOptions, SealedStart } from './sealed-run.ts'
+/** A sealed command started early (its namespace set up while the proxy starts), run through a proxy once it is up. */
+export { startSealedCommand } from './sealed-run.ts'
 /** How a request names its session: the header (`x-tool-replay-session`), and the rule for session names. */
 export { assertSessionName, SESSION_HEADER, SESSION_PASSWORD, sessionNameFrom } from './session-choice.ts'
 export type { SessionSpec } from './session-spec.ts'

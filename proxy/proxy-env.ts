@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs'
 import { readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { rootCertificates } from 'node:tls'
+import { PROXY_RUN_ENV } from '../engine/index.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
 import { caDir } from './certificate-authority.ts'
 
@@ -40,6 +41,22 @@ export function proxyEnvironment(init: { proxyUrl: string; caPath: string; bundl
     SSL_CERT_FILE: init.bundlePath,
     REQUESTS_CA_BUNDLE: init.bundlePath,
     CURL_CA_BUNDLE: init.bundlePath,
+  }
+}
+
+/** Sealed, loopback inside the namespace is the command's own: clients keep it off the proxy. */
+const SEALED_NO_PROXY = { NO_PROXY: 'localhost,127.0.0.1,::1', no_proxy: 'localhost,127.0.0.1,::1' }
+
+/**
+ * Tool Replay's variables for a command it runs behind its proxy (`tr-proxy record|replay -- <command>`, a command
+ * case being verified): the proxy environment, and the marker that tells in-process test setups in the command
+ * (tool-replay/node-test, /vitest) that this proxy captures; sealed, loopback is left to the command.
+ */
+export function wrappedCommandEnvironment(init: { proxyUrl: string; caPath: string; bundlePath: string; sealed?: boolean }): Record<string, string> {
+  return {
+    ...proxyEnvironment(init),
+    ...(init.sealed ? SEALED_NO_PROXY : {}),
+    [PROXY_RUN_ENV]: '1',
   }
 }
 

@@ -9,7 +9,6 @@ import {
   faultVerdict,
   formatSummary,
   openSession,
-  PROXY_RUN_ENV,
   redactText,
   SESSION_SOCKET_ENV,
   type Session,
@@ -24,7 +23,7 @@ import { type AppRun, ErrorCodes, OUTPUT_TAIL_BYTES, type OutputTail, ToolReplay
 import { type CertificateAuthority, loadCertificateAuthority } from './certificate-authority.ts'
 import { type CapturedTail, type CommandExit, type RunCommandOptions, runCommand } from './command-wrapper.ts'
 import { controlSocketPath, startControlApi } from './control-api.ts'
-import { proxyEnvironment, writeCaBundle } from './proxy-env.ts'
+import { wrappedCommandEnvironment, writeCaBundle } from './proxy-env.ts'
 import { type ProxyLimits, type ProxyServer, startProxy } from './proxy-server.ts'
 import type { ClosedSession, SessionRefusals } from './proxy-sessions.ts'
 import { type ReverseMount, reverseEnvironment } from './reverse-routes.ts'
@@ -36,7 +35,6 @@ import type { UpstreamOptions } from './upstream.ts'
  * Loopback bypasses the proxy in a sealed run: it is the namespace's, the command's own (a test's local server),
  * which the proxy, outside the namespace, cannot reach.
  */
-const SEALED_NO_PROXY = { NO_PROXY: 'localhost,127.0.0.1,::1', no_proxy: 'localhost,127.0.0.1,::1' }
 
 /** Options for `runProxySession`. */
 export interface ProxyRunOptions {
@@ -156,9 +154,7 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
 }
 
 /**
- * What Tool Replay adds to the command's environment: the proxy variables (pointing at `proxyUrl`), the CA files,
- * and the marker that tells in-process test setups in the command (tool-replay/node-test, /vitest) that this proxy
- * captures. Reverse mode adds base URLs to the proxy variables, not instead of them: a request to a host no mount
+ * What Tool Replay adds to the command's environment (the proxy variables pointing at `proxyUrl`). Reverse mode adds base URLs to the proxy variables, not instead of them: a request to a host no mount
  * serves must still go through the proxy (recorded, or refused in strict replay), never straight out.
  */
 function commandEnvironment(
@@ -168,11 +164,7 @@ function commandEnvironment(
   caPath: string,
   bundlePath: string,
 ): Record<string, string> {
-  const forward = {
-    ...proxyEnvironment({ proxyUrl, caPath, bundlePath }),
-    ...(o.sealed ? SEALED_NO_PROXY : {}),
-    [PROXY_RUN_ENV]: '1',
-  }
+  const forward = wrappedCommandEnvironment({ proxyUrl, caPath, bundlePath, sealed: o.sealed !== undefined })
   return proxy.reverse ? { ...forward, ...reverseEnvironment(proxy.reverse, proxyUrl) } : forward
 }
 

@@ -49,6 +49,8 @@ export interface SealedStart {
   ): Promise<CommandExit>
   /** Stops the set-up before the command ran (the session or the proxy failed to start); removes its files. */
   abort(): Promise<void>
+  /** Ends a running command (a time limit): SIGTERM, passed on to it by the helper. */
+  stop(): void
 }
 
 /**
@@ -101,6 +103,9 @@ export async function startSealedCommand(command: readonly string[], o: SealedCo
       helper?.kill('SIGKILL')
       await spawned
       await plan.close()
+    },
+    stop() {
+      helper?.kill('SIGTERM')
     },
   }
 }
