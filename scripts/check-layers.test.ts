@@ -36,7 +36,7 @@ function write(root: string, files: Record<string, string>): void {
 test('this checkout keeps its layers', () => {
   const r = check(ROOT)
   assert.equal(r.status, 0, r.stderr)
-  assert.match(r.stdout, /trace → store → engine → capture → seal → interceptor\|proxy\|mcp\|interop → cases\|assets\|lab → inspector → cli hold/)
+  assert.match(r.stdout, /trace → store → faults → engine → capture → seal → interceptor\|proxy\|mcp\|interop → setup → cases\|assets\|lab → inspector → cli hold/)
 })
 
 test('a copy of the checkout with one type-only back edge (store → engine) fails, naming the edge and the cycle it closes', (t) => {
@@ -55,7 +55,7 @@ test('a copy of the checkout with one type-only back edge (store → engine) fai
   assert.match(
     r.stderr,
     new RegExp(
-      `store/store-ops\\.ts:${lines}: back edge store → engine: store/ \\(floor 1\\) imports '\\.\\./engine/index\\.ts' \\(floor 2\\)\\. Imports go down only`,
+      `store/store-ops\\.ts:${lines}: back edge store → engine: store/ \\(floor 1\\) imports '\\.\\./engine/index\\.ts' \\(floor 3\\)\\. Imports go down only`,
     ),
   )
   // engine already imports store, so the edge also closes a cycle through the two doors.
@@ -91,9 +91,9 @@ test('each other rule, broken once in a scratch tree, is named', (t) => {
     "store/c.ts:2: imports './fixtures/f.ts', test code (a test or a fixture), which is not published",
     "engine/index.ts:1: imports '../store/public.ts', a public entry (for users); inside the package import '../store/index.ts'.",
     "engine/index.ts:2: self-reference 'tool-replay/trace'",
-    "interceptor/index.ts:1: same floor interceptor → proxy: interceptor/ (floor 5) imports '../proxy/index.ts' (floor 5)",
+    "interceptor/index.ts:1: same floor interceptor → proxy: interceptor/ (floor 6) imports '../proxy/index.ts' (floor 6)",
     "proxy/index.ts:2: imports node:http as a module; take it with process.getBuiltinModule('node:http')",
-    'unplaced/: a folder of code on no floor. Place it in FLOORS (scripts/check-layers.mjs)',
+    'unplaced/: a folder of code on no floor. Place it in FLOORS (scripts/folders.mjs)',
   ]
   for (const line of expected) assert.ok(r.stderr.includes(line), `missing: ${line}\n--- stderr:\n${r.stderr}`)
   assert.match(
