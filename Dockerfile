@@ -12,12 +12,14 @@ COPY bin ./bin
 COPY scripts/build.mjs ./scripts/build.mjs
 COPY trace ./trace
 COPY store ./store
+COPY faults ./faults
 COPY engine ./engine
 COPY capture ./capture
 COPY seal ./seal
 COPY lab ./lab
 COPY interceptor ./interceptor
 COPY mcp ./mcp
+COPY setup ./setup
 COPY proxy ./proxy
 COPY cases ./cases
 COPY assets ./assets
