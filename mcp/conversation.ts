@@ -17,14 +17,7 @@
  * - replay: no server; the target plays the recorded transcript, the recorded exit included;
  * - refusal: a request gets a JSON-RPC error naming the code at once; the session's ledger already counts it.
  */
-import {
-  type CapturedExchange,
-  type CaptureOptions,
-  captureRequest,
-  DEFAULT_DRAIN_AFTER_ABORT_MS,
-  DEFAULT_PACE,
-  type LiveEvents,
-} from '../capture/index.ts'
+import { type CapturedExchange, type CaptureOptions, captureRequest, DEFAULT_DRAIN_AFTER_ABORT_MS, DEFAULT_PACE, type LiveEvents } from '../capture/index.ts'
 import { type CapturedRequest, type Decision, parseMaxBodyBytes } from '../engine/index.ts'
 import {
   ErrorCodes,
