@@ -231,7 +231,7 @@ class FaultsReader {
       } as TargetSpec)
     } catch (err) {
       if (!(err instanceof TargetSyntaxError)) throw err
-      return this.fail(at, `is not usable: ${err.message}`, 'See "Faults" in the README for target patterns.', rule)
+      return this.fail(at, `is not usable: ${err.message}`, 'See docs/faults.md ("Rules") for target patterns.', rule)
     }
   }
 
