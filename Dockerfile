@@ -21,7 +21,6 @@ COPY interceptor ./interceptor
 COPY mcp ./mcp
 COPY setup ./setup
 COPY proxy ./proxy
-COPY setup ./setup
 COPY cases ./cases
 COPY assets ./assets
 COPY interop ./interop
