@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks'
-import type { BodyManifest, TraceReader, TraceRecording, TraceStore } from '../store/index.ts'
+import { type BodyManifest, type Durability, parseDurability, type TraceReader, type TraceRecording, type TraceStore } from '../store/index.ts'
 import {
   type AppRun,
   assertTraceName,
@@ -63,6 +63,11 @@ export interface SessionOptions {
   preload?: 'auto' | 'none'
   /** Fault rules and their seed: requests that go live may be faulted (see session-faults.ts). */
   faults?: SessionFaultsOptions
+  /**
+   * How far each recorded exchange is on its way to disk before its client sees the answer end: 'write'
+   * (default) survives the process being killed, 'fsync' a power cut too (docs/durability.md).
+   */
+  durability?: Durability
 }
 
 /** A trace up to this many exchanges is replayed from memory; a bigger one through the store's index. */
@@ -731,6 +736,7 @@ export async function openSession(options: SessionOptions): Promise<Session> {
   }
   assertTraceName(options.trace)
   if (options.recordAs !== undefined) assertTraceName(options.recordAs, 'recordAs trace name')
+  const durability = parseDurability(options.durability)
   // Parsed now so a typo in a path fails the session at once instead of silently redacting or ignoring nothing.
   for (const p of [...(options.redaction?.bodyPaths ?? []), ...(options.identity?.ignoreBodyPaths ?? [])]) parseJsonPath(p)
   if (options.tail === 'live' && !(options.mode === 'replay' && options.recordAs)) {
@@ -750,7 +756,7 @@ export async function openSession(options: SessionOptions): Promise<Session> {
   // A recording made with faults names its seed, so a replay of it can say which seed it reproduces.
   if (options.faults && (options.mode === 'record' || options.mode === 'update')) labels.faultsSeed = options.faults.seed
   const recording = recordName
-    ? await options.store.beginTrace({ name: recordName, format: TRACE_FORMAT_VERSION, ...(Object.keys(labels).length > 0 ? { labels } : {}) })
+    ? await options.store.beginTrace({ name: recordName, format: TRACE_FORMAT_VERSION, ...(Object.keys(labels).length > 0 ? { labels } : {}) }, { durability })
     : undefined
   return new Session({ options, source, recording })
 }

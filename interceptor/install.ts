@@ -17,11 +17,12 @@ import {
   type RedactionOptions,
   type Session,
   type SessionFaults,
+  type SessionOptions,
   type SessionSummary,
   type SharedSessionHost,
   shareSession,
 } from '../engine/index.ts'
-import { openStore, type TraceStore } from '../store/index.ts'
+import { openStore, parseDurability, type TraceStore } from '../store/index.ts'
 import { ErrorCodes, type IdentityOptions, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { globalFetchIsCapturable, installGlobalDispatcher } from './global-dispatcher.ts'
 import { installHttp2Capture } from './http2-capture.ts'
@@ -46,6 +47,8 @@ export interface InstallOptions {
   drainAfterAbortMs?: number
   /** Largest request body buffered for matching, in bytes (default 64 MiB, the proxy's --max-body-bytes). */
   maxBodyBytes?: number
+  /** 'write' (default) or 'fsync': how far a recorded exchange is on its way to disk before its answer ends (docs/durability.md). */
+  durability?: SessionOptions['durability']
   identity?: IdentityOptions
   /** Extra redaction, merged (as a union) with the settings file's and the defaults. */
   redaction?: RedactionOptions
@@ -120,6 +123,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
   // Checked before anything opens: a typo must not leave a store open or a trace half-recorded.
   parsePace(options.pace)
   parseMaxBodyBytes(options.maxBodyBytes)
+  parseDurability(options.durability)
   // Before the dispatcher exists: it goes where an app reaches it (the global slots, `tr.dispatcher`), and
   // there it is a whole undici Dispatcher (`request()`, `stream()`, ... come with undici) as it always was.
   // Importing the interceptor does not load undici (~110 ms); installing it does.
@@ -150,6 +154,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
       redaction,
       ...(options.preload ? { preload: options.preload } : {}),
       ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+      ...(options.durability !== undefined ? { durability: options.durability } : {}),
       ...(faults ? { faults } : {}),
     })
   } catch (err) {

@@ -3,7 +3,9 @@
  * leaves its bodies behind: they are content-addressed and shared). Safe while other processes record: it runs
  * in the process that owns the store, where every write is made, and keeps
  *   - every body any stored exchange references: complete traces, recordings still running, partial ones;
- *   - every body an exchange written while gc runs references (the backend reports them as it writes);
+ *   - every body an exchange written while gc runs references (the backend reports them as it writes, and
+ *     writes queued before gc began land before it marks: a body stored in the same batch as its exchange, or
+ *     already stored and referenced again, is never between the two);
  *   - every piece file written or reused (its time is refreshed) since the oldest recording still running
  *     began, or since gc began: a recording streams a big body's pieces before it appends the exchange that
  *     references them, so a piece nothing references yet may be about to be;
@@ -22,7 +24,10 @@ export interface GcTarget {
   kv: KvRead
   piecesDir: string
   dryRun: boolean
-  /** Body digests exchanges written since gc began reference (added to by the backend as it writes). */
+  /**
+   * Body digests exchanges written since gc began reference: the backend adds to it as each write lists what it
+   * references, from before collectGarbage is called.
+   */
   referencedSince: ReadonlySet<string>
   /** Runs `fn` with no other write of the store in between (the backend's write queue). */
   exclusive<T>(fn: () => Promise<T>): Promise<T>
@@ -39,6 +44,9 @@ const CLOCK_SLACK_MS = 2000
 export async function collectGarbage(t: GcTarget): Promise<GcReport> {
   const began = Date.now()
   const report: GcReport = { dryRun: t.dryRun, bodies: 0, pieces: 0, bytes: 0, keptRecent: 0 }
+  // A write already queued may have listed what it references before referencedSince began counting, and
+  // land after the mark below has read the exchanges: let every such write land first, so the mark sees it.
+  await t.exclusive(async () => {})
   const newerThan = Math.min(began, await oldestRunningRecording(t.kv)) - CLOCK_SLACK_MS
   // Mark, without holding writes: every exchange stored, whatever its trace's state.
   const referenced = new Set<string>()

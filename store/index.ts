@@ -1,6 +1,9 @@
 /** Persistence: the LevelDB store, the in-memory store and portable trace files. */
 
 export type { BodyWriter } from './body-writer.ts'
+export type { Durability } from './durability.ts'
+/** How far a recorded exchange is on its way to disk before its answer ends: the levels, the option, its parser. */
+export { DURABILITY_LEVELS, DURABILITY_OPTION, parseDurability } from './durability.ts'
 export type { FsckOptions, FsckReport, FsckTrace } from './fsck.ts'
 /** Checks a whole store (every body against its SHA-256) and rescues what is intact. */
 export { checkStore } from './fsck.ts'
@@ -13,7 +16,7 @@ export { createMemoryStore } from './memory-store.ts'
 export { privateDirProblem, privateTempDir } from './private-dir.ts'
 /** Bytes a store directory takes on disk: the database's files and the piece files. */
 export { diskUsage } from './store-files.ts'
-export type { BodyManifest, GcReport, RecordingOwner, StoredBody, StoreOps, TraceInfo, TraceSummary } from './store-ops.ts'
+export type { BodyManifest, GcReport, RecordingOptions, RecordingOwner, StoredBody, StoreOps, TraceInfo, TraceSummary } from './store-ops.ts'
 /** Bodies over INLINE_BODY_MAX are stored (and streamed) as pieces of up to PIECE_SIZE. */
 export { INLINE_BODY_MAX, PIECE_SIZE } from './store-ops.ts'
 export type { ExportedTrace, TraceFileOptions } from './trace-file.ts'

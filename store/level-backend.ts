@@ -23,13 +23,14 @@ import { join } from 'node:path'
 import type { Level } from 'level'
 import { type AppRun, computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { collectGarbage } from './gc.ts'
-import { piecePath, writePiece } from './pieces.ts'
+import { piecePath, syncPieces, writePiece } from './pieces.ts'
 import { traceExists } from './store-errors.ts'
 import { assertNoLinks, filesCorrupt, inspectStore, recordClosed, recordSynced } from './store-files.ts'
 import {
   type BodyManifest,
   type GcReport,
   INLINE_BODY_MAX,
+  type RecordingOptions,
   type RecordingOwner,
   refsOf,
   type StoredBody,
@@ -39,6 +40,7 @@ import {
   type TraceSummary,
 } from './store-ops.ts'
 import { type KvRange, type KvRead, prefixRange, type StoredMeta, StoreReads, storeKeys } from './store-reads.ts'
+import { bodyRefs } from './trace-reader.ts'
 
 const STORED_BODIES_LIMIT = 100_000
 
@@ -243,10 +245,11 @@ export class LevelBackend implements StoreOps {
   }
 
   /** Starts a recording under a caller-chosen id, so a retried call after a lost connection is harmless. */
-  beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner): Promise<void> {
+  beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner, options?: RecordingOptions): Promise<void> {
     return this.#write(async () => {
       if ((await this.#reads.getMeta(id)) !== undefined) return
       const stored: StoredMeta = { id, name: meta.name, meta, createdAt, status: 'recording', count: 0, bodyBytes: 0, indexed: true, recorded: true, owner }
+      if (options?.durability === 'fsync') stored.durability = 'fsync'
       await this.#db.put(storeKeys.meta(id), json(stored))
       this.#openRecordings.set(id, stored)
     })
@@ -282,11 +285,18 @@ export class LevelBackend implements StoreOps {
     try {
       const present = await this.#present(group.flatMap((a) => refsOf(a.exchange).map(storeKeys.body)))
       const touched = new Map<string, StoredMeta>()
+      // Piece files the group's bodies are made of; synced before the batch when an append asks for fsync.
+      const pieces = new Set<string>()
+      let sync = false
       for (const a of group) {
         try {
           const stored = touched.get(a.id) ?? { ...(await this.#recordingMeta(a.id)) }
           assertSeq(a.exchange, stored.name)
-          const own = await this.#exchangeOps(a.id, stored.name, a.exchange, a.bodies, a.manifests, present)
+          const own = await this.#exchangeOps(a.id, stored.name, a.exchange, a.bodies, a.manifests, present, pieces)
+          if (stored.durability === 'fsync') {
+            sync = true
+            for (const sha of await this.#storedPieces(a.exchange, own)) pieces.add(sha)
+          }
           ops.push(...own)
           stored.count = Math.max(stored.count ?? 0, a.exchange.seq + 1)
           stored.bodyBytes = (stored.bodyBytes ?? 0) + bodyBytesOf(a.exchange)
@@ -298,7 +308,12 @@ export class LevelBackend implements StoreOps {
       }
       // The running count keeps `ls` from iterating exchanges, even of a recording still in progress.
       for (const m of touched.values()) ops.push({ type: 'put', key: storeKeys.meta(m.id), value: json(m) })
-      if (ops.length > 0) await this.#io(() => this.#db.batch(ops))
+      if (sync) {
+        // Durability fsync: the pieces first (a synced exchange must not reference pieces a power cut can
+        // take), then one synced batch for the whole group (store/durability.ts).
+        await this.#io(() => syncPieces(this.location, this.#piecesDir, pieces))
+        if (ops.length > 0) await this.#io(() => this.#syncedBatch(ops))
+      } else if (ops.length > 0) await this.#io(() => this.#db.batch(ops))
       for (const m of touched.values()) this.#openRecordings.set(m.id, m)
       if (this.#storedBodies.size > STORED_BODIES_LIMIT) this.#storedBodies.clear()
       for (const key of present) this.#storedBodies.add(key)
@@ -337,6 +352,7 @@ export class LevelBackend implements StoreOps {
     bodies: ReadonlyMap<string, Uint8Array>,
     manifests: ReadonlyMap<string, BodyManifest>,
     present: Set<string>,
+    pieces?: Set<string>,
   ): Promise<BatchOp[]> {
     const ops: BatchOp[] = []
     // Marked present only once every body of the exchange is in hand: a refused append must not leave its
@@ -348,10 +364,11 @@ export class LevelBackend implements StoreOps {
       if (present.has(key) || added.includes(key)) continue
       const bytes = bodies.get(digest)
       const manifest = manifests.get(digest)
-      if (bytes !== undefined) ops.push(...(await this.#bodyOps(digest, bytes)))
+      if (bytes !== undefined) ops.push(...(await this.#bodyOps(digest, bytes, pieces)))
       else if (manifest !== undefined) {
         for (const p of manifest.pieces) {
           if ((await stat(this.#piecePath(p.sha256)).catch(() => undefined))?.size !== p.size) throw bodyMissing(x, name, `piece ${p.sha256} of body ${digest}`)
+          pieces?.add(p.sha256)
         }
         ops.push({ type: 'put', key: storeKeys.manifest(digest), value: json(manifest) })
       } else throw bodyMissing(x, name, `body ${digest}`)
@@ -366,11 +383,30 @@ export class LevelBackend implements StoreOps {
   }
 
   /** A body as ops: whole when small, else its pieces (written as files now) and its manifest. */
-  async #bodyOps(digest: string, bytes: Uint8Array): Promise<BatchOp[]> {
+  async #bodyOps(digest: string, bytes: Uint8Array, written?: Set<string>): Promise<BatchOp[]> {
     if (bytes.byteLength <= INLINE_BODY_MAX) return [{ type: 'put', key: storeKeys.body(digest), value: bytes }]
     const { manifest, pieces } = splitIntoPieces(bytes)
-    for (const [sha, piece] of pieces) await this.putPiece(sha, piece)
+    for (const [sha, piece] of pieces) {
+      await this.putPiece(sha, piece)
+      written?.add(sha)
+    }
     return [{ type: 'put', key: storeKeys.manifest(digest), value: json(manifest) }]
+  }
+
+  /**
+   * The pieces of the bodies an exchange references that were already stored (by this recording or another,
+   * perhaps without fsync), for a synced append: they must be on the disk too before it is confirmed.
+   */
+  async #storedPieces(x: Exchange, own: BatchOp[]): Promise<string[]> {
+    const out: string[] = []
+    const writing = new Set(own.map((op) => op.key))
+    for (const [{ digest, size }] of bodyRefs(x)) {
+      if (size <= INLINE_BODY_MAX || writing.has(storeKeys.manifest(digest))) continue
+      // Not stored yet means an earlier append of this group writes it: its pieces are in the group's already.
+      const stored = await this.#reads.body(digest)
+      if (stored?.kind === 'pieces') for (const p of stored.manifest.pieces) out.push(p.sha256)
+    }
+    return out
   }
 
   /** A stored body's bytes, whole (request bodies, for their identity; bounded by the request body limit). */
@@ -408,7 +444,7 @@ export class LevelBackend implements StoreOps {
       if (options?.overwrite === false && current !== undefined && current !== id) throw traceExists(stored.name, this.location)
       this.#openRecordings.delete(id)
       const ops = await this.#replaceOps(stored.name, id)
-      const { owner: _owner, ...rest } = stored
+      const { owner: _owner, durability: _durability, ...rest } = stored
       ops.push({
         type: 'put',
         key: storeKeys.meta(id),

@@ -72,6 +72,38 @@ export async function writePiece(location: string, piecesDir: string, sha: strin
   }
 }
 
+/**
+ * Syncs piece files to the disk, with the folders that name them (a renamed file's name lives in its folder),
+ * for appends that ask for durability fsync. A piece missing now was never confirmed as written: TR_STORE_IO.
+ */
+export async function syncPieces(location: string, piecesDir: string, shas: Iterable<string>): Promise<void> {
+  const dirs = new Set<string>()
+  try {
+    for (const sha of shas) {
+      await syncPath(piecePath(piecesDir, sha), constants.O_RDONLY | constants.O_NOFOLLOW)
+      dirs.add(join(piecesDir, sha.slice(0, 2)))
+    }
+    // Windows cannot open a folder to sync it (NTFS journals its names itself).
+    if (dirs.size === 0 || process.platform === 'win32') return
+    for (const dir of dirs) await syncPath(dir, constants.O_RDONLY | constants.O_DIRECTORY)
+    // The subfolders' own names (one may be new), and pieces/ itself in the store's folder.
+    await syncPath(piecesDir, constants.O_RDONLY | constants.O_DIRECTORY)
+    await syncPath(location, constants.O_RDONLY | constants.O_DIRECTORY)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ELOOP') throw linkRefused(location, piecesDir)
+    throw pieceIoError(location, piecesDir, err)
+  }
+}
+
+async function syncPath(path: string, flags: number): Promise<void> {
+  const fh = await open(path, flags)
+  try {
+    await fh.sync()
+  } finally {
+    await fh.close()
+  }
+}
+
 /** Throws TR_STORE_IO when `dir` is a symbolic link or not a directory (a missing one is fine). */
 export async function assertRealDir(dir: string, location: string): Promise<void> {
   const st = await lstat(dir).catch((err: NodeJS.ErrnoException) => {

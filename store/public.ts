@@ -4,5 +4,5 @@
  * is a decision, pinned by e2e/public-surface.test.ts.
  */
 
-export type { ExportedTrace, GcReport, OpenStoreOptions, TraceFileOptions, TraceSelector, TraceStore, TraceSummary, TraceUsage } from './index.ts'
+export type { Durability, ExportedTrace, GcReport, OpenStoreOptions, TraceFileOptions, TraceSelector, TraceStore, TraceSummary, TraceUsage } from './index.ts'
 export { createMemoryStore, defaultStoreDir, exportTrace, openStore, parseTraceFile, readTraceFile, traceDigest, writeTraceFile } from './index.ts'

@@ -186,14 +186,17 @@ async function checkOrphans(out: StoreFiles, m: Manifest, problem: (files: strin
     if (known.get(f) !== `${st.size}:${st.mtimeMs}`) orphans.push(f)
   }
   if (orphans.length === 0) return
+  const unlisted = () => problem(orphans, 'the MANIFEST does not list these tables (they may hold what is missing); LevelDB would delete them')
+  // Already refused for a listed table or a log: the view below would meet that damage (a listed table that is
+  // missing would read as one a writer deleted meanwhile, and be retried as a change until TR_STORE_LOCKED).
+  if (out.problems.length > 0) return unlisted()
   let view: FileView
   try {
     view = await FileView.live(out.dir, m.tables, out.liveLogs, out.names)
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw err
     // The store is refused for what broke the view; the orphans may hold what it lost.
-    problem(orphans, 'the MANIFEST does not list these tables (they may hold what is missing); LevelDB would delete them')
-    return
+    return unlisted()
   }
   try {
     for (const name of orphans) {

@@ -9,6 +9,7 @@
  */
 import { hostname } from 'node:os'
 import { type AppRun, type Exchange, type Outcome, sha256, type Trace, type TraceMeta } from '../trace/index.ts'
+import type { Durability } from './durability.ts'
 
 /** Bodies up to this size are stored whole, inside the database. */
 export const INLINE_BODY_MAX = 16 * 1024
@@ -30,6 +31,12 @@ export interface BodyManifest {
 export interface RecordingOwner {
   pid: number
   host: string
+}
+
+/** How a recording is written, chosen when it begins (and kept with it, so every owner of the store honours it). */
+export interface RecordingOptions {
+  /** Default 'write'; 'fsync' confirms each append only once its group commit is synced (store/durability.ts). */
+  durability?: Durability
 }
 
 /** What gc removed (or, in a dry run, would remove). */
@@ -102,7 +109,7 @@ export interface StoreOps {
   body(digest: string): Promise<StoredBody | undefined>
   piece(sha256: string): Promise<Uint8Array | undefined>
   putPiece(sha256: string, bytes: Uint8Array): Promise<void>
-  beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner): Promise<void>
+  beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner, options?: RecordingOptions): Promise<void>
   /** Stores one exchange, the small bodies it references (`bodies`) and the manifests of big ones whose pieces were put. */
   append(id: string, exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest>): Promise<void>
   /**

@@ -34,6 +34,8 @@ export interface StoredMeta {
   /** Written by a recording of this store (beginTrace), not put whole. */
   recorded?: boolean
   owner?: RecordingOwner
+  /** Set while a recording asked for synced appends (store/durability.ts); dropped when it closes. */
+  durability?: 'fsync'
 }
 
 const pad = (seq: number) => String(seq).padStart(10, '0')

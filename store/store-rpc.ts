@@ -23,7 +23,7 @@ import type { LevelBackend } from './level-backend.ts'
 import type { StoreOps } from './store-ops.ts'
 
 /** Bumped on any incompatible change, so two Tool Replay versions sharing a store fail clearly. */
-export const PROTOCOL_VERSION = 3
+export const PROTOCOL_VERSION = 4
 
 /** Thrown by a connection whose owner went away before answering; the caller re-acquires and retries. */
 export class ConnectionLost extends Error {}

@@ -7,9 +7,10 @@ import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import { type AppRun, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { BodyWriter } from './body-writer.ts'
+import { parseDurability } from './durability.ts'
 import { assertStorableApp, assertStorableExchange, assertStorableTrace } from './storable.ts'
 import { traceExists, traceNotFound } from './store-errors.ts'
-import type { BodyManifest, StoreOps, TraceInfo } from './store-ops.ts'
+import type { BodyManifest, RecordingOptions, StoreOps, TraceInfo } from './store-ops.ts'
 import { bodyRefs, TraceReader } from './trace-reader.ts'
 import type { TraceRecording, TraceSelector, TraceStore, TraceUsage } from './trace-store.ts'
 
@@ -66,10 +67,11 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
       return new TraceReader(ops, await info(name, selector)).readAll()
     },
     hasTrace: async (name) => (await live((o) => o.completeId(name))) !== undefined,
-    async beginTrace(meta: TraceMeta): Promise<TraceRecording> {
+    async beginTrace(meta: TraceMeta, options?: RecordingOptions): Promise<TraceRecording> {
       if (readOnly) throw readOnly()
+      const durability = parseDurability(options?.durability)
       const id = newId()
-      await live((o) => o.beginTrace(id, meta, new Date().toISOString(), { pid: process.pid, host: hostname() }))
+      await live((o) => o.beginTrace(id, meta, new Date().toISOString(), { pid: process.pid, host: hostname() }, { durability }))
       let done = false
       return {
         id,
@@ -212,7 +214,7 @@ export function routedOps(location: string, run: RunOps): StoreOps {
     body: (digest) => run((o) => o.body(digest)),
     piece: (sha) => run((o) => o.piece(sha)),
     putPiece: (sha, bytes) => run((o) => o.putPiece(sha, bytes)),
-    beginTrace: (id, meta, createdAt, owner) => run((o) => o.beginTrace(id, meta, createdAt, owner)),
+    beginTrace: (id, meta, createdAt, owner, options) => run((o) => o.beginTrace(id, meta, createdAt, owner, options)),
     append: (id, x, bodies, manifests) => run((o) => o.append(id, x, bodies, manifests)),
     closeRecording: (id, options) => run((o) => o.closeRecording(id, options)),
     appendChunk: (id, exchanges, bodies) => run((o) => o.appendChunk(id, exchanges, bodies)),

@@ -1,6 +1,6 @@
 import type { AppRun, Exchange, Trace, TraceMeta } from '../trace/index.ts'
 import type { BodyWriter } from './body-writer.ts'
-import type { BodyManifest, GcReport, TraceSummary } from './store-ops.ts'
+import type { BodyManifest, GcReport, RecordingOptions, TraceSummary } from './store-ops.ts'
 import type { TraceReader } from './trace-reader.ts'
 
 /** An open recording. Each `append` is one atomic write: an exchange is stored whole or not at all. */
@@ -40,8 +40,11 @@ export interface TraceStore {
   /** The trace opened for lazy, verified reading (replay): nothing is loaded until asked for. */
   openTrace(name: string, selector?: TraceSelector): Promise<TraceReader>
   hasTrace(name: string): Promise<boolean>
-  /** Starts recording a trace; the previous trace of that name stays readable until `close()`. */
-  beginTrace(meta: TraceMeta): Promise<TraceRecording>
+  /**
+   * Starts recording a trace; the previous trace of that name stays readable until `close()`. With
+   * `durability: 'fsync'` each append resolves only once it is synced to the disk (store/durability.ts).
+   */
+  beginTrace(meta: TraceMeta, options?: RecordingOptions): Promise<TraceRecording>
   /** Writes a whole trace (import, fork) atomically as complete. Throws TR_TRACE_EXISTS unless `overwrite`. */
   putTrace(trace: Trace, options?: { overwrite?: boolean }): Promise<void>
   /**

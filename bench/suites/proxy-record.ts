@@ -3,7 +3,8 @@
  * client in another process (bench/clients/sequential.ts, undici `fetch` through the proxy as HTTP_PROXY
  * clients send: absolute-form), interleaved in rounds.
  *
- * Sides: `record` (a fresh trace each round, LevelDB store as `tr-proxy record` uses, and the memory store),
+ * Sides: `record` (a fresh trace each round, LevelDB store as `tr-proxy record` uses, and the memory store;
+ * the LevelDB one also with `--durability fsync`, whose ratio to the default is the cost of syncing each answer),
  * `passthrough` (the same proxy forwarding without recording: the live baseline of this path, so the ratio is
  * the cost of recording alone), and direct live (no proxy, for reference). Each proxy side's time includes
  * closing the proxy, which waits for the recording to be written.
@@ -13,7 +14,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createMemoryStore, type Mode, openSession, type TraceStore } from 'tool-replay'
+import { createMemoryStore, type Mode, openSession, type SessionOptions, type TraceStore } from 'tool-replay'
 import { loadCertificateAuthority, startProxy } from 'tool-replay/proxy'
 import { openStore } from 'tool-replay/store'
 import { interleave, median, PROFILE, runSuite, type Side } from '../lib/harness.ts'
@@ -34,8 +35,8 @@ await runSuite('proxy-record', `Record vs live through the proxy: ${CALLS} mixed
   const client = (proxy?: string) =>
     runChild<{ ms: number }>('clients/sequential.ts', [JSON.stringify({ base: upstream.url, calls: CALLS, ...(proxy ? { proxy } : {}) })])
   let traceNo = 0
-  const viaProxy = (mode: Mode, store: TraceStore) => async () => {
-    const session = await openSession({ mode, trace: `proxy-rec-${++traceNo}`, store })
+  const viaProxy = (mode: Mode, store: TraceStore, durability?: SessionOptions['durability']) => async () => {
+    const session = await openSession({ mode, trace: `proxy-rec-${++traceNo}`, store, ...(durability ? { durability } : {}) })
     const proxy = await startProxy({ session, ca })
     const { ms } = await client(proxy.url)
     const t0 = performance.now()
@@ -46,6 +47,7 @@ await runSuite('proxy-record', `Record vs live through the proxy: ${CALLS} mixed
   const oursSides: Record<string, Side> = {
     'record (LevelDB store)': viaProxy('record', level),
     'record (memory store)': viaProxy('record', memory),
+    'record (LevelDB store, durability fsync)': viaProxy('record', level, 'fsync'),
   }
   const ms = await interleave({
     ...oursSides,
@@ -70,6 +72,17 @@ await runSuite('proxy-record', `Record vs live through the proxy: ${CALLS} mixed
       rounds: { ours: ms[name] as number[], peer: ms.passthrough as number[] },
     })
   }
+  report.row({
+    id: 'proxy.record.fsync.vs-write',
+    metric: 'proxy record (LevelDB store) with --durability fsync vs the default (time: the cost of a synced group commit per answer)',
+    ours: m('record (LevelDB store, durability fsync)'),
+    unit: 'ms',
+    peer: { name: 'durability write', value: m('record (LevelDB store)') },
+    ratio: m('record (LevelDB store, durability fsync)') / m('record (LevelDB store)'),
+    ratioOf: 'ours/peer',
+    ratioText: 'x default durability time',
+    rounds: { ours: ms['record (LevelDB store, durability fsync)'] as number[], peer: ms['record (LevelDB store)'] as number[] },
+  })
   report.row({
     id: 'proxy.record.level.vs-direct',
     metric: 'proxy record (LevelDB store) vs live without the proxy (time)',

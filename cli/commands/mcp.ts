@@ -13,6 +13,7 @@ import {
 import { FAULTS_SEED_ENV } from '../../faults/index.ts'
 import { assertServerName, runMcpStdio, serverNameFor } from '../../mcp/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
+import { durabilityFromArgs, durabilityOptions } from '../durability-flag.ts'
 import { EXIT_CODES } from '../exit-codes.ts'
 import { withStore } from '../open-store.ts'
 import { redactionFromArgs, redactionOptions } from '../redaction-flags.ts'
@@ -25,7 +26,7 @@ export const mcpCommand: CommandModule = {
   describe:
     'Stand in for an MCP server over stdio (put `tr-proxy mcp --` before the server command in the client config): record its JSON-RPC conversation, or replay it without starting the server',
   builder: (y) =>
-    redactionOptions(y)
+    durabilityOptions(redactionOptions(y))
       .option('name', { type: 'string', describe: 'The server name in the trace (mcp+stdio://NAME/...); default from the command (server-filesystem, ...)' })
       .option('mode', {
         choices: MODES as unknown as string[],
@@ -65,6 +66,7 @@ export const mcpCommand: CommandModule = {
     const faults = await faultsFromArgs(args)
     const maxBodyBytes = args['max-body-bytes'] === undefined ? undefined : parseMaxBodyBytes(args['max-body-bytes'])
     const limits = maxBodyBytes !== undefined ? { maxBodyBytes } : {}
+    const durability = durabilityFromArgs(args)
     if (args['own-session'] !== true && !faults) {
       const shared = await findSharedSession()
       if (shared) {
@@ -78,7 +80,16 @@ export const mcpCommand: CommandModule = {
     }
     const redaction = await redactionFromArgs(args)
     return withStore({ store: args.store }, async (store) => {
-      const session = await openSession({ mode, trace, store, redaction, labels: { recordedWith: 'mcp' }, ...limits, ...(faults ? { faults } : {}) })
+      const session = await openSession({
+        mode,
+        trace,
+        store,
+        redaction,
+        durability,
+        labels: { recordedWith: 'mcp' },
+        ...limits,
+        ...(faults ? { faults } : {}),
+      })
       let exit: Awaited<ReturnType<typeof runMcpStdio>>
       try {
         exit = await runMcpStdio({ session, server, command, ...limits })

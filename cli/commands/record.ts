@@ -17,6 +17,7 @@ import {
   type UpstreamOptions,
 } from '../../proxy/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
+import { durabilityFromArgs, durabilityOptions } from '../durability-flag.ts'
 import { EXIT_CODES, TOOL_EXIT_MIN } from '../exit-codes.ts'
 import { storeDir, withStore } from '../open-store.ts'
 import type { Io } from '../output.ts'
@@ -37,7 +38,7 @@ export function upstreamOptions(y: Argv): Argv {
 
 /** Options every proxy-running command shares (record, replay, serve). */
 export function proxyOptions(y: Argv): Argv {
-  const options = upstreamOptions(redactionOptions(y))
+  const options = upstreamOptions(durabilityOptions(redactionOptions(y)))
     .option('trace', { alias: 't', type: 'string', default: 'default', describe: 'Trace name' })
     .option('port', { alias: 'p', type: 'number', describe: `Proxy port (default: a free port with a command, else ${DEFAULT_PROXY_PORT})` })
     .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to bind; anything but loopback exposes the proxy to the network' })
@@ -138,7 +139,7 @@ export async function runProxyCommand(
   const chunkGapMs = args['chunk-gap-ms'] === undefined ? undefined : nonNegative(args['chunk-gap-ms'], 'chunk-gap-ms')
   const reverse = parseReverse(((args.reverse as unknown[] | undefined) ?? []).map(String))
   const sealed = sealedFromArgs(args)
-  session = { ...session, redaction: await redactionFromArgs(args) }
+  session = { ...session, redaction: await redactionFromArgs(args), durability: durabilityFromArgs(args) }
   const faults = await faultsFromArgs(args)
   // Printed at the start and again on any failure, so a failing chaos run can always be rerun exactly.
   const rerun = faults && rerunCommand(['tr-proxy', ...(args.rawArgv ?? [])], faults.seed)
