@@ -31,4 +31,4 @@ export { bodyTooLarge, DEFAULT_DRAIN_AFTER_ABORT_MS, errorPhase } from './transp
 export { forwardThroughDispatcher, LazyAgent, rawHeaderList, type Undici } from './undici-upstream.ts'
 export { encodeFrame, FrameParser, OPCODE, opcodeName, websocketAccept } from './websocket-frames.ts'
 export type { WebSocketPlayOptions } from './websocket-session.ts'
-export { playWebSocket, relayWebSocket } from './websocket-session.ts'
+export { playWebSocket, relayWebSocket, tapWebSocket } from './websocket-session.ts'

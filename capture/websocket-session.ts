@@ -12,7 +12,7 @@ import type { Duplex } from 'node:stream'
 import { MISS_CLOSE_CODE, type PlayedMessage, type Scheduled, type WebSocketConversation, type WebSocketRecorder } from '../engine/index.ts'
 import { closePayload, readClosePayload, type ToolReplayError } from '../trace/index.ts'
 import { type Pace, releaseAtMs } from './pacing.ts'
-import { encodeFrame, FrameParser, OPCODE, opcodeName } from './websocket-frames.ts'
+import { encodeFrame, FrameParser, OPCODE, opcodeName, WEBSOCKET_PROTOCOL_CODE } from './websocket-frames.ts'
 
 /** How long a closing session waits for the other side's close before its socket is destroyed. */
 export const CLOSE_WAIT_MS = 2000
@@ -23,27 +23,9 @@ export const CLOSE_WAIT_MS = 2000
  * the relay. Resolves when both sockets are closed and the recording is handed over.
  */
 export function relayWebSocket(client: Duplex, upstream: Duplex, recorder: WebSocketRecorder, maxPayload: number): Promise<void> {
-  let broken: { code: string; message: string } | undefined
-  let closeSeen = false
-  const reader = (from: 'client' | 'server') => {
-    const parser = new FrameParser(maxPayload)
-    return (chunk: Buffer) => {
-      if (!recorder.recording || broken) return
-      try {
-        for (const f of parser.push(chunk)) {
-          const name = f.opcode === OPCODE.continuation ? 'continuation' : opcodeName(f.opcode)
-          if (name === undefined)
-            throw Object.assign(new Error(`Cannot read the WebSocket stream: reserved opcode ${f.opcode}.`), { code: 'TR_WEBSOCKET_PROTOCOL' })
-          if (name === 'close') closeSeen = true
-          recorder.frame(from, name, f.fin, f.payload)
-        }
-      } catch (err) {
-        broken = { code: (err as { code?: string }).code ?? 'TR_WEBSOCKET_PROTOCOL', message: (err as Error).message }
-      }
-    }
-  }
-  const fromClient = reader('client')
-  const fromServer = reader('server')
+  const tap = frameTap(recorder, maxPayload)
+  const fromClient = tap.client
+  const fromServer = tap.server
   return new Promise((resolve) => {
     let failure: Error | undefined
     let done = false
@@ -52,15 +34,7 @@ export function relayWebSocket(client: Duplex, upstream: Duplex, recorder: WebSo
       done = true
       upstream.destroy()
       client.destroy()
-      const end =
-        broken ??
-        (closeSeen
-          ? undefined
-          : {
-              code: (failure as { code?: string } | undefined)?.code ?? 'ECONNRESET',
-              message: failure?.message ?? 'The connection closed without a close handshake.',
-            })
-      void recorder.end(end).finally(resolve)
+      void tap.end(failure).finally(resolve)
     }
     upstream.on('data', (chunk: Buffer) => {
       fromServer(chunk)
@@ -88,6 +62,70 @@ export function relayWebSocket(client: Duplex, upstream: Duplex, recorder: WebSo
     upstream.resume()
     client.resume()
   })
+}
+
+/** Reads both directions of a session frame by frame into `recorder`; `end` writes it, saying how it ended. */
+function frameTap(
+  recorder: WebSocketRecorder,
+  maxPayload: number,
+): { client(chunk: Buffer): void; server(chunk: Buffer): void; end(failure?: Error): Promise<void> } {
+  let broken: { code: string; message: string } | undefined
+  let closeSeen = false
+  const reader = (from: 'client' | 'server') => {
+    const parser = new FrameParser(maxPayload)
+    return (chunk: Buffer) => {
+      if (!recorder.recording || broken) return
+      try {
+        for (const f of parser.push(chunk)) {
+          const name = f.opcode === OPCODE.continuation ? 'continuation' : opcodeName(f.opcode)
+          if (name === undefined)
+            throw Object.assign(new Error(`Cannot read the WebSocket stream: reserved opcode ${f.opcode}.`), { code: WEBSOCKET_PROTOCOL_CODE })
+          if (name === 'close') closeSeen = true
+          recorder.frame(from, name, f.fin, f.payload)
+        }
+      } catch (err) {
+        broken = { code: (err as { code?: string }).code ?? WEBSOCKET_PROTOCOL_CODE, message: (err as Error).message }
+      }
+    }
+  }
+  return {
+    client: reader('client'),
+    server: reader('server'),
+    end: (failure) =>
+      recorder.end(
+        broken ??
+          (closeSeen
+            ? undefined
+            : {
+                code: (failure as { code?: string } | undefined)?.code ?? 'ECONNRESET',
+                message: failure?.message ?? 'The connection closed without a close handshake.',
+              }),
+      ),
+  }
+}
+
+/**
+ * Taps a socket an in-process client owns (the interceptor's live upgrades): what arrives and what the client
+ * writes are read into `recorder`, the bytes themselves untouched; the recording ends when the socket closes.
+ */
+export function tapWebSocket(socket: Duplex, recorder: WebSocketRecorder, maxPayload: number): void {
+  if (!recorder.recording) return
+  const tap = frameTap(recorder, maxPayload)
+  let failure: Error | undefined
+  // Read as they are emitted, without a 'data' listener of our own: one would start the flow before the client
+  // attached its reader (undici's WebSocket does so a few turns after the upgrade) and its first bytes would be lost.
+  const emit = socket.emit.bind(socket) as (event: string | symbol, ...args: unknown[]) => boolean
+  socket.emit = ((event: string | symbol, ...args: unknown[]) => {
+    if (event === 'data') tap.server(args[0] as Buffer)
+    return emit(event, ...args)
+  }) as Duplex['emit']
+  const write = socket.write.bind(socket) as (...args: unknown[]) => boolean
+  socket.write = ((chunk: unknown, ...rest: unknown[]) => {
+    if (typeof chunk === 'string' || chunk instanceof Uint8Array) tap.client(Buffer.from(chunk as string))
+    return write(chunk, ...rest)
+  }) as Duplex['write']
+  socket.once('error', (err: Error) => (failure ??= err))
+  socket.once('close', () => void tap.end(failure))
 }
 
 /** What playing a recorded session needs. */
@@ -125,17 +163,29 @@ export function playWebSocket(socket: Duplex, conversation: WebSocketConversatio
       }, ms)
       timers.add(t)
     })
+  let clientClosed = false
+  /** Both close frames crossed: the server side ends the connection (RFC 6455 7.1.1). */
+  const closed = (): void => {
+    socket.end(() => socket.destroy())
+  }
   const close = (payload: Uint8Array) => {
     if (closing) return
     closing = true
     write(encodeFrame(OPCODE.close, payload))
+    if (clientClosed) {
+      closed()
+      return
+    }
+    // The client's close should follow; a client that never sends it does not hold the socket.
     const t = setTimeout(() => socket.destroy(), CLOSE_WAIT_MS)
     timers.add(t)
-    socket.end()
   }
   const send = (m: PlayedMessage) => {
     if (closing) return
-    if (m.opcode === 'close') return close(m.frames[0] ?? new Uint8Array())
+    if (m.opcode === 'close') {
+      close(m.frames[0] ?? new Uint8Array())
+      return
+    }
     const first = OPCODE[m.opcode]
     for (let i = 0; i < m.frames.length; i++) write(encodeFrame(i === 0 ? first : OPCODE.continuation, m.frames[i] as Uint8Array, i === m.frames.length - 1))
   }
@@ -153,9 +203,14 @@ export function playWebSocket(socket: Duplex, conversation: WebSocketConversatio
   }
   const fromClient = (opcode: 'text' | 'binary' | 'close', bytes: Uint8Array) => {
     if (opcode === 'close') {
-      // The client closes: answered with its own code, as RFC 6455 5.5.1 asks.
+      clientClosed = true
+      if (closing) {
+        closed()
+        return
+      }
+      // The client closes: answered as the recording answered it, else with its own code (RFC 6455 5.5.1).
       const code = readClosePayload(bytes)?.code
-      close(code !== undefined && code !== 1005 ? closePayload(code, '') : new Uint8Array())
+      close(conversation.closeAnswer ?? (code !== undefined && code !== 1005 ? closePayload(code, '') : new Uint8Array()))
       return
     }
     const turn = conversation.client(opcode, bytes)
@@ -183,7 +238,10 @@ export function playWebSocket(socket: Duplex, conversation: WebSocketConversatio
       } else if (f.opcode === OPCODE.continuation && fragments) {
         fragments.parts.push(Buffer.from(f.payload))
         fragments.size += f.payload.byteLength
-        if (fragments.size > options.maxPayload) return close(closePayload(1009, 'message too big'))
+        if (fragments.size > options.maxPayload) {
+          close(closePayload(1009, 'message too big'))
+          return
+        }
         if (f.fin) {
           const m = fragments
           fragments = undefined

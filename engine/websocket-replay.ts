@@ -66,14 +66,24 @@ export class WebSocketConversation {
   readonly #opening: Scheduled[] = []
   #received = 0
   #answered = 0
+  /** The server's close that answered the client's, when the recording has one. */
+  #closeAnswer: Uint8Array | undefined
 
   constructor(playback: WebSocketPlayback, label: string, trace: string) {
     this.#playback = playback
     this.#label = label
     this.#trace = trace
     let anchor: { atMs: number; into: Scheduled[] } = { atMs: playback.headersMs, into: this.#opening }
+    let clientClosed = false
     for (const m of playback.messages) {
+      if (m.opcode === 'close' && m.from === 'client') clientClosed = true
+      else if (m.opcode === 'close' && clientClosed) {
+        // The answer to the client's close: sent when the client closes, whatever else it did.
+        this.#closeAnswer = joined(m.frames)
+        continue
+      }
       if (m.from === 'client') {
+        if (m.opcode === 'close') continue
         if (m.opcode === 'ping' || m.opcode === 'pong') continue
         const turn = { message: m, key: websocketMatchKey(m.opcode, joined(m.frames)), answer: [] as Scheduled[], used: false }
         this.#turns.push(turn)
@@ -93,6 +103,11 @@ export class WebSocketConversation {
   /** True once every recorded client turn was matched (nothing more will be answered). */
   get finished(): boolean {
     return this.#answered === this.#turns.length
+  }
+
+  /** The close payload the server answered the client's close with, if the recording has it. */
+  get closeAnswer(): Uint8Array | undefined {
+    return this.#closeAnswer
   }
 
   /** Client messages received so far. */
