@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { bodyFromBytes, bodyFromChunks } from './body.ts'
-import type { Exchange, WebSocketMessage } from './exchange.ts'
+import { diffTraces } from './diff.ts'
+import type { Exchange, Trace, WebSocketMessage } from './exchange.ts'
 import { exchangeProblem } from './validate.ts'
 import { closePayload, readClosePayload, websocketBodyRefs, websocketMatchKey } from './websocket.ts'
 
@@ -93,4 +94,33 @@ test('match keys: JSON text without volatile keys; binary byte for byte', () => 
   assert.notEqual(websocketMatchKey('binary', new Uint8Array([1, 2])), websocketMatchKey('binary', new Uint8Array([1, 3])))
   assert.notEqual(websocketMatchKey('text', enc.encode('hello')), websocketMatchKey('binary', enc.encode('hello')))
   assert.equal(websocketMatchKey('text', enc.encode('{"n":12345678901234567890}')), websocketMatchKey('text', enc.encode('{"n": 12345678901234567890}')))
+})
+
+test('diff reads a session message by message: equal sessions (ids and event_ids aside) diff empty; a changed delta is named by its path', () => {
+  const session = (name: string, delta: string, eventId: string): Trace => {
+    const bodies = new Map<string, Uint8Array>()
+    const keep = (bytes: Uint8Array) => {
+      const b = bodyFromBytes(bytes)
+      bodies.set(b.ref.digest, b.bytes)
+      return b.ref
+    }
+    const x: Exchange = {
+      seq: 0,
+      request: { method: 'GET', url: 'https://api.test/v1/realtime?model=m', headers: [], body: null },
+      outcome: { kind: 'response', response: { status: 101, statusText: 'Switching Protocols', headers: [], trailers: [], body: keep(new Uint8Array()) } },
+      timing: { startMs: 0, headersMs: 1 },
+      websocket: {
+        messages: [
+          { from: 'client', opcode: 'text', atMs: 2, body: keep(enc.encode(`{"type":"response.create","event_id":"${eventId}"}`)) },
+          { from: 'server', opcode: 'text', atMs: 3, body: keep(enc.encode(`{"type":"response.output_text.delta","delta":"${delta}"}`)) },
+          { from: 'server', opcode: 'binary', atMs: 4, body: keep(new Uint8Array([1, 2, 3])) },
+        ],
+      },
+    }
+    return { meta: { name, format: 1 }, exchanges: [x], bodies }
+  }
+  assert.equal(diffTraces(session('a', 'Hi', 'event_1a2b3c4d5e6f7a8b9c0d'), session('b', 'Hi', 'event_9f8e7d6c5b4a3f2e1d0c')).differences.length, 0)
+  const d = diffTraces(session('a', 'Hi', 'e1'), session('b', 'Ho', 'e1'))
+  assert.equal(d.differences.length, 1)
+  assert.deepEqual(d.differences[0]?.details, [{ side: 'response', field: 'body', path: 'websocket.messages[1].delta', before: 'Hi', after: 'Ho' }])
 })
