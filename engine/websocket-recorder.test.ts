@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { bodyBytes, type Exchange, exchangeProblem } from '../trace/index.ts'
+import { type Exchange, exchangeProblem } from '../trace/index.ts'
 import { PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
 import { Redactor } from './redaction.ts'
 import { createWebSocketRecorder } from './websocket-recorder.ts'
@@ -52,7 +52,7 @@ test('frames become messages: fragments as chunks, control frames between fragme
     messages[1]?.body.chunks.map((c) => c.size),
     [2, 1],
   )
-  assert.deepEqual([...bodyBytes({ bodies, meta: { name: 't', format: 1 } }, (messages[1] as { body: Exchange['request']['body'] & object }).body)], [1, 2, 3])
+  assert.deepEqual([...(bodies.get(messages[1]?.body.digest ?? '') ?? [])], [1, 2, 3])
   assert.deepEqual(messages[2]?.close, { code: 1000, reason: 'bye' })
   assert.equal(exchange.websocket?.end, undefined)
 })
