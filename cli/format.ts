@@ -12,6 +12,15 @@ export function exchangeLine(x: Exchange): string {
   const req = `#${x.seq} ${x.request.method} ${x.request.url}`
   // " [fault response_lost, rule lost-ack; upstream 201]": what was injected and what the upstream really did.
   const tag = (x.origin === 'patched' ? ` [patched${x.patchId ? ` ${x.patchId}` : ''}]` : '') + (x.fault ? ` [${faultTag(x.fault)}]` : '')
+  if (x.outcome.kind === 'response' && x.websocket) {
+    // "→ 101 Switching Protocols (WebSocket: 3 client and 12 server messages, 48.2 KB; closed 1000)"
+    const m = x.websocket.messages
+    const client = m.filter((y) => y.from === 'client').length
+    const bytes = m.reduce((n, y) => n + y.body.size, 0)
+    const close = m.find((y) => y.close)?.close
+    const end = x.websocket.end ? `; ended ${x.websocket.end.code}` : close ? `; closed ${close.code}` : ''
+    return `${req} → ${x.outcome.response.status} ${x.outcome.response.statusText} (WebSocket: ${client} client and ${m.length - client} server messages, ${formatBytes(bytes)}${end})${tag}`
+  }
   if (x.outcome.kind === 'response') {
     const r = x.outcome.response
     const enc = headerValue(r.headers, 'content-encoding')

@@ -149,14 +149,14 @@ test('a refused connection through undici.fetch replays with the same cause code
   assert.equal(replayed, live)
 })
 
-test('a WebSocket upgrade in strict replay is refused as TR_REPLAY_MISS and counts in the ledger', async () => {
+test('a WebSocket upgrade nothing recorded is refused in strict replay as TR_REPLAY_MISS and counts in the ledger', async () => {
   const store = createMemoryStore()
   const rec = await install({ mode: 'record', trace: 'upgrade', store, global: false })
   await rec.close()
   const rep = await install({ mode: 'replay', trace: 'upgrade', store, global: false })
   await assert.rejects(
     undiciUpgrade('http://ws.test/socket', { dispatcher: rep.dispatcher, protocol: 'websocket' }),
-    (err: unknown) => (err as { code?: string }).code === 'TR_REPLAY_MISS' && /strict replay refuses them/.test((err as Error).message),
+    (err: unknown) => (err as { code?: string }).code === 'TR_REPLAY_MISS' && /no recorded exchange in trace "upgrade" matches/.test((err as Error).message),
   )
   assert.equal(rep.summary().misses.length, 1)
   assert.throws(() => rep.assertDone(), /1 unmatched/)

@@ -133,7 +133,7 @@ describe('strict replay through the proxy', () => {
     )
   })
 
-  test('WebSocket upgrades are refused in strict replay without an upstream connection', async () => {
+  test('a WebSocket upgrade nothing recorded is refused in strict replay without an upstream connection', async () => {
     const store = createMemoryStore()
     const rec = await startTestProxy({ ...base(store, 'ws'), mode: 'record' })
     await rec.close()
@@ -152,8 +152,9 @@ describe('strict replay through the proxy', () => {
     assert.equal(summary.ok, false)
     assert.deepEqual(
       summary.misses.map((m) => m.request),
-      ['GET http://plain.test/socket (upgrade: websocket)'],
+      ['GET http://plain.test/socket'],
     )
+    assert.match(summary.misses[0]?.message ?? '', /no recorded exchange in trace "ws" matches; trace "ws" has no recorded exchanges/)
   })
 })
 
@@ -320,7 +321,7 @@ describe('exposure and protocol', () => {
 })
 
 describe('other modes', () => {
-  test('WebSocket upgrades pass through unrecorded while recording', async () => {
+  test('an upgrade whose bytes are not WebSocket frames is relayed byte for byte; the recording keeps its 101 and says why it stopped', async () => {
     const store = createMemoryStore()
     const proxy = await startTestProxy({ ...base(store, 'ws-record'), mode: 'record' })
     const socket = connect(proxy.port, '127.0.0.1')
@@ -333,7 +334,10 @@ describe('other modes', () => {
     assert.equal(echo.toString(), 'ping')
     socket.destroy()
     await proxy.close()
-    assert.equal((await store.readTrace('ws-record')).exchanges.length, 0)
+    const [x] = (await store.readTrace('ws-record')).exchanges
+    assert.equal(x?.outcome.kind === 'response' && x.outcome.response.status, 101)
+    assert.deepEqual(x?.websocket?.messages, [])
+    assert.equal(x?.websocket?.end?.code, 'TR_WEBSOCKET_PROTOCOL')
   })
 
   test('update replays what matches and records the rest; passthrough stores nothing', async () => {

@@ -15,6 +15,7 @@ import {
   ToolReplayError,
   TRACE_FORMAT_VERSION,
   type Trace,
+  websocketBodyRefs,
 } from '../trace/index.ts'
 import { ArrivalOrder, type Ticket } from './arrival-order.ts'
 import { redactRequestBody } from './body-redaction.ts'
@@ -26,6 +27,18 @@ import { assertPlayable } from './playable.ts'
 import { type RedactionOptions, Redactor } from './redaction.ts'
 import { MemoryReplayIndex, type ReplayIndex, StoreReplayIndex, type Take, type UnusedRecording } from './replay-index.ts'
 import { DEFAULT_MAX_BODY_BYTES } from './transport-rules.ts'
+import { createWebSocketRecorder, passthroughWebSocketRecorder, type WebSocketRecorder } from './websocket-recorder.ts'
+import { playedMessage, type WebSocketPlayback } from './websocket-replay.ts'
+
+/**
+ * What a capture path must do with one WebSocket upgrade: relay it and feed `recorder` (passthrough's records
+ * nothing), play the recorded session (`websocket`; absent when the upstream had refused the upgrade, whose
+ * HTTP answer `playback` is), or refuse it.
+ */
+export type WebSocketDecision =
+  | { kind: 'forward'; recorder: WebSocketRecorder }
+  | { kind: 'replay'; exchange: Exchange; playback: Playback; websocket?: WebSocketPlayback }
+  | { kind: 'fail'; error: ToolReplayError }
 
 /**
  * - record: forward every request live and store it (a new recording replaces the trace when it closes).
@@ -243,6 +256,102 @@ export class Session {
   }
 
   /**
+   * Decides a WebSocket upgrade. Record and update (for what the trace lacks) relay it and record the session as
+   * one exchange; passthrough relays it; replay plays the recorded session, and an upgrade nothing recorded is a
+   * miss in the ledger like any request. A client message the replayed session cannot answer is reported with
+   * `refuse` by the path that plays it (engine/websocket-replay.ts decides that it is one).
+   */
+  handleWebSocket(captured: CapturedRequest): WebSocketDecision | Promise<WebSocketDecision> {
+    const d = this.#closed ? this.#handle(captured) : undefined
+    if (d) return d as WebSocketDecision
+    const request = this.#redactRequest(captured)
+    const startMs = this.#now()
+    const seq = this.#seq++
+    if (this.#tailLive || this.mode === 'record' || this.mode === 'passthrough' || !this.#source) {
+      return this.#relayWebSocket(request, seq, startMs, this.mode !== 'passthrough', this.#tailLive)
+    }
+    const decide = (taken: Take): WebSocketDecision | Promise<WebSocketDecision> => {
+      if (taken.kind === 'match') return this.#replayWebSocket(seq, startMs, taken.exchange)
+      if (this.mode === 'update') return this.#relayWebSocket(request, seq, startMs, true, false)
+      if (this.#tailAllowed) {
+        this.#startTail(request, 'no recorded WebSocket session matches it')
+        return this.#relayWebSocket(request, seq, startMs, true, true)
+      }
+      // A miss or an overrun in strict replay: the ledger entry and the refusal are those of any request.
+      const decision = this.#decide(request, seq, startMs, taken)
+      const settle = (x: Decision): WebSocketDecision =>
+        x.kind === 'fail' ? x : { kind: 'fail', error: new ToolReplayError(ErrorCodes.INTERNAL, 'a strict miss was not refused') }
+      return decision instanceof Promise ? decision.then(settle) : settle(decision)
+    }
+    const taken = this.#source.index.take(request)
+    return taken instanceof Promise ? taken.then(decide) : decide(taken)
+  }
+
+  #relayWebSocket(request: CapturedRequest, seq: number, startMs: number, recording: boolean, live: boolean): WebSocketDecision {
+    // The HTTP recorder for an upgrade the upstream refused is made on demand; #recorder counts it, so it is not counted here.
+    const http = () => this.#recorder(request, seq, startMs, recording, live)
+    if (!recording || !this.#recording) {
+      this.#passedThrough++
+      return { kind: 'forward', recorder: passthroughWebSocketRecorder(PASSTHROUGH_RECORDER) }
+    }
+    this.#recorded++
+    let settle = () => {}
+    const settled = new Promise<void>((resolve) => (settle = resolve))
+    const recorder = createWebSocketRecorder(
+      {
+        redactor: this.#redactor,
+        maxBytes: this.#maxBodyBytes,
+        write: (x, bodies) => this.#write(live ? { ...x, origin: 'live' } : x, bodies),
+        http: () => {
+          this.#recorded--
+          return http()
+        },
+        now: this.#now,
+      },
+      request,
+      seq,
+      startMs,
+    )
+    const end = recorder.end.bind(recorder)
+    recorder.end = (error) => end(error).finally(settle)
+    const open: OpenRecorder = {
+      recorder: PASSTHROUGH_RECORDER,
+      settled,
+      cut: () => recorder.end({ code: 'TR_SESSION_CLOSED', message: 'The session closed while the WebSocket was open; the trace keeps what had arrived.' }),
+    }
+    this.#open.add(open)
+    void settled.then(() => this.#open.delete(open))
+    return { kind: 'forward', recorder }
+  }
+
+  #replayWebSocket(seq: number, startMs: number, exchange: Exchange): WebSocketDecision | Promise<WebSocketDecision> {
+    this.#replayed++
+    if (this.#recording) this.#write({ ...exchange, seq, timing: { ...exchange.timing, startMs: Math.round(startMs) } }, this.#source?.bodies ?? new Map())
+    const playback = this.#playback(exchange)
+    const ws = exchange.websocket
+    if (!ws || playback.kind !== 'response') return { kind: 'replay', exchange, playback }
+    const source = this.#source as ReplaySource
+    const head = playback.head
+    const build = (bytes: Uint8Array[]): WebSocketDecision => ({
+      kind: 'replay',
+      exchange,
+      playback,
+      websocket: {
+        head,
+        headersMs: exchange.timing.headersMs,
+        messages: ws.messages.map((m, i) => playedMessage(m, bytes[i] as Uint8Array)),
+        ...(ws.end ? { end: ws.end } : {}),
+      },
+    })
+    const inMemory = ws.messages.map((m) => source.bodies.get(m.body.digest))
+    if (inMemory.every((b) => b !== undefined) || !source.reader) {
+      return build(ws.messages.map((m) => bodyBytes({ bodies: source.bodies, meta: { name: this.trace, format: 1 } }, m.body)))
+    }
+    const reader = source.reader
+    return Promise.all(ws.messages.map((m, i) => inMemory[i] ?? reader.bodyBytes(m.body, `exchange #${exchange.seq} websocket message #${i}`))).then(build)
+  }
+
+  /**
    * Records that a capture path could not even hand a request to the engine (a body over its buffer limit,
    * say). Live modes only report it; strict replay also counts it in the ledger, since the run did not
    * get what was recorded.
@@ -360,6 +469,12 @@ export class Session {
    * marked live. Not a failure: the run is reported as having gone live, loudly, on both paths.
    */
   #goLive(request: CapturedRequest, seq: number, startMs: number, why: string, signal?: AbortSignal): Decision | Promise<Decision> {
+    this.#startTail(request, why)
+    return this.#forward(request, seq, startMs, true, signal, true)
+  }
+
+  /** Marks the live tail started (warning once) and lists this request as gone live. */
+  #startTail(request: CapturedRequest, why: string): void {
     const label = `${request.method} ${request.url}`
     if (!this.#tailLive) {
       this.#tailLive = true
@@ -368,7 +483,6 @@ export class Session {
       )
     }
     this.#live.push({ code: ErrorCodes.REPLAY_MISS, request: label, message: this.#live.length === 0 ? `went live here: ${why}` : 'forwarded live' })
-    return this.#forward(request, seq, startMs, true, signal, true)
   }
 
   /** A refusal: kept in a record-as trace so diff shows what the app asked for. */
@@ -489,6 +603,7 @@ export class Session {
       exchange.request.body,
       exchange.outcome.kind === 'response' ? exchange.outcome.response.body : exchange.outcome.error.partial?.body,
       upstream?.kind === 'response' ? upstream.response.body : upstream?.error.partial?.body,
+      ...websocketBodyRefs(exchange).map(([ref]) => ref),
     ]) {
       if (ref) {
         const b = bodies.get(ref.digest)

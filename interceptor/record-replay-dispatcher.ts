@@ -29,6 +29,7 @@ import { fetchClient } from './playback.ts'
 import { type BufferedBody, bufferBody, headerPairs, requestUrl } from './request-capture.ts'
 import { type AnyDispatchHandler, createResponseSink } from './response-sink.ts'
 import { loadedUndici, loadUndici } from './undici-loader.ts'
+import { carryOutWebSocket } from './websocket-upgrade.ts'
 
 export interface RecordReplayDispatcherOptions {
   /** The session that decides what happens to each request. */
@@ -101,12 +102,31 @@ export class RecordReplayDispatcher extends DispatcherShell {
   }
 
   /**
-   * Upgrades are never recorded: live modes hand them to the real dispatcher untouched; strict replay
-   * refuses them through the engine, which keeps them in the ledger. undici's upgrade handlers throw on any
-   * non-101 head, so here the refusal is the error itself rather than the refusal response.
+   * WebSocket upgrades are sessions (websocket-upgrade.ts: recorded, replayed, or refused into the ledger); other
+   * upgrades and CONNECT are never recorded: live modes hand them to the real dispatcher untouched, strict replay
+   * refuses them through the engine. undici's upgrade handlers throw on any non-101 head, so a refusal is the
+   * error itself rather than the refusal response.
    */
   #upgrade(opts: Dispatcher.DispatchOptions, handler: AnyDispatchHandler): boolean {
-    const decision = this.#session.handleUpgrade({ method: opts.method, url: requestUrl(opts), headers: headerPairs(opts.headers), body: null })
+    const url = requestUrl(opts)
+    const headers = headerPairs(opts.headers)
+    if (String(opts.upgrade).toLowerCase() === 'websocket' && opts.method === 'GET') {
+      const ctx = {
+        session: this.#session,
+        pace: this.#capture.pace,
+        maxBodyBytes: this.#capture.maxBodyBytes,
+        forward: (h: Dispatcher.DispatchHandler) => {
+          const forward = (up: Dispatcher) => runAsInternalConnection(() => up.dispatch(opts, h))
+          this.#live(forward, (err) => failUpgrade(handler, err))
+        },
+        fail: (err: Error) => failUpgrade(handler, err),
+      }
+      const decision = this.#session.handleWebSocket({ method: opts.method, url, headers, body: null })
+      if (decision instanceof Promise) decision.then((d) => carryOutWebSocket(d, url, headers, handler, ctx), ctx.fail)
+      else carryOutWebSocket(decision, url, headers, handler, ctx)
+      return true
+    }
+    const decision = this.#session.handleUpgrade({ method: opts.method, url, headers, body: null })
     if (decision.kind === 'forward') {
       const forward = (up: Dispatcher) => runAsInternalConnection(() => up.dispatch(opts, handler as Dispatcher.DispatchHandler))
       return this.#live(forward, (err) => failUpgrade(handler, err)) ?? true

@@ -129,7 +129,15 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     reverse,
     stats,
     exchangeHandler: (s, arrival) => createExchangeHandler({ ...handlerContext, session: s, arrival }),
-    upgradeHandler: (s) => createUpgradeHandler({ session: s, stats, upstream: options.upstream ?? {}, closeGraceMs: limits.closeGraceMs }),
+    upgradeHandler: (s) =>
+      createUpgradeHandler({
+        session: s,
+        stats,
+        upstream: options.upstream ?? {},
+        closeGraceMs: limits.closeGraceMs,
+        pace: handlerContext.pace,
+        maxBodyBytes: handlerContext.maxBodyBytes,
+      }),
     self: () => ({ host, port, url: `http://${listening()}` }),
     closeGraceMs: limits.closeGraceMs,
   })

@@ -6,7 +6,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { TLSSocket } from 'node:tls'
-import type { Session } from '../engine/index.ts'
+import type { Session, WebSocketDecision } from '../engine/index.ts'
 import { ErrorCodes, headerPairsFromRaw } from '../trace/index.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
 import { registerTunnelSocket } from './connection-reset.ts'
@@ -16,8 +16,7 @@ import { startsWithHttp2Preface } from './http2-cleartext.ts'
 import { refusalBytes } from './refusal.ts'
 import { parseAuthority, requestUrl, type TunnelTarget } from './request-target.ts'
 import { rawErrorResponse } from './responses.ts'
-import type { UpstreamOptions } from './upstream.ts'
-import { passUpgradeThrough } from './websocket-tunnel.ts'
+import { playUpgrade, relayUpgrade, type WebSocketContext } from './websocket-tunnel.ts'
 
 /** What a CONNECT handler needs. */
 export interface ConnectContext {
@@ -136,15 +135,16 @@ export function createConnectHandler(ctx: ConnectContext): (req: IncomingMessage
 }
 
 /** What an Upgrade handler needs. */
-export interface UpgradeContext {
+export interface UpgradeContext extends WebSocketContext {
   session: Session
   stats: ProxyStats
-  upstream: UpstreamOptions
-  /** How long a refused connection stays open for its client to read why (connection-slots.ts). */
-  closeGraceMs: number
 }
 
-/** Returns the `upgrade` listener: the engine decides; live modes pass through unrecorded, strict replay refuses. */
+/**
+ * Returns the `upgrade` listener: the engine decides (Session.handleWebSocket); live modes relay the session
+ * (recording it in record and update), replay plays it, a miss is refused (and kept in the ledger, so a run that
+ * swallows the failed socket still fails).
+ */
 export function createUpgradeHandler(ctx: UpgradeContext): (req: IncomingMessage, socket: Duplex, head: Buffer, target: TunnelTarget | undefined) => void {
   return (req, socket, head, target) => {
     socket.on('error', () => socket.destroy())
@@ -154,14 +154,42 @@ export function createUpgradeHandler(ctx: UpgradeContext): (req: IncomingMessage
       endAndDrop(socket, rawErrorResponse(400, ErrorCodes.PROXY_BAD_REQUEST, `Upgrade request "${req.url}" is not in absolute form.`), ctx.closeGraceMs)
       return
     }
-    // Strict replay keeps a refused upgrade in the ledger, so a run that swallows the failed socket still fails.
-    const decision = ctx.session.handleUpgrade({ method: req.method ?? 'GET', url: url.href, headers: headerPairsFromRaw(req.rawHeaders), body: null })
-    if (decision.kind === 'fail') {
-      ctx.stats.refused++
-      endAndDrop(socket, refusalBytes(decision.error), ctx.closeGraceMs)
+    const captured = {
+      method: req.method ?? 'GET',
+      url: url.href,
+      headers: headerPairsFromRaw(req.rawHeaders).filter(([k]) => !/^proxy-/i.test(k)),
+      body: null,
+    }
+    const carryOut = (decision: WebSocketDecision) => {
+      if (decision.kind === 'fail') {
+        ctx.stats.refused++
+        endAndDrop(socket, refusalBytes(decision.error), ctx.closeGraceMs)
+        return
+      }
+      ctx.stats.upgrades++
+      if (decision.kind === 'replay') {
+        ctx.stats.replayed++
+        void playUpgrade(req, socket, decision, ctx, ctx.session, `GET ${url.href}`).catch(() => socket.destroy())
+        return
+      }
+      void relayUpgrade(req, socket, head, url, ctx, decision.recorder).catch(() => socket.destroy())
+    }
+    let decision: WebSocketDecision | Promise<WebSocketDecision>
+    try {
+      decision = ctx.session.handleWebSocket(captured)
+    } catch (err) {
+      socket.destroy(err as Error)
       return
     }
-    ctx.stats.upgrades++
-    void passUpgradeThrough(req, socket, head, url, ctx.upstream, ctx.closeGraceMs)
+    if (decision instanceof Promise) {
+      socket.pause()
+      decision.then(
+        (d) => {
+          socket.resume()
+          carryOut(d)
+        },
+        () => socket.destroy(),
+      )
+    } else carryOut(decision)
   }
 }

@@ -146,6 +146,7 @@ export function refsOf(x: Exchange): string[] {
   outcomeRefs(x.outcome, out)
   // A faulted exchange also keeps what the upstream really sent.
   if (x.fault?.upstream) outcomeRefs(x.fault.upstream, out)
+  if (x.websocket) for (const m of x.websocket.messages) out.push(m.body.digest)
   return out
 }
 

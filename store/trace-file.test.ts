@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { bodyFromBytes, bodyFromChunks, ErrorCodes, type Exchange, isToolReplayError, sha256, type Trace } from '../trace/index.ts'
-import { faultedExchange, jsonTrace } from './fixtures/exchanges.ts'
+import { faultedExchange, jsonTrace, websocketExchange } from './fixtures/exchanges.ts'
 import { exportTrace, parseTraceFile, readTraceFile, TRACE_FILE_VERSIONS, traceDigest, writeTraceFile } from './trace-file.ts'
 
 const root = await mkdtemp(join(tmpdir(), 'tr-file-'))
@@ -227,6 +227,30 @@ describe('trace files', () => {
     b.exchanges[0]!.timing.headersMs = 3
     assert.notEqual(traceDigest(a), traceDigest(b))
     assert.match(traceDigest(a), /^[0-9a-f]{64}$/)
+  })
+
+  test('a WebSocket session keeps its messages (text inline, binary as base64, frames as chunks); re-export is byte-identical', async () => {
+    const base = jsonTrace('ws', 1)
+    const w = websocketExchange(1)
+    const trace: Trace = { meta: base.meta, exchanges: [...base.exchanges, w.exchange], bodies: new Map([...base.bodies, ...w.bodies]) }
+    const file = join(root, 'ws', 'ws.trace.json')
+    await writeTraceFile(file, trace)
+    const text = await readFile(file, 'utf8')
+    assert.ok(text.includes('"text": "{\\"type\\":\\"session.updated\\"}"'), text)
+    assert.ok(text.includes('"base64": "AAEC//4="'))
+    const back = await readTraceFile(file)
+    assert.deepEqual(back.exchanges, trace.exchanges)
+    assert.deepEqual(back.bodies, trace.bodies)
+    assert.equal(exportTrace(back).text, text)
+    const doc = JSON.parse(text)
+    doc.exchanges[1].websocket.messages[1].opcode = 'binary'
+    assert.throws(() => parseTraceFile(JSON.stringify(doc)), expectCode(ErrorCodes.TRACE_DIGEST_MISMATCH))
+    const copy = JSON.parse(text)
+    copy.exchanges[1].websocket.messages[0].extra = 1
+    assert.throws(
+      () => parseTraceFile(JSON.stringify(copy), new Map(), { file: 'f.json' }),
+      expectCode(ErrorCodes.TRACE_FILE_INVALID, 'websocket.messages[0].extra'),
+    )
   })
 
   test('a faulted exchange keeps its fault record and what the upstream really sent; re-export is byte-identical', async () => {

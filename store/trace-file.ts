@@ -40,6 +40,8 @@ import {
   TRACE_FORMAT_VERSION,
   type Trace,
   type TraceMeta,
+  type WebSocketMessage,
+  type WebSocketSession,
 } from '../trace/index.ts'
 
 /** The `format` field of every trace file. */
@@ -213,7 +215,8 @@ function refBody(ref: BodyRef): FileBody {
 
 function hasRef(x: Record<string, unknown>): boolean {
   const o = x.outcome as { response?: { body: FileBody }; error?: { partial?: { body: FileBody } } }
-  const bodies = [(x.request as { body: FileBody | null }).body, o.response?.body, o.error?.partial?.body]
+  const messages = (x.websocket as { messages: Array<{ body: FileBody }> } | undefined)?.messages ?? []
+  const bodies = [(x.request as { body: FileBody | null }).body, o.response?.body, o.error?.partial?.body, ...messages.map((m) => m.body)]
   return bodies.some((b) => b?.ref !== undefined)
 }
 
@@ -267,7 +270,23 @@ function fileExchange(x: Exchange, body: (ref: BodyRef, headers: HeaderPairs, fi
     // Only faulted exchanges carry the field, so files without faults keep their bytes and digest.
     ...(fault ? { fault } : {}),
     timing: { startMs: x.timing.startMs, headersMs: x.timing.headersMs },
+    ...(x.websocket ? { websocket: fileWebSocket(x.websocket, body) } : {}),
   }
+}
+
+const TEXT_MESSAGE: HeaderPairs = [['content-type', 'text/plain; charset=utf-8']]
+const BINARY_MESSAGE: HeaderPairs = [['content-type', 'application/octet-stream']]
+
+/** A WebSocket session's messages, after the outcome in document order; text messages inline as text. */
+function fileWebSocket(ws: WebSocketSession, body: (ref: BodyRef, headers: HeaderPairs, field: string) => FileBody): Record<string, unknown> {
+  const messages = ws.messages.map((m, i) => ({
+    from: m.from,
+    opcode: m.opcode,
+    atMs: m.atMs,
+    ...(m.close ? { close: { code: m.close.code, reason: m.close.reason } } : {}),
+    body: body(m.body, m.opcode === 'binary' ? BINARY_MESSAGE : TEXT_MESSAGE, `websocket.messages[${i}].body`),
+  }))
+  return { messages, ...(ws.end ? { end: { code: ws.end.code, message: ws.end.message, atMs: ws.end.atMs } } : {}) }
 }
 
 function fileBody(ref: BodyRef, bytes: Uint8Array, headers: HeaderPairs, limit: number, blobs: Map<string, Uint8Array>): FileBody {
@@ -437,7 +456,7 @@ class Validator {
 
   /** With `bodies` undefined only the refs are read (export's digest); otherwise bytes are decoded and verified. */
   exchange(v: unknown, path: string, blobs: ReadonlyMap<string, Uint8Array> | undefined, bodies: Map<string, Uint8Array> | undefined): Exchange {
-    const o = this.object(v, path, ['seq', 'request', 'outcome', 'timing'], ['origin', 'patchId', 'fault'])
+    const o = this.object(v, path, ['seq', 'request', 'outcome', 'timing'], ['origin', 'patchId', 'fault', 'websocket'])
     const req = this.object(o.request, `${path}.request`, ['method', 'url', 'headers', 'body'])
     const body = (b: unknown, p: string) => this.body(b, p, blobs, bodies)
     const x: Exchange = {
@@ -460,7 +479,38 @@ class Validator {
     }
     if (o.patchId !== undefined) x.patchId = this.string(o.patchId, `${path}.patchId`)
     if (o.fault !== undefined) x.fault = this.fault(o.fault, `${path}.fault`, body)
+    if (o.websocket !== undefined) x.websocket = this.websocket(o.websocket, `${path}.websocket`, body)
     return x
+  }
+
+  /** A WebSocket session's shape; its rules (order, opcodes, close codes) are trace/validate.ts's, checked after. */
+  websocket(v: unknown, path: string, body: (b: unknown, p: string) => BodyRef): WebSocketSession {
+    const o = this.object(v, path, ['messages'], ['end'])
+    const messages = this.array(o.messages, `${path}.messages`).map((m, i): WebSocketMessage => {
+      const p = `${path}.messages[${i}]`
+      const f = this.object(m, p, ['from', 'opcode', 'atMs', 'body'], ['close'])
+      const message: WebSocketMessage = {
+        from: this.string(f.from, `${p}.from`) as WebSocketMessage['from'],
+        opcode: this.string(f.opcode, `${p}.opcode`) as WebSocketMessage['opcode'],
+        atMs: this.number(f.atMs, `${p}.atMs`),
+        body: body(f.body, `${p}.body`),
+      }
+      if (f.close !== undefined) {
+        const c = this.object(f.close, `${p}.close`, ['code', 'reason'])
+        message.close = { code: this.int(c.code, `${p}.close.code`), reason: this.string(c.reason, `${p}.close.reason`) }
+      }
+      return message
+    })
+    if (o.end === undefined) return { messages }
+    const e = this.object(o.end, `${path}.end`, ['code', 'message', 'atMs'])
+    return {
+      messages,
+      end: {
+        code: this.string(e.code, `${path}.end.code`),
+        message: this.string(e.message, `${path}.end.message`),
+        atMs: this.number(e.atMs, `${path}.end.atMs`),
+      },
+    }
   }
 
   fault(v: unknown, path: string, body: (b: unknown, p: string) => BodyRef): ExchangeFault {

@@ -4,7 +4,7 @@
  * is TR_STORE_CORRUPT naming the trace, the exchange and the body, and is never handed out.
  */
 import { createHash } from 'node:crypto'
-import { type BodyRef, ErrorCodes, type Exchange, sha256, ToolReplayError, type Trace } from '../trace/index.ts'
+import { type BodyRef, ErrorCodes, type Exchange, sha256, ToolReplayError, type Trace, websocketBodyRefs } from '../trace/index.ts'
 import type { StoreOps, TraceInfo } from './store-ops.ts'
 
 const PAGE = 1000
@@ -173,5 +173,7 @@ export function bodyRefs(x: Exchange): Array<[BodyRef, BodyUse]> {
   const upstream = x.fault?.upstream
   if (upstream?.kind === 'response') out.push([upstream.response.body, `exchange #${x.seq} upstream response`])
   else if (upstream?.kind === 'error' && upstream.error.partial) out.push([upstream.error.partial.body, `exchange #${x.seq} upstream partial response`])
+  // A WebSocket session's messages each keep their payload as a body.
+  if (x.websocket) out.push(...websocketBodyRefs(x))
   return out
 }

@@ -60,6 +60,7 @@ export function compareOutcomes(a: Trace, ax: Exchange, b: Trace, bx: Exchange, 
     details.push(...compareHeaders('response', 'header', ra.headers, rb.headers, cmp))
     details.push(...compareBodies('response', a, ra.body, ra.headers, b, rb.body, rb.headers, cmp))
     details.push(...compareHeaders('response', 'trailer', ra.trailers, rb.trailers, cmp))
+    details.push(...compareMessages(a, ax, b, bx, cmp))
     if (details.length === 0) return undefined
     return { kind: ra.status !== rb.status ? 'status_changed' : 'response_changed', details }
   }
@@ -180,6 +181,33 @@ function compareBodies(
   }
   if (da.kind === 'bytes' && db.kind === 'bytes' && sameBytes(da.value, db.value)) return []
   return [{ side: s, field: 'body', before: describe(da), after: describe(db) }]
+}
+
+const TEXT_MESSAGE: HeaderPairs = [['content-type', 'application/json']]
+const BINARY_MESSAGE: HeaderPairs = [['content-type', 'application/octet-stream']]
+/** Messages compared one by one; past this many, only the first difference in count is reported. */
+const MAX_COMPARED_MESSAGES = 10_000
+
+/** A WebSocket session's messages, side by side in order: who sent what, and each payload as a body (JSON by path). */
+function compareMessages(a: Trace, ax: Exchange, b: Trace, bx: Exchange, cmp: Comparer): DiffDetail[] {
+  const ma = ax.websocket?.messages ?? []
+  const mb = bx.websocket?.messages ?? []
+  if (ma.length === 0 && mb.length === 0) return []
+  const out: DiffDetail[] = []
+  const n = Math.min(Math.max(ma.length, mb.length), MAX_COMPARED_MESSAGES)
+  for (let i = 0; i < n; i++) {
+    const x = ma[i]
+    const y = mb[i]
+    const at = `websocket.messages[${i}]`
+    if (!x || !y || x.from !== y.from || x.opcode !== y.opcode) {
+      out.push({ side: 'response', field: 'body', path: at, before: x ? `${x.from} ${x.opcode}` : '(none)', after: y ? `${y.from} ${y.opcode}` : '(none)' })
+      continue
+    }
+    const headers = x.opcode === 'binary' ? BINARY_MESSAGE : TEXT_MESSAGE
+    for (const d of compareBodies('response', a, x.body, headers, b, y.body, headers, cmp))
+      out.push({ ...d, path: `${at}${(d.path ?? '').replace(/^\$/, '')}` })
+  }
+  return out
 }
 
 function detail(s: 'request' | 'response', field: 'body' | 'events', path: string, before: unknown, after: unknown): DiffDetail {

@@ -58,6 +58,40 @@ export interface RecordedError {
 export type Outcome = { kind: 'response'; response: RecordedResponse } | { kind: 'error'; error: RecordedError }
 
 /** Where an exchange came from: the wire, a fork's patch, or the live tail of a replay (it went to the real upstream). */
+/** The message kinds of a WebSocket session (RFC 6455 5.2; continuation frames are part of their message). */
+export const WEBSOCKET_OPCODES = ['text', 'binary', 'ping', 'pong', 'close'] as const
+export type WebSocketOpcode = (typeof WEBSOCKET_OPCODES)[number]
+
+/**
+ * One WebSocket message as it crossed the wire. `body` holds the payload (unmasked, uncompressed: the proxy
+ * negotiates permessage-deflate off) and its `chunks` are the message's frames as they came (one chunk per
+ * frame, so a fragmented message replays fragmented, byte for byte).
+ */
+export interface WebSocketMessage {
+  from: 'client' | 'server'
+  opcode: WebSocketOpcode
+  /** ms since the exchange started, when the message's last frame arrived. */
+  atMs: number
+  body: BodyRef
+  /** A close message's status code and reason, read from its payload (absent when the payload is empty). */
+  close?: { code: number; reason: string }
+}
+
+/** How a WebSocket session ended when it did not end with a close handshake (a reset, a drop, the session closing). */
+export interface WebSocketEnd {
+  /** Stable code: ECONNRESET, TR_SESSION_CLOSED, ... */
+  code: string
+  message: string
+  atMs: number
+}
+
+/** The messages of one WebSocket session, in the order Tool Replay saw them. */
+export interface WebSocketSession {
+  messages: WebSocketMessage[]
+  /** Set when the connection ended without a close handshake. */
+  end?: WebSocketEnd
+}
+
 export type ExchangeOrigin = 'recorded' | 'patched' | 'live'
 
 /** The faults Tool Replay can inject at the HTTP boundary (and, `tool_error` and `server_crash`, into MCP stdio servers). */
@@ -114,6 +148,11 @@ export interface Exchange {
   patchId?: string
   /** Set when a fault was injected into this exchange. */
   fault?: ExchangeFault
+  /**
+   * A WebSocket session (trace/websocket.ts): the request is its upgrade, the outcome its 101 response, and
+   * this every message both ways in order. Only an exchange with this field may have status 101.
+   */
+  websocket?: WebSocketSession
 }
 
 export interface PatchRecord {

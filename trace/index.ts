@@ -44,8 +44,12 @@ export type {
   ResponseHead,
   Trace,
   TraceMeta,
+  WebSocketEnd,
+  WebSocketMessage,
+  WebSocketOpcode,
+  WebSocketSession,
 } from './exchange.ts'
-export { CLIENT_ABORT_CODE, ERROR_PHASES, FAULT_KINDS, FAULT_PHASES, OUTPUT_TAIL_BYTES, TRACE_FORMAT_VERSION } from './exchange.ts'
+export { CLIENT_ABORT_CODE, ERROR_PHASES, FAULT_KINDS, FAULT_PHASES, OUTPUT_TAIL_BYTES, TRACE_FORMAT_VERSION, WEBSOCKET_OPCODES } from './exchange.ts'
 /** The fault kinds' defaults, server_error's statuses and the errors failing kinds give (for rules and fork patches). */
 export { BEFORE_FORWARD_KINDS, FAULT_DEFAULTS, faultError, SERVER_ERROR_STATUSES } from './fault-kinds.ts'
 export { faultTag, upstreamPhrase } from './fault-label.ts'
@@ -184,3 +188,12 @@ export {
   RECORDED_STATUS_MAX,
   RECORDED_STATUS_MIN,
 } from './validate.ts'
+export {
+  closePayload,
+  isSendableCloseCode,
+  readClosePayload,
+  SWITCHING_PROTOCOLS,
+  WEBSOCKET_VOLATILE_KEYS,
+  websocketBodyRefs,
+  websocketMatchKey,
+} from './websocket.ts'

@@ -7,8 +7,8 @@
  * The rules (RFC 9110 / 9112):
  * - a recorded response (or the head of a partial one) has a final status 200-599. 1xx are refused: both
  *   capture paths skip interim heads (100 Continue, 103 Early Hints) and record the final one, and 101 is
- *   an upgrade, which is never recorded; a 1xx in a trace can only come from an edit, and replaying it
- *   hangs proxy clients. 600-999 are refused too: fetch rejects them and no registered status lives there.
+ *   an upgrade, recorded only as a WebSocket session (an exchange with `websocket`, which must have 101 and
+ *   no body); any other 1xx in a trace can only come from an edit, and replaying it hangs proxy clients. 600-999 are refused too: fetch rejects them and no registered status lives there.
  * - the status text is a reason-phrase, and header and trailer fields are `token: field-value`: names are
  *   tokens, values hold HTAB, SP, visible ASCII and obs-text only (no CR, LF, NUL or other controls, nothing
  *   above U+00FF). Method is a token; the URL is absolute http(s), or mcp+stdio for MCP messages over stdio
@@ -23,7 +23,8 @@
  *   belongs to a failure after the request was sent.
  */
 import { type ErrorCode, ErrorCodes, ToolReplayError } from './errors.ts'
-import { type AppRun, ERROR_PHASES, type Exchange, OUTPUT_TAIL_BYTES } from './exchange.ts'
+import { type AppRun, ERROR_PHASES, type Exchange, OUTPUT_TAIL_BYTES, WEBSOCKET_OPCODES } from './exchange.ts'
+import { isSendableCloseCode, SWITCHING_PROTOCOLS } from './websocket.ts'
 
 /** Lowest status a recorded response may have. */
 export const RECORDED_STATUS_MIN = 200
@@ -47,6 +48,7 @@ const HTTP_SCHEME = /^\s*https?:/i
 /** MCP over stdio (trace/mcp-wire.ts): `mcp+stdio://<server>/<path>`, ASCII without spaces or controls. */
 const MCP_STDIO_URL = /^mcp\+stdio:\/\/[a-z0-9](?:[a-z0-9.-]{0,61}[a-z0-9])?\/[\x21-\x7e]*$/
 const PHASES: ReadonlySet<string> = new Set(ERROR_PHASES)
+const WS_OPCODES: ReadonlySet<string> = new Set(WEBSOCKET_OPCODES)
 /** The longest wait a Node timer can make (about 24.8 days): recorded offsets beyond it cannot be paced. */
 export const MAX_RECORDED_MS = 2 ** 31 - 1
 const ORIGINS = new Set(['recorded', 'patched', 'live'])
@@ -166,6 +168,13 @@ class Problems {
     if (x.patchId !== undefined && typeof x.patchId !== 'string') this.fail('patchId', 'must be a string')
     const outcome = this.object(x.outcome, 'outcome')
     const head = req.method.toUpperCase() === 'HEAD'
+    if (x.websocket !== undefined) {
+      if (req.method !== 'GET') this.fail('request.method', `is ${req.method}; a WebSocket session is opened by a GET upgrade (RFC 6455 4.1)`)
+      if (outcome.kind !== 'response') this.fail('outcome.kind', 'must be "response" for a WebSocket session (the 101 that opened it)')
+      this.response(outcome.response, 'outcome.response', { head, partial: false, upgrade: true })
+      this.websocket(x.websocket)
+      return
+    }
     if (outcome.kind === 'response') {
       this.response(outcome.response, 'outcome.response', { head, partial: false })
       return
@@ -206,13 +215,56 @@ class Problems {
     if (!HTTP_SCHEME.test(v)) this.fail(path, `has scheme "${v.slice(0, v.indexOf(':') + 1)}"; recorded requests are http:, https: or mcp+stdio:`)
   }
 
-  response(v: unknown, path: string, o: { head: boolean; partial: boolean }): void {
+  /** The messages of a WebSocket session: in time order, known opcodes, bodies valid, control payloads <= 125 bytes. */
+  websocket(v: unknown): void {
+    const ws = this.object(v, 'websocket')
+    if (!Array.isArray(ws.messages)) this.fail('websocket.messages', 'must be an array')
+    let last = 0
+    ws.messages.forEach((m: unknown, i: number) => {
+      const path = `websocket.messages[${i}]`
+      const msg = this.object(m, path)
+      if (msg.from !== 'client' && msg.from !== 'server') this.fail(`${path}.from`, 'must be "client" or "server"')
+      if (!WS_OPCODES.has(msg.opcode as string)) this.fail(`${path}.opcode`, `must be one of ${[...WS_OPCODES].join(', ')}`)
+      if (!isTime(msg.atMs)) this.fail(`${path}.atMs`, `must be a number of ms from 0 to ${MAX_RECORDED_MS}`)
+      if (msg.atMs < last)
+        this.fail(`${path}.atMs`, `is ${msg.atMs}, before the message ahead of it (${last}); messages are in the order they crossed the wire`)
+      last = msg.atMs
+      const size = this.body(msg.body, `${path}.body`)
+      const control = msg.opcode === 'ping' || msg.opcode === 'pong' || msg.opcode === 'close'
+      if (control && size > 125) this.fail(`${path}.body`, `has ${size} bytes; a ${msg.opcode} payload is at most 125 (RFC 6455 5.5)`)
+      if (msg.close !== undefined) {
+        const close = this.object(msg.close, `${path}.close`)
+        if (msg.opcode !== 'close') this.fail(`${path}.close`, `is set on a ${msg.opcode} message; only a close message has a code and reason`)
+        if (typeof close.code !== 'number' || !isSendableCloseCode(close.code))
+          this.fail(`${path}.close.code`, `is ${short(close.code)}, not a close code an endpoint may send (1000-1014 less 1004-1006, or 3000-4999)`)
+        if (typeof close.reason !== 'string') this.fail(`${path}.close.reason`, 'must be a string')
+      }
+    })
+    if (ws.end !== undefined) {
+      const end = this.object(ws.end, 'websocket.end')
+      if (typeof end.code !== 'string' || !ERROR_CODE.test(end.code))
+        this.fail('websocket.end.code', `is ${short(end.code)}; an error code is a word like ECONNRESET`)
+      if (typeof end.message !== 'string') this.fail('websocket.end.message', 'must be a string')
+      if (!isTime(end.atMs)) this.fail('websocket.end.atMs', `must be a number of ms from 0 to ${MAX_RECORDED_MS}`)
+    }
+  }
+
+  response(v: unknown, path: string, o: { head: boolean; partial: boolean; upgrade?: boolean }): void {
     const r = this.object(v, path)
     const status = r.status
+    if (o.upgrade) {
+      if (status !== SWITCHING_PROTOCOLS) this.fail(`${path}.status`, `is ${short(status)}; a WebSocket session's response is the 101 that switched protocols`)
+      this.text(r.statusText, `${path}.statusText`, 'a status text')
+      this.fields(r.headers, `${path}.headers`)
+      this.fields(r.trailers, `${path}.trailers`)
+      if ((r.trailers as unknown[]).length > 0) this.fail(`${path}.trailers`, 'must be empty; a 101 response has no content and no trailers')
+      if (this.body(r.body, `${path}.body`) > 0) this.fail(`${path}.body`, "must be empty; the bytes after a 101 are the session's messages")
+      return
+    }
     if (typeof status !== 'number' || !Number.isInteger(status) || status < RECORDED_STATUS_MIN || status > RECORDED_STATUS_MAX) {
       const why =
         typeof status === 'number' && status >= 100 && status < 200
-          ? ' (1xx heads are interim: both capture paths record the final response after them, and 101 is an upgrade, which is never recorded)'
+          ? ' (1xx heads are interim: both capture paths record the final response after them; 101 is recorded only for a WebSocket session, an exchange with a `websocket` field)'
           : ''
       this.fail(`${path}.status`, `is ${short(status)}; a recorded response has a final status ${RECORDED_STATUS_MIN}-${RECORDED_STATUS_MAX}${why}`)
     }

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { rootCertificates } from 'node:tls'
 import { type Mode, openSession } from '../../engine/index.ts'
-import { type CertificateAuthority, loadCertificateAuthority, type ProxyServer, startProxy } from '../../proxy/index.ts'
+import { type CertificateAuthority, loadCertificateAuthority, type ProxyServer, type ReverseMount, startProxy } from '../../proxy/index.ts'
 import type { TraceStore } from '../../store/index.ts'
 
 export interface HarnessOptions {
@@ -21,6 +21,8 @@ export interface HarnessOptions {
   tail?: 'strict' | 'live'
   /** A CA already loaded (tests that start many proxies load it once); default: the one in storeDir. */
   ca?: CertificateAuthority
+  /** Reverse-mode mounts (requests sent to the proxy as to a server). */
+  reverse?: ReverseMount[]
 }
 
 /** Temp directories to remove when the test process exits (one exit listener for all of them). */
@@ -54,6 +56,7 @@ export async function startTestProxy(o: HarnessOptions): Promise<ProxyServer> {
     ca,
     upstream: { ...(o.upstreamCaPem ? { ca: o.upstreamCaPem } : {}), ...(o.resolve ? { resolve: o.resolve } : {}) },
     ...(o.maxBodyBytes !== undefined ? { maxBodyBytes: o.maxBodyBytes } : {}),
+    ...(o.reverse ? { reverse: o.reverse } : {}),
   })
 }
 

@@ -1,0 +1,31 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { encodeFrame, FrameParser, OPCODE, websocketAccept } from './websocket-frames.ts'
+
+test('frames round-trip masked and unmasked at every length form, read from any split of the stream', () => {
+  const payloads = [new Uint8Array(0), new Uint8Array(125).fill(7), new Uint8Array(126).fill(8), new Uint8Array(70_000).map((_, i) => i % 251)]
+  const wire = Buffer.concat(payloads.flatMap((p, i) => [encodeFrame(OPCODE.binary, p, i % 2 === 0, i % 2 === 1)]))
+  for (const step of [1, 3, 1000, wire.byteLength]) {
+    const parser = new FrameParser(1 << 20)
+    const frames = []
+    for (let at = 0; at < wire.byteLength; at += step) frames.push(...parser.push(wire.subarray(at, at + step)))
+    assert.equal(frames.length, payloads.length, `step ${step}`)
+    frames.forEach((f, i) => {
+      assert.equal(f.opcode, OPCODE.binary)
+      assert.equal(f.fin, i % 2 === 0)
+      assert.deepEqual(Buffer.from(f.payload), Buffer.from(payloads[i] as Uint8Array))
+    })
+  }
+})
+
+test('bounded and strict: a frame over the limit, or with a reserved bit, throws TR_WEBSOCKET_PROTOCOL', () => {
+  assert.throws(() => new FrameParser(10).push(encodeFrame(OPCODE.text, new Uint8Array(11))), {
+    code: 'TR_WEBSOCKET_PROTOCOL',
+    message: /11 bytes is over the 10-byte limit/,
+  })
+  assert.throws(() => new FrameParser(10).push(Buffer.from('ping')), { code: 'TR_WEBSOCKET_PROTOCOL', message: /reserved bit/ })
+})
+
+test('the handshake accept value is RFC 6455’s example', () => {
+  assert.equal(websocketAccept('dGhlIHNhbXBsZSBub25jZQ=='), 's3pPLMBiTxaQ9kYGzzhZRbK+xOo=')
+})

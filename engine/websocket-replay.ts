@@ -1,0 +1,163 @@
+/**
+ * Replaying one recorded WebSocket session: which server messages go out, and when, in answer to what the
+ * client sends. The recording is read as a conversation: the server messages before the first client message
+ * are sent unprompted (at their offsets from the 101); those that followed a client message are its answer,
+ * sent when a client message with the same content arrives (trace/websocket.ts `websocketMatchKey`: volatile
+ * JSON keys such as `event_id` left out), at their offsets from it. A client message nothing recorded matches is
+ * a miss. Pings and pongs are not matched: the capture path answers a ping itself, so recorded server pongs are
+ * not played.
+ */
+import {
+  ErrorCodes,
+  type ResponseHead,
+  ToolReplayError,
+  tryUtf8,
+  type WebSocketEnd,
+  type WebSocketMessage,
+  type WebSocketOpcode,
+  websocketMatchKey,
+} from '../trace/index.ts'
+
+/** A recorded message ready to send: its frames' payloads (one per recorded frame). */
+export interface PlayedMessage {
+  from: 'client' | 'server'
+  opcode: WebSocketOpcode
+  atMs: number
+  frames: Uint8Array[]
+  close?: { code: number; reason: string }
+}
+
+/** A recorded session ready for a capture path to play: the 101's head and every message. */
+export interface WebSocketPlayback {
+  head: ResponseHead
+  headersMs: number
+  messages: PlayedMessage[]
+  end?: WebSocketEnd
+}
+
+/** A server message to send, `afterMs` after what prompted it (the 101, or the client message it answers). */
+export interface Scheduled {
+  message: PlayedMessage
+  afterMs: number
+}
+
+/** What a client message gets: the server messages that answered it in the recording, or a miss. */
+export type ClientTurn = { kind: 'answer'; messages: Scheduled[] } | { kind: 'miss'; error: ToolReplayError }
+
+/** Splits a stored message body back into its frames (chunks), for playing. */
+export function playedMessage(m: WebSocketMessage, bytes: Uint8Array): PlayedMessage {
+  const frames: Uint8Array[] = []
+  let at = 0
+  for (const c of m.body.chunks) {
+    frames.push(bytes.subarray(at, at + c.size))
+    at += c.size
+  }
+  if (frames.length === 0) frames.push(bytes)
+  return { from: m.from, opcode: m.opcode, atMs: m.atMs, frames, ...(m.close ? { close: m.close } : {}) }
+}
+
+/** One replayed session's conversation state (one per connection). */
+export class WebSocketConversation {
+  readonly #playback: WebSocketPlayback
+  readonly #label: string
+  readonly #trace: string
+  /** Recorded client messages that can be matched, with their key and the server messages answering them. */
+  readonly #turns: Array<{ message: PlayedMessage; key: string; answer: Scheduled[]; used: boolean }> = []
+  readonly #opening: Scheduled[] = []
+  #received = 0
+  #answered = 0
+  /** The server's close that answered the client's, when the recording has one. */
+  #closeAnswer: Uint8Array | undefined
+
+  constructor(playback: WebSocketPlayback, label: string, trace: string) {
+    this.#playback = playback
+    this.#label = label
+    this.#trace = trace
+    let anchor: { atMs: number; into: Scheduled[] } = { atMs: playback.headersMs, into: this.#opening }
+    let clientClosed = false
+    for (const m of playback.messages) {
+      if (m.opcode === 'close' && m.from === 'client') clientClosed = true
+      else if (m.opcode === 'close' && clientClosed) {
+        // The answer to the client's close: sent when the client closes, whatever else it did.
+        this.#closeAnswer = joined(m.frames)
+        continue
+      }
+      if (m.from === 'client') {
+        if (m.opcode === 'close') continue
+        if (m.opcode === 'ping' || m.opcode === 'pong') continue
+        const turn = { message: m, key: websocketMatchKey(m.opcode, joined(m.frames)), answer: [] as Scheduled[], used: false }
+        this.#turns.push(turn)
+        anchor = { atMs: m.atMs, into: turn.answer }
+        continue
+      }
+      if (m.opcode === 'pong') continue
+      anchor.into.push({ message: m, afterMs: Math.max(0, m.atMs - anchor.atMs) })
+    }
+  }
+
+  /** The server messages sent before any client message, at their offsets from the 101. */
+  opening(): Scheduled[] {
+    return this.#opening
+  }
+
+  /** True once every recorded client turn was matched (nothing more will be answered). */
+  get finished(): boolean {
+    return this.#answered === this.#turns.length
+  }
+
+  /** The close payload the server answered the client's close with, if the recording has it. */
+  get closeAnswer(): Uint8Array | undefined {
+    return this.#closeAnswer
+  }
+
+  /** Client messages received so far. */
+  get received(): number {
+    return this.#received
+  }
+
+  /** How the recorded session ended without a close handshake, if it did. */
+  get end(): WebSocketEnd | undefined {
+    return this.#playback.end
+  }
+
+  /** A text or binary (or close) message from the client: its recorded answer, or a miss. */
+  client(opcode: WebSocketOpcode, bytes: Uint8Array): ClientTurn {
+    const n = ++this.#received
+    const key = websocketMatchKey(opcode, bytes)
+    const turn = this.#turns.find((t) => !t.used && t.key === key)
+    if (turn) {
+      turn.used = true
+      this.#answered++
+      return { kind: 'answer', messages: turn.answer }
+    }
+    const next = this.#turns.find((t) => !t.used)
+    const expected = next
+      ? `the next one recorded is ${describe(next.message.opcode, joined(next.message.frames))}`
+      : 'the recording has no client message left'
+    return {
+      kind: 'miss',
+      error: new ToolReplayError(
+        ErrorCodes.REPLAY_MISS,
+        `Failed to replay WebSocket message #${n} from the client on "${this.#label}": no recorded client message of trace "${this.#trace}" matches ${describe(opcode, bytes)} (${expected}); Tool Replay closed the session with code ${MISS_CLOSE_CODE}. Re-record with \`tr-proxy record\`, or fix what the app sends.`,
+        { details: { request: this.#label, message: n, opcode } },
+      ),
+    }
+  }
+}
+
+/** The close code a miss ends a replayed session with (1008: policy violation, RFC 6455 7.4.1). */
+export const MISS_CLOSE_CODE = 1008
+
+/** "text {"type":"response.create"} (52 bytes)": what a message is, short, without its content beyond a JSON type. */
+function describe(opcode: WebSocketOpcode, bytes: Uint8Array): string {
+  if (opcode === 'text') {
+    const text = tryUtf8(bytes)
+    const type = text?.match(/"type"\s*:\s*"([^"\\]{1,60})"/)?.[1]
+    if (type !== undefined) return `a text message of type "${type}" (${bytes.byteLength} bytes)`
+  }
+  return `a ${opcode} message of ${bytes.byteLength} bytes`
+}
+
+function joined(frames: readonly Uint8Array[]): Uint8Array {
+  return frames.length === 1 ? (frames[0] as Uint8Array) : Buffer.concat(frames)
+}
