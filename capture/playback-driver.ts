@@ -28,8 +28,9 @@ export interface PlaybackTarget {
   chunk(bytes: Uint8Array): void | Promise<void>
   /**
    * Keeps the chunk just handed over apart from the next, so the client reads it on its own. `gapMs`: how long
-   * after it the next one was recorded, for a path that keeps a gap like it (MCP over a pipe). Undefined when
-   * the client reads chunks apart whenever they come (nothing to wait for).
+   * after it the next one was recorded; a path that waits a gap of its own waits at most this long, so a replay
+   * is never slower than its recording (the proxy, MCP over a pipe). Undefined when the client reads chunks
+   * apart whenever they come (nothing to wait for).
    */
   separate(gapMs: number): Promise<void> | undefined
   end(trailers: HeaderPairs): void

@@ -3,9 +3,12 @@
  * lifecycle plays and tees into. A played response reaches it the way a socket would have delivered it: one
  * data callback per recorded chunk, each its own read for the app, stopping while the app is paused. fetch's
  * body is a node:stream Readable under the web stream; on Node 22 and 24 its read() hands over everything it
- * holds at once, so chunks go a macrotask apart (by then the app's pending read has taken the previous one).
- * Node 26's read() hands over one chunk at a time: there chunks go over without waiting, and each is still its
- * own read (fetch's back-pressure pauses playback as it would a socket).
+ * holds at once. There a played stream of several chunks makes that Readable hold one chunk at a time
+ * (response-sink.ts holdOneChunk): the next chunk goes out when the app's reader pulls, so an app that awaits
+ * I/O between reads still reads every chunk apart; a handler without that Readable gets the chunks a macrotask
+ * apart (by then a pending read has taken the previous one). Node 26's read() hands over one chunk at a time:
+ * there chunks go over without waiting, and each is still its own read (fetch's back-pressure pauses playback
+ * as it would a socket).
  */
 import { type ClientTarget, drivePlayback, type Pace, toNodeError, type WireHead } from '../capture/index.ts'
 import type { Playback } from '../engine/index.ts'
@@ -79,6 +82,8 @@ class FetchClient implements ClientTarget {
   readonly #sink: ResponseSink
   readonly #controller: ResponseController
   #gone: Array<() => void> | undefined
+  /** Undefined until the first separation; then true when the app's reader pulls each chunk (holdOneChunk). */
+  #pulls: boolean | undefined
 
   constructor(sink: ResponseSink) {
     this.#sink = sink
@@ -113,7 +118,14 @@ class FetchClient implements ClientTarget {
   }
 
   separate(): Promise<void> | undefined {
-    return nextRead()
+    if (this.#pulls === undefined) {
+      // Asked only between chunks (never for a one-chunk answer, whose end must not wait for a read). The first
+      // chunk went out before the body held one chunk at a time: this first separation is still a macrotask.
+      this.#pulls = !readableKeepsChunksApart() && this.#sink.holdOneChunk()
+      return nextRead()
+    }
+    // Holding one chunk, the body asks for the next when its reader took this one: chunk() waits for that.
+    return this.#pulls ? undefined : nextRead()
   }
 
   end(trailers: HeaderPairs): void {

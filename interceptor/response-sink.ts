@@ -95,6 +95,12 @@ export interface ResponseSink {
   data(chunk: Buffer): boolean
   end(rawTrailers: Buffer[]): void
   error(err: Error): void
+  /**
+   * From now on the app's body stream holds one chunk at a time and asks for the next when its reader took it
+   * (see `holdOneChunk`): each `data` then returns false and the next waits for that ask. False when the
+   * handler keeps no such stream (not fetch's), or the response has not started.
+   */
+  holdOneChunk(): boolean
 }
 
 /** Headers as the controller API passes them: lowercase names, repeated fields as arrays. */
@@ -127,6 +133,23 @@ export function parseRawHeaders(raw: Buffer[]): ParsedHeaders {
   return out
 }
 
+/**
+ * Makes fetch's body stream hold one chunk at a time. fetch (Node's bundled undici 6 and 7, and undici 8) keeps
+ * a response's bytes in a node:stream Readable, the handler's `body`, which asks for more (resume) until it holds
+ * 64 KiB, and on Node 22 and 24 hands its reader everything it holds in one read: an app that does any I/O
+ * between reads gets the chunks merged. At a high-water mark of 0 it asks only when its reader found it empty,
+ * and each push returns false (fetch pauses): the next chunk goes out when the app pulls, one chunk per read.
+ * @note `body` and `_readableState.highWaterMark` are fetch's and Node's internals, the same in every version
+ * tried (Node 22, 24, 26; undici 8): read by shape, so another handler (or a future fetch) is left alone and
+ * its playback keeps the macrotask rule.
+ */
+function holdOneChunk(handler: object): boolean {
+  const state = (handler as { body?: { _readableState?: { highWaterMark?: unknown; objectMode?: unknown } } }).body?._readableState
+  if (!state || typeof state.highWaterMark !== 'number' || state.objectMode === true) return false
+  state.highWaterMark = 0
+  return true
+}
+
 /** True for the controller API; a handler may omit onRequestStart, so any of its callbacks decides. */
 function isControllerHandler(handler: AnyDispatchHandler): handler is Dispatcher.DispatchHandler {
   const h = handler as Dispatcher.DispatchHandler
@@ -155,6 +178,12 @@ abstract class HandlerSink implements ResponseSink {
   protected abstract ended(rawTrailers: Buffer[]): void
   /** Hands the error to the handler, or returns false when it has no error callback (called once). */
   protected abstract failed(err: Error): boolean
+  /** The app's handler object. */
+  protected abstract get handler(): object
+
+  holdOneChunk(): boolean {
+    return !this.finished && holdOneChunk(this.handler)
+  }
 
   end(rawTrailers: Buffer[]): void {
     if (this.finished) return
@@ -176,6 +205,10 @@ class ControllerSink extends HandlerSink {
   constructor(handler: Dispatcher.DispatchHandler) {
     super()
     this.#h = handler
+  }
+
+  protected get handler(): object {
+    return this.#h
   }
 
   start(): void {
@@ -217,6 +250,10 @@ class LegacySink extends HandlerSink {
   constructor(handler: LegacyDispatchHandler) {
     super()
     this.#h = handler
+  }
+
+  protected get handler(): object {
+    return this.#h
   }
 
   start(): void {

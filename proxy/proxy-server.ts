@@ -48,7 +48,7 @@ export interface ProxyServerOptions {
   upstream?: UpstreamOptions
   /** Replay timing (see capture/pacing.ts): 'chunks' (default), 'none', 'recorded' or a speed factor. */
   pace?: PaceOption
-  /** Gap between chunk writes in ms when chunks are kept apart (default: 0 over TLS, 2 over plain HTTP; see response-target.ts). */
+  /** Most ms between chunk writes when chunks are kept apart, never more than recorded (default: 0 over TLS, 2 over plain HTTP; see response-target.ts). */
   chunkGapMs?: number
   /** Largest request body buffered for identity, in bytes (default 64 MiB); larger gets 413. */
   maxBodyBytes?: number

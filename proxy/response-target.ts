@@ -30,7 +30,7 @@ export const DEFAULT_PLAIN_CHUNK_GAP_MS = 2
 
 /**
  * A ServerResponse as a ClientTarget: one write per chunk, flushed, then the gap (`gapMs`, or the default for
- * the client's connection: TLS or plain).
+ * the client's connection: TLS or plain), never longer than the recorded gap between the two chunks.
  */
 export function responseTarget(res: ServerResponse, gapMs: number | undefined): ClientTarget {
   return new ResponseTarget(res, gapMs)
@@ -85,12 +85,17 @@ class ResponseTarget implements ClientTarget {
     return waitDrain(res)
   }
 
-  async separate(): Promise<void> {
+  async separate(recordedGapMs: number): Promise<void> {
     // The gap starts once the previous chunk was handed to the kernel (a write's callback also runs, with an
     // error, when the connection is destroyed first).
     if (this.#unflushed > 0 && !this.#res.destroyed) await new Promise<void>((resolve) => (this.#onFlushed = resolve))
-    const ms = this.#gapMs ?? ((this.#res.socket as { encrypted?: boolean } | null)?.encrypted ? DEFAULT_CHUNK_GAP_MS : DEFAULT_PLAIN_CHUNK_GAP_MS)
-    await new Promise<void>((resolve) => (ms > 0 ? setTimeout(resolve, ms) : setImmediate(resolve)))
+    const ms = Math.min(
+      recordedGapMs,
+      this.#gapMs ?? ((this.#res.socket as { encrypted?: boolean } | null)?.encrypted ? DEFAULT_CHUNK_GAP_MS : DEFAULT_PLAIN_CHUNK_GAP_MS),
+    )
+    // Never longer than the recording waited: chunks the upstream wrote back to back go a macrotask apart, as
+    // fast as they came (a client reads them together, as it did live); chunks that came apart stay apart.
+    await new Promise<void>((resolve) => (ms >= 1 ? setTimeout(resolve, ms) : setImmediate(resolve)))
   }
 
   end(trailers: HeaderPairs): void {

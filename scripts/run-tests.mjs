@@ -9,9 +9,10 @@
 // First: on a Node too old for the sources it stops here, saying what to run instead.
 import './require-node.mjs'
 import { spawnSync } from 'node:child_process'
-import { readdirSync, statSync } from 'node:fs'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { CHECKED_OUTSIDE, PACKAGE_FOLDERS } from './folders.mjs'
 
 const named = process.argv.slice(2).filter((a) => /\.test\.[cm]?ts$/.test(a) && !a.startsWith('-'))
@@ -69,6 +70,7 @@ if (process.versions.node.startsWith('22.')) {
   const stripCache = new URL('./strip-cache.mjs', import.meta.url).href
   env.NODE_OPTIONS = [env.NODE_OPTIONS, `--import="${stripCache}"`].filter(Boolean).join(' ')
 }
+buildPackedOnce(files, env)
 // Bounded: a file that never ends (a hook waiting on a process that will not exit) must fail the run in time
 // for CI's limit, not hold it. Each test has its own 120 s; the whole run gets RUN_LIMIT_MIN minutes.
 const RUN_LIMIT_MIN = Number(process.env.TOOL_REPLAY_TEST_RUN_LIMIT_MIN ?? 25)
@@ -80,3 +82,27 @@ if (r.error?.code === 'ETIMEDOUT') {
   process.exit(1)
 }
 process.exit(r.status ?? 1)
+
+/**
+ * The files that install the packed package (e2e/support/packed-package.ts, through promoted-project.ts too)
+ * share one tarball, cached in the temp dir by a hash of the sources. It is built here, once, before any file
+ * starts: otherwise the first two such files (two run at once) both build it from cold, inside their own test
+ * timeout, beside the rest of the suite (a timeout at load 13-16).
+ */
+function buildPackedOnce(selected, childEnv) {
+  const users = selected.filter((f) => f.startsWith('e2e') && /support\/(packed-package|promoted-project)\.ts/.test(readFileSync(f, 'utf8')))
+  if (users.length === 0) return
+  const packed = pathToFileURL(join(import.meta.dirname, '..', 'e2e', 'support', 'packed-package.ts')).href
+  const t0 = performance.now()
+  const built = spawnSync(
+    process.execPath,
+    ['--conditions=tool-replay-source', '--input-type=module', '-e', `await (await import(${JSON.stringify(packed)})).packedTarball()`],
+    { stdio: 'inherit', env: childEnv },
+  )
+  if (built.status !== 0) {
+    console.error(`Failed to build the packed package that ${users.join(', ')} install: see the output above, or run npm run build.`)
+    process.exit(1)
+  }
+  const s = (performance.now() - t0) / 1000
+  if (s >= 1) console.error(`Built the packed package once for ${users.length} test files (${s.toFixed(1)} s), before the tests.`)
+}

@@ -24,12 +24,20 @@ export const streamBytes = (url: string): number => {
   return n
 }
 
+/** `?gap=N` sets the gap in ms between events (default GAP_MS); `gap=0` writes them back to back, in one turn. */
 function sseHandler(req: http.IncomingMessage, res: http.ServerResponse): void {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
+  const url = new URL(req.url ?? '/', 'http://sse.test')
+  const gap = Number(url.searchParams.get('gap') ?? GAP_MS)
   let i = 0
+  if (gap === 0) {
+    while (i < EVENTS) res.write(sseEvent(url.pathname, i++))
+    res.end()
+    return
+  }
   const next = () => {
-    res.write(sseEvent(req.url ?? '/', i))
-    if (++i < EVENTS) setTimeout(next, GAP_MS)
+    res.write(sseEvent(url.pathname, i))
+    if (++i < EVENTS) setTimeout(next, gap)
     else res.end()
   }
   next()

@@ -13,6 +13,9 @@
  *   the target (>= 0.8x SnapshotAgent) can be read against it. Not a peer.
  * - msw 2 `setupServer` with one handler answering a `ReadableStream` that enqueues one recorded event per
  *   pull, as msw's docs stream a response (global `fetch`, which msw patches). Reads reported, no target.
+ * - an app that awaits a 1 ms timer after each read (any I/O between reads: a token written to a file or a
+ *   socket), over TIMER_STREAMS streams: reads of 50 at the app, ours through undici's fetch and through the
+ *   global fetch (`install()`), against the chunk floor's (one macrotask a chunk, no pull).
  *
  *   node --conditions=tool-replay-source bench/suites/sse-in-process.ts
  */
@@ -20,13 +23,14 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { HttpResponse, http } from 'msw2'
 import { setupServer } from 'msw2/node'
-import { createMemoryStore, openSession } from 'tool-replay'
-import { createRecordReplayDispatcher } from 'tool-replay/interceptor'
+import { createMemoryStore, openSession, type TraceStore } from 'tool-replay'
+import { createRecordReplayDispatcher, install } from 'tool-replay/interceptor'
 import { Agent, type Dispatcher, SnapshotAgent, fetch as undiciFetch } from 'undici'
 import { ChunkFloor } from '../lib/floors.ts'
-import { faster, interleave, type Metric, median, PROFILE, runSuite } from '../lib/harness.ts'
+import { faster, interleave, type Metric, median, PROFILE, runSuite, type SuiteReport } from '../lib/harness.ts'
 import { profiled, summarizeProfile } from '../lib/profile.ts'
 import {
   CONCURRENCY,
@@ -42,6 +46,53 @@ import {
   startSseServer,
   streamBytes,
 } from '../lib/sse.ts'
+
+/** Streams read by the timer app (each read waits 1 ms more, so fewer streams than the throughput rows). */
+const TIMER_STREAMS = Math.min(STREAMS, 20)
+
+/** Reads a body as an app that awaits a 1 ms timer after each read, counting reads. */
+async function readWithTimer(body: AsyncIterable<Uint8Array> | null): Promise<StreamRead> {
+  let reads = 0
+  let bytes = 0
+  for await (const chunk of body ?? []) {
+    reads++
+    bytes += chunk.byteLength
+    await sleep(1)
+  }
+  return { reads, bytes }
+}
+
+/** The rows for an app that awaits a 1 ms timer between reads: reads of EVENTS at the app, on both fetches. */
+async function timerAppRows(report: SuiteReport, urls: string[], store: TraceStore, floor: Dispatcher): Promise<void> {
+  const first = urls.slice(0, TIMER_STREAMS)
+  const read = async (get: (url: string) => Promise<Response | Awaited<ReturnType<typeof undiciFetch>>>): Promise<number> => {
+    const reads = await inBatches(first.length, async (i) => readWithTimer((await get(first[i] as string)).body as AsyncIterable<Uint8Array> | null))
+    if (!reads.every((r, i) => r.bytes === streamBytes(first[i] as string))) throw new Error('bench: a stream read by the timer app has the wrong length')
+    return reads.reduce((n, r) => n + r.reads, 0) / reads.length
+  }
+  const floorReads = await read((url) => undiciFetch(url, { dispatcher: floor }))
+  // Strict replay of the first TIMER_STREAMS recordings: the rest stay unused (no assertDone here).
+  const session = await openSession({ mode: 'replay', trace: 'sse', store })
+  const dispatcher = createRecordReplayDispatcher({ session })
+  const undiciReads = await read((url) => undiciFetch(url, { dispatcher }))
+  await session.close()
+  const tr = await install({ mode: 'replay', trace: 'sse', store, nodeHttp: false, config: false })
+  const globalReads = await read((url) => fetch(url))
+  await tr.close()
+  for (const [id, what, reads] of [
+    ['sse.inproc.timer-app.undici', "undici's fetch through the dispatcher", undiciReads],
+    ['sse.inproc.timer-app.global', 'the global fetch (install())', globalReads],
+  ] as const) {
+    report.row({
+      id,
+      metric: `reads of ${EVENTS} for an app awaiting a 1 ms timer per read, ${what} (mean of ${TIMER_STREAMS} streams)`,
+      ours: reads,
+      unit: 'reads',
+      peer: { name: 'chunk floor (a macrotask a chunk)', value: floorReads },
+      target: { kind: 'min', value: EVENTS, text: `${EVENTS} of ${EVENTS}`, on: 'ours' },
+    })
+  }
+}
 
 await runSuite('sse-in-process', `Chunk-exact SSE replay in-process: ${STREAMS} streams x ${EVENTS} events`, async (report) => {
   const upstream = await startSseServer()
@@ -184,6 +235,7 @@ await runSuite('sse-in-process', `Chunk-exact SSE replay in-process: ${STREAMS} 
     `msw 2 (${meanReads('msw').toFixed(0)} reads)`,
     'x msw',
   )
+  await timerAppRows(report, urls, store, floor)
   if (PROFILE) {
     const { file } = await profiled('in-process SSE replay', async () => {
       for (let i = 0; i < 3; i++) await ours()

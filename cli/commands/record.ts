@@ -58,7 +58,7 @@ export function proxyOptions(y: Argv): Argv {
     .option('chunk-gap-ms', {
       type: 'number',
       describe:
-        'Gap between replayed chunks after each is flushed, for clients across a real network (default: 0 over TLS, whose records keep chunks apart; 2 over plain HTTP)',
+        'Gap between replayed chunks after each is flushed, never longer than the recorded one; raise it for clients across a real network (default: 0 over TLS, whose records keep chunks apart; 2 over plain HTTP)',
     })
     .option('pace', {
       type: 'string',
