@@ -7,7 +7,17 @@
  * in milliseconds.
  */
 import { bodyRefs, type TraceReader } from '../store/index.ts'
-import { decodeContentEncoding, type Exchange, headerValue, type LlmUsage, mcpView, type Trace, tryUtf8 } from '../trace/index.ts'
+import {
+  decodeContentEncoding,
+  type Exchange,
+  formatGrpcBody,
+  headerValue,
+  isGrpcContentType,
+  type LlmUsage,
+  mcpView,
+  type Trace,
+  tryUtf8,
+} from '../trace/index.ts'
 import { lastChunkMs, viewOf } from './run-view.ts'
 import { type NestingInput, nestToolCalls, type ToolParent } from './tool-nesting.ts'
 
@@ -215,6 +225,8 @@ function bodyText(bodies: ReadonlyMap<string, Uint8Array>, ref: Exchange['reques
       return ''
     }
   }
+  // A gRPC body is searched as its messages read (protobuf fields, JSON), not as framed bytes.
+  if (isGrpcContentType(headerValue(headers, 'content-type'))) return formatGrpcBody(bytes.subarray(0, DECODE_LIMIT), headers).slice(0, SEARCH_BODY_BYTES)
   return tryUtf8(bytes.subarray(0, SEARCH_BODY_BYTES)) ?? tryUtf8(bytes.subarray(0, SEARCH_BODY_BYTES - 3)) ?? ''
 }
 

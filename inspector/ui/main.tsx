@@ -8,7 +8,7 @@ import { bytes, go, route, shellLine } from './format.ts'
 import { LabPage } from './lab-page.tsx'
 import { type LiveRun, onLive, publishLive } from './live.ts'
 import { RunPage } from './run-page.tsx'
-import type { Run } from './types.ts'
+import type { Run, RunAgainst } from './types.ts'
 import { AppExit, VerdictBadge } from './verdict.tsx'
 
 function App() {
@@ -149,7 +149,7 @@ function RunsPage() {
                 )}
               </td>
               <td>
-                <AppExit run={r} />
+                <AppExit run={r} testId="run-app-exit" against={runsAgainst(runs, r.name)} />
               </td>
               <td>{r.stats ? <VerdictBadge v={r.stats.replay} testId="run-verdict" /> : r.labels?.observedAgainst ? '…' : ''}</td>
             </tr>
@@ -168,6 +168,14 @@ function RunsPage() {
       </p>
     </section>
   )
+}
+
+/** The runs of the app against `name` in the list (recorded by this store), newest first, as the run page's head lists them. */
+function runsAgainst(runs: Run[], name: string): RunAgainst[] {
+  return runs
+    .filter((x) => x.recorded && x.status === 'complete' && x.labels?.observedAgainst === name)
+    .sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1))
+    .map((x) => ({ name: x.name, createdAt: x.createdAt, ...(x.app?.exit ? { exit: x.app.exit.code } : {}) }))
 }
 
 render(<App />, document.getElementById('app') as HTMLElement)
