@@ -1,12 +1,12 @@
 /** The inspector's page: a thin client of the JSON API under /api/ (see inspector/server.ts). */
 import { render } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
-import { eventsUrl, get, seg } from './api.ts'
+import { get, seg } from './api.ts'
 import { ComparePage } from './compare-page.tsx'
 import { FaultsPage } from './faults-page.tsx'
 import { bytes, go, route, shellLine } from './format.ts'
 import { LabPage } from './lab-page.tsx'
-import { type LiveRun, onLive, publishLive } from './live.ts'
+import { connectLive, onLive } from './live.ts'
 import { RunPage } from './run-page.tsx'
 import type { Run, RunAgainst } from './types.ts'
 import { AppExit, VerdictBadge } from './verdict.tsx'
@@ -17,15 +17,10 @@ function App() {
   useEffect(() => {
     const onHash = () => setR(route())
     addEventListener('hashchange', onHash)
-    const es = new EventSource(eventsUrl('/api/events'))
-    es.addEventListener('runs', (e) => {
-      setConnected(true)
-      publishLive(JSON.parse((e as MessageEvent).data) as LiveRun[])
-    })
-    es.onerror = () => setConnected(false)
+    const stop = connectLive(setConnected)
     return () => {
       removeEventListener('hashchange', onHash)
-      es.close()
+      stop()
     }
   }, [])
   const [page = 'runs', ...rest] = r.parts
