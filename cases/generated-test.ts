@@ -22,7 +22,8 @@ export function renderTest(name: string, framework: CaseFramework, importFrom: s
   if (framework === 'node') imports.unshift(`import { test } from 'node:test'`)
   if (framework === 'vitest') imports.unshift(`import { test } from 'vitest'`)
   // jest: `test` is a global; an ESM test file runs in jest's ESM mode (NODE_OPTIONS=--experimental-vm-modules).
-  if (framework === 'jest') head.push('// jest: run in its ESM mode, NODE_OPTIONS=--experimental-vm-modules npx jest (see README "Promoted tests").')
+  if (framework === 'jest')
+    head.push('// jest: run in its ESM mode, NODE_OPTIONS=--experimental-vm-modules npx jest (see docs/fork-diff-promote.md, "Promoted tests").')
   const body = [
     `test(${quote(`tool-replay case ${name}`)}, async () => {`,
     `  await verifyCase(fileURLToPath(new URL('.', import.meta.url)))`,

@@ -1,6 +1,6 @@
 /**
- * The README's faulted run through the proxy (examples/faults), command by command as the README shows them, their
- * output compared with every line the README says they print (`…` where it marks a cut), as a user runs it:
+ * The faulted run of docs/faults.md through the proxy (examples/faults), command by command as the page shows them, their
+ * output compared with every line the page says they print (`…` where it marks a cut), as a user runs it:
  * the shipping API as its own process, `tr-proxy record --faults` around the unchecked client (exit 75,
  * two shipments committed for one order: commit evidence names the duplicate) and the idempotent one
  * (exit 0, one shipment), strict replay with the API stopped (the same reset and answer, exit 0),
@@ -38,10 +38,10 @@ async function freePort(): Promise<number> {
   return port
 }
 
-/** The README's walkthrough of examples/faults: its commands and the lines it says they print. */
+/** The walkthrough of examples/faults in docs/faults.md: its commands and the lines it says they print. */
 function walkthrough(): ReturnType<typeof readmeCommands> {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
-  const section = readme.slice(readme.indexOf('### A faulted run through the proxy'), readme.indexOf('### Faults in tests'))
+  const page = readFileSync(join(ROOT, 'docs', 'faults.md'), 'utf8')
+  const section = page.slice(page.indexOf('## A faulted run through the proxy'), page.indexOf('## Faults in tests'))
   return readmeCommands(section)
 }
 
@@ -50,7 +50,7 @@ function withoutCi(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return rest
 }
 
-/** Runs one README line as a user would, in bash with stderr merged into stdout in order, on `port` for 4010. */
+/** Runs one line of the walkthrough as a user would, in bash with stderr merged into stdout in order, on `port` for 4010. */
 async function sh(line: string, port: number, store: string): Promise<string[]> {
   const child = spawn('bash', ['-c', `exec 2>&1; ${line.replaceAll('4010', String(port))}`], {
     cwd: ROOT,
@@ -67,7 +67,7 @@ async function sh(line: string, port: number, store: string): Promise<string[]> 
     .filter((l) => !/^\(node:\d+\) /.test(l) && !l.startsWith('(Use `node --trace-warnings'))
 }
 
-test('the examples/faults walkthrough in README, command by command: unchecked retries commit twice (exit 75), idempotent ones once, replay offline', {
+test('the examples/faults walkthrough in docs/faults.md, command by command: unchecked retries commit twice (exit 75), idempotent ones once, replay offline', {
   timeout: 240_000,
 }, async () => {
   const store = join(tempDir('tr-faults-example-'), 'store')
@@ -111,12 +111,12 @@ test('the examples/faults walkthrough in README, command by command: unchecked r
       }
       const actual = await sh(command, port, store)
       const want = expected.map((l) => l.replaceAll('4010', String(port)))
-      assert.ok(outputMatches(want, actual), `${command}\nREADME:\n${want.join('\n')}\nactual:\n${actual.join('\n')}`)
+      assert.ok(outputMatches(want, actual), `${command}\ndocs/faults.md:\n${want.join('\n')}\nactual:\n${actual.join('\n')}`)
     }
   } finally {
     server?.kill('SIGTERM')
   }
-  // Beyond the README: `tr-proxy check` on both traces, and a fork that adds a 429.
+  // Beyond the page: `tr-proxy check` on both traces, and a fork that adds a 429.
   const tr = (...args: string[]) => run(process.execPath, ['bin/tr-proxy.js', '--store', store, ...args])
   const checkUnchecked = await tr('check', 'ship-unchecked', '--contracts', FAULTS)
   assert.equal(checkUnchecked.code, 75, checkUnchecked.out)

@@ -3,7 +3,7 @@
  * requests, over HTTPS through the proxy's TLS interception, against a real local API that keeps its own
  * ledger. Then the CLI: a rule that never fires (exit 76 with the seed and the rerun command) and a faults
  * file that does not validate (exit 65 before anything opens). The lost-acknowledgement story through
- * `tr-proxy record|check|replay` is e2e/faults-example.test.ts (the README's walkthrough).
+ * `tr-proxy record|check|replay` is e2e/faults-example.test.ts (the walkthrough in docs/faults.md).
  */
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'

@@ -1,5 +1,5 @@
 /**
- * The faulted-run path in a real browser (Debian chromium via playwright-core), on the README's faulted run
+ * The faulted-run path in a real browser (Debian chromium via playwright-core), on the faulted run of docs/faults.md
  * (examples/faults): `tr-proxy record --faults lost-ack.faults.yaml -- ship.sh` with the unchecked client (a
  * duplicate shipment: the no-duplicate-effects contract breaks) and the idempotent one (every contract holds).
  * The inspector, started with `--contracts` on the same faults file, shows on #/faults/RUN the coverage per

@@ -6,12 +6,16 @@
  * leftovers of an older build (`npm pack --dry-run --json`), so the `files` field itself keeps test code out
  * even when dist/ was not built clean. A third installs the tarball and loads every subpath from it: the build
  * bundles our modules into entries and shared chunks, so a chunk path gone wrong or a class copied into two
- * entries (two `ToolReplayError`s, an `instanceof` that fails across subpaths) shows there.
+ * entries (two `ToolReplayError`s, an `instanceof` that fails across subpaths) shows there. The tarball is packed
+ * from a copy of the sources without dist/, so these also prove that `npm pack` builds (package.json "prepare").
+ * Two more read the unpacked tarball: its "dependencies" are exactly the packages its code loads, and its source
+ * maps name only what ships (vitest and debuggers warn on a map whose sources are missing).
  */
 import assert from 'node:assert/strict'
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { builtinModules } from 'node:module'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { test } from 'node:test'
 import { probeSeal } from '../seal/index.ts'
 import { packedTarball, runProgram, scratchProject } from './support/packed-package.ts'
@@ -117,3 +121,71 @@ test('every subpath loads from the installed package, and a class is one class w
   assert.ok(seen.withError >= 2, `ToolReplayError is exported by ${seen.withError} subpath(s): the identity check needs two`)
   assert.equal(seen.distinct, 1, 'ToolReplayError is a different class in different subpaths')
 })
+
+/** The bare specifiers shipped JavaScript loads: `import … from`, `import(…)`, `createRequire(…)(…)`, reduced to package names. */
+function importedPackages(code: string): Set<string> {
+  const names = new Set<string>()
+  const spec = `["']([@a-z][\\w.@/-]*)["']`
+  const forms = [
+    new RegExp(`\\bfrom\\s*${spec}`, 'g'),
+    new RegExp(`\\bimport\\(\\s*${spec}\\s*\\)`, 'g'),
+    new RegExp(`createRequire\\d*\\([^)]*\\)\\(\\s*${spec}\\s*\\)`, 'g'),
+  ]
+  for (const form of forms) {
+    for (const m of code.matchAll(form)) {
+      const spec = m[1] as string
+      if (spec.startsWith('node:')) continue
+      names.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string))
+    }
+  }
+  return names
+}
+
+/** Named in text the package writes for the user's project, not loaded by it: a generated msw handlers module, a promoted vitest test. */
+const NAMED_NOT_LOADED = new Set(['msw', 'vitest'])
+
+test('"dependencies" are exactly what the shipped code loads: each one used, nothing loaded that is not declared', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tr-deps-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const r = await runProgram('tar', ['-xzf', await packedTarball(), '-C', dir], { cwd: dir })
+  assert.equal(r.code, 0, r.out)
+  const pkgDir = join(dir, 'package')
+  const loaded = new Set<string>()
+  for (const file of filesUnder(pkgDir).filter((f) => /\.[cm]?js$/.test(f))) for (const name of importedPackages(readFileSync(file, 'utf8'))) loaded.add(name)
+  const declared = Object.keys((JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies)
+  const builtins = new Set(builtinModules)
+  assert.deepEqual(
+    declared.filter((d) => !loaded.has(d)),
+    [],
+    'a runtime dependency no shipped file loads: move it to devDependencies',
+  )
+  assert.deepEqual(
+    [...loaded].filter((n) => !declared.includes(n) && !builtins.has(n) && !NAMED_NOT_LOADED.has(n)).sort(),
+    [],
+    'shipped code loads a package that is not in "dependencies"',
+  )
+})
+
+test('shipped source maps are whole: every source they name ships or is embedded; no declaration maps to unshipped .ts', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tr-maps-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const r = await runProgram('tar', ['-xzf', await packedTarball(), '-C', dir], { cwd: dir })
+  assert.equal(r.code, 0, r.out)
+  const maps = filesUnder(join(dir, 'package')).filter((f) => f.endsWith('.map'))
+  assert.ok(maps.length > 10, `${maps.length} source maps`)
+  const broken: string[] = []
+  for (const map of maps) {
+    const m = JSON.parse(readFileSync(map, 'utf8')) as { sources: string[]; sourcesContent?: Array<string | null> }
+    m.sources.forEach((source, i) => {
+      if (typeof m.sourcesContent?.[i] === 'string') return
+      if (!existsSync(join(dirname(map), source))) broken.push(`${map.slice(dir.length + 1)} → ${source}`)
+    })
+  }
+  assert.deepEqual(broken.slice(0, 10), [], `${broken.length} source map entries point at files the package does not ship`)
+})
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name))
+}

@@ -108,7 +108,7 @@ export async function startInspector(o: InspectorOptions): Promise<Inspector> {
       if (result !== HANDLED) sendJson(res, 200, { ...(result as object), ok: true })
       return
     }
-    throw new ToolReplayError(ErrorCodes.USAGE, `No API ${req.method} ${url.pathname}. The inspector's API is listed in README ("The inspector").`, {
+    throw new ToolReplayError(ErrorCodes.USAGE, `No API ${req.method} ${url.pathname}. The inspector's API is listed in docs/inspector.md.`, {
       details: { status: 404 },
     })
   }

@@ -78,7 +78,7 @@ export interface InstallOptions {
   labels?: Record<string, string>
   /** 'none' replays through the store even for small traces (see SessionOptions.preload). */
   preload?: 'auto' | 'none'
-  /** Fault rules for requests that go live: a faults file (JSON or YAML), or the rules as an object. See README "Faults". */
+  /** Fault rules for requests that go live: a faults file (JSON or YAML), or the rules as an object. See docs/faults.md. */
   faults?: FaultsInput
   /** The faults seed; default TOOL_REPLAY_FAULTS_SEED, then the file's seed, then a random one. */
   faultsSeed?: string | number

@@ -1,8 +1,12 @@
 #!/usr/bin/env node
-// Builds the package's dist/ (what `npm run build` runs, and what the packed-package tests and benchmarks pack):
-// - declarations (.d.ts + maps) by tsc, file for file, which the exports map's "types" point at;
+// Builds the package's dist/ (what `npm run build` runs, and what `npm pack` and a git install run through the
+// "prepare" script, so a tarball or a git URL never ships without its code):
+// - declarations (.d.ts) by tsc, file for file, which the exports map's "types" point at; no declaration maps,
+//   which would point at TypeScript sources the package does not ship;
 // - JavaScript by esbuild: one module per entry point (each exports subpath, the CLI, the case runner's child)
-//   and shared chunks in dist/chunks/, our own code bundled, every dependency left to `import` as installed.
+//   and shared chunks in dist/chunks/, our own code bundled, every dependency left to `import` as installed;
+//   source maps carry the sources' text (sourcesContent), so a stack trace or a debugger (vitest reads them)
+//   shows the TypeScript without the sources being installed.
 // Why a bundle: a fresh process loaded our ~135 modules one by one (`import('tool-replay/interceptor')` 230 ms
 // from tsc's per-file output vs 180 ms bundled; the CLI's start 400 vs 285 ms). Chunks are shared, never copied,
 // so a class is one class whichever subpath an app imports it from.
@@ -56,7 +60,16 @@ const { out } = parseArgs(process.argv.slice(2))
 rmSync(out, { recursive: true, force: true })
 execFileSync(
   process.execPath,
-  [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json'), '--emitDeclarationOnly', '--outDir', out],
+  [
+    join(root, 'node_modules/typescript/bin/tsc'),
+    '-p',
+    join(root, 'tsconfig.build.json'),
+    '--emitDeclarationOnly',
+    '--declarationMap',
+    'false',
+    '--outDir',
+    out,
+  ],
   {
     cwd: root,
     stdio: 'inherit',
@@ -76,7 +89,7 @@ await build({
   // Error classes, yargs commands and messages read constructor and function names: keep them as written.
   keepNames: true,
   sourcemap: 'linked',
-  sourcesContent: false,
+  sourcesContent: true,
   logLevel: 'warning',
 })
 checkDepth(out)

@@ -214,7 +214,10 @@ class MemoryOps implements StoreOps {
     const current = this.#names.get(name)
     if (current === id) return
     if (current !== undefined && !overwrite) {
-      throw new ToolReplayError(ErrorCodes.TRACE_EXISTS, `Trace "${name}" already exists in the memory store. Pick another name or pass overwrite.`)
+      throw new ToolReplayError(
+        ErrorCodes.TRACE_EXISTS,
+        `Trace "${name}" already exists in the memory store. Pick another name, or replace it (\`overwrite: true\`).`,
+      )
     }
     const seqs = new Set<number>()
     for (const x of trace.exchanges) {

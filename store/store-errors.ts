@@ -4,7 +4,7 @@ import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 export function traceExists(name: string, location: string): ToolReplayError {
   return new ToolReplayError(
     ErrorCodes.TRACE_EXISTS,
-    `Trace "${name}" already exists in the store at ${location}. Pick another name, delete it first, or pass overwrite.`,
+    `Trace "${name}" already exists in the store at ${location}. Pick another name, delete it first (\`tr-proxy rm\`), or replace it (\`--force\` on the command line, \`overwrite: true\` in the library).`,
     { details: { trace: name, location } },
   )
 }

@@ -3,7 +3,7 @@
  * Callers branch on `err.code`; the CLI maps codes to exit codes in one table (cli/exit-codes.ts).
  */
 
-/** Stable error codes. Adding one means adding it to README "Errors" and to cli/exit-codes.ts. */
+/** Stable error codes. Adding one means adding it to docs/errors.md and to cli/exit-codes.ts. */
 export const ErrorCodes = {
   // replay contract
   REPLAY_MISS: 'TR_REPLAY_MISS',

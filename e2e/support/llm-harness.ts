@@ -26,7 +26,7 @@ const SECRETS = [OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY, AWS_CREDENTIALS.secretAc
 
 /**
  * The miss contract: request to the app's error. A refusal takes a few ms on an idle machine (2-40 ms
- * measured, README "LLM apps"); that no SDK retried is proven by the ledger (one entry, one attempt per call).
+ * measured, docs/llm-apps.md); that no SDK retried is proven by the ledger (one entry, one attempt per call).
  * This bound only catches a gross regression: it stays below any SDK's first retry delay (>= 375 ms for
  * openai and anthropic, 2 s for the AI SDK) while leaving room for a loaded CI machine, where a single call has
  * taken up to ~340 ms.

@@ -1,8 +1,8 @@
 /**
- * The package as users get it: `node scripts/build.mjs` (what `npm run build` runs) into a staging copy,
- * `npm pack` of that copy, and a scratch project that `npm install`s the tarball. The build goes to a staging
- * directory, never to this checkout's dist/: bin/tr-proxy.js prefers dist/, so building here would switch
- * every other test that spawns the CLI to half-written compiled code.
+ * The package as users get it: a clean copy of the sources (no dist/) packed by `npm pack`, whose "prepare"
+ * script builds dist/ (scripts/build.mjs, what `npm run build` runs) before packing, as `npm pack`, `npm publish`
+ * and a git install all do; then a scratch project that `npm install`s the tarball. The copy is packed in a
+ * staging directory, never this checkout, so a test never depends on a dist/ someone built here.
  * The tarball is cached in the temp dir under a hash of everything that goes into it, so CI's runs on three
  * Node versions build it once.
  */
@@ -64,11 +64,13 @@ export async function packedTarball(): Promise<string> {
   if (existsSync(tarball)) return tarball
   const staging = mkdtempSync(join(tmpdir(), 'tr-pack-staging-'))
   try {
-    for (const f of ['package.json', 'README.md']) cpSync(join(ROOT, f), join(staging, f))
-    cpSync(join(ROOT, 'bin'), join(staging, 'bin'), { recursive: true })
-    // The inspector's built page ships beside dist/ (package.json "files").
-    cpSync(join(ROOT, 'inspector/assets'), join(staging, 'inspector/assets'), { recursive: true })
-    await exec(process.execPath, [join(ROOT, 'scripts/build.mjs'), '--out', join(staging, 'dist')], { cwd: ROOT })
+    // The sources as a clone has them, without dist/: `npm pack` must build it (package.json "prepare").
+    for (const entry of BUILD_DIRS) {
+      cpSync(join(ROOT, entry), join(staging, entry), { recursive: true, filter: (src) => !src.includes('/node_modules') })
+    }
+    // The build's tools (tsc, esbuild) from this checkout's install, as a clone's `npm install` would provide them.
+    symlinkSync(join(ROOT, 'node_modules'), join(staging, 'node_modules'), 'dir')
+    if (existsSync(join(staging, 'dist'))) throw new Error('the staging copy holds a dist/ before packing')
     const packed = (await exec('npm', ['pack', '--silent', '--pack-destination', staging], { cwd: staging })).trim().split('\n').at(-1) as string
     // Published under the hash name by one rename: a concurrent run sees the whole tarball or none.
     const ready = mkdtempSync(join(tmpdir(), 'tr-pack-ready-'))
@@ -93,6 +95,11 @@ export async function scratchProject(dir: string, tarball: string, frameworks: s
   mkdirSync(join(dir, 'node_modules'), { recursive: true })
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ name: 'scratch-app', private: true, type: 'module' }, null, 2)}\n`)
   await exec('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', '--no-save', tarball], { cwd: dir })
+  return linkFrameworks(dir, frameworks)
+}
+
+/** Links test frameworks from this checkout's devDependencies into `dir`'s node_modules; returns the names not installed here. */
+export function linkFrameworks(dir: string, frameworks: string[]): string[] {
   const missing: string[] = []
   for (const name of frameworks) {
     const target = join(ROOT, 'node_modules', name)

@@ -63,3 +63,15 @@ function lineMatcher(expected: string): RegExp {
   const parts = expected.split('…').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
   return new RegExp(`^${parts.join('.*')}$`, 's')
 }
+
+/** Whether every `expected` line shows in `actual`, in order, other lines between them allowed (`…` as in outputMatches). */
+export function outputContains(expected: string[], actual: string[]): boolean {
+  let at = 0
+  for (const want of expected) {
+    const matcher = lineMatcher(normalizeOutput(want))
+    while (at < actual.length && !matcher.test(normalizeOutput(actual[at] as string))) at++
+    if (at === actual.length) return false
+    at++
+  }
+  return true
+}

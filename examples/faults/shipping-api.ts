@@ -1,5 +1,5 @@
 /**
- * The lab's shipping API on a fixed port, for the faults walkthrough in the README: it creates shipments,
+ * The lab's shipping API on a fixed port, for the faults walkthrough in docs/faults.md: it creates shipments,
  * honours an `idempotency-key`, and prints every shipment it commits, so you can compare what the API did
  * with what the client was told.
  *   node --conditions=tool-replay-source examples/faults/shipping-api.ts 4010
