@@ -2,7 +2,7 @@
  * Every route the inspector's docs name, opened directly by its URL in a real browser (Debian chromium via
  * playwright-core), each checked by the text a user reads: the runs list (#/), a run (#/run/NAME), an exchange
  * (#/run/NAME/x/SEQ), the summary and the waterfall (?view=), the rerun panel (?rerun=1), the comparison
- * (#/compare?a=A&b=B) and the lab link README gives (#/lab?scenario=lost_ack&policy=all&seed=42&...). The
+ * (#/compare?a=A&b=B) and the lab link docs/inspector.md gives (#/lab?scenario=lost_ack&policy=all&seed=42&...). The
  * faults page (#/faults/RUN) is e2e/inspector-faults.test.ts, the live view e2e/inspector-live.test.ts.
  * On the approval example recorded through the proxy, a fork of its last model turn made with the CLI, and
  * that fork rerun from the page: after the rerun the fork says how its run ended, on the run and in the list
@@ -129,7 +129,7 @@ test('each route opened by its URL shows what it is for', { skip, timeout: 150_0
     /^First divergence: #2 model tool_call\[0\]\.arguments \$\.amount_usd: 89\.99 → 899\.9 caused by patch [0-9a-f]{12}/,
   )
 
-  // README's lab link: its settings are the form's and the command's.
+  // The lab link of docs/inspector.md: its settings are the form's and the command's.
   const lab = await open('#/lab?scenario=lost_ack&policy=all&seed=42&probability=0.5&callBudget=4', errors)
   await lab.getByTestId('lab-result').nth(2).waitFor({ timeout: 120_000 })
   assert.equal(await visibleText(lab.getByTestId('lab-command')), 'tr-proxy demo --scenario lost_ack --policy all --seed 42 --probability 0.5 --call-budget 4')
