@@ -67,6 +67,8 @@ test('exchanges a running proxy records appear within a second; the run turns co
     recorder.once('exit', (code) => reject(new Error(`tr-proxy record exited ${code}: ${log}`)))
   })
   try {
+    const streams: string[] = []
+    browser.context.on('request', (r) => r.url().includes('/api/events?') && streams.push(r.url()))
     const page = await browser.context.newPage()
     await page.goto(inspector.url)
     const row = page.getByTestId('run-row').filter({ hasText: 'live' })
@@ -74,6 +76,16 @@ test('exchanges a running proxy records appear within a second; the run turns co
     assert.match((await row.textContent()) ?? '', /recording now/)
     await row.getByRole('link', { name: 'live' }).click()
     await page.getByTestId('run-status').filter({ hasText: 'recording now' }).waitFor()
+    // Seven more tabs on the run: each loads it and follows it live, over the first tab's stream.
+    const tabs = []
+    for (let i = 0; i < 7; i++) {
+      const tab = await browser.context.newPage()
+      await tab.goto(`${inspector.url}#/run/live?partial=1`)
+      await tab.getByTestId('run-status').filter({ hasText: 'recording now' }).waitFor({ timeout: 10_000 })
+      tabs.push(tab)
+    }
+    const last = tabs.at(-1) as typeof page
+    await last.getByTestId('live').filter({ hasText: '● live' }).waitFor({ timeout: 5_000 })
 
     for (const [seq, path] of [
       [0, '/first'],
@@ -87,10 +99,17 @@ test('exchanges a running proxy records appear within a second; the run turns co
       process.stdout.write(`# exchange #${seq} shown ${shownMs.toFixed(0)} ms after the client had its answer\n`)
     }
     if (SHOTS) await page.screenshot({ path: join(SHOTS, 'inspector-live.png') })
+    await last.locator('[data-testid="timeline-row"][data-seq="1"]').waitFor({ timeout: 5_000 })
+    assert.equal(streams.length, 1, `one event stream for eight tabs: ${streams.length}`)
+
+    // The tab holding the stream closes: another takes it over, and every tab still hears the run complete.
+    await page.close()
     recorder.kill('SIGINT')
     await new Promise((r) => recorder.once('exit', r))
-    await page.getByTestId('run-status').filter({ hasText: 'complete' }).waitFor({ timeout: 10_000 })
-    assert.equal(await page.getByTestId('run-count').textContent(), '2 exchanges')
+    for (const tab of tabs) await tab.getByTestId('run-status').filter({ hasText: 'complete' }).waitFor({ timeout: 10_000 })
+    assert.equal(await last.getByTestId('run-count').textContent(), '2 exchanges')
+    assert.equal(streams.length, 2, 'the stream reopened once, by one tab')
+    await Promise.all(tabs.map((t) => t.close()))
   } finally {
     if (recorder.exitCode === null) recorder.kill('SIGKILL')
   }

@@ -232,7 +232,10 @@ export function curlOf(x: Exchange, body: Uint8Array | undefined): string {
     parts.push('-H', quote(`${k}: ${v}`))
   }
   if (body && body.byteLength > 0) {
-    const text = body.byteLength <= CURL_BODY_LIMIT && !headerValue(x.request.headers, 'content-encoding') ? tryUtf8(body) : undefined
+    const utf8 = body.byteLength <= CURL_BODY_LIMIT && !headerValue(x.request.headers, 'content-encoding') ? tryUtf8(body) : undefined
+    // Control bytes (a gRPC message's length prefix) would not survive a terminal's paste: a file instead.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what is looked for
+    const text = utf8 !== undefined && !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(utf8) ? utf8 : undefined
     parts.push('--data-binary', text !== undefined ? quote(text) : `@body-${x.seq}.bin  # ${body.byteLength} bytes: save the request body from the page`)
   }
   return parts.join(' ')

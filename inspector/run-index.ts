@@ -7,8 +7,20 @@
  * in milliseconds.
  */
 import { bodyRefs, type TraceReader } from '../store/index.ts'
-import { decodeContentEncoding, type Exchange, headerValue, type LlmUsage, mcpView, type Trace, tryUtf8 } from '../trace/index.ts'
-import { lastChunkMs, viewOf } from './run-view.ts'
+import {
+  decodeContentEncoding,
+  type Exchange,
+  formatGrpcBody,
+  headerValue,
+  isGrpcContentType,
+  type LlmUsage,
+  type LlmView,
+  llmView,
+  mcpView,
+  type Trace,
+  tryUtf8,
+} from '../trace/index.ts'
+import { lastChunkMs } from './run-view.ts'
 import { type NestingInput, nestToolCalls, type ToolParent } from './tool-nesting.ts'
 
 /** Decoded text of each body kept for search. */
@@ -98,8 +110,11 @@ async function extend(reader: TraceReader, known: RunIndex | undefined): Promise
     }
   }
   for (let from = rows.length; from < reader.info.count; from += READ_BATCH) {
-    for (const x of await reader.page(from, READ_BATCH)) {
-      const { row, input } = await indexOne(reader, x)
+    const page = await reader.page(from, READ_BATCH)
+    let bodies = new Map<string, Uint8Array>()
+    for (const [i, x] of page.entries()) {
+      if (!allHeld(x, bodies)) bodies = await readBodies(reader, page.slice(i))
+      const { row, input } = await indexOne(reader, x, bodies)
       rows.push(row)
       bySeq.set(row.seq, row)
       if (input.model) {
@@ -116,7 +131,30 @@ async function extend(reader: TraceReader, known: RunIndex | undefined): Promise
   return { id: reader.info.id, rows, buildMs: performance.now() - started, slowMs: slowThreshold(rows), nest }
 }
 
-async function indexOne(reader: TraceReader, x: Exchange): Promise<{ row: IndexedExchange; input: NestingInput }> {
+/** Bodies read ahead at once (their store reads overlap instead of adding up), at most this many... */
+const READ_AHEAD_BODIES = 64
+/** ...and about this many bytes. */
+const READ_AHEAD_BYTES = 8 * 1024 * 1024
+
+const allHeld = (x: Exchange, bodies: ReadonlyMap<string, Uint8Array>) => [...bodyRefs(x)].every(([ref]) => bodies.has(ref.digest))
+
+/** The bodies of the first exchanges of `next`, read together: as many as READ_AHEAD_BODIES and READ_AHEAD_BYTES allow, at least the first's. */
+async function readBodies(reader: TraceReader, next: readonly Exchange[]): Promise<Map<string, Uint8Array>> {
+  const wanted = new Map<string, Promise<Uint8Array>>()
+  let bytes = 0
+  for (const x of next) {
+    const refs = [...bodyRefs(x)].filter(([ref]) => !wanted.has(ref.digest))
+    const size = refs.reduce((n, [ref]) => n + ref.size, 0)
+    if (wanted.size > 0 && (wanted.size + refs.length > READ_AHEAD_BODIES || bytes + size > READ_AHEAD_BYTES)) break
+    for (const [ref, use] of refs) wanted.set(ref.digest, reader.bodyBytes(ref, use))
+    bytes += size
+  }
+  const out = new Map<string, Uint8Array>()
+  for (const [digest, read] of wanted) out.set(digest, await read)
+  return out
+}
+
+async function indexOne(reader: TraceReader, x: Exchange, held: ReadonlyMap<string, Uint8Array>): Promise<{ row: IndexedExchange; input: NestingInput }> {
   const head = x.outcome.kind === 'response' ? x.outcome.response : x.outcome.error.partial
   const chunks = head?.body.chunks ?? []
   const row: IndexedExchange = {
@@ -137,7 +175,7 @@ async function indexOne(reader: TraceReader, x: Exchange): Promise<{ row: Indexe
   if (head) row.status = head.status
   if (x.outcome.kind === 'error') row.error = x.outcome.error.code
   const bodies = new Map<string, Uint8Array>()
-  for (const [ref, use] of bodyRefs(x)) if (!bodies.has(ref.digest)) bodies.set(ref.digest, await reader.bodyBytes(ref, use))
+  for (const [ref, use] of bodyRefs(x)) if (!bodies.has(ref.digest)) bodies.set(ref.digest, held.get(ref.digest) ?? (await reader.bodyBytes(ref, use)))
   const trace: Pick<Trace, 'meta' | 'bodies'> = { meta: reader.info.meta, bodies }
   const requestText = bodyText(bodies, x.request.body, x.request.headers)
   const responseText = head ? bodyText(bodies, head.body, head.headers) : ''
@@ -151,7 +189,7 @@ async function indexOne(reader: TraceReader, x: Exchange): Promise<{ row: Indexe
     row.error ?? '',
     x.outcome.kind === 'error' ? x.outcome.error.message : '',
   ]
-  const model = await viewOf(reader, x, true).catch(() => undefined)
+  const model = x.request.method.toUpperCase() === 'POST' && x.request.body ? modelView(trace, x) : undefined
   if (model) {
     row.kind = 'model'
     if (model.model !== undefined) row.model = model.model
@@ -215,7 +253,17 @@ function bodyText(bodies: ReadonlyMap<string, Uint8Array>, ref: Exchange['reques
       return ''
     }
   }
+  // A gRPC body is searched as its messages read (protobuf fields, JSON), not as framed bytes.
+  if (isGrpcContentType(headerValue(headers, 'content-type'))) return formatGrpcBody(bytes.subarray(0, DECODE_LIMIT), headers).slice(0, SEARCH_BODY_BYTES)
   return tryUtf8(bytes.subarray(0, SEARCH_BODY_BYTES)) ?? tryUtf8(bytes.subarray(0, SEARCH_BODY_BYTES - 3)) ?? ''
+}
+
+function modelView(trace: Pick<Trace, 'meta' | 'bodies'>, x: Exchange): LlmView | undefined {
+  try {
+    return llmView(trace, x)
+  } catch {
+    return undefined
+  }
 }
 
 function safeDecode(url: string): string {

@@ -131,3 +131,10 @@ test('copy as curl quotes for the shell and leaves redacted values visible', () 
     `curl -X POST 'https://api.openai.test/v1/chat/completions' -H 'authorization: [REDACTED]' -H 'content-type: application/json' --data-binary '{'\\''a'\\'': 1}'`,
   )
 })
+
+test('copy as curl points at a file for a body with control bytes (a gRPC message), instead of pasting them', () => {
+  const x = trace(0).exchanges[0] as Exchange
+  const framed = new Uint8Array([0, 0, 0, 0, 3, ...enc('{}\n')])
+  assert.match(curlOf(x, framed), / --data-binary @body-0\.bin {2}# 8 bytes: save the request body from the page$/)
+  assert.match(curlOf(x, enc('{"a":\t1}\n')), /--data-binary '\{"a":\t1\}\n'$/)
+})

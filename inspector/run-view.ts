@@ -22,6 +22,7 @@ import {
   type Trace,
   upstreamPhrase,
 } from '../trace/index.ts'
+import { type GrpcCallRow, grpcCallOf } from './grpc-call.ts'
 import { newTally, type ReplayVerdict, replayVerdict, tally } from './verdict.ts'
 
 /** One run in the list. */
@@ -78,8 +79,8 @@ export interface ToolTurnRow {
 /** One timeline row: an exchange, read in model terms when it is a model call, in tool terms when it is MCP. */
 export interface TimelineRow {
   seq: number
-  /** Which renderer reads it: a model turn, a tool turn (MCP over stdio or HTTP), or an HTTP exchange. */
-  kind: 'model' | 'tool' | 'http'
+  /** Which renderer reads it: a model turn, a tool turn (MCP over stdio or HTTP), a gRPC call, or an HTTP exchange. */
+  kind: 'model' | 'tool' | 'grpc' | 'http'
   method: string
   url: string
   status?: number
@@ -96,6 +97,7 @@ export interface TimelineRow {
   attempt?: number
   llm?: LlmView
   mcp?: ToolTurnRow
+  grpc?: GrpcCallRow
 }
 
 /** Exchanges per timeline page. */
@@ -262,6 +264,12 @@ async function rowOf(reader: TraceReader, x: Exchange): Promise<TimelineRow> {
   if (m) {
     row.kind = 'tool'
     row.mcp = m
+    return row
+  }
+  const g = await grpcCallOf(reader, x)
+  if (g) {
+    row.kind = 'grpc'
+    row.grpc = g
   }
   return row
 }

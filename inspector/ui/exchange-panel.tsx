@@ -1,4 +1,5 @@
 /** One exchange in full: the LLM view beside the raw HTTP, bodies read for humans, the fault, copy as curl, and fork. */
+import type { ComponentChildren } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
 import { type ApiError, get, post, seg } from './api.ts'
 import { bytes, go, ms } from './format.ts'
@@ -234,7 +235,12 @@ function Response({ r }: { r: ResponseView }) {
       </p>
       <Headers list={r.headers} />
       <Body body={r.body} />
-      {r.trailers && <Headers list={r.trailers} />}
+      {r.trailers && (
+        <div data-testid="trailers">
+          <h4>Trailers</h4>
+          <Headers list={r.trailers} />
+        </div>
+      )}
     </div>
   )
 }
@@ -276,6 +282,7 @@ function Body({ body }: { body: BodyView }) {
         </table>
       </div>
     )
+  if (body.grpc) return <GrpcMessages body={body} head={head} />
   const parsed = body.kind === 'json' && body.text !== undefined ? parseExact(body.text) : undefined
   return (
     <div>
@@ -287,6 +294,32 @@ function Body({ body }: { body: BodyView }) {
       ) : (
         <pre class="text">{body.text}</pre>
       )}
+    </div>
+  )
+}
+
+/** A gRPC body as its length-prefixed messages, one row each: its size, whether it was compressed, and its value. */
+function GrpcMessages({ body, head }: { body: BodyView; head: ComponentChildren }) {
+  const messages = body.grpc ?? []
+  return (
+    <div>
+      {head}
+      <table class="events grpc" data-testid="grpc-messages">
+        <tbody>
+          {messages.map((m, i) => (
+            <tr key={i} data-testid="grpc-message">
+              <td class="muted">message #{i}</td>
+              <td class="muted">
+                {bytes(m.size)}
+                {m.compressed ? ' · compressed' : ''}
+              </td>
+              <td class="muted">{m.kind}</td>
+              <td class="data">{typeof m.value === 'string' ? <code>{m.value}</code> : <JsonTree value={m.value} />}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {messages.length === 0 && <p class="muted">No whole gRPC message in this body.</p>}
     </div>
   )
 }

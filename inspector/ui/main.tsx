@@ -1,14 +1,14 @@
 /** The inspector's page: a thin client of the JSON API under /api/ (see inspector/server.ts). */
 import { render } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
-import { eventsUrl, get, seg } from './api.ts'
+import { get, seg } from './api.ts'
 import { ComparePage } from './compare-page.tsx'
 import { FaultsPage } from './faults-page.tsx'
 import { bytes, go, route, shellLine } from './format.ts'
 import { LabPage } from './lab-page.tsx'
-import { type LiveRun, onLive, publishLive } from './live.ts'
+import { connectLive, onLive } from './live.ts'
 import { RunPage } from './run-page.tsx'
-import type { Run } from './types.ts'
+import type { Run, RunAgainst } from './types.ts'
 import { AppExit, VerdictBadge } from './verdict.tsx'
 
 function App() {
@@ -17,15 +17,10 @@ function App() {
   useEffect(() => {
     const onHash = () => setR(route())
     addEventListener('hashchange', onHash)
-    const es = new EventSource(eventsUrl('/api/events'))
-    es.addEventListener('runs', (e) => {
-      setConnected(true)
-      publishLive(JSON.parse((e as MessageEvent).data) as LiveRun[])
-    })
-    es.onerror = () => setConnected(false)
+    const stop = connectLive(setConnected)
     return () => {
       removeEventListener('hashchange', onHash)
-      es.close()
+      stop()
     }
   }, [])
   const [page = 'runs', ...rest] = r.parts
@@ -149,7 +144,7 @@ function RunsPage() {
                 )}
               </td>
               <td>
-                <AppExit run={r} />
+                <AppExit run={r} testId="run-app-exit" against={runsAgainst(runs, r.name)} />
               </td>
               <td>{r.stats ? <VerdictBadge v={r.stats.replay} testId="run-verdict" /> : r.labels?.observedAgainst ? '…' : ''}</td>
             </tr>
@@ -168,6 +163,14 @@ function RunsPage() {
       </p>
     </section>
   )
+}
+
+/** The runs of the app against `name` in the list (recorded by this store), newest first, as the run page's head lists them. */
+function runsAgainst(runs: Run[], name: string): RunAgainst[] {
+  return runs
+    .filter((x) => x.recorded && x.status === 'complete' && x.labels?.observedAgainst === name)
+    .sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1))
+    .map((x) => ({ name: x.name, createdAt: x.createdAt, ...(x.app?.exit ? { exit: x.app.exit.code } : {}) }))
 }
 
 render(<App />, document.getElementById('app') as HTMLElement)

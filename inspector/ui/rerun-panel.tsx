@@ -20,8 +20,8 @@ interface Started {
   cwd: string
 }
 
-/** The rerun panel of a run page; `tail` is the way the page proposes first. */
-export function RerunPanel({ run, tail: proposed }: { run: Run; tail: 'strict' | 'live' }) {
+/** The rerun panel of a run page; `tail` is the way the page proposes first; `onDone` once the rerun's run is stored. */
+export function RerunPanel({ run, tail: proposed, onDone }: { run: Run; tail: 'strict' | 'live'; onDone?: () => void }) {
   const [tail, setTail] = useState(proposed)
   const [confirm, setConfirm] = useState<Unconfirmed | undefined>()
   const [started, setStarted] = useState<Started | undefined>()
@@ -105,7 +105,7 @@ export function RerunPanel({ run, tail: proposed }: { run: Run; tail: 'strict' |
           <pre class="term" ref={pre} data-testid="rerun-output">
             {output}
           </pre>
-          {exit !== undefined && <RerunResult source={source} recordAs={started.recordAs} exit={exit} />}
+          {exit !== undefined && <RerunResult source={source} recordAs={started.recordAs} exit={exit} onRead={onDone} />}
         </>
       )}
       {error && (
@@ -118,11 +118,12 @@ export function RerunPanel({ run, tail: proposed }: { run: Run; tail: 'strict' |
 }
 
 /** How the rerun went: the app's exit, the replay verdict, tr-proxy's own exit, then the comparison itself. */
-function RerunResult({ source, recordAs, exit }: { source: string; recordAs: string; exit: number }) {
+function RerunResult({ source, recordAs, exit, onRead }: { source: string; recordAs: string; exit: number; onRead?: (() => void) | undefined }) {
   const [run, setRun] = useState<Run | undefined>()
   useEffect(() => {
     void get<{ run: Run }>(`/api/runs/${seg(recordAs)}`)
       .then(async (r) => {
+        onRead?.()
         const s = r.run.stats ?? (await get<{ stats: Run['stats'] }>(`/api/runs/${seg(recordAs)}/stats`)).stats
         setRun({ ...r.run, stats: s })
       })

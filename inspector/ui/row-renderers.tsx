@@ -1,7 +1,7 @@
 /**
  * How a timeline row reads, one renderer per protocol: a model turn (the LLM view), a tool turn (an MCP message
- * over stdio or HTTP), an HTTP exchange. A protocol added later (WebSocket sessions, HTTP/2 and gRPC messages)
- * is one more entry here, keyed by the row's `kind` the server gives it.
+ * over stdio or HTTP), a gRPC call (over HTTP/2: its messages and status), an HTTP exchange. A protocol added
+ * later (WebSocket sessions) is one more entry here, keyed by the row's `kind` the server gives it.
  */
 import type { ComponentChildren } from 'preact'
 import { clip, shortUrl } from './format.ts'
@@ -69,6 +69,35 @@ const tool: RowRenderer = {
   },
 }
 
+const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? '' : 's'}`
+
+const grpc: RowRenderer = {
+  label: (row) => (
+    <>
+      <span class="kind" title="gRPC over HTTP/2">
+        gRPC
+      </span>
+      <span class="url" title={row.url}>
+        {row.grpc ? `${row.grpc.service}/${row.grpc.method}` : shortUrl(row.url)}
+      </span>
+    </>
+  ),
+  body: (row) => {
+    const g = row.grpc
+    if (!g) return null
+    const failed = g.status !== undefined && g.status !== 0
+    return (
+      <div class="turn" data-testid="grpc-call">
+        <span class="call">→ {plural(g.requestMessages, 'message')}</span>{' '}
+        <span class={failed ? 'bad' : 'out'}>
+          ← {plural(g.responseMessages, 'message')} · {g.statusName ?? 'no grpc-status'}
+          {g.message !== undefined && failed ? `: ${clip(g.message, 160)}` : ''}
+        </span>
+      </div>
+    )
+  },
+}
+
 const http: RowRenderer = {
   label: (row) => (
     <>
@@ -79,4 +108,4 @@ const http: RowRenderer = {
 }
 
 /** The renderer of each kind of row. */
-export const RENDERERS: Record<Row['kind'], RowRenderer> = { model, tool, http }
+export const RENDERERS: Record<Row['kind'], RowRenderer> = { model, tool, grpc, http }

@@ -193,7 +193,10 @@ export function RunPage({ name, query, seq }: { name: string; query: URLSearchPa
     <section class="run">
       <RunHeader run={run} count={count} against={against} place={place} />
       <NextStep run={run} />
-      {query.get('rerun') === '1' && run.app && <RerunPanel run={run} tail={query.get('tail') === 'live' ? 'live' : 'strict'} />}
+      {query.get('rerun') === '1' && run.app && (
+        // A finished rerun is a new run against this one: the head and the outcome list it.
+        <RerunPanel run={run} tail={query.get('tail') === 'live' ? 'live' : 'strict'} onDone={() => void loadHead()} />
+      )}
       <Toolbar name={name} place={place} found={found} count={count} pending={pending && !summary} />
       {place.view === 'summary' && (summary ? <SummaryView run={run} s={summary.summary} /> : <p class="muted">Reading the run's exchanges for its totals…</p>)}
       {place.view === 'waterfall' &&
@@ -351,7 +354,7 @@ function RunHeader({ run, count, against, place }: { run: Run; count: number; ag
         <span>{bytes(run.size)}</span>
         {run.stats && <span>{ms(run.stats.durationMs)}</span>}
         {run.labels?.faultsSeed && <span>faults seed {run.labels.faultsSeed}</span>}
-        <AppExit run={run} testId="run-app-exit" />
+        <AppExit run={run} testId="run-app-exit" against={against} />
         <VerdictBadge v={run.stats?.replay} testId="run-verdict" />
       </div>
       {run.lineage && (
@@ -432,7 +435,7 @@ function TimelineRow({
     selected ? 'sel' : '',
     cursor ? 'cursor' : '',
     group?.parent !== undefined ? 'nested' : '',
-    row.error || (row.status ?? 0) >= 400 || row.mcp?.isError ? 'failed' : '',
+    row.error || (row.status ?? 0) >= 400 || row.mcp?.isError || (row.grpc?.status ?? 0) !== 0 ? 'failed' : '',
     row.kind,
   ].join(' ')
   return (

@@ -6,7 +6,7 @@
 import { useState } from 'preact/hooks'
 import { type ApiError, post, seg } from './api.ts'
 import { go } from './format.ts'
-import type { ReplayVerdict, Run } from './types.ts'
+import type { ReplayVerdict, Run, RunAgainst } from './types.ts'
 
 /** The replay verdict as a badge (nothing for a run that was not replayed against a trace). */
 export function VerdictBadge({ v, testId }: { v: ReplayVerdict | undefined; testId?: string }) {
@@ -20,14 +20,25 @@ export function VerdictBadge({ v, testId }: { v: ReplayVerdict | undefined; test
   )
 }
 
-/** The app's own exit code; for a run without one, what it keeps instead. */
-export function AppExit({ run, testId }: { run: Pick<Run, 'app' | 'lineage' | 'labels'>; testId?: string }) {
+/**
+ * The app's own exit code; for a run without one, what it keeps instead. `against`: the runs of the app
+ * against this run, newest first (a fork that was rerun says how its newest run ended).
+ */
+export function AppExit({ run, testId, against = [] }: { run: Pick<Run, 'app' | 'lineage' | 'labels'>; testId?: string; against?: RunAgainst[] }) {
   const app = run.app
   if (!app) return null
-  if (!app.exit)
+  if (!app.exit) {
+    const last = against[0]
+    if (last)
+      return (
+        <span class={last.exit === 0 ? 'ok' : last.exit === undefined ? 'muted' : 'bad'} data-testid={testId && `${testId}-against`}>
+          rerun{against.length > 1 ? ` ${against.length} times` : ''}: {last.exit !== undefined ? `app exit ${last.exit}` : 'no exit kept'} in {last.name}
+        </span>
+      )
     return (
       <span class="muted">{run.lineage ? 'command, not run against it yet' : run.labels?.testRunner ? `${run.labels.testRunner} test file` : 'command'}</span>
     )
+  }
   return (
     <span class={app.exit.code === 0 ? 'ok' : 'bad'} data-testid={testId}>
       app exit {app.exit.code}
