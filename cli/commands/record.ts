@@ -163,7 +163,7 @@ export async function runProxyCommand(
   args: Args,
   io: Io,
   session: Omit<SessionOptions, 'store'>,
-  opts: { strict: boolean; control: boolean; sessionsOnly?: boolean },
+  opts: { strict: boolean; control: boolean; sessionsOnly?: boolean; createStore?: boolean },
 ): Promise<number> {
   const command = commandArgv(args)
   const dir = storeDir({ store: args.store })
@@ -184,76 +184,82 @@ export async function runProxyCommand(
   const seedText = faults && seedLine(faults.seed, faults.seedSource, rerun)
   // Strict replay injects nothing: its seed is the replayed trace's, printed with the verdict at the end.
   if (seedText && !args.json && session.mode !== 'replay') io.err(seedText)
-  return withStore({ store: args.store }, async (store) => {
-    const result = await runProxySession({
-      store,
-      storeDir: dir,
-      session: faults ? { ...session, faults } : session,
-      ...(opts.sessionsOnly ? { sessionsOnly: true } : {}),
-      ...(reverse.length > 0 ? { reverse } : {}),
-      host: String(args.host ?? '127.0.0.1'),
-      port: typeof args.port === 'number' ? args.port : command.length > 0 ? 0 : DEFAULT_PROXY_PORT,
-      upstream: upstreamFromArgs(args),
-      pace,
-      limits,
-      ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
-      ...(chunkGapMs !== undefined ? { chunkGapMs } : {}),
-      ...(args.h2c === true ? { h2c: true } : {}),
-      ...(command.length > 0 ? { command } : {}),
-      ...(sealed ? { sealed } : {}),
-      control: opts.control,
-      log: (line) => io.err(line),
-    })
-    const s = result.summary
-    // Named sessions left open when the proxy stopped count too (their summaries were logged as they closed).
-    const replays = [...(s ? [s] : []), ...result.sessions.map((n) => n.summary)].filter((x) => x.mode === 'replay')
-    // A request naming a session never opened here failed in the app even if the app swallowed it (a typo, a
-    // misconfigured client): it fails the run. Unnamed requests and ones naming a closed session are reported.
-    const refusals = result.sessionRefusals
-    const refusedCount = refusals.unnamed + refusals.neverOpened + refusals.closed
-    const ok = (s?.ok ?? true) && result.sessions.every((n) => n.summary.ok && n.error === undefined) && refusals.neverOpened === 0
-    const verdict = result.faults
-    const faultError = verdict && faultVerdictError(verdict, rerun)
-    let exit = result.command?.code ?? 0
-    // The replay contract outranks a fault rule that never fired, which outranks a broken contract, which
-    // outranks the command's own code: each usually explains the next.
-    if (opts.strict && replays.some((r) => !r.ok)) exit = EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
-    else if (refusals.neverOpened > 0) exit = EXIT_CODES[ErrorCodes.SESSION_UNKNOWN]
-    else if (faultError) exit = EXIT_CODES[faultError.code]
-    if (args.json) {
-      const faultsJson = verdict && { seed: verdict.seed, rerun, ok: verdict.ok, coverage: verdict.coverage, contracts: verdict.contracts ?? null }
-      const sessions = result.sessions.map((n) => ({
-        name: n.name,
-        summary: n.summary,
-        ...(n.error ? { error: String((n.error as Error)?.message ?? n.error) } : {}),
-      }))
-      io.out(
-        JSON.stringify({
-          ok: ok && !faultError,
-          summary: s ?? null,
-          ...(sessions.length > 0 ? { sessions } : {}),
-          ...(refusedCount > 0 ? { sessionRefusals: refusals } : {}),
-          ...(faultsJson ? { faults: faultsJson } : {}),
-          exitCode: result.command?.code ?? null,
-        }),
-      )
-      return exit
-    }
-    if (s) io.err(formatSummary(s))
-    if (refusedCount > 0) io.err(formatSessionRefusals(refusals))
-    if (verdict) io.err(formatFaultVerdict(verdict))
-    const hint = sealedHint(args, session.mode, opts.strict, command)
-    if (hint) io.err(hint)
-    if (faultError && exit === EXIT_CODES[faultError.code]) io.err(`error ${faultError.code}: ${faultError.message}`)
-    // The seed again at the end of a failed run (the fault error already names it), and for replay the trace's.
-    if (session.mode === 'replay' && verdict) io.err(verdict.seedLine)
-    else if (seedText && exit !== 0 && !faultError) io.err(seedText)
-    if (exit !== (result.command?.code ?? 0)) return exit
-    const code = exit
-    // Tool Replay's own codes start at 64; say whose code it is when a command's could be mistaken for one.
-    if (code >= TOOL_EXIT_MIN && !args.json) io.err(`exit ${code} is the wrapped command's own (Tool Replay saw no problem).`)
-    return code
-  })
+  // `tr-proxy replay` reads recordings: a --store naming no store (a typo) is TR_STORE_NOT_FOUND, never a new empty
+  // one (createStore: false). `serve` may start on an empty store: its sessions record into it.
+  return withStore(
+    { store: args.store },
+    async (store) => {
+      const result = await runProxySession({
+        store,
+        storeDir: dir,
+        session: faults ? { ...session, faults } : session,
+        ...(opts.sessionsOnly ? { sessionsOnly: true } : {}),
+        ...(reverse.length > 0 ? { reverse } : {}),
+        host: String(args.host ?? '127.0.0.1'),
+        port: typeof args.port === 'number' ? args.port : command.length > 0 ? 0 : DEFAULT_PROXY_PORT,
+        upstream: upstreamFromArgs(args),
+        pace,
+        limits,
+        ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
+        ...(chunkGapMs !== undefined ? { chunkGapMs } : {}),
+        ...(args.h2c === true ? { h2c: true } : {}),
+        ...(command.length > 0 ? { command } : {}),
+        ...(sealed ? { sealed } : {}),
+        control: opts.control,
+        log: (line) => io.err(line),
+      })
+      const s = result.summary
+      // Named sessions left open when the proxy stopped count too (their summaries were logged as they closed).
+      const replays = [...(s ? [s] : []), ...result.sessions.map((n) => n.summary)].filter((x) => x.mode === 'replay')
+      // A request naming a session never opened here failed in the app even if the app swallowed it (a typo, a
+      // misconfigured client): it fails the run. Unnamed requests and ones naming a closed session are reported.
+      const refusals = result.sessionRefusals
+      const refusedCount = refusals.unnamed + refusals.neverOpened + refusals.closed
+      const ok = (s?.ok ?? true) && result.sessions.every((n) => n.summary.ok && n.error === undefined) && refusals.neverOpened === 0
+      const verdict = result.faults
+      const faultError = verdict && faultVerdictError(verdict, rerun)
+      let exit = result.command?.code ?? 0
+      // The replay contract outranks a fault rule that never fired, which outranks a broken contract, which
+      // outranks the command's own code: each usually explains the next.
+      if (opts.strict && replays.some((r) => !r.ok)) exit = EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
+      else if (refusals.neverOpened > 0) exit = EXIT_CODES[ErrorCodes.SESSION_UNKNOWN]
+      else if (faultError) exit = EXIT_CODES[faultError.code]
+      if (args.json) {
+        const faultsJson = verdict && { seed: verdict.seed, rerun, ok: verdict.ok, coverage: verdict.coverage, contracts: verdict.contracts ?? null }
+        const sessions = result.sessions.map((n) => ({
+          name: n.name,
+          summary: n.summary,
+          ...(n.error ? { error: String((n.error as Error)?.message ?? n.error) } : {}),
+        }))
+        io.out(
+          JSON.stringify({
+            ok: ok && !faultError,
+            summary: s ?? null,
+            ...(sessions.length > 0 ? { sessions } : {}),
+            ...(refusedCount > 0 ? { sessionRefusals: refusals } : {}),
+            ...(faultsJson ? { faults: faultsJson } : {}),
+            exitCode: result.command?.code ?? null,
+          }),
+        )
+        return exit
+      }
+      if (s) io.err(formatSummary(s))
+      if (refusedCount > 0) io.err(formatSessionRefusals(refusals))
+      if (verdict) io.err(formatFaultVerdict(verdict))
+      const hint = sealedHint(args, session.mode, opts.strict, command)
+      if (hint) io.err(hint)
+      if (faultError && exit === EXIT_CODES[faultError.code]) io.err(`error ${faultError.code}: ${faultError.message}`)
+      // The seed again at the end of a failed run (the fault error already names it), and for replay the trace's.
+      if (session.mode === 'replay' && verdict) io.err(verdict.seedLine)
+      else if (seedText && exit !== 0 && !faultError) io.err(seedText)
+      if (exit !== (result.command?.code ?? 0)) return exit
+      const code = exit
+      // Tool Replay's own codes start at 64; say whose code it is when a command's could be mistaken for one.
+      if (code >= TOOL_EXIT_MIN && !args.json) io.err(`exit ${code} is the wrapped command's own (Tool Replay saw no problem).`)
+      return code
+    },
+    { create: opts.createStore !== false },
+  )
 }
 
 /** `tr-proxy record [--mode record|update|passthrough] [-- cmd ...]`: record through the proxy. */
