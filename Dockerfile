@@ -19,8 +19,8 @@ COPY seal ./seal
 COPY lab ./lab
 COPY interceptor ./interceptor
 COPY mcp ./mcp
-COPY proxy ./proxy
 COPY setup ./setup
+COPY proxy ./proxy
 COPY cases ./cases
 COPY assets ./assets
 COPY interop ./interop

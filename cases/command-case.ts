@@ -81,7 +81,13 @@ async function runSealed(
   const bundlePath = await writeCaBundle(temp, ca)
   const out: Buffer[] = []
   const err: Buffer[] = []
-  const collect = (into: Buffer[]) => new Writable({ write: (chunk: Buffer, _enc, done) => (into.push(chunk), done()) })
+  const collect = (into: Buffer[]) =>
+    new Writable({
+      write: (chunk: Buffer, _enc, done) => {
+        into.push(chunk)
+        done()
+      },
+    })
   const sealed = await startSealedCommand(thisNode(argv), {
     caBundle: bundlePath,
     commandOptions: { cwd, output: { stdout: collect(out), stderr: collect(err) } },

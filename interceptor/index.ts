@@ -1,5 +1,6 @@
 /** The undici dispatcher that records and replays fetch, and the node:http capture. */
 
+export { DispatcherShell } from './dispatcher-shell.ts'
 /** Makes a dispatcher global for Node's built-in fetch and the undici package (returns the undo); whether that captures this realm's fetch. */
 /** For the ready-made test setups (setup/): undici's global dispatcher for the undici package, and the loader of undici itself. */
 export { globalFetchIsCapturable, installGlobalDispatcher, installUndiciGlobal } from './global-dispatcher.ts'

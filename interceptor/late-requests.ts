@@ -8,13 +8,13 @@
 import { ClientRequestInterceptor } from '@mswjs/interceptors/ClientRequest'
 import type { Dispatcher } from 'undici'
 import { drivePlayback, lateRequestRefusal, refusalPlayback, refusalResponse } from '../capture/index.ts'
+import { DispatcherShell } from './dispatcher-shell.ts'
 import { installGlobalDispatcher } from './global-dispatcher.ts'
 import { fetchClient } from './playback.ts'
 import { type AnyDispatchHandler, createResponseSink } from './response-sink.ts'
-import { extendsUndiciDispatcher, UndiciDispatcher } from './undici-loader.ts'
 
 /** A dispatcher that refuses every request as one that came after trace `trace` was judged. */
-export class LateRequestDispatcher extends UndiciDispatcher {
+export class LateRequestDispatcher extends DispatcherShell {
   readonly #trace: string
 
   constructor(trace: string) {
@@ -35,27 +35,15 @@ export class LateRequestDispatcher extends UndiciDispatcher {
     return true
   }
 
-  override close(): Promise<void>
-  override close(callback: () => void): void
-  override close(callback?: () => void): Promise<void> | undefined {
-    if (!callback) return Promise.resolve()
-    queueMicrotask(callback)
-    return undefined
+  // Nothing to free: it holds no connection.
+  protected override closing(): Promise<void> {
+    return Promise.resolve()
   }
 
-  override destroy(): Promise<void>
-  override destroy(err: Error | null): Promise<void>
-  override destroy(callback: () => void): void
-  override destroy(err: Error | null, callback: () => void): void
-  override destroy(a?: Error | null | (() => void), b?: () => void): Promise<void> | undefined {
-    const callback = typeof a === 'function' ? a : b
-    if (!callback) return Promise.resolve()
-    queueMicrotask(callback)
-    return undefined
+  protected override destroying(): Promise<void> {
+    return Promise.resolve()
   }
 }
-
-extendsUndiciDispatcher(LateRequestDispatcher)
 
 /**
  * Refuses fetch and node:http requests for the rest of the process, as requests that came after trace `trace`

@@ -23,11 +23,12 @@ import {
 } from '../capture/index.ts'
 import { parseMaxBodyBytes, type Session, type Ticket } from '../engine/index.ts'
 import { ErrorCodes, headerValue, ToolReplayError } from '../trace/index.ts'
+import { DispatcherShell } from './dispatcher-shell.ts'
 import { runAsInternalConnection } from './internal-connection.ts'
 import { fetchClient } from './playback.ts'
 import { type BufferedBody, bufferBody, headerPairs, requestUrl } from './request-capture.ts'
 import { type AnyDispatchHandler, createResponseSink } from './response-sink.ts'
-import { extendsUndiciDispatcher, loadedUndici, loadUndici, UndiciDispatcher } from './undici-loader.ts'
+import { loadedUndici, loadUndici } from './undici-loader.ts'
 
 export interface RecordReplayDispatcherOptions {
   /** The session that decides what happens to each request. */
@@ -51,7 +52,7 @@ export interface RecordReplayDispatcherOptions {
  * const dispatcher = createRecordReplayDispatcher({ session })
  * await fetch('https://api.test/users/1', { dispatcher })
  */
-export class RecordReplayDispatcher extends UndiciDispatcher {
+export class RecordReplayDispatcher extends DispatcherShell {
   readonly #session: Session
   /** The upstream given (the caller's to close), or this dispatcher's own Agent, made at the first live request. */
   readonly #upstream: Dispatcher | LazyAgent
@@ -168,32 +169,16 @@ export class RecordReplayDispatcher extends UndiciDispatcher {
     void captureRequest(this.#capture, exchange, ticket)
   }
 
-  override close(): Promise<void>
-  override close(callback: () => void): void
-  override close(callback?: () => void): Promise<void> | undefined {
+  protected override closing(): Promise<void> {
     this.#closed = true
-    const done = this.#upstream instanceof LazyAgent ? this.#upstream.close() : Promise.resolve()
-    if (!callback) return done
-    done.then(callback, callback)
-    return undefined
+    return this.#upstream instanceof LazyAgent ? this.#upstream.close() : Promise.resolve()
   }
 
-  override destroy(): Promise<void>
-  override destroy(err: Error | null): Promise<void>
-  override destroy(callback: () => void): void
-  override destroy(err: Error | null, callback: () => void): void
-  override destroy(a?: Error | null | (() => void), b?: () => void): Promise<void> | undefined {
+  protected override destroying(err: Error | null): Promise<void> {
     this.#closed = true
-    const callback = typeof a === 'function' ? a : b
-    const err = typeof a === 'function' ? null : (a ?? null)
-    const done = this.#upstream instanceof LazyAgent ? this.#upstream.destroy(err) : Promise.resolve()
-    if (!callback) return done
-    done.then(callback, callback)
-    return undefined
+    return this.#upstream instanceof LazyAgent ? this.#upstream.destroy(err) : Promise.resolve()
   }
 }
-
-extendsUndiciDispatcher(RecordReplayDispatcher)
 
 /** Refuses an upgrade: undici's upgrade handlers throw on any non-101 head, so the refusal is the error itself. */
 function failUpgrade(handler: AnyDispatchHandler, error: Error): void {

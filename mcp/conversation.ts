@@ -13,20 +13,11 @@
  *   answer ends its transcript unless it is the latest message's (what the server does next belongs there);
  *   the tee then holds it until the exchange is committed;
  * - order: the server's output and the messages forwarded to it pass one at a time, in the order they
- *   happened, and wait while a tee holds the server back (the store or the client behind) or an answer waits
- *   for its commit, so the client reads the server's lines in the server's order;
+ *   happened (server-inbox.ts), so the client reads the server's lines in the server's order;
  * - replay: no server; the target plays the recorded transcript, the recorded exit included;
  * - refusal: a request gets a JSON-RPC error naming the code at once; the session's ledger already counts it.
  */
-import {
-  type CapturedExchange,
-  type CaptureOptions,
-  type CaptureSession,
-  captureRequest,
-  DEFAULT_DRAIN_AFTER_ABORT_MS,
-  DEFAULT_PACE,
-  type LiveEvents,
-} from '../capture/index.ts'
+import { type CapturedExchange, type CaptureOptions, captureRequest, DEFAULT_DRAIN_AFTER_ABORT_MS, DEFAULT_PACE, type LiveEvents } from '../capture/index.ts'
 import { type CapturedRequest, type Decision, parseMaxBodyBytes } from '../engine/index.ts'
 import {
   ErrorCodes,
@@ -44,43 +35,12 @@ import {
   ToolReplayError,
 } from '../trace/index.ts'
 import { type ClientMessage, readClientMessage } from './client-message.ts'
-import { type ClientEnd, type ConversationHost, idKey, liveLine, MessageTarget } from './client-target.ts'
+import { type ConversationHost, idKey, liveLine, MessageTarget } from './client-target.ts'
+import type { ConversationOptions, ServerEnd } from './conversation-options.ts'
 import { longLineId, MCP_WIRES } from './framing.ts'
+import { ClientReplies, deferred, ServerInbox } from './server-inbox.ts'
 
-/** A running server, as the conversation drives it. */
-export interface ServerEnd {
-  /** Writes one line (no newline) to the server's input. */
-  write(line: string): void
-  /** Closes the server's input (the client is done). */
-  closeInput(): void
-  /** Kills the server at once (a server_crash fault). */
-  kill(): void
-  /** Stops reading the server's output while the conversation holds it back (a transport that can). */
-  pause?(): void
-  resume?(): void
-}
-
-/** Options for `McpConversation`. */
-export interface ConversationOptions {
-  /** The session the messages go to: an engine `Session`, or one another process owns (`findSharedSession`). */
-  session: CaptureSession
-  /** The server's name: the host of its URLs. */
-  server: string
-  /** The server's command line, for the launch exchange (secret-looking values are masked). */
-  command: readonly string[]
-  client: ClientEnd
-  /** Starts the real server (record, passthrough). It reports through serverLine, serverStderr and serverExit. */
-  start(): Promise<ServerEnd>
-  /** Warnings (a refused notification). */
-  log(line: string): void
-  /** How long an answer the client gave up on keeps being recorded (ms; default 1000, as for HTTP; 0 records the abort). */
-  drainAfterAbortMs?: number
-  /**
-   * Largest message (default 64 MiB, as for HTTP bodies): its params buffered for matching, and one line either
-   * way (a longer one is dropped with TR_LINE_TOO_LONG).
-   */
-  maxBodyBytes?: number
-}
+export type { ConversationOptions, ServerEnd } from './conversation-options.ts'
 
 /** An exchange being recorded: the transcript of one forwarded client message, fed to its live tee. */
 interface Open {
@@ -98,13 +58,6 @@ interface Open {
 type Forward = Extract<Decision, { kind: 'forward' }>
 
 const encoder = new TextEncoder()
-
-/** A promise with its resolve, settled once. */
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve = () => {}
-  const promise = new Promise<void>((r) => (resolve = r))
-  return { promise, resolve }
-}
 
 /**
  * @example
@@ -127,17 +80,17 @@ export class McpConversation {
   /** Server-to-client requests seen (id key → method), for the URL of the client's reply. */
   readonly #serverRequests = new Map<string, string>()
   /** Replay: the client's replies so far, and waits for ones still to come. */
-  readonly #replied = new Map<string, { promise: Promise<void>; resolve: () => void }>()
+  readonly #replies = new ClientReplies()
   /** Replay: this run's ids of the requests replayed so far, by their recorded id (key). */
   readonly #sentAs = new Map<string, { id: unknown }>()
   readonly #inputClosed = deferred()
   /** Messages still being carried out (each one's lifecycle). */
   readonly #inflight = new Set<Promise<void>>()
-  /** The server's output and the messages forwarded to it, in the order they happened (see the module comment). */
-  readonly #inbox: Array<() => void> = []
-  /** What holds the inbox: a tee holding the server back (its Open), an answer waiting for its commit (its target). */
-  readonly #holds = new Set<object>()
-  #draining = false
+  /**
+   * The server's output and the messages forwarded to it, in the order they happened (see the module comment);
+   * held by a tee holding the server back (its Open) or an answer waiting for its commit (its target).
+   */
+  readonly #inbox: ServerInbox
   #exited = false
   /** The client closed its end. */
   #closed = false
@@ -145,6 +98,7 @@ export class McpConversation {
 
   constructor(options: ConversationOptions) {
     this.#o = options
+    this.#inbox = new ServerInbox(() => this.#server, options.log)
     this.#capture = {
       session: options.session,
       pace: DEFAULT_PACE,
@@ -155,7 +109,7 @@ export class McpConversation {
       client: options.client,
       log: options.log,
       serverRequest: (key, method) => this.#serverRequests.set(key, method),
-      reply: (key) => this.#waitReply(key),
+      reply: (key) => this.#replies.wait(key),
       inputClosed: this.#inputClosed.promise,
       maxLineBytes: this.#capture.maxBodyBytes,
       sentAs: (key, id) => this.#sentAs.set(key, { id }),
@@ -218,7 +172,7 @@ export class McpConversation {
     if (m.kind === 'notification' && m.method === 'notifications/cancelled') {
       this.#waiting.get(idKey((m.params as { requestId?: unknown } | undefined)?.requestId))?.giveUp()
     }
-    if (m.kind === 'reply') this.#replyArrived(idKey(m.id))
+    if (m.kind === 'reply') this.#replies.arrived(idKey(m.id))
     const target = new MessageTarget(this.#host, m)
     if (m.kind === 'request') {
       const key = idKey(m.id)
@@ -227,7 +181,7 @@ export class McpConversation {
         if (this.#waiting.get(key) === target) this.#waiting.delete(key)
       })
     }
-    void this.#enqueue(() => this.#carry(m.captured, target, (events, d) => this.#receive(() => this.#forward(m, target, events, d))))
+    void this.#enqueue(() => this.#carry(m.captured, target, (events, d) => this.#inbox.receive(() => this.#forward(m, target, events, d))))
   }
 
   /**
@@ -246,12 +200,12 @@ export class McpConversation {
     if (this.#closed) return
     this.#inputClosed.resolve()
     // No reply can come any more: a replayed transcript waiting for one plays on.
-    for (const w of this.#replied.values()) w.resolve()
+    this.#replies.close()
     this.#closed = true
     void this.#enqueue(async () => {
       const server = this.#server
       if (server && !this.#exited) {
-        this.#receive(() => {
+        this.#inbox.receive(() => {
           if (this.#exited) return
           this.#append(this.#latest, eventLine({ kind: 'stdin-closed' }))
           server.closeInput()
@@ -274,7 +228,7 @@ export class McpConversation {
 
   /** A line the live server wrote on stdout. */
   serverLine(text: string): void {
-    this.#receive(() => this.#line(text))
+    this.#inbox.receive(() => this.#line(text))
   }
 
   /**
@@ -282,7 +236,7 @@ export class McpConversation {
    * when it answered a request the client waits on, that request gets TR_LINE_TOO_LONG (live and in replay).
    */
   serverTooLong(line: LongLine): void {
-    this.#receive(() => {
+    this.#inbox.receive(() => {
       const id = longLineId(line, 'answer')
       const key = id === undefined ? undefined : idKey(id)
       const open = key === undefined ? undefined : this.#pending.get(key)
@@ -294,12 +248,12 @@ export class McpConversation {
 
   /** Text the live server wrote on stderr. */
   serverStderr(text: string): void {
-    this.#receive(() => this.#put(this.#latest, eventLine({ kind: 'stderr', text })))
+    this.#inbox.receive(() => this.#put(this.#latest, eventLine({ kind: 'stderr', text })))
   }
 
   /** The live server exited: recorded in the latest transcript; unanswered requests fail with MCP_SERVER_EXITED. */
   serverExit(code: number | null, signal: string | null): void {
-    this.#receive(() => this.#exit(code, signal))
+    this.#inbox.receive(() => this.#exit(code, signal))
   }
 
   /**
@@ -386,11 +340,11 @@ export class McpConversation {
   #open(events: LiveEvents, target: MessageTarget, relayed: boolean): Open {
     const open: Open = { events, target, serverRequests: new Set(), relayed, closed: false }
     this.#opens.add(open)
-    events.control({ pause: () => this.#hold(open), resume: () => this.#release(open), abort: () => this.#drop(open) })
+    events.control({ pause: () => this.#inbox.hold(open), resume: () => this.#inbox.release(open), abort: () => this.#drop(open) })
     events.started()
     events.sent()
     events.head({ status: 200, statusText: 'OK', headers: [['content-type', MCP_TRANSCRIPT_TYPE]] })
-    target.onSettled(() => this.#release(target))
+    target.onSettled(() => this.#inbox.release(target))
     const limbo = this.#limbo
     if (limbo.length > 0) {
       this.#limbo = []
@@ -438,7 +392,7 @@ export class McpConversation {
     if (open === this.#latest) this.#latest = undefined
     this.#finish(open)
     // Whatever the server wrote next waits until that answer went out, so the client reads them in order.
-    if (!open.relayed && !open.target.settled) this.#hold(open.target)
+    if (!open.relayed && !open.target.settled) this.#inbox.hold(open.target)
   }
 
   /**
@@ -487,7 +441,7 @@ export class McpConversation {
   #close(open: Open): void {
     open.closed = true
     this.#opens.delete(open)
-    this.#release(open)
+    this.#inbox.release(open)
   }
 
   /** The tee ended the exchange itself (its client gave up, the drain is over): later lines go elsewhere. */
@@ -495,40 +449,6 @@ export class McpConversation {
     if (open.closed) return
     this.#close(open)
     if (open.requestKey !== undefined && this.#pending.get(open.requestKey) === open) this.#pending.delete(open.requestKey)
-  }
-
-  /** Runs `action` in its turn in the inbox (see the module comment). */
-  #receive(action: () => void): void {
-    this.#inbox.push(action)
-    this.#drain()
-  }
-
-  #drain(): void {
-    if (this.#draining) return
-    this.#draining = true
-    try {
-      while (this.#holds.size === 0 && this.#inbox.length > 0) {
-        const action = this.#inbox.shift() as () => void
-        try {
-          action()
-        } catch (err) {
-          this.#o.log(`MCP conversation: ${(err as Error)?.message ?? String(err)}`)
-        }
-      }
-    } finally {
-      this.#draining = false
-    }
-  }
-
-  #hold(key: object): void {
-    if (this.#holds.size === 0) this.#server?.pause?.()
-    this.#holds.add(key)
-  }
-
-  #release(key: object): void {
-    if (!this.#holds.delete(key) || this.#holds.size > 0) return
-    this.#server?.resume?.()
-    this.#drain()
   }
 
   #end(): void {
@@ -545,25 +465,5 @@ export class McpConversation {
   #markReplied(key: string): void {
     const id = JSON.parse(key) as string | number
     for (const open of this.#opens) if (open.serverRequests.has(key)) this.#append(open, eventLine({ kind: 'replied', id }))
-  }
-
-  #replyArrived(key: string): void {
-    const w = this.#replied.get(key)
-    if (w) w.resolve()
-    else {
-      const d = deferred()
-      d.resolve()
-      this.#replied.set(key, d)
-    }
-  }
-
-  #waitReply(key: string): Promise<void> {
-    let w = this.#replied.get(key)
-    if (this.#closed) return Promise.resolve()
-    if (!w) {
-      w = deferred()
-      this.#replied.set(key, w)
-    }
-    return w.promise
   }
 }

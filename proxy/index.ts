@@ -14,12 +14,13 @@ export type { LiveResendOptions, LiveResendResult } from './live-resend.ts'
 export { resendLive } from './live-resend.ts'
 /** Proxy environment for a child (proxy vars, NO_PROXY cleared, CA files), the CA bundle, and `export` lines. */
 export { formatExports, proxyEnvironment, wrappedCommandEnvironment, writeCaBundle } from './proxy-env.ts'
+export { DEFAULT_PROXY_LIMITS, type LimitDeclaration, limitHelp, limitsFromFlags, PROXY_LIMITS, type ProxyLimits } from './proxy-limits.ts'
 export type { ProxyRunOptions, ProxyRunResult } from './proxy-run.ts'
 /** One CLI-style run: session + proxy, then a command through it or serve until a signal. */
 export { runProxySession, waitForStop } from './proxy-run.ts'
-export type { ProxyLimits, ProxyServer, ProxyServerOptions, ProxyStats } from './proxy-server.ts'
+export type { ProxyServer, ProxyServerOptions, ProxyStats } from './proxy-server.ts'
 /** Starts the proxy around a default engine session (or none); its default connection limits. */
-export { DEFAULT_PROXY_LIMITS, startProxy } from './proxy-server.ts'
+export { startProxy } from './proxy-server.ts'
 export type { ClosedSession, ProxySessions, SessionRefusal, SessionRefusals } from './proxy-sessions.ts'
 export { DEFAULT_CHUNK_GAP_MS } from './response-target.ts'
 /** Status and header of the proxy's own error responses (403 refusal, see capture/refusal.ts; 502 upstream failure). */

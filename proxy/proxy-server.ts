@@ -17,6 +17,7 @@ import { createExchangeHandler, createStats, type ProxyStats, proxyCaptureOption
 import { takeFromHttp1 } from './http2-cleartext.ts'
 import { createHttp2Serving, type Http2Serving } from './http2-server.ts'
 import { Http2Upstreams } from './http2-upstream.ts'
+import { type ProxyLimits, resolveProxyLimits } from './proxy-limits.ts'
 import { ProxySessions } from './proxy-sessions.ts'
 import { RequestRouter } from './request-router.ts'
 import type { TunnelTarget } from './request-target.ts'
@@ -28,41 +29,6 @@ import { lazyUpstreamAgent, type UpstreamOptions } from './upstream.ts'
 const { createServer } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
 export type { ProxyStats } from './exchange-handler.ts'
-
-/** Limits that keep slow or numerous clients from exhausting the proxy (connection-slots.ts). All in ms except the count. */
-export interface ProxyLimits {
-  /** A client must send a request's whole head within this time (default 30000); else 408 and closed. */
-  headersTimeoutMs?: number
-  /** ... and its whole request, body included, within this time (default 300000). */
-  requestTimeoutMs?: number
-  /** An idle keep-alive connection is closed after this time (default 5000). */
-  keepAliveTimeoutMs?: number
-  /**
-   * Connections open at once (default 512). At the cap, a new one takes the slot of the connection that has held
-   * one longest without a request in progress (or with its answer unread); when none has, it is answered 503.
-   */
-  maxConnections?: number
-  /** A connection the proxy answered with an error (408, 400, 503) is destroyed this long after, read or not (default 2000). */
-  closeGraceMs?: number
-  /** A client that leaves an answer unread this long (bytes wait, none leave) is dropped (default 30000). */
-  clientReadTimeoutMs?: number
-  /**
-   * At the cap, a request body arriving slower than this (bytes a second, averaged since its head) gives its slot
-   * to a newcomer, as a head that never completes does (default 500, mod_reqtimeout's MinRate).
-   */
-  minBodyBytesPerSecond?: number
-}
-
-/** Defaults for ProxyLimits. */
-export const DEFAULT_PROXY_LIMITS: Readonly<Required<ProxyLimits>> = Object.freeze({
-  headersTimeoutMs: 30_000,
-  requestTimeoutMs: 300_000,
-  keepAliveTimeoutMs: 5_000,
-  maxConnections: 512,
-  closeGraceMs: 2_000,
-  clientReadTimeoutMs: 30_000,
-  minBodyBytesPerSecond: 500,
-})
 
 /** Options for `startProxy`. */
 export interface ProxyServerOptions {
@@ -132,7 +98,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   const { session, ca } = options
   const sessions = new ProxySessions(session)
   const reverse = options.reverse && options.reverse.length > 0 ? new ReverseRoutes(options.reverse) : undefined
-  const limits = { ...DEFAULT_PROXY_LIMITS, ...options.limits }
+  const limits = resolveProxyLimits(options.limits, 'options')
   const stats = createStats()
   const upstream = lazyUpstreamAgent(options.upstream ?? {})
   // A recording proxy forwards from its first request: undici loads while the app starts, not on that request.

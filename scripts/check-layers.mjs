@@ -242,7 +242,7 @@ function cyclePath(graph, members) {
 
 /**
  * The folder lists that cannot import scripts/folders.mjs (tsconfig.json and tsconfig.build.json, JSON) checked
- * against it: a folder missing there is code nobody type-checks or builds. Skipped where a file is absent.
+ * against it, and the Dockerfile's copies: a folder missing there is code nobody type-checks or builds. Skipped where a file is absent.
  */
 export function checkFolderLists(root) {
   const want = {
@@ -261,7 +261,18 @@ export function checkFolderLists(root) {
         `${file}: "include" must list the folders of scripts/folders.mjs (missing: ${missing.join(', ') || 'none'}; not there: ${extra.join(', ') || 'none'}).`,
       )
   }
-  return problems
+  return problems.concat(checkDockerfile(root))
+}
+
+/** The Dockerfile's build stage copies each package folder (`COPY trace ./trace`): one left out breaks the image's build. */
+function checkDockerfile(root) {
+  const path = join(root, 'Dockerfile')
+  if (!existsSync(path)) return []
+  const copied = new Set([...readFileSync(path, 'utf8').matchAll(/^COPY\s+(\w[\w-]*)\s+\.\/\1\s*$/gm)].map((m) => m[1]))
+  const missing = PACKAGE_FOLDERS.filter((f) => !copied.has(f))
+  return missing.length === 0
+    ? []
+    : [`Dockerfile: the build stage must copy every folder of scripts/folders.mjs (missing: ${missing.join(', ')}); add \`COPY <folder> ./<folder>\`.`]
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

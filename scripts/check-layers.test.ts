@@ -9,6 +9,7 @@ import { appendFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSy
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { test } from 'node:test'
+import { PACKAGE_FOLDERS } from './folders.mjs'
 
 const ROOT = new URL('../', import.meta.url).pathname
 const CHECK = join(ROOT, 'scripts/check-layers.mjs')
@@ -36,7 +37,10 @@ function write(root: string, files: Record<string, string>): void {
 test('this checkout keeps its layers', () => {
   const r = check(ROOT)
   assert.equal(r.status, 0, r.stderr)
-  assert.match(r.stdout, /trace → store → engine → capture → seal → interceptor\|proxy\|mcp\|interop → cases\|assets\|lab → inspector → cli hold/)
+  assert.match(
+    r.stdout,
+    /trace → store → faults → engine → capture → seal → interceptor\|proxy\|mcp\|interop → setup → cases\|assets\|lab → inspector → cli hold/,
+  )
 })
 
 test('a copy of the checkout with one type-only back edge (store → engine) fails, naming the edge and the cycle it closes', (t) => {
@@ -55,7 +59,7 @@ test('a copy of the checkout with one type-only back edge (store → engine) fai
   assert.match(
     r.stderr,
     new RegExp(
-      `store/store-ops\\.ts:${lines}: back edge store → engine: store/ \\(floor 1\\) imports '\\.\\./engine/index\\.ts' \\(floor 2\\)\\. Imports go down only`,
+      `store/store-ops\\.ts:${lines}: back edge store → engine: store/ \\(floor 1\\) imports '\\.\\./engine/index\\.ts' \\(floor 3\\)\\. Imports go down only`,
     ),
   )
   // engine already imports store, so the edge also closes a cycle through the two doors.
@@ -80,6 +84,9 @@ test('each other rule, broken once in a scratch tree, is named', (t) => {
     'proxy/index.ts':
       "import type { Server } from 'node:http'\nimport {\n  createServer, // not an import type\n} from 'node:http'\nexport const g = 4\nexport type S = Server | typeof import('node:http')\n", // a value import of node:http
     'unplaced/index.ts': 'export const i = 5\n', // a folder on no floor
+    Dockerfile: `FROM node:22\n${PACKAGE_FOLDERS.filter((f) => f !== 'seal')
+      .map((f) => `COPY ${f} ./${f}\n`)
+      .join('')}`, // the image's build stage leaves seal/ out
   })
   const r = check(root)
   assert.equal(r.status, 1)
@@ -91,9 +98,10 @@ test('each other rule, broken once in a scratch tree, is named', (t) => {
     "store/c.ts:2: imports './fixtures/f.ts', test code (a test or a fixture), which is not published",
     "engine/index.ts:1: imports '../store/public.ts', a public entry (for users); inside the package import '../store/index.ts'.",
     "engine/index.ts:2: self-reference 'tool-replay/trace'",
-    "interceptor/index.ts:1: same floor interceptor → proxy: interceptor/ (floor 5) imports '../proxy/index.ts' (floor 5)",
+    "interceptor/index.ts:1: same floor interceptor → proxy: interceptor/ (floor 6) imports '../proxy/index.ts' (floor 6)",
     "proxy/index.ts:2: imports node:http as a module; take it with process.getBuiltinModule('node:http')",
-    'unplaced/: a folder of code on no floor. Place it in FLOORS (scripts/check-layers.mjs)',
+    'unplaced/: a folder of code on no floor. Place it in FLOORS (scripts/folders.mjs)',
+    'Dockerfile: the build stage must copy every folder of scripts/folders.mjs (missing: seal)',
   ]
   for (const line of expected) assert.ok(r.stderr.includes(line), `missing: ${line}\n--- stderr:\n${r.stderr}`)
   assert.match(

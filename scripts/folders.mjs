@@ -1,7 +1,7 @@
 /**
  * The package's folders, declared once: the floors of the layer check (scripts/check-layers.mjs), the unit
- * test folders (scripts/run-tests.mjs), the packed tarball's cache key (e2e/support/packed-package.ts) and
- * the sources tsconfig.json and tsconfig.build.json compile (checked against this list by the layer check).
+ * test folders (scripts/run-tests.mjs), the packed tarball's cache key (e2e/support/packed-package.ts), and the
+ * sources tsconfig.json and tsconfig.build.json compile and the Dockerfile copies (checked by the layer check).
  * Plain data with no imports: the test runner reads it at start.
  */
 

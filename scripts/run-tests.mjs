@@ -69,5 +69,14 @@ if (process.versions.node.startsWith('22.')) {
   const stripCache = new URL('./strip-cache.mjs', import.meta.url).href
   env.NODE_OPTIONS = [env.NODE_OPTIONS, `--import="${stripCache}"`].filter(Boolean).join(' ')
 }
-const r = spawnSync(process.execPath, args, { stdio: 'inherit', env })
+// Bounded: a file that never ends (a hook waiting on a process that will not exit) must fail the run in time
+// for CI's limit, not hold it. Each test has its own 120 s; the whole run gets RUN_LIMIT_MIN minutes.
+const RUN_LIMIT_MIN = Number(process.env.TOOL_REPLAY_TEST_RUN_LIMIT_MIN ?? 25)
+const r = spawnSync(process.execPath, args, { stdio: 'inherit', env, timeout: RUN_LIMIT_MIN * 60_000, killSignal: 'SIGTERM' })
+if (r.error?.code === 'ETIMEDOUT') {
+  console.error(
+    `The test run passed its limit of ${RUN_LIMIT_MIN} minutes and was stopped: a file above did not end (set TOOL_REPLAY_TEST_RUN_LIMIT_MIN to allow more).`,
+  )
+  process.exit(1)
+}
 process.exit(r.status ?? 1)

@@ -9,7 +9,7 @@ import { createMemoryStore, openStore, type TraceStore } from '../store/index.ts
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 
 import { judgeTestReplay } from './test-hooks.ts'
-import { insideProxyRun, resolveTestTrace, type TestRunner, testRunCommand } from './test-trace.ts'
+import { insideProxyRun, parentCommandLine, resolveTestTrace, type TestRunner, testRunCommand } from './test-trace.ts'
 
 export { traceNameForTestFile } from './test-trace.ts'
 
@@ -60,6 +60,7 @@ export async function startTestSetup(options: TestSetupOptions = {}, runner: Tes
     cwd: process.cwd(),
     execArgv: process.execArgv,
     env,
+    runnerCommandLine: parentCommandLine,
   })
   let interceptor: InterceptorSession
   try {

@@ -7,9 +7,10 @@
  */
 import { readFile } from 'node:fs/promises'
 import { rootCertificates } from 'node:tls'
-import { Dispatcher, getGlobalDispatcher, ProxyAgent, setGlobalDispatcher } from 'undici'
+import { type Dispatcher, getGlobalDispatcher, ProxyAgent, setGlobalDispatcher } from 'undici'
 import { lateRequestRefusal } from '../capture/index.ts'
 import type { Mode, SessionSummary } from '../engine/index.ts'
+import { DispatcherShell } from '../interceptor/index.ts'
 import { openSharedSession, type SharedProxyAddress, type SharedProxySession, sessionNameFrom } from '../proxy/index.ts'
 import { judgeTestReplay } from './test-hooks.ts'
 import { resolveTestTrace } from './test-trace.ts'
@@ -72,7 +73,7 @@ export async function startSharedSessionSetup(options: SharedSessionSetupOptions
 }
 
 /** Marks each request the run failed (it came after the judgement), then sends it to the serve, which refuses it. */
-class LateRequestGuard extends Dispatcher {
+class LateRequestGuard extends DispatcherShell {
   readonly #trace: string
   readonly #proxy: Dispatcher
 
@@ -87,24 +88,12 @@ class LateRequestGuard extends Dispatcher {
     return this.#proxy.dispatch(opts, handler)
   }
 
-  override close(): Promise<void>
-  override close(callback: () => void): void
-  override close(callback?: () => void): Promise<void> | undefined {
-    if (!callback) return this.#proxy.close()
-    this.#proxy.close(callback)
-    return undefined
+  protected override closing(): Promise<void> {
+    return this.#proxy.close()
   }
 
-  override destroy(): Promise<void>
-  override destroy(err: Error | null): Promise<void>
-  override destroy(callback: () => void): void
-  override destroy(err: Error | null, callback: () => void): void
-  override destroy(a?: Error | null | (() => void), b?: () => void): Promise<void> | undefined {
-    const err = typeof a === 'function' ? null : (a ?? null)
-    const callback = typeof a === 'function' ? a : b
-    if (!callback) return this.#proxy.destroy(err)
-    this.#proxy.destroy(err, callback)
-    return undefined
+  protected override destroying(err: Error | null): Promise<void> {
+    return this.#proxy.destroy(err)
   }
 }
 

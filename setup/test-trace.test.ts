@@ -46,6 +46,30 @@ test('the command that runs a test file again, kept with what the test setups re
       labels: { testRunner: 'node:test', testFile: 'test/orders.test.mjs', testName: 'refund' },
     },
   )
+  // Node 24+: the file process's execArgv lists every option of the runner (defaults too): the runner's own
+  // command line is read instead, its file patterns and --test left out (`--import x` keeps its value).
+  const handedOver = ['--stack-trace-limit=10', '--test-isolation=process', '--conditions=tool-replay-source', '--import=tool-replay/node-test']
+  const runnerArgv = ['/usr/bin/node', '--conditions=tool-replay-source', '--test', '--import', 'tool-replay/node-test', '--test-name-pattern=refund', 'test/']
+  const child = {
+    runner: 'node:test',
+    testFile: '/repo/test/orders.test.mjs',
+    cwd: '/repo',
+    execArgv: handedOver,
+    env: { NODE_TEST_CONTEXT: 'child-v8' },
+  } as const
+  assert.deepEqual(testRunCommand({ ...child, runnerCommandLine: () => runnerArgv }), {
+    command: ['node', '--conditions=tool-replay-source', '--import', 'tool-replay/node-test', '--test-name-pattern=refund', '--test', 'test/orders.test.mjs'],
+    labels: { testRunner: 'node:test', testFile: 'test/orders.test.mjs', testName: 'refund' },
+  })
+  // Where the runner's command line cannot be read: the handed-over flags without the runner's --test-* ones.
+  assert.deepEqual(testRunCommand({ ...child, runnerCommandLine: () => undefined }).command, [
+    'node',
+    '--stack-trace-limit=10',
+    '--conditions=tool-replay-source',
+    '--import=tool-replay/node-test',
+    '--test',
+    'test/orders.test.mjs',
+  ])
   // `node test/orders.test.mjs` (no runner around it) runs the file as a script again; a file outside cwd stays absolute.
   assert.deepEqual(testRunCommand({ runner: 'node:test', testFile: '/elsewhere/a.test.mjs', cwd: '/repo', execArgv: [], env: {} }).command, [
     'node',

@@ -2,7 +2,7 @@
  * Which trace and mode a test file records or replays, from TOOL_REPLAY_MODE and TOOL_REPLAY_TRACE: one rule
  * for every ready-made setup (the interceptor's node:test and vitest setups, and the shared-proxy ones).
  */
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path'
 import { MODES, type Mode, PROXY_RUN_ENV } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
@@ -87,8 +87,10 @@ export type TestRunner = 'node:test' | 'vitest'
 /**
  * The command that runs one test file again (kept with the recording as its `meta.app`, so the inspector can
  * rerun it against a fork) and the labels that say which runner, file and test name pattern it is. For
- * node:test, `execArgv` is the file process's own: the runner's flags are already gone from it and a
- * `--test-name-pattern` is still there.
+ * node:test, `execArgv` is the file process's own: on Node 22 the runner's flags are already gone from it and a
+ * `--test-name-pattern` is still there; from Node 24 it lists every option of the runner as a flag, defaults
+ * too (`--stack-trace-limit=10`, `--inspect-port=127.0.0.1:9229`), so the runner's own command line
+ * (`runnerCommandLine`) is read instead where it can be.
  */
 export function testRunCommand(o: {
   runner: TestRunner
@@ -96,15 +98,54 @@ export function testRunCommand(o: {
   cwd: string
   execArgv: readonly string[]
   env: Record<string, string | undefined>
+  /** The `node --test` runner's argv (Linux: /proc/PPID/cmdline); undefined where it cannot be read. */
+  runnerCommandLine?: () => readonly string[] | undefined
 }): { command: string[]; labels: Record<string, string> } {
   const rel = relative(o.cwd, o.testFile)
   const file = rel === '' || rel.startsWith('..') || isAbsolute(rel) ? o.testFile : rel
   const labels: Record<string, string> = { testRunner: o.runner, testFile: file }
   if (o.runner === 'vitest') return { command: ['npx', 'vitest', 'run', file], labels }
-  const pattern = o.execArgv.find((a) => a.startsWith('--test-name-pattern='))?.slice('--test-name-pattern='.length)
+  const flags = o.env.NODE_TEST_CONTEXT ? fileProcessFlags(o.execArgv, o.runnerCommandLine) : o.execArgv
+  const pattern = flags.find((a) => a.startsWith('--test-name-pattern='))?.slice('--test-name-pattern='.length)
   if (pattern !== undefined) labels.testName = pattern
   const runner = o.env.NODE_TEST_CONTEXT ? ['--test'] : []
-  return { command: ['node', ...o.execArgv, ...runner, file], labels }
+  return { command: ['node', ...flags, ...runner, file], labels }
+}
+
+/** Flags of the runner that take their value as the next argument (`--import x`), beside those written `--x=v`. */
+const VALUED_FLAGS = new Set(['-r', '--require', '-C', '--conditions', '--import', '--loader', '--experimental-loader', '--env-file', '--input-type'])
+
+/**
+ * The flags that start a node:test file as its runner did. When the runner handed its options over as flags
+ * (Node 24+: `--test-isolation=process` among them), they are the runner's own command line without its file
+ * patterns and `--test`; where that cannot be read, the handed-over flags without the runner's `--test-*` ones.
+ */
+function fileProcessFlags(execArgv: readonly string[], runnerCommandLine?: () => readonly string[] | undefined): readonly string[] {
+  if (!execArgv.some((a) => a.startsWith('--test-isolation='))) return execArgv
+  const argv = runnerCommandLine?.()
+  if (!argv) return execArgv.filter((a) => !a.startsWith('--test-') || a.startsWith('--test-name-pattern='))
+  const valued = new Set([...VALUED_FLAGS, ...execArgv.filter((a) => a.includes('=')).map((a) => a.slice(0, a.indexOf('=')))])
+  const flags: string[] = []
+  for (let i = 1; i < argv.length; i++) {
+    const a = argv[i] as string
+    if (a === '--') break
+    if (!a.startsWith('-') || a === '--test') continue // a file pattern, or the runner's switch (added back after the flags)
+    flags.push(a)
+    if (!a.includes('=') && valued.has(a) && i + 1 < argv.length) flags.push(argv[++i] as string)
+  }
+  return flags
+}
+
+/** The argv of this process's parent, from /proc (Linux); undefined elsewhere or when it cannot be read. */
+export function parentCommandLine(): readonly string[] | undefined {
+  try {
+    const text = readFileSync(`/proc/${process.ppid}/cmdline`, 'utf8')
+    const argv = text.split('\0')
+    if (argv.at(-1) === '') argv.pop()
+    return argv.length > 0 ? argv : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /**

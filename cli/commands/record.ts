@@ -6,8 +6,10 @@ import type { Mode, SessionFaultsOptions, SessionOptions } from '../../engine/in
 import { faultVerdictError, formatFaultVerdict, formatSummary, loadSessionFaults, parseMaxBodyBytes } from '../../engine/index.ts'
 import { FAULTS_SEED_ENV, rerunCommand, seedLine } from '../../faults/index.ts'
 import {
-  DEFAULT_PROXY_LIMITS,
-  type ProxyLimits,
+  limitHelp,
+  limitsFromFlags,
+  PROXY_LIMITS,
+  type ProxyRunResult,
   parseResolve,
   parseReverse,
   runProxySession,
@@ -35,7 +37,7 @@ export function upstreamOptions(y: Argv): Argv {
 
 /** Options every proxy-running command shares (record, replay, serve). */
 export function proxyOptions(y: Argv): Argv {
-  return upstreamOptions(redactionOptions(y))
+  const options = upstreamOptions(redactionOptions(y))
     .option('trace', { alias: 't', type: 'string', default: 'default', describe: 'Trace name' })
     .option('port', { alias: 'p', type: 'number', describe: `Proxy port (default: a free port with a command, else ${DEFAULT_PROXY_PORT})` })
     .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to bind; anything but loopback exposes the proxy to the network' })
@@ -57,31 +59,6 @@ export function proxyOptions(y: Argv): Argv {
       describe:
         'Gap between replayed chunks after each is flushed, for clients across a real network (default: 0 over TLS, whose records keep chunks apart; 2 over plain HTTP)',
     })
-    .option('headers-timeout-ms', {
-      type: 'number',
-      describe: `A client must send a request head within this time (default ${DEFAULT_PROXY_LIMITS.headersTimeoutMs})`,
-    })
-    .option('request-timeout-ms', { type: 'number', describe: `... and its whole request within this time (default ${DEFAULT_PROXY_LIMITS.requestTimeoutMs})` })
-    .option('keep-alive-timeout-ms', {
-      type: 'number',
-      describe: `Idle keep-alive connections close after this time (default ${DEFAULT_PROXY_LIMITS.keepAliveTimeoutMs})`,
-    })
-    .option('max-connections', {
-      type: 'number',
-      describe: `Connections open at once; at the cap a newcomer takes the slot of one that sent no whole request (or left its answer unread) for 1 s, else it is answered 503 (default ${DEFAULT_PROXY_LIMITS.maxConnections})`,
-    })
-    .option('close-grace-ms', {
-      type: 'number',
-      describe: `A connection answered with an error (408, 400, 503) is destroyed this long after, whether or not the client reads (default ${DEFAULT_PROXY_LIMITS.closeGraceMs})`,
-    })
-    .option('client-read-timeout-ms', {
-      type: 'number',
-      describe: `A client that leaves its answer unread this long is dropped (default ${DEFAULT_PROXY_LIMITS.clientReadTimeoutMs})`,
-    })
-    .option('min-body-bytes-per-second', {
-      type: 'number',
-      describe: `At the connection cap, a request body arriving slower than this (bytes/s, averaged since its head) gives its slot to a newcomer (default ${DEFAULT_PROXY_LIMITS.minBodyBytesPerSecond})`,
-    })
     .option('pace', {
       type: 'string',
       default: 'chunks',
@@ -97,6 +74,7 @@ export function proxyOptions(y: Argv): Argv {
       type: 'string',
       describe: `Faults seed (default $${FAULTS_SEED_ENV}, then the file's seed, then random); printed with the command that reruns the run`,
     })
+  return limitOptions(options)
 }
 
 /** Reads --faults and --seed before anything opens: a bad file must not start a run. */
@@ -115,27 +93,10 @@ export function commandArgv(args: Args): string[] {
   return rest.map(String)
 }
 
-/** Proxy limits from the shared flags; each must be a whole number > 0 (checked before anything opens). */
-export function limitsFromArgs(args: Args): ProxyLimits {
-  const limits: ProxyLimits = {}
-  const flags = [
-    ['headers-timeout-ms', 'headersTimeoutMs'],
-    ['request-timeout-ms', 'requestTimeoutMs'],
-    ['keep-alive-timeout-ms', 'keepAliveTimeoutMs'],
-    ['max-connections', 'maxConnections'],
-    ['close-grace-ms', 'closeGraceMs'],
-    ['client-read-timeout-ms', 'clientReadTimeoutMs'],
-    ['min-body-bytes-per-second', 'minBodyBytesPerSecond'],
-  ] as const
-  for (const [flag, key] of flags) {
-    const v = args[flag]
-    if (v === undefined) continue
-    if (!(typeof v === 'number' && Number.isSafeInteger(v) && v > 0)) {
-      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid --${flag} ${String(v)}: give a whole number > 0 (default ${DEFAULT_PROXY_LIMITS[key]}).`)
-    }
-    limits[key] = v
-  }
-  return limits
+/** The proxy limits' flags, from their one declaration (PROXY_LIMITS). */
+function limitOptions(y: Argv): Argv {
+  for (const d of Object.values(PROXY_LIMITS)) y.option(d.flag, { type: 'number', describe: limitHelp(d) })
+  return y
 }
 
 function nonNegative(v: unknown, flag: string): number {
@@ -172,7 +133,7 @@ export async function runProxyCommand(
     throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid --port ${String(args.port)}: use a whole number from 0 to 65535 (0 = any free port).`)
   }
   const pace = parsePace(args.pace)
-  const limits = limitsFromArgs(args)
+  const limits = limitsFromFlags(args)
   const maxBodyBytes = args['max-body-bytes'] === undefined ? undefined : parseMaxBodyBytes(args['max-body-bytes'])
   const chunkGapMs = args['chunk-gap-ms'] === undefined ? undefined : nonNegative(args['chunk-gap-ms'], 'chunk-gap-ms')
   const reverse = parseReverse(((args.reverse as unknown[] | undefined) ?? []).map(String))
@@ -208,58 +169,67 @@ export async function runProxyCommand(
         control: opts.control,
         log: (line) => io.err(line),
       })
-      const s = result.summary
-      // Named sessions left open when the proxy stopped count too (their summaries were logged as they closed).
-      const replays = [...(s ? [s] : []), ...result.sessions.map((n) => n.summary)].filter((x) => x.mode === 'replay')
-      // A request naming a session never opened here failed in the app even if the app swallowed it (a typo, a
-      // misconfigured client): it fails the run. Unnamed requests and ones naming a closed session are reported.
-      const refusals = result.sessionRefusals
-      const refusedCount = refusals.unnamed + refusals.neverOpened + refusals.closed
-      const ok = (s?.ok ?? true) && result.sessions.every((n) => n.summary.ok && n.error === undefined) && refusals.neverOpened === 0
-      const verdict = result.faults
-      const faultError = verdict && faultVerdictError(verdict, rerun)
-      let exit = result.command?.code ?? 0
-      // The replay contract outranks a fault rule that never fired, which outranks a broken contract, which
-      // outranks the command's own code: each usually explains the next.
-      if (opts.strict && replays.some((r) => !r.ok)) exit = EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
-      else if (refusals.neverOpened > 0) exit = EXIT_CODES[ErrorCodes.SESSION_UNKNOWN]
-      else if (faultError) exit = EXIT_CODES[faultError.code]
-      if (args.json) {
-        const faultsJson = verdict && { seed: verdict.seed, rerun, ok: verdict.ok, coverage: verdict.coverage, contracts: verdict.contracts ?? null }
-        const sessions = result.sessions.map((n) => ({
-          name: n.name,
-          summary: n.summary,
-          ...(n.error ? { error: String((n.error as Error)?.message ?? n.error) } : {}),
-        }))
-        io.out(
-          JSON.stringify({
-            ok: ok && !faultError,
-            summary: s ?? null,
-            ...(sessions.length > 0 ? { sessions } : {}),
-            ...(refusedCount > 0 ? { sessionRefusals: refusals } : {}),
-            ...(faultsJson ? { faults: faultsJson } : {}),
-            exitCode: result.command?.code ?? null,
-          }),
-        )
-        return exit
-      }
-      if (s) io.err(formatSummary(s))
-      if (refusedCount > 0) io.err(formatSessionRefusals(refusals))
-      if (verdict) io.err(formatFaultVerdict(verdict))
-      const hint = sealedHint(args, session.mode, opts.strict, command)
-      if (hint) io.err(hint)
-      if (faultError && exit === EXIT_CODES[faultError.code]) io.err(`error ${faultError.code}: ${faultError.message}`)
-      // The seed again at the end of a failed run (the fault error already names it), and for replay the trace's.
-      if (session.mode === 'replay' && verdict) io.err(verdict.seedLine)
-      else if (seedText && exit !== 0 && !faultError) io.err(seedText)
-      if (exit !== (result.command?.code ?? 0)) return exit
-      const code = exit
-      // Tool Replay's own codes start at 64; say whose code it is when a command's could be mistaken for one.
-      if (code >= TOOL_EXIT_MIN && !args.json) io.err(`exit ${code} is the wrapped command's own (Tool Replay saw no problem).`)
-      return code
+      return reportProxyRun(result, { args, io, mode: session.mode, strict: opts.strict, command, rerun, seedText })
     },
     { create: opts.createStore !== false },
   )
+}
+
+/** What a proxy run's outcome prints (text or JSON) and the exit code it maps to. */
+function reportProxyRun(
+  result: ProxyRunResult,
+  o: { args: Args; io: Io; mode: Mode; strict: boolean; command: string[]; rerun: string | undefined; seedText: string | undefined },
+): number {
+  const { args, io, rerun, seedText } = o
+  const s = result.summary
+  // Named sessions left open when the proxy stopped count too (their summaries were logged as they closed).
+  const replays = [...(s ? [s] : []), ...result.sessions.map((n) => n.summary)].filter((x) => x.mode === 'replay')
+  // A request naming a session never opened here failed in the app even if the app swallowed it (a typo, a
+  // misconfigured client): it fails the run. Unnamed requests and ones naming a closed session are reported.
+  const refusals = result.sessionRefusals
+  const refusedCount = refusals.unnamed + refusals.neverOpened + refusals.closed
+  const ok = (s?.ok ?? true) && result.sessions.every((n) => n.summary.ok && n.error === undefined) && refusals.neverOpened === 0
+  const verdict = result.faults
+  const faultError = verdict && faultVerdictError(verdict, rerun)
+  let exit = result.command?.code ?? 0
+  // The replay contract outranks a fault rule that never fired, which outranks a broken contract, which
+  // outranks the command's own code: each usually explains the next.
+  if (o.strict && replays.some((r) => !r.ok)) exit = EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
+  else if (refusals.neverOpened > 0) exit = EXIT_CODES[ErrorCodes.SESSION_UNKNOWN]
+  else if (faultError) exit = EXIT_CODES[faultError.code]
+  if (args.json) {
+    const faultsJson = verdict && { seed: verdict.seed, rerun, ok: verdict.ok, coverage: verdict.coverage, contracts: verdict.contracts ?? null }
+    const sessions = result.sessions.map((n) => ({
+      name: n.name,
+      summary: n.summary,
+      ...(n.error ? { error: String((n.error as Error)?.message ?? n.error) } : {}),
+    }))
+    io.out(
+      JSON.stringify({
+        ok: ok && !faultError,
+        summary: s ?? null,
+        ...(sessions.length > 0 ? { sessions } : {}),
+        ...(refusedCount > 0 ? { sessionRefusals: refusals } : {}),
+        ...(faultsJson ? { faults: faultsJson } : {}),
+        exitCode: result.command?.code ?? null,
+      }),
+    )
+    return exit
+  }
+  if (s) io.err(formatSummary(s))
+  if (refusedCount > 0) io.err(formatSessionRefusals(refusals))
+  if (verdict) io.err(formatFaultVerdict(verdict))
+  const hint = sealedHint(args, o.mode, o.strict, o.command)
+  if (hint) io.err(hint)
+  if (faultError && exit === EXIT_CODES[faultError.code]) io.err(`error ${faultError.code}: ${faultError.message}`)
+  // The seed again at the end of a failed run (the fault error already names it), and for replay the trace's.
+  if (o.mode === 'replay' && verdict) io.err(verdict.seedLine)
+  else if (seedText && exit !== 0 && !faultError) io.err(seedText)
+  if (exit !== (result.command?.code ?? 0)) return exit
+  const code = exit
+  // Tool Replay's own codes start at 64; say whose code it is when a command's could be mistaken for one.
+  if (code >= TOOL_EXIT_MIN && !args.json) io.err(`exit ${code} is the wrapped command's own (Tool Replay saw no problem).`)
+  return code
 }
 
 /** `tr-proxy record [--mode record|update|passthrough] [-- cmd ...]`: record through the proxy. */

@@ -3,9 +3,11 @@
  * headless, with a fresh profile per launch. A machine without /usr/bin/chromium skips the browser tests with
  * the reason, except in CI (CI=true), where a missing browser fails them: .ci/run installs it.
  */
+import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
 import { type BrowserContext, chromium, type Locator } from 'playwright-core'
 
 /** Where Debian's chromium package puts the browser. */
@@ -43,8 +45,17 @@ export async function launchBrowser(): Promise<{ context: BrowserContext; close:
   })
   return {
     context,
+    // Bounded: a context whose pages hang (seen after a test timed out under load) must not hold the file for
+    // ever; its chromium processes, found by their profile directory, are killed after 15 s.
     close: async () => {
-      await context.close().catch(() => {})
+      const closed = await Promise.race([
+        context.close().then(
+          () => true,
+          () => true,
+        ),
+        delay(15_000, false),
+      ])
+      if (!closed) spawnSync('pkill', ['-KILL', '-f', `--user-data-dir=${profile}`])
       rmSync(profile, { recursive: true, force: true })
     },
   }

@@ -47,11 +47,14 @@ export async function startInspectCli(store: string, cwd: string, args: string[]
     origin: u.origin,
     token: u.searchParams.get('token') as string,
     child,
+    // Bounded: SIGTERM, then SIGKILL if it has not exited within 10 s.
     stop: async () => {
-      if (child.exitCode !== null) return
+      if (child.exitCode !== null || child.signalCode !== null) return
       const done = new Promise((r) => child.once('exit', r))
       child.kill('SIGTERM')
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
       await done
+      clearTimeout(timer)
     },
   }
 }
