@@ -94,9 +94,10 @@ after(async () => {
   rmSync(bin, { recursive: true, force: true })
 })
 
-/** A project directory for one page: `tool-replay` importable (this checkout's sources), nothing else. */
+/** A project directory for one page: a package.json, `tool-replay` importable (this checkout's sources), nothing else. */
 function scratchDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'tr-docs-'))
+  writeFileSync(join(dir, 'package.json'), '{ "name": "app", "private": true, "type": "module" }\n')
   mkdirSync(join(dir, 'node_modules'))
   symlinkSync(ROOT, join(dir, 'node_modules', 'tool-replay'), 'dir')
   return dir

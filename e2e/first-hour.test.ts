@@ -4,10 +4,12 @@
  * dependencies, then each way in as README's quick start shows it: `npx tr-proxy --help`, the node:test setup
  * (record, then strict replay with the API stopped), the vitest setup (vitest linked in as the project's own
  * dev dependency) and the MCP wrapper `npx tr-proxy mcp -- <server>` (record, then replay with the server's
- * file gone: it never starts). Replays are offline: the counting API sees no request after recording.
+ * file gone: it never starts). Replays are offline: the counting API sees no request after recording. On a Node
+ * older than 22.19 (Debian's Node 20 here) every entry point fails at import with a message naming the fix.
  */
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -153,4 +155,29 @@ test('MCP wrapper `npx tr-proxy mcp -- <server>`: record, then replay without th
   assert.match(replayed.out, /"echoed":"tools\/list"/, 'the recorded answer, replayed without the server')
   assert.match(replayed.out, /wrapper exit 0/)
   assert.ok(readdirSync(dir).includes('.tool-replay'))
+})
+
+/** A Node older than 22.19 on this machine (Debian's Node 20 here), if there is one. */
+function oldNode(): string | undefined {
+  for (const bin of ['/usr/bin/node', '/usr/local/bin/node']) {
+    if (!existsSync(bin)) continue
+    const r = spawnSync(bin, ['-p', 'process.versions.node'], { encoding: 'utf8' })
+    const [major = 0, minor = 0] = r.stdout.trim().split('.').map(Number)
+    if (r.status === 0 && (major < 22 || (major === 22 && minor < 19))) return bin
+  }
+  return undefined
+}
+
+test('on a Node older than 22.19 every library entry point fails at import, naming the version and the fix', async (t) => {
+  const old = oldNode()
+  if (!old) return t.skip('no Node older than 22.19 on this machine')
+  const pkg = JSON.parse(readFileSync(join(dir, 'node_modules', 'tool-replay', 'package.json'), 'utf8')) as { exports: Record<string, unknown> }
+  const subpaths = Object.keys(pkg.exports)
+    .filter((s) => !s.endsWith('.json'))
+    .map((s) => s.replace(/^\./, 'tool-replay'))
+  const script = `for (const s of ${JSON.stringify(subpaths)}) { try { await import(s); console.log(s + ': loaded') } catch (e) { console.log(s + ': ' + e.message) } }`
+  const r = await runProgram(old, ['--input-type=module', '-e', script], { cwd: dir, env: userEnv(), timeoutMs: 60_000 })
+  const lines = r.out.trim().split('\n')
+  assert.equal(lines.length, subpaths.length, r.out)
+  for (const line of lines) assert.match(line, /: Tool Replay needs Node >= 22\.19 \(this is v\d+\.\d+\.\d+\): .*Node 22\.19 or later/, line)
 })

@@ -43,7 +43,8 @@ test('open reserves the name first: a racing open of the same name fails, the lo
   assert.ok(during instanceof ToolReplayError && /is still being opened/.test(during.message))
   await assert.rejects(
     sessions.open('race', slow),
-    (err: ToolReplayError) => err.code === ErrorCodes.SESSION_EXISTS && /already open on this proxy/.test(err.message),
+    (err: ToolReplayError) =>
+      err.code === ErrorCodes.SESSION_EXISTS && /already open on this proxy .*Close it with `tr-proxy session close race`/.test(err.message),
   )
   await first
   assert.equal(opened, 1)

@@ -65,7 +65,7 @@ export class ProxySessions {
     if (this.#named.has(name) || this.#opening.has(name)) {
       throw new ToolReplayError(
         ErrorCodes.SESSION_EXISTS,
-        `Failed to open session "${name}": a session of that name is already open on this proxy. Close it first (DELETE /sessions/${name}), or pick another name.`,
+        `Failed to open session "${name}": a session of that name is already open on this proxy (a test file that crashed before its end leaves its session open). Close it with \`tr-proxy session close ${name}\` (with the serve's --port and --store; on the control API: DELETE /sessions/${name}), or pick another name.`,
         { details: { session: name } },
       )
     }

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { resolveTestSetup, traceNameForTestFile } from './interceptor-setup.ts'
 
-test('trace names derive from the test file name', () => {
-  assert.equal(traceNameForTestFile('/repo/e2e/checkout.test.ts'), 'checkout')
-  assert.equal(traceNameForTestFile('src/orders.spec.mjs'), 'orders')
-  assert.equal(traceNameForTestFile('C:/x/weird name!.test.js'), 'weird-name-')
-  assert.equal(traceNameForTestFile('plain.js'), 'plain')
+test('trace names derive from the test file: its path from the project root, or its name outside one', () => {
+  assert.equal(traceNameForTestFile('/repo/e2e/checkout.test.ts'), 'checkout', 'no package.json above it')
+  assert.equal(traceNameForTestFile('src/orders.spec.mjs'), 'src:orders', 'relative to the cwd, inside this checkout')
+  assert.equal(traceNameForTestFile('C:/x/weird name!.test.js', '/nowhere'), 'weird-name-')
+  assert.equal(traceNameForTestFile('/nowhere/plain.js', '/nowhere'), 'plain')
 })
 
 test('options win over TOOL_REPLAY_* variables, which win over defaults', () => {

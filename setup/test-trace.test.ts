@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { test } from 'node:test'
-import { insideProxyRun, loadedAsTestPreload, resolveTestTrace, testRunCommand } from './test-trace.ts'
+import { insideProxyRun, loadedAsTestPreload, projectRootOf, resolveTestTrace, testRunCommand, traceNameForTestFile } from './test-trace.ts'
 
 const SETUP = /(tool-replay\/proxy-node-test|setup\/proxy-node-test\.[cm]?[jt]s)$/
 
@@ -82,4 +85,24 @@ test('a test file run by `tr-proxy record|replay -- <command>` is inside a proxy
   assert.equal(insideProxyRun({ TOOL_REPLAY_PROXY_RUN: '1', HTTPS_PROXY: 'http://127.0.0.1:1' }), true)
   assert.equal(insideProxyRun({ HTTPS_PROXY: 'http://corp-proxy:3128', NODE_USE_ENV_PROXY: '1' }), false, 'a proxy of its own is not a tr-proxy run')
   assert.equal(insideProxyRun({}), false)
+})
+
+test('a test file is named by its path from its project root (nearest package.json): a/index and b/index never share a trace', () => {
+  assert.equal(traceNameForTestFile('/p/a/index.test.ts', '/p'), 'a:index')
+  assert.equal(traceNameForTestFile('/p/b/index.test.ts', '/p'), 'b:index')
+  assert.equal(traceNameForTestFile('/p/test/api/orders.spec.mjs', '/p'), 'test:api:orders')
+  assert.equal(traceNameForTestFile('/p/checkout.test.ts', '/p'), 'checkout', 'a file at the root keeps its own name')
+  assert.equal(traceNameForTestFile('/elsewhere/checkout.test.ts', '/p'), 'checkout', 'outside the root: its own name')
+  assert.equal(traceNameForTestFile('/p/.hidden/x y.test.ts', '/p'), 'hidden:x-y')
+  // On disk: the root is found by its package.json.
+  const dir = mkdtempSync(join(tmpdir(), 'tr-trace-name-'))
+  try {
+    mkdirSync(join(dir, 'app', 'a'), { recursive: true })
+    writeFileSync(join(dir, 'app', 'package.json'), '{}')
+    assert.equal(projectRootOf(join(dir, 'app', 'a', 'index.test.ts')), join(dir, 'app'))
+    assert.equal(traceNameForTestFile(join(dir, 'app', 'a', 'index.test.ts')), 'a:index')
+    assert.deepEqual(resolveTestTrace({ env: { TOOL_REPLAY_TRACE: 'suite' }, testFile: join(dir, 'app', 'a', 'index.test.ts') }).trace, 'suite:a:index')
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 })

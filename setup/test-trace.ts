@@ -2,18 +2,41 @@
  * Which trace and mode a test file records or replays, from TOOL_REPLAY_MODE and TOOL_REPLAY_TRACE: one rule
  * for every ready-made setup (the interceptor's node:test and vitest setups, and the shared-proxy ones).
  */
-import { readFileSync } from 'node:fs'
-import { basename, isAbsolute, relative } from 'node:path'
+import { existsSync, readFileSync } from 'node:fs'
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path'
 import { MODES, type Mode, PROXY_RUN_ENV } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 
-/** Trace name for a test file: `test/checkout.test.ts` → `checkout`. */
-export function traceNameForTestFile(file: string): string {
-  const name = basename(file)
-    .replace(/\.(test|spec)\.[cm]?[jt]sx?$/, '')
-    .replace(/\.[cm]?[jt]sx?$/, '')
-    .replace(/[^A-Za-z0-9_.:-]/g, '-')
-    .replace(/^\.+/, '')
+/** How many folders up a test file's project root (its nearest package.json) is looked for. */
+const MAX_ROOT_DEPTH = 64
+
+/** The nearest folder at or above `file`'s folder that holds a package.json: the project the test file belongs to. */
+export function projectRootOf(file: string): string | undefined {
+  let dir = dirname(resolve(file))
+  for (let i = 0; i < MAX_ROOT_DEPTH; i++) {
+    if (existsSync(join(dir, 'package.json'))) return dir
+    const up = dirname(dir)
+    if (up === dir) return undefined
+    dir = up
+  }
+  return undefined
+}
+
+/**
+ * Trace name for a test file: its path from the project root (its nearest package.json), folders joined by `:`,
+ * without the `.test.ts` ending: `test/checkout.test.ts` → `test:checkout`, and `a/index.test.ts` and
+ * `b/index.test.ts` get `a:index` and `b:index`, never one shared trace. A file outside any project is named
+ * after itself (`checkout`).
+ */
+export function traceNameForTestFile(file: string, root: string | undefined = projectRootOf(file)): string {
+  const rel = root === undefined ? '' : relative(root, resolve(file))
+  const path = rel === '' || rel.startsWith('..') || isAbsolute(rel) ? basename(file) : rel
+  const segments = path.split(/[\\/]/)
+  const last = (segments.pop() as string).replace(/\.(test|spec)\.[cm]?[jt]sx?$/, '').replace(/\.[cm]?[jt]sx?$/, '')
+  const name = [...segments, last]
+    .map((s) => s.replace(/[^A-Za-z0-9_.-]/g, '-').replace(/^\.+/, ''))
+    .filter((s) => s !== '')
+    .join(':')
   return name || 'tests'
 }
 

@@ -1,5 +1,8 @@
 /** The trace model and pure operations on it. No I/O. */
 
+// First: every entry point reaches this module, so a Node too old for the library fails here, saying so.
+import './node-version.ts'
+
 /** The application's outcome (`meta.app`) for a reader. */
 export { formatAppRun, shellLine } from './app-run.ts'
 export { BodyAccumulator, bodyBytes, bodyChunk, bodyFromBytes, bodyFromChunks, concatBytes, splitChunks, tryUtf8 } from './body.ts'

@@ -79,40 +79,45 @@ export const mcpCommand: CommandModule = {
       }
     }
     const redaction = await redactionFromArgs(args)
-    return withStore({ store: args.store }, async (store) => {
-      const session = await openSession({
-        mode,
-        trace,
-        store,
-        redaction,
-        durability,
-        labels: { recordedWith: 'mcp' },
-        ...limits,
-        ...(faults ? { faults } : {}),
-      })
-      let exit: Awaited<ReturnType<typeof runMcpStdio>>
-      try {
-        exit = await runMcpStdio({ session, server, command, ...limits })
-      } catch (err) {
-        await session.discard().catch(() => {})
-        throw err
-      }
-      const summary = await session.close()
-      if (!summary.ok) {
-        io.err(formatSummary(summary))
-        return EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
-      }
-      const verdict = await faultVerdict(session)
-      if (verdict) {
-        io.err(formatFaultVerdict(verdict))
-        const error = faultVerdictError(verdict)
-        if (error) {
-          io.err(`error ${error.code}: ${error.message}`)
-          return EXIT_CODES[error.code]
+    // A replay reads recordings: a --store naming no store is TR_STORE_NOT_FOUND, never a new empty store.
+    return withStore(
+      { store: args.store },
+      async (store) => {
+        const session = await openSession({
+          mode,
+          trace,
+          store,
+          redaction,
+          durability,
+          labels: { recordedWith: 'mcp' },
+          ...limits,
+          ...(faults ? { faults } : {}),
+        })
+        let exit: Awaited<ReturnType<typeof runMcpStdio>>
+        try {
+          exit = await runMcpStdio({ session, server, command, ...limits })
+        } catch (err) {
+          await session.discard().catch(() => {})
+          throw err
         }
-      }
-      return exitCodeOf(exit)
-    })
+        const summary = await session.close()
+        if (!summary.ok) {
+          io.err(formatSummary(summary))
+          return EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]
+        }
+        const verdict = await faultVerdict(session)
+        if (verdict) {
+          io.err(formatFaultVerdict(verdict))
+          const error = faultVerdictError(verdict)
+          if (error) {
+            io.err(`error ${error.code}: ${error.message}`)
+            return EXIT_CODES[error.code]
+          }
+        }
+        return exitCodeOf(exit)
+      },
+      { create: mode !== 'replay' },
+    )
   },
 }
 

@@ -125,7 +125,7 @@ export async function runProxyCommand(
   args: Args,
   io: Io,
   session: Omit<SessionOptions, 'store'>,
-  opts: { strict: boolean; control: boolean; sessionsOnly?: boolean },
+  opts: { strict: boolean; control: boolean; sessionsOnly?: boolean; createStore?: boolean },
 ): Promise<number> {
   const command = commandArgv(args)
   const dir = storeDir({ store: args.store })
@@ -146,28 +146,34 @@ export async function runProxyCommand(
   const seedText = faults && seedLine(faults.seed, faults.seedSource, rerun)
   // Strict replay injects nothing: its seed is the replayed trace's, printed with the verdict at the end.
   if (seedText && !args.json && session.mode !== 'replay') io.err(seedText)
-  return withStore({ store: args.store }, async (store) => {
-    const result = await runProxySession({
-      store,
-      storeDir: dir,
-      session: faults ? { ...session, faults } : session,
-      ...(opts.sessionsOnly ? { sessionsOnly: true } : {}),
-      ...(reverse.length > 0 ? { reverse } : {}),
-      host: String(args.host ?? '127.0.0.1'),
-      port: typeof args.port === 'number' ? args.port : command.length > 0 ? 0 : DEFAULT_PROXY_PORT,
-      upstream: upstreamFromArgs(args),
-      pace,
-      limits,
-      ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
-      ...(chunkGapMs !== undefined ? { chunkGapMs } : {}),
-      ...(args.h2c === true ? { h2c: true } : {}),
-      ...(command.length > 0 ? { command } : {}),
-      ...(sealed ? { sealed } : {}),
-      control: opts.control,
-      log: (line) => io.err(line),
-    })
-    return reportProxyRun(result, { args, io, mode: session.mode, strict: opts.strict, command, rerun, seedText })
-  })
+  // `tr-proxy replay` reads recordings: a --store naming no store (a typo) is TR_STORE_NOT_FOUND, never a new empty
+  // one (createStore: false). `serve` may start on an empty store: its sessions record into it.
+  return withStore(
+    { store: args.store },
+    async (store) => {
+      const result = await runProxySession({
+        store,
+        storeDir: dir,
+        session: faults ? { ...session, faults } : session,
+        ...(opts.sessionsOnly ? { sessionsOnly: true } : {}),
+        ...(reverse.length > 0 ? { reverse } : {}),
+        host: String(args.host ?? '127.0.0.1'),
+        port: typeof args.port === 'number' ? args.port : command.length > 0 ? 0 : DEFAULT_PROXY_PORT,
+        upstream: upstreamFromArgs(args),
+        pace,
+        limits,
+        ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
+        ...(chunkGapMs !== undefined ? { chunkGapMs } : {}),
+        ...(args.h2c === true ? { h2c: true } : {}),
+        ...(command.length > 0 ? { command } : {}),
+        ...(sealed ? { sealed } : {}),
+        control: opts.control,
+        log: (line) => io.err(line),
+      })
+      return reportProxyRun(result, { args, io, mode: session.mode, strict: opts.strict, command, rerun, seedText })
+    },
+    { create: opts.createStore !== false },
+  )
 }
 
 /** What a proxy run's outcome prints (text or JSON) and the exit code it maps to. */

@@ -35,7 +35,7 @@ export const replayCommand: CommandModule = {
       args,
       io,
       { mode: 'replay', trace: String(args.trace), ...(recordAs ? { recordAs } : {}), ...(args.tail === 'live' ? { tail: 'live' as const } : {}) },
-      { strict: args.strict !== false, control: false },
+      { strict: args.strict !== false, control: false, createStore: false },
     )
   },
 }

@@ -57,11 +57,35 @@ function sourceHash(): string {
   return hash.digest('hex').slice(0, 16)
 }
 
-/** Builds and packs this checkout (cached by content); returns the tarball's path. */
+/** How long a test file waits for another one's build of the same sources before building its own. */
+const BUILD_WAIT_MS = 240_000
+
+/**
+ * Builds and packs this checkout (cached by content); returns the tarball's path. Test files that ask at once
+ * share one build: the first takes a lock directory, the others wait for its tarball (a build is most of a
+ * minute of CPU, and two at once on two cores doubled each one's time).
+ */
 export async function packedTarball(): Promise<string> {
   const cacheDir = join(tmpdir(), `tool-replay-pack-${sourceHash()}`)
   const tarball = join(cacheDir, 'tool-replay.tgz')
   if (existsSync(tarball)) return tarball
+  const lock = `${cacheDir}.lock`
+  try {
+    mkdirSync(lock)
+  } catch {
+    // Another file is building these sources: wait for its tarball; a lock left by a killed run expires.
+    const until = Date.now() + BUILD_WAIT_MS
+    while (Date.now() < until && existsSync(lock) && !existsSync(tarball)) await new Promise((r) => setTimeout(r, 500))
+    if (existsSync(tarball)) return tarball
+  }
+  try {
+    return await buildTarball(cacheDir, tarball)
+  } finally {
+    rmSync(lock, { recursive: true, force: true })
+  }
+}
+
+async function buildTarball(cacheDir: string, tarball: string): Promise<string> {
   const staging = mkdtempSync(join(tmpdir(), 'tr-pack-staging-'))
   try {
     // The sources as a clone has them, without dist/: `npm pack` must build it (package.json "prepare").
