@@ -50,8 +50,12 @@ export class JsonObjectStream {
   #inArray = false
   #valueOffset = 0
 
-  constructor(arrayKey: string) {
+  /** Elements are parsed with this (default parseJson, which keeps numbers a double cannot hold exactly). */
+  readonly #parseElement: (text: string) => unknown
+
+  constructor(arrayKey: string, parseElement: (text: string) => unknown = parseJson) {
     this.#arrayKey = arrayKey
+    this.#parseElement = parseElement
   }
 
   push(chunk: Uint8Array): JsonStreamEvent[] {
@@ -203,7 +207,7 @@ export class JsonObjectStream {
     const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
     let value: unknown
     try {
-      value = parseJson(text)
+      value = this.#inArray && this.#state !== S.Key ? this.#parseElement(text) : parseJson(text)
     } catch (err) {
       throw new JsonStreamError((err as Error).message, this.#valueOffset)
     }

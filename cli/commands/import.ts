@@ -102,11 +102,12 @@ async function stageFile(store: TraceStore, reader: TraceFileReader, meta: Trace
   try {
     const digester = new TraceDigester()
     let changed = 0
-    for await (const { exchange, bodies } of reader.exchanges()) {
+    for await (const { exchange, bodies, canonical } of reader.exchanges()) {
       const out = redactTrace({ meta, exchanges: [exchange], bodies }, redaction)
       const x = out.trace.exchanges[0] as Exchange
       changed += out.changed
-      digester.add(x)
+      if (x === exchange) digester.addCanonical(canonical)
+      else digester.add(x)
       await stage.add(x, out.trace.bodies)
     }
     return { stage, digest: digester.digest(meta), exchanges: digester.count, changed }
