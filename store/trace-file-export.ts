@@ -294,12 +294,7 @@ export async function writeTraceFileFrom(path: string, source: TraceSource, opti
     const digester = new TraceDigester()
     const blobNames: string[] = []
     const out = new TextSink(part)
-    for await (const x of source.exchanges()) {
-      const bytes = new Map<string, Uint8Array>()
-      for (const [ref, use] of files.fresh(x)) {
-        const b = bytes.has(ref.digest) ? undefined : await source.body(ref, use)
-        if (b !== undefined) bytes.set(ref.digest, b)
-      }
+    for await (const { x, bytes } of withBodies(source, files)) {
       const blobs = new Map<string, Uint8Array>()
       const fx = files.render(x, bytes, blobs)
       digester.add(modelExchange(fx))
@@ -317,6 +312,43 @@ export async function writeTraceFileFrom(path: string, source: TraceSource, opti
   } finally {
     await unlink(part).catch(() => {})
   }
+}
+
+/** Exchanges fetched ahead of the one being written, and the bytes of their bodies fetched at once. */
+const READ_AHEAD = { exchanges: 64, bytes: 8 * 1024 * 1024 }
+
+/**
+ * The source's exchanges, each with the bytes of the bodies the file does not hold yet. Bodies are asked
+ * for a window of exchanges at a time, all at once, so the store's latencies overlap instead of adding up
+ * (a window stops at READ_AHEAD's count or bytes, so memory stays bounded).
+ */
+async function* withBodies(source: TraceSource, files: FileExchanges): AsyncGenerator<{ x: Exchange; bytes: Map<string, Uint8Array> }> {
+  let window: Exchange[] = []
+  let wanted = new Map<string, [BodyRef, string]>()
+  let size = 0
+  const drain = async function* () {
+    const bytes = new Map<string, Uint8Array>()
+    const got = await Promise.all([...wanted.values()].map(([ref, use]) => source.body(ref, use)))
+    for (const [i, digest] of [...wanted.keys()].entries()) {
+      const b = got[i]
+      if (b !== undefined) bytes.set(digest, b)
+    }
+    const xs = window
+    window = []
+    wanted = new Map()
+    size = 0
+    for (const x of xs) yield { x, bytes }
+  }
+  for await (const x of source.exchanges()) {
+    window.push(x)
+    for (const [ref, use] of files.fresh(x)) {
+      if (wanted.has(ref.digest)) continue
+      wanted.set(ref.digest, [ref, use])
+      size += ref.size
+    }
+    if (window.length >= READ_AHEAD.exchanges || size >= READ_AHEAD.bytes) yield* drain()
+  }
+  yield* drain()
 }
 
 /** A file written through a stream in batches, waiting whenever the stream is full. */
