@@ -243,7 +243,10 @@ export function exportTrace(trace: Trace, options: TraceFileOptions = {}): Expor
   return { text: `${formatJson(file)}\n`, blobs, digest }
 }
 
-/** Where a streamed export gets a trace: its meta, its exchanges in order, and a body's verified bytes. */
+/**
+ * Where a streamed export gets a trace: its meta, its exchanges in order, and a body's verified bytes. Bodies
+ * are asked for a window of exchanges after they were yielded (at most READ_AHEAD of them).
+ */
 export interface TraceSource {
   meta: TraceMeta
   exchanges(): AsyncIterable<Exchange>
@@ -289,11 +292,12 @@ export async function writeTraceFileFrom(path: string, source: TraceSource, opti
   const dir = dirname(path)
   await mkdir(dir, { recursive: true })
   const part = join(dir, `.${randomBytes(6).toString('hex')}.exchanges.tmp`)
+  let out: TextSink | undefined
   try {
     const files = new FileExchanges(source.meta.name, options)
     const digester = new TraceDigester()
     const blobNames: string[] = []
-    const out = new TextSink(part)
+    out = new TextSink(part)
     for await (const { x, bytes } of withBodies(source, files)) {
       const blobs = new Map<string, Uint8Array>()
       const fx = files.render(x, bytes, blobs)
@@ -310,6 +314,8 @@ export async function writeTraceFileFrom(path: string, source: TraceSource, opti
     await assemble(path, digester.count === 0 ? [{ text: frame.empty }] : [{ text: frame.head }, { file: part }, { text: frame.tail }])
     return { path, digest, blobs: blobNames, exchanges: digester.count }
   } finally {
+    // The stream opens its file asynchronously: it must be closed before the unlink, or it creates the file after.
+    await out?.abort()
     await unlink(part).catch(() => {})
   }
 }
@@ -378,6 +384,14 @@ class TextSink {
     await this.#flush()
     this.#stream.end()
     await once(this.#stream, 'finish')
+  }
+
+  /** Closes the file without waiting for what is pending (after a failure). */
+  async abort(): Promise<void> {
+    if (this.#stream.closed) return
+    const closed = once(this.#stream, 'close')
+    this.#stream.destroy()
+    await closed
   }
 }
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
@@ -114,5 +114,14 @@ describe('streamed trace files (unit)', () => {
       (err) => isToolReplayError(err) && err.code === ErrorCodes.TRACE_DIGEST_MISMATCH,
     )
     assert.deepEqual(seen, [0, 1, 2], 'every exchange was handed out before the digest failed: callers stage, then commit')
+  })
+
+  test('an export that fails half-way leaves no file and no temp file behind', async () => {
+    const trace = jsonTrace('lost', 3)
+    const missing = trace.exchanges[2]?.outcome.kind === 'response' ? trace.exchanges[2].outcome.response.body.digest : ''
+    trace.bodies.delete(missing)
+    const dir = join(root, 'failed')
+    await assert.rejects(writeTraceFile(join(dir, 'lost.trace.json'), trace), (err) => isToolReplayError(err) && err.code === ErrorCodes.BODY_MISSING)
+    assert.deepEqual(await readdir(dir), [])
   })
 })
