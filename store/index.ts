@@ -14,24 +14,32 @@ export { defaultStoreDir, openStore, openStoreOps, storeSocketPath } from './lev
 export { createMemoryStore } from './memory-store.ts'
 /** This user's private directory in the temp dir (sockets too long for their store; shared sessions). */
 export { privateDirProblem, privateTempDir } from './private-dir.ts'
+/** TR_TRACE_EXISTS for a name taken in a store (import checks every name before it writes). */
+export { traceExists } from './store-errors.ts'
 /** Bytes a store directory takes on disk: the database's files and the piece files. */
 export { diskUsage } from './store-files.ts'
 export type { BodyManifest, GcReport, RecordingOptions, RecordingOwner, StoredBody, StoreOps, TraceInfo, TraceSummary } from './store-ops.ts'
 /** Bodies over INLINE_BODY_MAX are stored (and streamed) as pieces of up to PIECE_SIZE. */
 export { INLINE_BODY_MAX, PIECE_SIZE } from './store-ops.ts'
-export type { ExportedTrace, TraceFileOptions } from './trace-file.ts'
+export type { ExportedTrace, TraceFileExchange, TraceFileOptions, TraceFileReadOptions, TraceSource, WrittenTraceFile } from './trace-file.ts'
 /** Portable trace files and the format-independent trace digest. */
 export {
   DEFAULT_INLINE_LIMIT,
   exportTrace,
   parseTraceFile,
   readTraceFile,
+  storedTraceSource,
   TRACE_FILE_FORMAT,
+  TraceDigester,
+  TraceFileReader,
   traceDigest,
   traceFileBlobDigests,
+  traceSource,
+  withWriteErrors,
   writeTraceFile,
+  writeTraceFileFrom,
 } from './trace-file.ts'
 export type { BodyUse } from './trace-reader.ts'
 /** A stored trace opened for lazy, verified reading; the bodies an exchange references, with where each is used. */
 export { bodyRefs, TraceReader } from './trace-reader.ts'
-export type { TraceRecording, TraceSelector, TraceStore, TraceUsage } from './trace-store.ts'
+export type { StagedTrace, TraceRecording, TraceSelector, TraceStore, TraceUsage } from './trace-store.ts'

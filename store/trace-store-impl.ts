@@ -12,7 +12,7 @@ import { assertStorableApp, assertStorableExchange, assertStorableTrace } from '
 import { traceExists, traceNotFound } from './store-errors.ts'
 import type { BodyManifest, RecordingOptions, StoreOps, TraceInfo } from './store-ops.ts'
 import { bodyRefs, TraceReader } from './trace-reader.ts'
-import type { TraceRecording, TraceSelector, TraceStore, TraceUsage } from './trace-store.ts'
+import type { StagedTrace, TraceRecording, TraceSelector, TraceStore, TraceUsage } from './trace-store.ts'
 
 /** Runs one store operation on whatever backend is current (resending it after a fail-over). */
 export type RunOps = <T>(fn: (ops: StoreOps) => Promise<T>) => Promise<T>
@@ -98,6 +98,10 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
       if (!isBig(trace)) return live((o) => o.putTrace(trace, id, createdAt, overwrite))
       return putInChunks(live, location, trace, id, createdAt, overwrite)
     },
+    async stageTrace(meta) {
+      if (readOnly) throw readOnly()
+      return stageTrace(live, meta, newId(), new Date().toISOString())
+    },
     async deleteTrace(name, selector) {
       if (readOnly) throw readOnly()
       if (!selector?.partial) return live((o) => o.deleteTrace(name))
@@ -132,30 +136,36 @@ function isBig(trace: Trace): boolean {
 }
 
 /**
- * A big trace (import, fork) stored as a recording written in bounded batches, listed under its name only
- * when the last one is in: one giant batch would make LevelDB hold the whole trace in its log and memtable,
- * and every later open replay it (minutes and gigabytes for a million exchanges). Killed half-way, it leaves a
- * partial recording (`rm --partial`, `gc`), never a half trace under the name.
+ * A trace stored as a recording written in bounded batches, listed under its name only at `commit`: one
+ * giant batch would make LevelDB hold the whole trace in its log and memtable, and every later open replay
+ * it (minutes and gigabytes for a million exchanges). Discarded, or killed half-way, it leaves no trace under
+ * the name (a killed one leaves a partial recording: `rm --partial`, `gc`).
  */
-async function putInChunks(live: RunOps, location: string, trace: Trace, id: string, createdAt: string, overwrite: boolean): Promise<void> {
-  const name = trace.meta.name
-  if (!overwrite && (await live((o) => o.completeId(name))) !== undefined) throw traceExists(name, location)
-  await live((o) => o.beginTrace(id, trace.meta, createdAt, { pid: process.pid, host: hostname() }))
-  try {
-    let chunk: Exchange[] = []
-    let bodies = new Map<string, Uint8Array>()
-    let bytes = 0
-    const flush = async () => {
-      if (chunk.length === 0) return
-      const [xs, bs] = [chunk, bodies]
-      chunk = []
-      bodies = new Map()
-      bytes = 0
-      await live((o) => o.appendChunk(id, xs, bs))
-    }
-    for (const x of trace.exchanges) {
+async function stageTrace(live: RunOps, meta: TraceMeta, id: string, createdAt: string): Promise<StagedTrace> {
+  await live((o) => o.beginTrace(id, meta, createdAt, { pid: process.pid, host: hostname() }))
+  let chunk: Exchange[] = []
+  let bodies = new Map<string, Uint8Array>()
+  let bytes = 0
+  let ended = false
+  const flush = async () => {
+    if (chunk.length === 0) return
+    const [xs, bs] = [chunk, bodies]
+    chunk = []
+    bodies = new Map()
+    bytes = 0
+    await live((o) => o.appendChunk(id, xs, bs))
+  }
+  const discard = async () => {
+    if (ended) return
+    ended = true
+    await live((o) => o.deleteRecording(id)).catch(() => {})
+  }
+  return {
+    id,
+    async add(x, own) {
+      assertStorableExchange(meta.name, x, own)
       for (const [ref] of bodyRefs(x)) {
-        const b = trace.bodies.get(ref.digest)
+        const b = own.get(ref.digest)
         if (b !== undefined && !bodies.has(ref.digest)) {
           bodies.set(ref.digest, b)
           bytes += b.byteLength
@@ -163,13 +173,32 @@ async function putInChunks(live: RunOps, location: string, trace: Trace, id: str
       }
       chunk.push(x)
       if (chunk.length >= CHUNK_EXCHANGES || bytes >= CHUNK_BYTES) await flush()
-    }
-    await flush()
-    await live((o) => o.closeRecording(id, { overwrite }))
+    },
+    async commit(options) {
+      try {
+        await flush()
+        await live((o) => o.closeRecording(id, { overwrite: options?.overwrite === true }))
+        ended = true
+      } catch (err) {
+        await discard()
+        throw err
+      }
+    },
+    discard,
+  }
+}
+
+/** putTrace of a big trace: staged in batches, then committed. */
+async function putInChunks(live: RunOps, location: string, trace: Trace, id: string, createdAt: string, overwrite: boolean): Promise<void> {
+  if (!overwrite && (await live((o) => o.completeId(trace.meta.name))) !== undefined) throw traceExists(trace.meta.name, location)
+  const staged = await stageTrace(live, trace.meta, id, createdAt)
+  try {
+    for (const x of trace.exchanges) await staged.add(x, trace.bodies)
   } catch (err) {
-    await live((o) => o.deleteRecording(id)).catch(() => {})
+    await staged.discard()
     throw err
   }
+  await staged.commit({ overwrite })
 }
 
 /** The bodies of every trace (its exchanges read a page at a time) and what they share. */

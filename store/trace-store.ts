@@ -21,6 +21,17 @@ export interface TraceRecording {
   close(app?: AppRun): Promise<void>
 }
 
+/** A trace being written in batches; see TraceStore.stageTrace. */
+export interface StagedTrace {
+  readonly id: string
+  /** Adds the next exchange with the bytes of its bodies (bodies an earlier exchange brought may be left out). */
+  add(exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>): Promise<void>
+  /** Lists the trace under its name. Throws TR_TRACE_EXISTS (and discards) when the name is taken, unless `overwrite`. */
+  commit(options?: { overwrite?: boolean }): Promise<void>
+  /** Removes what was staged (its bodies stay until `gc`, as a deleted trace's do). */
+  discard(): Promise<void>
+}
+
 /** Which stored trace of a name: the complete one (default), or the newest recording that never completed. */
 export interface TraceSelector {
   partial?: boolean
@@ -47,6 +58,11 @@ export interface TraceStore {
   beginTrace(meta: TraceMeta, options?: RecordingOptions): Promise<TraceRecording>
   /** Writes a whole trace (import, fork) atomically as complete. Throws TR_TRACE_EXISTS unless `overwrite`. */
   putTrace(trace: Trace, options?: { overwrite?: boolean }): Promise<void>
+  /**
+   * Starts writing a trace of any length in batches (import of a trace file): nothing is listed under its
+   * name until `commit`, and `discard` removes what was staged.
+   */
+  stageTrace(meta: TraceMeta): Promise<StagedTrace>
   /**
    * Removes the complete trace of that name (returns false when there was none); with `partial`, removes its
    * recordings that never completed and whose process is gone.

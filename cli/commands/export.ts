@@ -1,5 +1,5 @@
 import { resolve } from 'node:path'
-import { writeTraceFile } from '../../store/index.ts'
+import { storedTraceSource, withWriteErrors, writeTraceFileFrom } from '../../store/index.ts'
 import { withReadOnlyStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
@@ -19,13 +19,15 @@ export const exportCommand: CommandModule = {
   run: async (args, io) =>
     withReadOnlyStore(args, async (store) => {
       const partial = args.partial === true
-      const read = await store.readTrace(String(args.trace), { partial })
+      const reader = await store.openTrace(String(args.trace), { partial })
+      const stored = reader.info.meta
       // A partial recording says so in the file: importing it must not pass it off as a complete run.
-      const trace = partial ? { ...read, meta: { ...read.meta, labels: { ...read.meta.labels, partial: 'true' } } } : read
+      const meta = partial ? { ...stored, labels: { ...stored.labels, partial: 'true' } } : stored
       const file = resolve(String(args.out))
-      const result = await writeTraceFile(file, trace)
-      if (args.json) io.out(JSON.stringify({ ok: true, file, digest: result.digest, exchanges: trace.exchanges.length }))
-      else io.out(`Exported trace "${trace.meta.name}" (${trace.exchanges.length} exchanges, digest ${result.digest.slice(0, 12)}) to ${file}`)
+      // Streamed from the store a page at a time: a trace of any length is exported in bounded memory.
+      const result = await withWriteErrors(file, () => writeTraceFileFrom(file, storedTraceSource(reader, meta)))
+      if (args.json) io.out(JSON.stringify({ ok: true, file, digest: result.digest, exchanges: result.exchanges }))
+      else io.out(`Exported trace "${meta.name}" (${result.exchanges} exchanges, digest ${result.digest.slice(0, 12)}) to ${file}`)
       return 0
     }),
 }

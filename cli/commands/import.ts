@@ -1,8 +1,8 @@
 import { readdirSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { Redactor, redactTrace } from '../../engine/index.ts'
-import { readTraceFile, traceDigest } from '../../store/index.ts'
-import { assertTraceName, ErrorCodes, ToolReplayError, type Trace } from '../../trace/index.ts'
+import { type StagedTrace, TraceDigester, TraceFileReader, type TraceStore, traceExists } from '../../store/index.ts'
+import { assertTraceName, ErrorCodes, type Exchange, ToolReplayError, type TraceMeta } from '../../trace/index.ts'
 import { withStore } from '../open-store.ts'
 import { redactedNote, redactionFromArgs, redactionOptions } from '../redaction-flags.ts'
 import type { CommandModule } from './command.ts'
@@ -55,30 +55,34 @@ export const importCommand: CommandModule = {
     if (typeof args.as === 'string' && files.length !== 1) {
       throw new ToolReplayError(ErrorCodes.USAGE, `--as names one trace, but ${files.length} trace files were given. Import them one at a time to rename them.`)
     }
-    // Verify and redact every file before touching the store: a bad file must never half-import.
     const redaction = new Redactor(await redactionFromArgs(args))
-    const loaded: Array<{ file: string; trace: Trace; changed: number }> = []
+    // Every file's header is checked and every name settled before anything is staged.
+    const opened: Array<{ file: string; reader: TraceFileReader; meta: TraceMeta }> = []
     for (const file of files) {
-      const read = await readTraceFile(file)
-      if (typeof args.as === 'string') read.meta.name = args.as
-      assertTraceName(read.meta.name, args.as === undefined ? `trace name in ${file}` : '--as trace name')
-      const twin = loaded.find((l) => l.trace.meta.name === read.meta.name)
-      if (twin)
-        throw new ToolReplayError(ErrorCodes.USAGE, `Failed to import: ${twin.file} and ${file} both hold trace "${read.meta.name}". Import one of them.`)
-      // A trace file may come from anywhere: it is redacted like a recording before the store sees it.
-      const { trace, changed } = redactTrace(read, redaction)
-      loaded.push({ file, trace, changed })
+      const reader = await TraceFileReader.open(file, { refBytes: true })
+      const meta = typeof args.as === 'string' ? { ...reader.meta, name: args.as } : reader.meta
+      assertTraceName(meta.name, args.as === undefined ? `trace name in ${file}` : '--as trace name')
+      const twin = opened.find((l) => l.meta.name === meta.name)
+      if (twin) throw new ToolReplayError(ErrorCodes.USAGE, `Failed to import: ${twin.file} and ${file} both hold trace "${meta.name}". Import one of them.`)
+      opened.push({ file, reader, meta })
     }
     return withStore(args, async (store) => {
-      if (!args.force) {
-        // Every name checked before any is written, so a taken name leaves the store as it was.
-        for (const { trace } of loaded) if (await store.hasTrace(trace.meta.name)) await store.putTrace(trace, { overwrite: false })
+      // Each file is staged (verified, redacted, written in batches) and only then are they committed: a file
+      // that fails anywhere, its digest at the end included, leaves no trace under any name.
+      const staged: Array<{ file: string; stage: StagedTrace; name: string; digest: string; exchanges: number; changed: number }> = []
+      try {
+        for (const { file, reader, meta } of opened) staged.push({ file, name: meta.name, ...(await stageFile(store, reader, meta, redaction)) })
+        // Every name checked before any is committed (a damaged file is reported first, as it was verified first).
+        if (!args.force) for (const { name } of staged) if (await store.hasTrace(name)) throw traceExists(name, store.location)
+      } catch (err) {
+        for (const s of staged) await s.stage.discard()
+        throw err
       }
       const done = []
-      for (const { file, trace, changed } of loaded) {
-        await store.putTrace(trace, { overwrite: Boolean(args.force) })
-        done.push({ file, trace: trace.meta.name, digest: traceDigest(trace), exchanges: trace.exchanges.length, redacted: changed })
-        if (!args.json) io.out(`Imported ${file} as trace "${trace.meta.name}" (${trace.exchanges.length} exchanges).${redactedNote(changed)}`)
+      for (const { file, stage, name, digest, exchanges, changed } of staged) {
+        await stage.commit({ overwrite: Boolean(args.force) })
+        done.push({ file, trace: name, digest, exchanges, redacted: changed })
+        if (!args.json) io.out(`Imported ${file} as trace "${name}" (${exchanges} exchanges).${redactedNote(changed)}`)
       }
       if (args.json) {
         const { file: _file, ...one } = done[0] as (typeof done)[number]
@@ -87,4 +91,28 @@ export const importCommand: CommandModule = {
       return 0
     })
   },
+}
+
+/**
+ * Streams one trace file into a staged trace, each exchange redacted like a recording (a trace file may come
+ * from anywhere); returns the stage uncommitted, or discards it and throws if the file fails any check.
+ */
+async function stageFile(store: TraceStore, reader: TraceFileReader, meta: TraceMeta, redaction: Redactor) {
+  const stage = await store.stageTrace(meta)
+  try {
+    const digester = new TraceDigester()
+    let changed = 0
+    for await (const { exchange, bodies, canonical } of reader.exchanges()) {
+      const out = redactTrace({ meta, exchanges: [exchange], bodies }, redaction)
+      const x = out.trace.exchanges[0] as Exchange
+      changed += out.changed
+      if (x === exchange) digester.addCanonical(canonical)
+      else digester.add(x)
+      await stage.add(x, out.trace.bodies)
+    }
+    return { stage, digest: digester.digest(meta), exchanges: digester.count, changed }
+  } catch (err) {
+    await stage.discard()
+    throw err
+  }
 }

@@ -1,0 +1,131 @@
+/**
+ * What every part of the trace-file code shares: the format's names and versions, the trace digest (whole or
+ * fed an exchange at a time) and the file's JSON layout. See trace-file.ts for the format itself.
+ */
+import { createHash, type Hash } from 'node:crypto'
+import { canonicalJson, type Exchange, sha256, TRACE_FORMAT_VERSION, type Trace, type TraceMeta } from '../trace/index.ts'
+
+/** The `format` field of every trace file. */
+export const TRACE_FILE_FORMAT = 'tool-replay-trace'
+
+/**
+ * File versions this reader accepts: 1, and 2 (1 plus `ref` bodies). A writer emits 2 only for a file that
+ * holds a ref, so a file without repeated bodies stays byte-identical to what version-1 writers produced.
+ */
+export const TRACE_FILE_VERSIONS: readonly number[] = [1, 2]
+export const REF_VERSION = 2
+
+/** Binary bodies up to this many bytes are inlined as base64; bigger ones go to `blobs/`. */
+export const DEFAULT_INLINE_LIMIT = 64 * 1024
+
+/** Options for exporting a trace file. */
+export interface TraceFileOptions {
+  /** Largest binary body inlined as base64, in bytes. Default 64 KiB. */
+  inlineLimit?: number
+}
+
+/**
+ * SHA-256 of a trace's canonical JSON (meta and exchanges), independent of any file formatting.
+ * Bodies count through the sha256 each BodyRef holds; forks record it as `lineage.sourceDigest`.
+ */
+export function traceDigest(trace: Pick<Trace, 'meta' | 'exchanges'>): string {
+  return sha256(canonicalJson({ format: TRACE_FORMAT_VERSION, meta: trace.meta, exchanges: trace.exchanges }))
+}
+
+/**
+ * traceDigest fed one exchange at a time, so a trace of any length is hashed without holding it: the same
+ * bytes canonicalJson gives for the whole (keys sorted: `exchanges`, then `format`, then `meta`).
+ */
+export class TraceDigester {
+  readonly #hash: Hash = createHash('sha256')
+  #count = 0
+
+  constructor() {
+    this.#hash.update('{"exchanges":[')
+  }
+
+  /** Adds the next exchange; returns its canonical JSON (to hand to another digester of the same exchange). */
+  add(x: Exchange): string {
+    const text = canonicalPlain(x)
+    this.addCanonical(text)
+    return text
+  }
+
+  /** Adds the next exchange by its canonical JSON, as `add` returned it. */
+  addCanonical(text: string): void {
+    this.#hash.update(this.#count === 0 ? text : `,${text}`)
+    this.#count++
+  }
+
+  get count(): number {
+    return this.#count
+  }
+
+  digest(meta: TraceMeta): string {
+    this.#hash.update(`],"format":${canonicalJson(TRACE_FORMAT_VERSION)},"meta":${canonicalJson(meta)}}`)
+    return this.#hash.digest('hex')
+  }
+}
+
+/**
+ * canonicalJson for plain values (strings, finite numbers, booleans, null, arrays, objects: what the
+ * validator builds an exchange of), with no intermediate arrays: the digest of a million exchanges is
+ * mostly this. Anything else (an exact number from parseJson) goes to canonicalJson itself.
+ */
+export function canonicalPlain(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null) return canonicalJson(value)
+  if (Array.isArray(value)) {
+    let out = '['
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + (value[i] === undefined ? 'null' : canonicalPlain(value[i]))
+    return `${out}]`
+  }
+  if (typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return canonicalJson(value)
+  const o = value as Record<string, unknown>
+  let out = '{'
+  for (const k of Object.keys(o).sort()) {
+    const v = o[k]
+    if (v === undefined) continue
+    out += `${out.length === 1 ? '' : ','}${JSON.stringify(k)}:${canonicalPlain(v)}`
+  }
+  return `${out}}`
+}
+
+/**
+ * JSON with 2-space indent, except that a header pair, a chunk entry or any other small array or object
+ * of scalars stays on one line: a trace file reads like a transcript and a re-recording diffs line by line.
+ */
+export function formatJson(value: unknown, indent = ''): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value)
+  const inner = `${indent}  `
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '[]'
+    const flat = value.every((v) => v === null || typeof v !== 'object')
+    if (flat) {
+      const line = `[${value.map((v) => JSON.stringify(v)).join(', ')}]`
+      if (line.length + indent.length <= 120) return line
+    }
+    return `[\n${value.map((v) => inner + formatJson(v, inner)).join(',\n')}\n${indent}]`
+  }
+  const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined)
+  if (entries.length === 0) return '{}'
+  if (entries.length <= 4 && entries.every(([, v]) => v === null || typeof v !== 'object')) {
+    const line = `{ ${entries.map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`).join(', ')} }`
+    if (line.length + indent.length <= 120) return line
+  }
+  return `{\n${entries.map(([k, v]) => `${inner}${JSON.stringify(k)}: ${formatJson(v, inner)}`).join(',\n')}\n${indent}}`
+}
+
+/**
+ * The file's text around its exchanges, exactly as formatJson lays out the whole file: `head` + each
+ * exchange (indented, joined by `,\n`) + `tail`; an empty trace is `empty`.
+ */
+export function fileFrame(version: number, digest: string, meta: unknown): { head: string; tail: string; empty: string } {
+  const top = `{\n  "format": ${JSON.stringify(TRACE_FILE_FORMAT)},\n  "version": ${version},\n  "digest": ${JSON.stringify(digest)},\n  "meta": ${formatJson(meta, '  ')},\n  "exchanges": `
+  return { head: `${top}[\n`, tail: '\n  ]\n}\n', empty: `${top}[]\n}\n` }
+}
+
+/** One exchange as it sits in the file's `exchanges` array. */
+export function fileElement(x: unknown): string {
+  return `    ${formatJson(x, '    ')}`
+}

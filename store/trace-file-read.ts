@@ -1,0 +1,261 @@
+/**
+ * Reading a trace file an exchange at a time (see trace-file.ts for the format): the file is scanned as a
+ * stream (json-stream.ts), each exchange checked as it arrives (schema, its bodies' sha256, trace/validate.ts),
+ * and the trace digest fed one exchange at a time and compared once the last one is in. Memory holds one
+ * exchange, the size of every distinct body seen (refs are checked against it) and a bounded cache of body
+ * bytes; a ref whose bytes left the cache is read again from the file.
+ */
+import { createReadStream } from 'node:fs'
+import { type FileHandle, open, readFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { ErrorCodes, type Exchange, exchangeProblem, parseJson, ToolReplayError, type TraceMeta } from '../trace/index.ts'
+import { JsonObjectStream, JsonStreamError, type JsonStreamEvent } from './json-stream.ts'
+import { TraceDigester } from './trace-file-format.ts'
+import { type BodyLedger, checkHeader, digestMismatch, Validator } from './trace-file-validator.ts'
+import { bodyRefs } from './trace-reader.ts'
+
+/** One exchange of a trace file and the bytes of its bodies, verified. */
+export interface TraceFileExchange {
+  exchange: Exchange
+  /** Bodies whose bytes first appear in this exchange; with `refBytes`, every body it references. */
+  bodies: Map<string, Uint8Array>
+  /** The exchange's canonical JSON, as the trace digest took it (TraceDigester.addCanonical). */
+  canonical: string
+}
+
+/** Options for reading a trace file. */
+export interface TraceFileReadOptions {
+  /** Also hand out the bytes of bodies that are refs to earlier ones (default false). */
+  refBytes?: boolean
+  /** Bytes of bodies kept for refs before one is read again from the file. Default 32 MiB. */
+  cacheBytes?: number
+}
+
+const READ_CHUNK = 1024 * 1024
+const FIELDS = ['format', 'version', 'digest', 'meta', 'exchanges']
+
+/** A trace file opened for streamed, verified reading. */
+export class TraceFileReader {
+  readonly path: string
+  readonly meta: TraceMeta
+  /** The digest the file records (checked against its content once every exchange was read). */
+  readonly digest: string
+  readonly #v: Validator
+  readonly #events: AsyncGenerator<JsonStreamEvent>
+  readonly #options: TraceFileReadOptions
+
+  private constructor(
+    path: string,
+    v: Validator,
+    header: { digest: string; meta: TraceMeta },
+    events: AsyncGenerator<JsonStreamEvent>,
+    options: TraceFileReadOptions,
+  ) {
+    this.path = path
+    this.#v = v
+    this.meta = header.meta
+    this.digest = header.digest
+    this.#events = events
+    this.#options = options
+  }
+
+  /** Opens `path` and reads it up to its exchanges; the fields before them (format, version, digest, meta) are checked. */
+  static async open(path: string, options: TraceFileReadOptions = {}): Promise<TraceFileReader> {
+    const v = new Validator(path)
+    const events = scan(path, v)
+    const top: Record<string, unknown> = {}
+    for (;;) {
+      const { value: e } = await events.next()
+      if (e === undefined || e.kind === 'end') break
+      if (e.kind === 'array-start') {
+        top.exchanges = []
+        break
+      }
+      if (e.kind === 'field') top[e.key] = e.value
+    }
+    // Every field but the exchanges comes first: a streamed reader needs the meta and version before them.
+    for (const k of FIELDS) if (!(k in top)) v.fail(k, k === 'exchanges' ? 'is missing' : 'is missing before "exchanges"')
+    v.object(top, '', FIELDS)
+    v.array(top.exchanges, 'exchanges')
+    return new TraceFileReader(path, v, checkHeader(v, top), events, options)
+  }
+
+  /**
+   * Every exchange, checked, in file order. After the last one the rest of the file is read and the trace
+   * digest compared: a mismatch throws TR_TRACE_DIGEST_MISMATCH there, so a caller that stages exchanges
+   * commits only once this loop ended without throwing.
+   */
+  async *exchanges(): AsyncGenerator<TraceFileExchange> {
+    const v = this.#v
+    const ledger = new StreamLedger(this.path, this.#options.cacheBytes ?? 32 * 1024 * 1024)
+    const digester = new TraceDigester()
+    const seqs = new Set<number>()
+    // A problem found by trace/validate.ts waits for the digest: an edited file says so first, as parseTraceFile does.
+    let problem: (() => never) | undefined
+    try {
+      for await (const e of this.#events) {
+        if (e.kind === 'field') v.fail(e.key, FIELDS.includes(e.key) ? 'appears twice' : 'is not a known field')
+        if (e.kind !== 'element') continue
+        const path = `exchanges[${digester.count}]`
+        ledger.begin(e.offset, e.length)
+        const x = v.exchange(e.value, path, ledger)
+        await ledger.settle(v)
+        const canonical = digester.add(x)
+        if (problem) continue
+        const found = exchangeProblem(x, ledger.current)
+        if (found) problem = () => v.fail(`${path}.${found.path}`, found.problem)
+        else if (seqs.has(x.seq)) problem = () => v.fail(`${path}.seq`, `repeats seq ${x.seq}; every exchange of a trace has its own`)
+        if (problem) continue
+        seqs.add(x.seq)
+        if (this.#options.refBytes) await ledger.refBytes(x, v)
+        yield { exchange: x, bodies: ledger.current, canonical }
+      }
+    } finally {
+      await ledger.close()
+    }
+    const actual = digester.digest(this.meta)
+    if (actual !== this.digest) throw digestMismatch(this.path, this.digest, actual)
+    problem?.()
+  }
+}
+
+/** The file's JSON events; a syntax error is TR_TRACE_FILE_INVALID naming the file and the byte. */
+async function* scan(path: string, v: Validator): AsyncGenerator<JsonStreamEvent> {
+  // Plain JSON.parse for exchanges: every number in one must be a double anyway (the validator insists), and
+  // parseJson's reviver would cost more than the rest of reading the file.
+  const parser = new JsonObjectStream('exchanges', JSON.parse)
+  try {
+    for await (const chunk of createReadStream(path, { highWaterMark: READ_CHUNK })) yield* parser.push(chunk as Buffer)
+    yield* parser.end()
+  } catch (err) {
+    if (err instanceof JsonStreamError) v.fail('(top level)', `is not valid JSON (${err.message})`)
+    if (err instanceof ToolReplayError) throw err
+    throw new ToolReplayError(ErrorCodes.TRACE_FILE_INVALID, `Failed to read trace file ${path}: ${(err as Error).message}. Check the path.`, { cause: err })
+  }
+}
+
+/**
+ * The bodies of a streamed file: the size of each distinct body and the exchange that holds its bytes, the
+ * bytes of the current exchange's bodies, blobs to read after the exchange, and a cache of recent bytes.
+ */
+class StreamLedger implements BodyLedger {
+  readonly #path: string
+  readonly #cacheLimit: number
+  // digest -> slot; a slot is [size, offset, length] in #slots (one map entry per distinct body, no objects).
+  readonly #index = new Map<string, number>()
+  #slots = new Float64Array(3 * 1024)
+  readonly #cache = new Map<string, Uint8Array>()
+  #cached = 0
+  #pending: Array<{ digest: string; size: number; path: string }> = []
+  #offset = 0
+  #length = 0
+  #fd: FileHandle | undefined
+  current = new Map<string, Uint8Array>()
+
+  constructor(path: string, cacheBytes: number) {
+    this.#path = path
+    this.#cacheLimit = cacheBytes
+  }
+
+  begin(offset: number, length: number): void {
+    this.current = new Map()
+    this.#pending = []
+    this.#offset = offset
+    this.#length = length
+  }
+
+  blob(digest: string, size: number, path: string): 'later' {
+    if (!this.#index.has(digest)) this.#note(digest, size)
+    this.#pending.push({ digest, size, path })
+    return 'later'
+  }
+
+  earlier(digest: string): number | undefined {
+    const slot = this.#index.get(digest)
+    return slot === undefined ? undefined : (this.#slots[slot * 3] as number)
+  }
+
+  add(digest: string, bytes: Uint8Array): void {
+    if (!this.#index.has(digest)) this.#note(digest, bytes.byteLength)
+    this.current.set(digest, bytes)
+    this.#remember(digest, bytes)
+  }
+
+  /** Reads and checks the blobs the exchange named. */
+  async settle(v: Validator): Promise<void> {
+    for (const { digest, size, path } of this.#pending) {
+      if (this.current.has(digest)) continue
+      const bytes = await this.#blob(digest)
+      if (bytes === undefined) v.fail(`${path}.blob`, `names blobs/${digest}, which is missing beside the trace file; copy the blobs/ folder along with it`)
+      v.checkBytes(bytes, path, digest, size)
+      this.current.set(digest, bytes)
+    }
+    this.#pending = []
+  }
+
+  /** Adds the bytes of the bodies `x` refers to earlier ones: from the cache, else read again from the file. */
+  async refBytes(x: Exchange, v: Validator): Promise<void> {
+    for (const [ref] of bodyRefs(x)) {
+      if (this.current.has(ref.digest)) continue
+      const bytes = this.#cache.get(ref.digest) ?? (await this.#reread(ref.digest, v))
+      this.current.set(ref.digest, bytes)
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#fd?.close()
+    this.#fd = undefined
+  }
+
+  #note(digest: string, size: number): void {
+    const slot = this.#index.size
+    if ((slot + 1) * 3 > this.#slots.length) {
+      const grown = new Float64Array(this.#slots.length * 2)
+      grown.set(this.#slots)
+      this.#slots = grown
+    }
+    this.#slots.set([size, this.#offset, this.#length], slot * 3)
+    this.#index.set(digest, slot)
+  }
+
+  #remember(digest: string, bytes: Uint8Array): void {
+    if (bytes.byteLength > this.#cacheLimit / 4 || this.#cache.has(digest)) return
+    this.#cache.set(digest, bytes)
+    this.#cached += bytes.byteLength
+    for (const [d, b] of this.#cache) {
+      if (this.#cached <= this.#cacheLimit) break
+      this.#cache.delete(d)
+      this.#cached -= b.byteLength
+    }
+  }
+
+  async #blob(digest: string): Promise<Uint8Array | undefined> {
+    const bytes = await readFile(join(dirname(this.#path), 'blobs', digest)).catch(() => undefined)
+    return bytes && new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  }
+
+  /** A body's bytes read again from the exchange that first held them (already checked once; checked again). */
+  async #reread(digest: string, v: Validator): Promise<Uint8Array> {
+    const slot = this.#index.get(digest) as number
+    const [size, offset, length] = [this.#slots[slot * 3], this.#slots[slot * 3 + 1], this.#slots[slot * 3 + 2]] as number[]
+    this.#fd ??= await open(this.#path, 'r')
+    const text = Buffer.alloc(length as number)
+    await this.#fd.read(text, 0, length as number, offset as number)
+    const found = new Map<string, Uint8Array>()
+    const blobs: string[] = []
+    const ledger: BodyLedger = {
+      blob: (d) => {
+        blobs.push(d)
+        return 'later'
+      },
+      earlier: (d) => this.earlier(d),
+      add: (d, b) => found.set(d, b),
+    }
+    const at = `exchange at byte ${offset}`
+    new Validator(this.#path).exchange(parseJson(text.toString('utf8')), at, ledger)
+    const bytes = found.get(digest) ?? (blobs.includes(digest) ? await this.#blob(digest) : undefined)
+    if (bytes === undefined) v.fail(at, `no longer holds body ${digest}; the file changed while it was read`)
+    v.checkBytes(bytes, at, digest, size as number)
+    return bytes
+  }
+}

@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict'
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, describe, test } from 'node:test'
+import { bodyFromBytes, canonicalJson, ErrorCodes, type Exchange, isToolReplayError, type Trace } from '../trace/index.ts'
+import { faultedExchange, jsonTrace, websocketExchange } from './fixtures/exchanges.ts'
+import { JsonObjectStream } from './json-stream.ts'
+import { createMemoryStore } from './memory-store.ts'
+import { exportTrace, storedTraceSource, TraceDigester, TraceFileReader, traceDigest, writeTraceFile, writeTraceFileFrom } from './trace-file.ts'
+import { canonicalPlain } from './trace-file-format.ts'
+
+const root = await mkdtemp(join(tmpdir(), 'tr-file-stream-'))
+after(() => rm(root, { recursive: true, force: true }))
+const enc = new TextEncoder()
+
+/** jsonTrace plus a faulted and a WebSocket exchange, and a body repeated far apart (a ref). */
+function richTrace(): Trace {
+  const trace = jsonTrace('rich', 6)
+  const faulted = faultedExchange(6)
+  const ws = websocketExchange(7)
+  const repeated = bodyFromBytes(enc.encode('{"same":true}'))
+  const again = (seq: number): Exchange => ({
+    seq,
+    request: { method: 'GET', url: `https://api.test/same/${seq}`, headers: [], body: null },
+    outcome: {
+      kind: 'response',
+      response: { status: 200, statusText: 'OK', headers: [['content-type', 'application/json']], trailers: [], body: repeated.ref },
+    },
+    timing: { startMs: seq, headersMs: 1 },
+  })
+  const bodies = new Map([...trace.bodies, ...faulted.bodies, ...ws.bodies, [repeated.ref.digest, repeated.bytes]])
+  return { meta: trace.meta, exchanges: [...trace.exchanges, faulted.exchange, ws.exchange, again(8), again(9), again(10)], bodies }
+}
+
+function events(text: string, size: number): string {
+  const s = new JsonObjectStream('exchanges')
+  const buf = Buffer.from(text)
+  const out: unknown[] = []
+  try {
+    for (let i = 0; i < buf.length; i += size) out.push(...s.push(buf.subarray(i, i + size)))
+    out.push(...s.end())
+  } catch (err) {
+    return `error: ${(err as Error).message}`
+  }
+  return JSON.stringify(out)
+}
+
+describe('streamed trace files (unit)', () => {
+  test('the JSON scanner gives the same events however the bytes are cut, and refuses what JSON.parse refuses', () => {
+    const good = '{"format": "x", "n": null, "t": true, "exchanges": [ {"a": [1, "]}\\"✓"]}, 2 , "s" ], "z": [-1.5e3] }'
+    const whole = events(good, good.length)
+    assert.ok(!whole.startsWith('error'), whole)
+    for (const size of [1, 2, 3, 7]) assert.equal(events(good, size), whole, `cut every ${size} bytes`)
+    assert.match(whole, /"kind":"element","value":\{"a":\[1,"\]\}\\"✓"\]\}/)
+    const invalid = ['{"a":1,}', '{"exchanges":[1,]}', '{"a":1} x', '{"a" 1}', '{"exchanges":[1 2]}', '{"a":1', '{"a":tru}']
+    for (const bad of invalid) assert.throws(() => JSON.parse(bad), bad)
+    // Also refused: a top level that is not an object, and a key given twice (JSON.parse would keep the last).
+    for (const bad of [...invalid, '[1]', '{"a":1,"a":2}']) assert.match(events(bad, 1), /^error: /, bad)
+  })
+
+  test('the digest fed an exchange at a time is traceDigest; canonicalPlain is canonicalJson', () => {
+    const trace = richTrace()
+    const d = new TraceDigester()
+    for (const x of trace.exchanges) {
+      assert.equal(canonicalPlain(x), canonicalJson(x))
+      d.add(x)
+    }
+    assert.equal(d.digest(trace.meta), traceDigest(trace))
+    assert.equal(new TraceDigester().digest(trace.meta), traceDigest({ meta: trace.meta, exchanges: [] }))
+  })
+
+  test('a stored trace streamed to a file gives exportTrace bytes; the reader hands back every body, refs re-read from the file', async () => {
+    const trace = richTrace()
+    const store = createMemoryStore()
+    await store.putTrace(trace)
+    const file = join(root, 'rich.trace.json')
+    const written = await writeTraceFileFrom(file, storedTraceSource(await store.openTrace('rich')))
+    const expected = exportTrace(trace)
+    assert.equal(await readFile(file, 'utf8'), expected.text)
+    assert.equal(written.digest, traceDigest(trace))
+    assert.match(expected.text, /"ref": "sha256:/, 'the fixture holds refs')
+    // No cache at all: every ref's bytes are read again from the exchange that first held them.
+    const reader = await TraceFileReader.open(file, { refBytes: true, cacheBytes: 0 })
+    let n = 0
+    for await (const { exchange, bodies } of reader.exchanges()) {
+      for (const [d, b] of bodies) assert.deepEqual(b, trace.bodies.get(d), `exchange ${exchange.seq} body ${d}`)
+      assert.equal(exchange.seq, trace.exchanges[n]?.seq)
+      n++
+    }
+    assert.equal(n, trace.exchanges.length)
+  })
+
+  test('a streamed file needs its fields before "exchanges"; damage anywhere fails the read at the end or where it is', async () => {
+    const trace = jsonTrace('order', 3)
+    const doc = JSON.parse(exportTrace(trace).text)
+    const reordered = join(root, 'reordered.trace.json')
+    await writeFile(reordered, JSON.stringify({ exchanges: doc.exchanges, format: doc.format, version: doc.version, digest: doc.digest, meta: doc.meta }))
+    await assert.rejects(
+      TraceFileReader.open(reordered),
+      (err) => isToolReplayError(err) && err.code === ErrorCodes.TRACE_FILE_INVALID && /before "exchanges"/.test(err.message),
+    )
+    const file = join(root, 'last.trace.json')
+    await writeTraceFile(file, trace)
+    const text = await readFile(file, 'utf8')
+    assert.ok(text.includes('"startMs": 20,'), 'the last exchange starts at 20 ms')
+    await writeFile(file, text.replace('"startMs": 20,', '"startMs": 21,'))
+    const reader = await TraceFileReader.open(file)
+    const seen: number[] = []
+    await assert.rejects(
+      (async () => {
+        for await (const { exchange } of reader.exchanges()) seen.push(exchange.seq)
+      })(),
+      (err) => isToolReplayError(err) && err.code === ErrorCodes.TRACE_DIGEST_MISMATCH,
+    )
+    assert.deepEqual(seen, [0, 1, 2], 'every exchange was handed out before the digest failed: callers stage, then commit')
+  })
+
+  test('an export that fails half-way leaves no file and no temp file behind', async () => {
+    const trace = jsonTrace('lost', 3)
+    const missing = trace.exchanges[2]?.outcome.kind === 'response' ? trace.exchanges[2].outcome.response.body.digest : ''
+    trace.bodies.delete(missing)
+    const dir = join(root, 'failed')
+    await assert.rejects(writeTraceFile(join(dir, 'lost.trace.json'), trace), (err) => isToolReplayError(err) && err.code === ErrorCodes.BODY_MISSING)
+    assert.deepEqual(await readdir(dir), [])
+  })
+})
