@@ -137,6 +137,83 @@ export interface WebSocketPlayOptions {
   onMiss(error: ToolReplayError): void
 }
 
+/** The session's timers: every one is cleared when the socket closes, so none outlives it. */
+function boundedTimers() {
+  const timers = new Set<NodeJS.Timeout>()
+  const after = (ms: number, fn: () => void): void => {
+    const t = setTimeout(() => {
+      timers.delete(t)
+      fn()
+    }, ms)
+    timers.add(t)
+  }
+  return {
+    after,
+    /** Resolves after `ms` (at once when it is not positive), unless the session closes first. */
+    wait: (ms: number) => new Promise<void>((resolve) => (ms <= 0 ? resolve() : after(ms, resolve))),
+    clear: () => {
+      for (const t of timers) clearTimeout(t)
+      timers.clear()
+    },
+  }
+}
+
+/** A played message's frames: its recorded fragments, the first with its opcode, the others continuations. */
+function messageFrames(m: PlayedMessage): Buffer[] {
+  const first = OPCODE[m.opcode]
+  return m.frames.map((f, i) => encodeFrame(i === 0 ? first : OPCODE.continuation, f, i === m.frames.length - 1))
+}
+
+/** The client closes (`payload`): answered as the recording answered it, else with its own code (RFC 6455 5.5.1). */
+function closeAnswer(conversation: WebSocketConversation, payload: Uint8Array): Uint8Array {
+  const code = readClosePayload(payload)?.code
+  return conversation.closeAnswer ?? (code !== undefined && code !== 1005 ? closePayload(code, '') : new Uint8Array())
+}
+
+/** What a client's frames come to, as playWebSocket reads them. */
+interface ClientFrames {
+  ping(payload: Uint8Array): void
+  /** A whole message (fragments joined), or the client's close. */
+  message(opcode: 'text' | 'binary' | 'close', bytes: Uint8Array): void
+  /** Frames that break the protocol (1002) or a message over the limit (1009): the session closes with `code`. */
+  refuse(code: number, reason: string): void
+}
+
+/** Reads a client's frames chunk by chunk: pings, whole messages (fragments joined up to `maxPayload`), closes. */
+function clientReader(maxPayload: number, on: ClientFrames): (chunk: Buffer) => void {
+  const parser = new FrameParser(maxPayload)
+  let fragments: { opcode: 'text' | 'binary'; parts: Buffer[]; size: number } | undefined
+  return (chunk) => {
+    let frames: ReturnType<FrameParser['push']>
+    try {
+      frames = parser.push(chunk)
+    } catch {
+      on.refuse(1002, 'protocol error')
+      return
+    }
+    for (const f of frames) {
+      if (f.opcode === OPCODE.ping) on.ping(f.payload)
+      else if (f.opcode === OPCODE.close) on.message('close', f.payload)
+      else if (f.opcode === OPCODE.text || f.opcode === OPCODE.binary) {
+        if (f.fin) on.message(f.opcode === OPCODE.text ? 'text' : 'binary', f.payload)
+        else fragments = { opcode: f.opcode === OPCODE.text ? 'text' : 'binary', parts: [Buffer.from(f.payload)], size: f.payload.byteLength }
+      } else if (f.opcode === OPCODE.continuation && fragments) {
+        fragments.parts.push(Buffer.from(f.payload))
+        fragments.size += f.payload.byteLength
+        if (fragments.size > maxPayload) {
+          on.refuse(1009, 'message too big')
+          return
+        }
+        if (f.fin) {
+          const m = fragments
+          fragments = undefined
+          on.message(m.opcode, Buffer.concat(m.parts))
+        }
+      }
+    }
+  }
+}
+
 /**
  * Plays a recorded session to a client whose 101 was already written: unprompted server messages at their
  * offsets from the open, answers when their client message arrives, pings answered with pongs, a close answered
@@ -144,30 +221,21 @@ export interface WebSocketPlayOptions {
  * bounded: the close handshake waits CLOSE_WAIT_MS at most.
  */
 export function playWebSocket(socket: Duplex, conversation: WebSocketConversation, options: WebSocketPlayOptions): Promise<void> {
-  const parser = new FrameParser(options.maxPayload)
-  const timers = new Set<NodeJS.Timeout>()
+  const timers = boundedTimers()
   let queue: Promise<void> = Promise.resolve()
   let closing = false
-  let fragments: { opcode: 'text' | 'binary'; parts: Buffer[]; size: number } | undefined
-  let resolveDone = () => {}
-  const done = new Promise<void>((resolve) => (resolveDone = resolve))
+  const done = new Promise<void>((resolve) =>
+    socket.on('close', () => {
+      timers.clear()
+      resolve()
+    }),
+  )
   const write = (bytes: Buffer) => {
     if (!socket.destroyed && socket.writable) socket.write(bytes)
   }
-  const wait = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (ms <= 0) return resolve()
-      const t = setTimeout(() => {
-        timers.delete(t)
-        resolve()
-      }, ms)
-      timers.add(t)
-    })
   let clientClosed = false
   /** Both close frames crossed: the server side ends the connection (RFC 6455 7.1.1). */
-  const closed = (): void => {
-    socket.end(() => socket.destroy())
-  }
+  const closed = (): void => void socket.end(() => socket.destroy())
   const close = (payload: Uint8Array) => {
     if (closing) return
     closing = true
@@ -177,8 +245,7 @@ export function playWebSocket(socket: Duplex, conversation: WebSocketConversatio
       return
     }
     // The client's close should follow; a client that never sends it does not hold the socket.
-    const t = setTimeout(() => socket.destroy(), CLOSE_WAIT_MS)
-    timers.add(t)
+    timers.after(CLOSE_WAIT_MS, () => socket.destroy())
   }
   const send = (m: PlayedMessage) => {
     if (closing) return
@@ -186,15 +253,14 @@ export function playWebSocket(socket: Duplex, conversation: WebSocketConversatio
       close(m.frames[0] ?? new Uint8Array())
       return
     }
-    const first = OPCODE[m.opcode]
-    for (let i = 0; i < m.frames.length; i++) write(encodeFrame(i === 0 ? first : OPCODE.continuation, m.frames[i] as Uint8Array, i === m.frames.length - 1))
+    for (const frame of messageFrames(m)) write(frame)
   }
   /** Sends `list` in order after what is queued, each at its offset from now (pace permitting). */
   const schedule = (list: Scheduled[], last: boolean) => {
     const from = performance.now()
     for (const s of list) {
       queue = queue.then(async () => {
-        await wait(from + releaseAtMs(options.pace, s.afterMs) - performance.now())
+        await timers.wait(from + releaseAtMs(options.pace, s.afterMs) - performance.now())
         send(s.message)
       })
     }
@@ -208,9 +274,7 @@ export function playWebSocket(socket: Duplex, conversation: WebSocketConversatio
         closed()
         return
       }
-      // The client closes: answered as the recording answered it, else with its own code (RFC 6455 5.5.1).
-      const code = readClosePayload(bytes)?.code
-      close(conversation.closeAnswer ?? (code !== undefined && code !== 1005 ? closePayload(code, '') : new Uint8Array()))
+      close(closeAnswer(conversation, bytes))
       return
     }
     const turn = conversation.client(opcode, bytes)
@@ -221,42 +285,15 @@ export function playWebSocket(socket: Duplex, conversation: WebSocketConversatio
     }
     schedule(turn.messages, conversation.finished)
   }
-  socket.on('data', (chunk: Buffer) => {
-    let frames: ReturnType<FrameParser['push']>
-    try {
-      frames = parser.push(chunk)
-    } catch {
-      close(closePayload(1002, 'protocol error'))
-      return
-    }
-    for (const f of frames) {
-      if (f.opcode === OPCODE.ping) write(encodeFrame(OPCODE.pong, f.payload))
-      else if (f.opcode === OPCODE.close) fromClient('close', f.payload)
-      else if (f.opcode === OPCODE.text || f.opcode === OPCODE.binary) {
-        if (f.fin) fromClient(f.opcode === OPCODE.text ? 'text' : 'binary', f.payload)
-        else fragments = { opcode: f.opcode === OPCODE.text ? 'text' : 'binary', parts: [Buffer.from(f.payload)], size: f.payload.byteLength }
-      } else if (f.opcode === OPCODE.continuation && fragments) {
-        fragments.parts.push(Buffer.from(f.payload))
-        fragments.size += f.payload.byteLength
-        if (fragments.size > options.maxPayload) {
-          close(closePayload(1009, 'message too big'))
-          return
-        }
-        if (f.fin) {
-          const m = fragments
-          fragments = undefined
-          fromClient(m.opcode, Buffer.concat(m.parts))
-        }
-      }
-    }
-  })
-  const finish = () => {
-    for (const t of timers) clearTimeout(t)
-    timers.clear()
-    resolveDone()
-  }
+  socket.on(
+    'data',
+    clientReader(options.maxPayload, {
+      ping: (payload) => write(encodeFrame(OPCODE.pong, payload)),
+      message: fromClient,
+      refuse: (code, reason) => close(closePayload(code, reason)),
+    }),
+  )
   socket.on('error', () => socket.destroy())
-  socket.on('close', finish)
   socket.on('end', () => (closing ? socket.destroy() : close(new Uint8Array())))
   socket.resume()
   schedule(conversation.opening(), conversation.finished)

@@ -4,8 +4,8 @@ import * as zlib from 'node:zlib'
 import { createMemoryStore } from '../store/index.ts'
 import { bodyBytes, decodeContentEncoding, ErrorCodes, type HeaderPairs } from '../trace/index.ts'
 import { redactBody } from './body-redaction.ts'
+import { openSession } from './open-session.ts'
 import { Redactor } from './redaction.ts'
-import { openSession } from './session.ts'
 
 const SECRET = 'sk-gzip-planted-0f9e8d7c6b5a4'
 // A big integer and a number spelling a double would change: redaction must leave them byte for byte.

@@ -1,4 +1,5 @@
-import { type ErrorCode, type HeaderPairs, headerValue, type ToolReplayError } from '../trace/index.ts'
+import { type ErrorCode, ErrorCodes, type HeaderPairs, headerValue, type ToolReplayError } from '../trace/index.ts'
+import type { UnusedRecording } from './replay-index.ts'
 
 /** One strictness violation seen during a session. Kept even when the app swallowed the error. */
 export interface LedgerEntry {
@@ -102,5 +103,14 @@ export class RetryFolding {
     }
     this.#byIdentity.set(identity, entry)
     return false
+  }
+}
+
+/** The ledger entry of a recording the run never requested. */
+export function unusedEntry(u: UnusedRecording): LedgerEntry {
+  return {
+    code: ErrorCodes.REPLAY_UNUSED,
+    request: `${u.label} #${u.occurrence}`,
+    message: `never requested (it is exchange #${u.seq} of the trace). The app did less than when it was recorded; re-record, or check what changed.`,
   }
 }

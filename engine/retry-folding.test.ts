@@ -4,7 +4,8 @@ import { createMemoryStore } from '../store/index.ts'
 import type { HeaderPairs } from '../trace/index.ts'
 import type { CapturedRequest } from './decision.ts'
 import { formatSummary } from './ledger.ts'
-import { openSession, type Session } from './session.ts'
+import { openSession } from './open-session.ts'
+import type { Session } from './session.ts'
 
 const enc = new TextEncoder()
 const post = (content: string, headers: HeaderPairs = []): CapturedRequest => ({

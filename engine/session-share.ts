@@ -33,7 +33,8 @@ import {
 } from '../trace/index.ts'
 import type { Ticket } from './arrival-order.ts'
 import type { CapturedRequest, Decision, ExchangeRecorder, Playback, PlaybackChunk } from './decision.ts'
-import type { Mode, Session } from './session.ts'
+import type { Session } from './session.ts'
+import type { Mode } from './session-options.ts'
 
 /** Names a shared session's socket explicitly (wins over the ancestor lookup). */
 export const SESSION_SOCKET_ENV = 'TOOL_REPLAY_SESSION_SOCKET'

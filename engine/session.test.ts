@@ -5,7 +5,8 @@ import { createMemoryStore } from '../store/index.ts'
 import { ErrorCodes, type HeaderPairs, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import type { CapturedRequest, Decision, PlaybackChunk } from './decision.ts'
 import { formatSummary } from './ledger.ts'
-import { openSession, type Session } from './session.ts'
+import { openSession } from './open-session.ts'
+import type { Session } from './session.ts'
 
 /** Replay from a trace in memory decides synchronously; this asserts it and narrows the type. */
 function sync(d: Decision | Promise<Decision>): Decision {

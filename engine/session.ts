@@ -1,111 +1,22 @@
 import { performance } from 'node:perf_hooks'
-import { type BodyManifest, type Durability, parseDurability, type TraceReader, type TraceRecording, type TraceStore } from '../store/index.ts'
-import {
-  type AppRun,
-  assertTraceName,
-  type BodyRef,
-  bodyBytes,
-  ErrorCodes,
-  type Exchange,
-  headerValue,
-  type IdentityOptions,
-  isToolReplayError,
-  parseJsonPath,
-  splitChunks,
-  ToolReplayError,
-  TRACE_FORMAT_VERSION,
-  type Trace,
-  websocketBodyRefs,
-} from '../trace/index.ts'
+import type { TraceRecording, TraceStore } from '../store/index.ts'
+import { type AppRun, ErrorCodes, type Exchange, headerValue, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { ArrivalOrder, type Ticket } from './arrival-order.ts'
 import { redactRequestBody } from './body-redaction.ts'
-import type { CapturedRequest, ConnectionRequest, Decision, ExchangeRecorder, Playback, PlaybackChunk, PlaybackChunks } from './decision.ts'
-import { createExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
-import { type FaultHost, SessionFaults, type SessionFaultsOptions } from './fault-host/session-faults.ts'
-import { entryFromError, formatSummary, type LedgerEntry, RetryFolding, type SessionSummary } from './ledger.ts'
-import { assertPlayable } from './playable.ts'
-import { type RedactionOptions, Redactor } from './redaction.ts'
-import { MemoryReplayIndex, type ReplayIndex, StoreReplayIndex, type Take, type UnusedRecording } from './replay-index.ts'
+import type { CapturedRequest, ConnectionRequest, Decision, ExchangeRecorder, Playback } from './decision.ts'
+import { PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
+import { type FaultHost, SessionFaults } from './fault-host/session-faults.ts'
+import { entryFromError, formatSummary, type LedgerEntry, RetryFolding, type SessionSummary, unusedEntry } from './ledger.ts'
+import { Redactor } from './redaction.ts'
+import type { Take, UnusedRecording } from './replay-index.ts'
+import { type Candidates, connectionError, exhaustedError, missError, upgradeError } from './replay-refusals.ts'
+import { playbackOf, type ReplaySource, websocketPlaybackOf } from './replay-source.ts'
+import type { Mode, SessionOptions } from './session-options.ts'
+import { type Finalize, SessionRecording } from './session-recording.ts'
 import { DEFAULT_MAX_BODY_BYTES } from './transport-rules.ts'
-import { createWebSocketRecorder, passthroughWebSocketRecorder, type WebSocketRecorder } from './websocket-recorder.ts'
-import { playedMessage, type WebSocketPlayback } from './websocket-replay.ts'
-
-/**
- * What a capture path must do with one WebSocket upgrade: relay it and feed `recorder` (passthrough's records
- * nothing), play the recorded session (`websocket`; absent when the upstream had refused the upgrade, whose
- * HTTP answer `playback` is), or refuse it.
- */
-export type WebSocketDecision =
-  | { kind: 'forward'; recorder: WebSocketRecorder }
-  | { kind: 'replay'; exchange: Exchange; playback: Playback; websocket?: WebSocketPlayback }
-  | { kind: 'fail'; error: ToolReplayError }
-
-/**
- * - record: forward every request live and store it (a new recording replaces the trace when it closes).
- * - replay: serve from the trace only, never open a connection; fail closed on anything unrecorded.
- * - passthrough: forward live, store nothing.
- * - update: replay what matches, forward and record what is missing; the result replaces the trace.
- */
-export type Mode = 'record' | 'replay' | 'passthrough' | 'update'
-export const MODES: readonly Mode[] = ['record', 'replay', 'passthrough', 'update']
-
-export interface SessionOptions {
-  mode: Mode
-  /** Trace name. */
-  trace: string
-  store: TraceStore
-  identity?: IdentityOptions
-  redaction?: RedactionOptions
-  /** In replay: also record what the app did (replayed exchanges and misses) as this trace, for diff. */
-  recordAs?: string
-  /** In replay with recordAs: after the first unmatched request, forward live and record ('live'). */
-  tail?: 'strict' | 'live'
-  /** Update mode: keep the recordings the run did not request (after the others) instead of dropping them. */
-  keepUnused?: boolean
-  /** Where the engine's warnings go (a live tail starting). Default: process.emitWarning. */
-  onWarning?: (message: string) => void
-  /** Labels stored with a recorded trace, e.g. { recordedWith: 'proxy' }. */
-  labels?: Record<string, string>
-  /** Largest response body kept whole for JSON body-path redaction (default 64 MiB). */
-  maxBodyBytes?: number
-  /**
-   * 'auto' (default): a trace of up to 50,000 exchanges and 64 MiB of bodies is replayed from memory, a bigger
-   * one through the store's index with bodies read as played. 'none': always through the store (memory stays
-   * flat; each request costs a store read).
-   */
-  preload?: 'auto' | 'none'
-  /** Fault rules and their seed: requests that go live may be faulted (see session-faults.ts). */
-  faults?: SessionFaultsOptions
-  /**
-   * How far each recorded exchange is on its way to disk before its client sees the answer end: 'write'
-   * (default) survives the process being killed, 'fsync' a power cut too (docs/durability.md).
-   */
-  durability?: Durability
-}
-
-/** A trace up to this many exchanges is replayed from memory; a bigger one through the store's index. */
-const MEMORY_MAX_EXCHANGES = 50_000
-/** Bodies are loaded up front while the trace's bodies add up to at most this; else read when played. */
-const MEMORY_MAX_BODY_BYTES = 64 * 1024 * 1024
-/** Played bodies are cut into reads of at most this size, whatever chunk a body was recorded (or imported) as. */
-const MAX_PLAYED_CHUNK = 1024 * 1024
-
-/** What replay serves from. */
-interface ReplaySource {
-  index: ReplayIndex
-  /** Bodies in memory (all of them, or the request bodies only). */
-  bodies: Map<string, Uint8Array>
-  /**
-   * Set when every exchange was checked against the trace rules as the source was opened (a trace held in
-   * memory): the ones that broke them, with why. Playback then checks nothing more; without it (a trace read
-   * through the store as it is played) each exchange is checked when it is played.
-   */
-  invalid?: Map<Exchange, ToolReplayError>
-  /** The store, for bodies not in memory. */
-  reader?: TraceReader
-  /** The trace's labels (a faulted recording names its seed there). */
-  labels?: Record<string, string>
-}
+import type { WebSocketDecision } from './websocket-decision.ts'
+import { passthroughWebSocketRecorder } from './websocket-recorder.ts'
+import type { WebSocketPlayback } from './websocket-replay.ts'
 
 /**
  * One record or replay session over one trace. The matching and strictness rules live here once;
@@ -121,15 +32,12 @@ export class Session {
   readonly #redactor: Redactor
   readonly #maxBodyBytes: number
   readonly #source: ReplaySource | undefined
-  readonly #recording: TraceRecording | undefined
+  readonly #recording: SessionRecording | undefined
   readonly #tail: 'strict' | 'live'
   readonly #keepUnused: boolean
   readonly #warn: (message: string) => void
   readonly #t0 = performance.now()
   readonly #arrivals = new ArrivalOrder()
-  readonly #pending = new Set<Promise<void>>()
-  /** Recorders whose response has not finished yet, with a way to settle them when close() cannot wait longer. */
-  readonly #open = new Set<OpenRecorder>()
   readonly #misses: LedgerEntry[] = []
   readonly #exhausted: LedgerEntry[] = []
   readonly #live: LedgerEntry[] = []
@@ -143,7 +51,6 @@ export class Session {
   #tailLive = false
   #closed: SessionSummary | undefined
   #finalUnused: LedgerEntry[] | undefined
-  #writeError: unknown
   #app: AppRun | undefined
   readonly #faults: SessionFaults | undefined
   /** ms since the session started, on the faults' clock when one is given. */
@@ -158,12 +65,12 @@ export class Session {
     this.#redactor = new Redactor(options.redaction)
     this.#maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
     this.#source = init.source
-    this.#recording = init.recording
     this.#tail = options.tail ?? 'strict'
     this.#keepUnused = options.keepUnused === true
     this.#warn = options.onWarning ?? ((message) => process.emitWarning(message, { type: 'ToolReplayWarning', code: 'TR_LIVE_TAIL' }))
     const clock = options.faults?.clock
     this.#now = clock ? () => clock.now() : () => performance.now() - this.#t0
+    this.#recording = init.recording && new SessionRecording(init.recording, { redactor: this.#redactor, maxBodyBytes: this.#maxBodyBytes, now: this.#now })
     const traceSeed = options.mode === 'replay' ? init.source?.labels?.faultsSeed : undefined
     this.#faults = options.faults && new SessionFaults(options.faults, { now: this.#now, ...(traceSeed !== undefined ? { traceSeed } : {}) })
   }
@@ -246,11 +153,7 @@ export class Session {
       this.#passedThrough++
       return { kind: 'forward', recorder: PASSTHROUGH_RECORDER }
     }
-    const error = new ToolReplayError(
-      ErrorCodes.REPLAY_MISS,
-      `Failed to replay "${label}": upgrades (WebSocket) are not recorded, so strict replay refuses them. Run this part against a live service (mode "passthrough"), or keep WebSocket traffic out of the replayed run.`,
-      { details: { request: { method: captured.method, url: captured.url }, upgrade: true } },
-    )
+    const error = upgradeError(captured, label)
     this.#misses.push(entryFromError(error, label))
     return { kind: 'fail', error }
   }
@@ -295,32 +198,10 @@ export class Session {
       return { kind: 'forward', recorder: passthroughWebSocketRecorder(PASSTHROUGH_RECORDER) }
     }
     this.#recorded++
-    let settle = () => {}
-    const settled = new Promise<void>((resolve) => (settle = resolve))
-    const recorder = createWebSocketRecorder(
-      {
-        redactor: this.#redactor,
-        maxBytes: this.#maxBodyBytes,
-        write: (x, bodies) => this.#write(live ? { ...x, origin: 'live' } : x, bodies),
-        http: () => {
-          this.#recorded--
-          return http()
-        },
-        now: this.#now,
-      },
-      request,
-      seq,
-      startMs,
-    )
-    const end = recorder.end.bind(recorder)
-    recorder.end = (error) => end(error).finally(settle)
-    const open: OpenRecorder = {
-      recorder: PASSTHROUGH_RECORDER,
-      settled,
-      cut: () => recorder.end({ code: 'TR_SESSION_CLOSED', message: 'The session closed while the WebSocket was open; the trace keeps what had arrived.' }),
-    }
-    this.#open.add(open)
-    void settled.then(() => this.#open.delete(open))
+    const recorder = this.#recording.websocket(request, seq, startMs, live, () => {
+      this.#recorded--
+      return http()
+    })
     return { kind: 'forward', recorder }
   }
 
@@ -328,27 +209,10 @@ export class Session {
     this.#replayed++
     if (this.#recording) this.#write({ ...exchange, seq, timing: { ...exchange.timing, startMs: Math.round(startMs) } }, this.#source?.bodies ?? new Map())
     const playback = this.#playback(exchange)
-    const ws = exchange.websocket
-    if (!ws || playback.kind !== 'response') return { kind: 'replay', exchange, playback }
-    const source = this.#source as ReplaySource
-    const head = playback.head
-    const build = (bytes: Uint8Array[]): WebSocketDecision => ({
-      kind: 'replay',
-      exchange,
-      playback,
-      websocket: {
-        head,
-        headersMs: exchange.timing.headersMs,
-        messages: ws.messages.map((m, i) => playedMessage(m, bytes[i] as Uint8Array)),
-        ...(ws.end ? { end: ws.end } : {}),
-      },
-    })
-    const inMemory = ws.messages.map((m) => source.bodies.get(m.body.digest))
-    if (inMemory.every((b) => b !== undefined) || !source.reader) {
-      return build(ws.messages.map((m) => bodyBytes({ bodies: source.bodies, meta: { name: this.trace, format: 1 } }, m.body)))
-    }
-    const reader = source.reader
-    return Promise.all(ws.messages.map((m, i) => inMemory[i] ?? reader.bodyBytes(m.body, `exchange #${exchange.seq} websocket message #${i}`))).then(build)
+    if (!exchange.websocket || playback.kind !== 'response') return { kind: 'replay', exchange, playback }
+    const websocket = websocketPlaybackOf(this.#source as ReplaySource, this.trace, exchange, playback.head)
+    const decision = (w: WebSocketPlayback): WebSocketDecision => ({ kind: 'replay', exchange, playback, websocket: w })
+    return websocket instanceof Promise ? websocket.then(decision) : decision(websocket)
   }
 
   /**
@@ -372,11 +236,7 @@ export class Session {
       if (c.transport === 'tcp') this.#passedThrough++
       return { kind: 'forward', recorder: PASSTHROUGH_RECORDER }
     }
-    const error = new ToolReplayError(
-      ErrorCodes.REPLAY_MISS,
-      `Failed to replay a ${c.transport.toUpperCase()} connection to ${label.slice(4)}: a trace holds HTTP exchanges only, so strict replay has nothing to answer it with and closed it. ${c.remedy}`,
-      { details: { connection: { transport: c.transport, host: c.host, port: c.port, protocol: c.protocol } } },
-    )
+    const error = connectionError(c, label)
     const entry = entryFromError(error, label)
     if (!this.#retries.fold(entry, label, [], this.#seq++)) this.#misses.push(entry)
     return { kind: 'fail', error }
@@ -438,19 +298,15 @@ export class Session {
     }
     if (this.mode === 'update') return this.#forward(request, seq, startMs, true, signal)
     if (taken.kind === 'exhausted') {
-      const error = new ToolReplayError(
-        ErrorCodes.REPLAY_EXHAUSTED,
-        `Failed to replay "${label} #${taken.occurrence}": trace "${this.trace}" recorded this request ${taken.recorded} time(s) (${occurrenceRange(taken.recorded)}) and this is #${taken.occurrence}. Tool Replay never repeats a recording. Re-record the trace, or find why the app sends it more often (a retry loop?).`,
-        { details: { request: label, recorded: taken.recorded, occurrence: taken.occurrence + 1 } },
-      )
+      const error = exhaustedError(this.trace, label, taken)
       if (this.#tailAllowed) return this.#goLive(request, seq, startMs, `the trace has no recording #${taken.occurrence + 1} of it`, signal)
       const entry = entryFromError(error, `${label} #${taken.occurrence}`)
       if (!this.#retries.fold(entry, taken.identity, request.headers, seq)) this.#exhausted.push(entry)
       return this.#refused(request, seq, startMs, error)
     }
     if (this.#tailAllowed) return this.#goLive(request, seq, startMs, 'no recorded exchange matches it', signal)
-    const explain = (candidates: Array<{ request: string; differences: string[] }>) => {
-      const error = this.#missError(request, candidates, label)
+    const explain = (candidates: Candidates) => {
+      const error = missError(this.trace, request, candidates, label)
       const entry = entryFromError(error, label)
       if (!this.#retries.fold(entry, taken.identity, request.headers, seq)) this.#misses.push(entry)
       return this.#refused(request, seq, startMs, error)
@@ -491,16 +347,13 @@ export class Session {
     return { kind: 'fail', error }
   }
 
-  #missError(request: CapturedRequest, candidates: Array<{ request: string; differences: string[] }>, label: string): ToolReplayError {
-    const closest =
-      candidates.length === 0
-        ? `trace "${this.trace}" has no recorded exchanges`
-        : `closest recorded: ${candidates.map((c) => `"${c.request}" (differs: ${c.differences.join('; ') || 'identity options'})`).join(', ')}`
-    return new ToolReplayError(
-      ErrorCodes.REPLAY_MISS,
-      `Failed to replay "${label}": no recorded exchange in trace "${this.trace}" matches; ${closest}. Re-record with mode "record" (or \`tr-proxy record\`), use mode "update" to add it, or fix the request.`,
-      { details: { request: { method: request.method, url: request.url }, candidates } },
-    )
+  #playback(exchange: Exchange): Playback {
+    return playbackOf(this.#source as ReplaySource, this.trace, exchange, this.#damaged)
+  }
+
+  /** Damaged bytes are never played, and the run fails even if the app swallows the broken response. */
+  readonly #damaged = (err: unknown, use: string): void => {
+    if (isToolReplayError(err)) this.#misses.push(entryFromError(err, use))
   }
 
   #redactRequest(c: CapturedRequest): CapturedRequest {
@@ -511,116 +364,17 @@ export class Session {
     return { method: c.method.toUpperCase(), url, headers: redacted?.headers ?? headers, body: redacted?.bytes ?? c.body }
   }
 
-  #playback(exchange: Exchange): Playback {
-    const source = this.#source as ReplaySource
-    if (!source.invalid) assertPlayable(exchange, this.trace, source.bodies)
-    else {
-      const invalid = source.invalid.get(exchange)
-      if (invalid) throw invalid
-    }
-    const { outcome } = exchange
-    if (outcome.kind === 'response') {
-      const r = outcome.response
-      return {
-        kind: 'response',
-        head: { status: r.status, statusText: r.statusText, headers: r.headers },
-        headersMs: exchange.timing.headersMs,
-        chunks: this.#chunks(r.body, `exchange #${exchange.seq} response`),
-        trailers: r.trailers,
-      }
-    }
-    const p = outcome.error.partial
-    // A failure a fault made was the app's own connection failing: replayed as such on both paths.
-    const injected = exchange.fault ? { injected: true } : {}
-    if (!p) return { kind: 'error', error: outcome.error, headersMs: exchange.timing.headersMs, chunks: [], ...injected }
-    return {
-      kind: 'error',
-      error: outcome.error,
-      headersMs: exchange.timing.headersMs,
-      head: { status: p.status, statusText: p.statusText, headers: p.headers },
-      chunks: this.#chunks(p.body, `exchange #${exchange.seq} partial response`),
-      ...injected,
-    }
-  }
-
-  /** A body's recorded chunks: from memory, or streamed from the store (each piece verified before it is played). */
-  #chunks(ref: BodyRef, use: string): PlaybackChunks {
-    const source = this.#source as ReplaySource
-    const bytes = source.bodies.get(ref.digest)
-    if (bytes !== undefined || !source.reader) return splitChunks(bodyBytes({ bodies: source.bodies, meta: { name: this.trace, format: 1 } }, ref), ref)
-    const reader = source.reader
-    const onDamage = (err: unknown) => {
-      // Damaged bytes are never played, and the run fails even if the app swallows the broken response.
-      if (isToolReplayError(err)) this.#misses.push(entryFromError(err, use))
-    }
-    return streamChunks(reader.bodyPieces(ref, use), ref, onDamage)
-  }
-
-  #recorder(
-    request: CapturedRequest,
-    seq: number,
-    startMs: number,
-    recording: boolean,
-    live = false,
-    finalize?: (exchange: Exchange, bodies: Map<string, Uint8Array>) => Exchange,
-  ): ExchangeRecorder {
+  #recorder(request: CapturedRequest, seq: number, startMs: number, recording: boolean, live = false, finalize?: Finalize): ExchangeRecorder {
     if (!recording || !this.#recording) {
       this.#passedThrough++
       return PASSTHROUGH_RECORDER
     }
     this.#recorded++
-    const open = createExchangeRecorder(
-      {
-        recording: this.#recording,
-        redactor: this.#redactor,
-        maxBodyBytes: this.#maxBodyBytes,
-        write: (exchange, bodies, manifests) => {
-          if (!finalize) return this.#write(exchange, bodies, manifests)
-          // A faulted exchange: the app's view and its bodies join what the upstream sent.
-          const all = new Map(bodies)
-          return this.#write(finalize(exchange, all), all, manifests)
-        },
-        lost: (err) => {
-          this.#writeError ??= err
-        },
-        now: this.#now,
-      },
-      request,
-      seq,
-      startMs,
-      live,
-    )
-    this.#open.add(open)
-    void open.settled.then(() => this.#open.delete(open))
-    return open.recorder
+    return this.#recording.recorder(request, seq, startMs, live, finalize)
   }
 
-  #write(exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest> = new Map()): Promise<void> {
-    const rec = this.#recording as TraceRecording
-    const own = new Map<string, Uint8Array>()
-    const upstream = exchange.fault?.upstream
-    for (const ref of [
-      exchange.request.body,
-      exchange.outcome.kind === 'response' ? exchange.outcome.response.body : exchange.outcome.error.partial?.body,
-      upstream?.kind === 'response' ? upstream.response.body : upstream?.error.partial?.body,
-      ...websocketBodyRefs(exchange).map(([ref]) => ref),
-    ]) {
-      if (ref) {
-        const b = bodies.get(ref.digest)
-        if (b) own.set(ref.digest, b)
-      }
-    }
-    const p = rec.append(exchange, own, manifests).then(
-      () => {
-        this.#pending.delete(p)
-      },
-      (err: unknown) => {
-        this.#pending.delete(p)
-        this.#writeError ??= err
-      },
-    )
-    this.#pending.add(p)
-    return p
+  #write(exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>): Promise<void> {
+    return (this.#recording as SessionRecording).write(exchange, bodies)
   }
 
   /** Replayed exchanges never requested so far (for a trace replayed through the store: see summary()). */
@@ -671,13 +425,7 @@ export class Session {
     // Fault waits end now; what they made is recorded before the recording closes.
     await this.#faults?.close()
     // Responses still streaming get a bounded grace period to finish, then are kept as what arrived.
-    if (this.#open.size > 0) {
-      let timer: NodeJS.Timeout | undefined
-      const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)))
-      await Promise.race([Promise.all([...this.#open].map((o) => o.settled)), grace])
-      clearTimeout(timer)
-      await Promise.all([...this.#open].map((o) => o.cut()))
-    }
+    await this.#recording?.settleOpen(CLOSE_GRACE_MS)
     if ((this.mode === 'replay' || this.mode === 'update') && this.#source) {
       const listed = await this.#source.index.unused(this.mode === 'update' ? Number.POSITIVE_INFINITY : undefined)
       this.#finalUnused = listed.map(unusedEntry)
@@ -685,13 +433,13 @@ export class Session {
     }
     const summary = this.summary()
     this.#closed = summary
-    // Bounded: each pending write is a single store batch.
-    while (this.#pending.size > 0) await Promise.all([...this.#pending])
-    if (this.#writeError) {
+    await this.#recording?.drain()
+    const lost = this.#recording?.writeError
+    if (lost) {
       throw new ToolReplayError(
         ErrorCodes.STORE_IO,
-        `Failed to write trace "${this.#recording?.name ?? this.trace}" to the store at ${this.#store.location}: ${String((this.#writeError as Error)?.message ?? this.#writeError)}. The recording stays partial; fix the store and record again.`,
-        { cause: this.#writeError },
+        `Failed to write trace "${this.#recording?.name ?? this.trace}" to the store at ${this.#store.location}: ${String((lost as Error)?.message ?? lost)}. The recording stays partial; fix the store and record again.`,
+        { cause: lost },
       )
     }
     if (this.#recording) await this.#recording.close(this.#app)
@@ -727,8 +475,8 @@ export class Session {
     await this.#faults?.close()
     const summary = this.summary()
     this.#closed = summary
-    await Promise.all([...this.#open].map((o) => o.cut()))
-    while (this.#pending.size > 0) await Promise.all([...this.#pending])
+    await this.#recording?.cutOpen()
+    await this.#recording?.drain()
     return summary
   }
 
@@ -748,130 +496,4 @@ export class Session {
   }
 }
 
-/**
- * The occurrences of a request a trace recorded `n` times, as every report numbers them: `#0`, `#1`, ... after
- * the request (`GET https://api.test/x #1`, as in `tr-proxy diff` and fork selectors); a lone `#N` is an exchange.
- */
-function occurrenceRange(n: number): string {
-  return n === 1 ? '#0' : n === 2 ? '#0 and #1' : `#0 to #${n - 1}`
-}
-
-function unusedEntry(u: UnusedRecording): LedgerEntry {
-  return {
-    code: ErrorCodes.REPLAY_UNUSED,
-    request: `${u.label} #${u.occurrence}`,
-    message: `never requested (it is exchange #${u.seq} of the trace). The app did less than when it was recorded; re-record, or check what changed.`,
-  }
-}
-
-/**
- * A stored body's recorded chunks, read piece by piece as they are played: memory holds one piece and one
- * chunk, whatever the body's size. A piece that fails verification ends the stream with its error.
- */
-async function* streamChunks(pieces: AsyncIterable<Uint8Array>, ref: BodyRef, onDamage: (err: unknown) => void): AsyncGenerator<PlaybackChunk> {
-  const chunks = ref.chunks.length > 0 ? ref.chunks : [{ size: ref.size, atMs: 0 }]
-  let c = 0
-  let need = chunks[0]?.size ?? 0
-  let parts: Uint8Array[] = []
-  try {
-    for await (const piece of pieces) {
-      let offset = 0
-      while (offset < piece.byteLength && c < chunks.length) {
-        const take = Math.min(need, piece.byteLength - offset, MAX_PLAYED_CHUNK)
-        parts.push(piece.subarray(offset, offset + take))
-        offset += take
-        need -= take
-        const atMs = (chunks[c] as { atMs: number }).atMs
-        const partSize = parts.reduce((n, p) => n + p.byteLength, 0)
-        if (need === 0 || partSize >= MAX_PLAYED_CHUNK) {
-          yield { bytes: parts.length === 1 ? (parts[0] as Uint8Array) : Buffer.concat(parts), atMs }
-          parts = []
-          if (need === 0) need = chunks[++c]?.size ?? 0
-        }
-      }
-    }
-  } catch (err) {
-    onDamage(err)
-    throw err
-  }
-}
-
 const CLOSE_GRACE_MS = 2000
-
-function isDefaultIdentity(identity: IdentityOptions | undefined): boolean {
-  return !identity || Object.values(identity).every((v) => v === undefined || (Array.isArray(v) && v.length === 0))
-}
-
-/** Opens what replay serves from: the trace in memory when it is small, else the store's index and lazy bodies. */
-async function openReplaySource(store: TraceStore, name: string, identity: IdentityOptions, preload: 'auto' | 'none'): Promise<ReplaySource> {
-  const reader = await store.openTrace(name)
-  const { count, bodyBytes: total, indexed } = reader.info
-  if (preload === 'auto' && count <= MEMORY_MAX_EXCHANGES && total <= MEMORY_MAX_BODY_BYTES) {
-    const trace = await reader.readAll()
-    return { index: new MemoryReplayIndex(trace, identity), bodies: trace.bodies, invalid: invalidExchanges(trace), ...labelsOf(trace.meta) }
-  }
-  if (indexed && isDefaultIdentity(identity)) return { index: new StoreReplayIndex(reader), bodies: new Map(), reader, ...labelsOf(reader.info.meta) }
-  // Custom identity rules (or a trace from before the index): identities are computed here, from the
-  // exchanges and request bodies; response bodies still stay in the store until played.
-  const exchanges: Exchange[] = []
-  const bodies = new Map<string, Uint8Array>()
-  for await (const x of reader.exchanges()) {
-    exchanges.push(x)
-    if (x.request.body && !bodies.has(x.request.body.digest))
-      bodies.set(x.request.body.digest, await reader.bodyBytes(x.request.body, `exchange #${x.seq} request`))
-  }
-  const trace: Trace = { meta: reader.info.meta, exchanges, bodies }
-  return { index: new MemoryReplayIndex(trace, identity), bodies, reader, ...labelsOf(reader.info.meta) }
-}
-
-/**
- * Checks every exchange of a trace held in memory once, as it is opened, instead of each time one is played:
- * the ones that break the trace rules, with their error (they are refused when requested, as before).
- */
-function invalidExchanges(trace: Trace): Map<Exchange, ToolReplayError> {
-  const invalid = new Map<Exchange, ToolReplayError>()
-  for (const x of trace.exchanges) {
-    try {
-      assertPlayable(x, trace.meta.name, trace.bodies)
-    } catch (err) {
-      invalid.set(x, err as ToolReplayError)
-    }
-  }
-  return invalid
-}
-
-function labelsOf(meta: Trace['meta']): { labels?: Record<string, string> } {
-  return meta.labels ? { labels: meta.labels } : {}
-}
-
-/** Opens a session: loads the trace for replay/update, starts a recording for record/update/recordAs. */
-export async function openSession(options: SessionOptions): Promise<Session> {
-  if (!MODES.includes(options.mode)) {
-    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Unknown mode "${String(options.mode)}". Use one of: ${MODES.join(', ')}.`)
-  }
-  assertTraceName(options.trace)
-  if (options.recordAs !== undefined) assertTraceName(options.recordAs, 'recordAs trace name')
-  const durability = parseDurability(options.durability)
-  // Parsed now so a typo in a path fails the session at once instead of silently redacting or ignoring nothing.
-  for (const p of [...(options.redaction?.bodyPaths ?? []), ...(options.identity?.ignoreBodyPaths ?? [])]) parseJsonPath(p)
-  if (options.tail === 'live' && !(options.mode === 'replay' && options.recordAs)) {
-    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, 'tail "live" needs replay mode with recordAs (the live tail is recorded there).')
-  }
-  const identity = options.identity ?? {}
-  let source: ReplaySource | undefined
-  const preload = options.preload ?? 'auto'
-  if (options.mode === 'replay') source = await openReplaySource(options.store, options.trace, identity, preload)
-  if (options.mode === 'update' && (await options.store.hasTrace(options.trace)))
-    source = await openReplaySource(options.store, options.trace, identity, preload)
-  let recordName: string | undefined
-  if (options.mode === 'record' || options.mode === 'update') recordName = options.trace
-  if (options.mode === 'replay' && options.recordAs) recordName = options.recordAs
-  const labels: Record<string, string> = { ...options.labels }
-  if (options.mode === 'replay' && recordName) labels.observedAgainst = options.trace
-  // A recording made with faults names its seed, so a replay of it can say which seed it reproduces.
-  if (options.faults && (options.mode === 'record' || options.mode === 'update')) labels.faultsSeed = options.faults.seed
-  const recording = recordName
-    ? await options.store.beginTrace({ name: recordName, format: TRACE_FORMAT_VERSION, ...(Object.keys(labels).length > 0 ? { labels } : {}) }, { durability })
-    : undefined
-  return new Session({ options, source, recording })
-}

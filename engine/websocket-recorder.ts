@@ -51,28 +51,22 @@ export interface WebSocketRecorderContext {
 
 const JSON_TEXT: Array<[string, string]> = [['content-type', 'application/json']]
 
-/** Starts recording the session for `request` (already redacted), numbered `seq`. */
-export function createWebSocketRecorder(ctx: WebSocketRecorderContext, request: CapturedRequest, seq: number, startMs: number): WebSocketRecorder {
-  const now = ctx.now ?? (() => performance.now())
-  const t0 = now()
-  let head: ResponseHead | undefined
-  let headersMs = 0
-  let kept = 0
-  let stopped: WebSocketEnd | undefined
+type Frames = Array<{ bytes: Uint8Array; atMs: number }>
+
+/**
+ * Assembles frames into messages, each side's own (control frames may come between a message's fragments), with
+ * their payloads in `bodies`; a JSON text message goes through body redaction.
+ */
+function messageAssembler(redactor: Redactor) {
   const messages: WebSocketMessage[] = []
   const bodies = new Map<string, Uint8Array>()
-  /** The message each side is sending, frame by frame (control frames may come between its fragments). */
-  const open: Record<'client' | 'server', { opcode: WebSocketOpcode; frames: Array<{ bytes: Uint8Array; atMs: number }> } | undefined> = {
-    client: undefined,
-    server: undefined,
-  }
-  let http: ExchangeRecorder | undefined
-  let written: Promise<void> | undefined
+  /** The message each side is sending, frame by frame. */
+  const open: Record<'client' | 'server', { opcode: WebSocketOpcode; frames: Frames } | undefined> = { client: undefined, server: undefined }
 
-  const finish = (from: 'client' | 'server', opcode: WebSocketOpcode, frames: Array<{ bytes: Uint8Array; atMs: number }>) => {
+  const finish = (from: 'client' | 'server', opcode: WebSocketOpcode, frames: Frames) => {
     let built = bodyFromChunks(frames)
-    if (opcode === 'text' && ctx.redactor.hasBodyPaths) {
-      const redacted = ctx.redactor.body(built.bytes, JSON_TEXT)
+    if (opcode === 'text' && redactor.hasBodyPaths) {
+      const redacted = redactor.body(built.bytes, JSON_TEXT)
       if (redacted !== built.bytes) built = bodyFromChunks([{ bytes: redacted, atMs: (frames[frames.length - 1] as { atMs: number }).atMs }])
     }
     bodies.set(built.ref.digest, built.bytes)
@@ -83,6 +77,37 @@ export function createWebSocketRecorder(ctx: WebSocketRecorderContext, request: 
     }
     messages.push(message)
   }
+
+  const frame = (from: 'client' | 'server', opcode: WebSocketOpcode | 'continuation', fin: boolean, bytes: Uint8Array, atMs: number): void => {
+    if (opcode !== 'continuation' && opcode !== 'text' && opcode !== 'binary') {
+      finish(from, opcode, [{ bytes, atMs }])
+      return
+    }
+    const current = open[from]
+    if (opcode === 'continuation') {
+      // A continuation without a message to continue: the stream is broken; what came before is kept.
+      if (!current) return
+      current.frames.push({ bytes, atMs })
+    } else open[from] = { opcode, frames: [{ bytes, atMs }] }
+    if (!fin) return
+    const done = open[from] as { opcode: WebSocketOpcode; frames: Frames }
+    open[from] = undefined
+    finish(from, done.opcode, done.frames)
+  }
+  return { messages, bodies, frame }
+}
+
+/** Starts recording the session for `request` (already redacted), numbered `seq`. */
+export function createWebSocketRecorder(ctx: WebSocketRecorderContext, request: CapturedRequest, seq: number, startMs: number): WebSocketRecorder {
+  const now = ctx.now ?? (() => performance.now())
+  const t0 = now()
+  let head: ResponseHead | undefined
+  let headersMs = 0
+  let kept = 0
+  let stopped: WebSocketEnd | undefined
+  const { messages, bodies, frame } = messageAssembler(ctx.redactor)
+  let http: ExchangeRecorder | undefined
+  let written: Promise<void> | undefined
 
   return {
     recording: true,
@@ -106,21 +131,7 @@ export function createWebSocketRecorder(ctx: WebSocketRecorderContext, request: 
         }
         return
       }
-      const bytes = new Uint8Array(payload)
-      if (opcode !== 'continuation' && opcode !== 'text' && opcode !== 'binary') {
-        finish(from, opcode, [{ bytes, atMs }])
-        return
-      }
-      const current = open[from]
-      if (opcode === 'continuation') {
-        // A continuation without a message to continue: the stream is broken; what came before is kept.
-        if (!current) return
-        current.frames.push({ bytes, atMs })
-      } else open[from] = { opcode, frames: [{ bytes, atMs }] }
-      if (!fin) return
-      const done = open[from] as { opcode: WebSocketOpcode; frames: Array<{ bytes: Uint8Array; atMs: number }> }
-      open[from] = undefined
-      finish(from, done.opcode, done.frames)
+      frame(from, opcode, fin, new Uint8Array(payload), atMs)
     },
     end(error) {
       if (written) return written

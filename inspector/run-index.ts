@@ -212,31 +212,34 @@ async function indexOne(reader: TraceReader, x: Exchange, held: ReadonlyMap<stri
     )
   } else {
     const mcp = mcpView(trace, x)
-    if (mcp) {
-      row.kind = 'tool'
-      row.server = mcp.server
-      row.transport = mcp.transport
-      row.mcpMethod = mcp.method
-      if (mcp.tool) {
-        row.tools = [mcp.tool]
-        if (mcp.method === 'tools/call') input.mcpTool = mcp.tool
-      }
-      if (mcp.isError || mcp.error || mcp.failure) row.failed = true
-      parts.push(
-        mcp.server,
-        mcp.method,
-        mcp.tool ?? '',
-        mcp.uri ?? '',
-        mcp.prompt ?? '',
-        JSON.stringify(mcp.arguments ?? ''),
-        ...(mcp.content ?? []),
-        mcp.error?.message ?? '',
-      )
-    }
+    if (mcp) parts.push(...indexMcp(row, input, mcp))
     parts.push(requestText, responseText)
   }
   row.text = parts.join('\n').toLowerCase()
   return { row, input }
+}
+
+/** Marks `row` as an MCP message (`mcp`), names its tool for nesting, and returns the text it is found by. */
+function indexMcp(row: IndexedExchange, input: NestingInput, mcp: NonNullable<ReturnType<typeof mcpView>>): string[] {
+  row.kind = 'tool'
+  row.server = mcp.server
+  row.transport = mcp.transport
+  row.mcpMethod = mcp.method
+  if (mcp.tool) {
+    row.tools = [mcp.tool]
+    if (mcp.method === 'tools/call') input.mcpTool = mcp.tool
+  }
+  if (mcp.isError || mcp.error || mcp.failure) row.failed = true
+  return [
+    mcp.server,
+    mcp.method,
+    mcp.tool ?? '',
+    mcp.uri ?? '',
+    mcp.prompt ?? '',
+    JSON.stringify(mcp.arguments ?? ''),
+    ...(mcp.content ?? []),
+    mcp.error?.message ?? '',
+  ]
 }
 
 /** The start of a body as text (decoded when compressed and not too big); '' for binary. */

@@ -128,81 +128,28 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
   // there it is a whole undici Dispatcher (`request()`, `stream()`, ... come with undici) as it always was.
   // Importing the interceptor does not load undici (~110 ms); installing it does.
   await loadUndici()
-  const fromFile = options.config === false ? undefined : (await loadConfig(options.config === undefined ? {} : { file: options.config })).config.redaction
-  const redaction = mergeRedaction(fromFile, options.redaction)
-  const faults =
-    options.faults === undefined
-      ? undefined
-      : await loadSessionFaults(options.faults, {
-          env: process.env,
-          ...(options.faultsSeed !== undefined ? { seed: options.faultsSeed } : {}),
-          ...(options.faultsClock ? { clock: options.faultsClock } : {}),
-        })
+  const sessionOptions = await installSessionOptions(options, mode)
   const ownStore = options.store === undefined
   const store = options.store ?? (await openStore(process.env.TOOL_REPLAY_STORE || undefined))
   let session: Session
   try {
-    session = await openSession({
-      mode,
-      trace: options.trace,
-      store,
-      ...(options.recordAs ? { recordAs: options.recordAs } : {}),
-      ...(options.tail ? { tail: options.tail } : {}),
-      ...(options.keepUnused ? { keepUnused: true } : {}),
-      labels: { recordedWith: 'interceptor', ...options.labels },
-      ...(options.identity ? { identity: options.identity } : {}),
-      redaction,
-      ...(options.preload ? { preload: options.preload } : {}),
-      ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
-      ...(options.durability !== undefined ? { durability: options.durability } : {}),
-      ...(faults ? { faults } : {}),
-    })
+    session = await openSession({ ...sessionOptions, store })
   } catch (err) {
     if (ownStore) await store.close()
     throw err
   }
-  const dispatcher = createRecordReplayDispatcher({
-    session,
-    ...(options.upstream ? { upstream: options.upstream } : {}),
-    ...(options.pace !== undefined ? { pace: options.pace } : {}),
-    ...(options.drainAfterAbortMs !== undefined ? { drainAfterAbortMs: options.drainAfterAbortMs } : {}),
-    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
-  })
+  const dispatcher = createRecordReplayDispatcher({ session, ...(options.upstream ? { upstream: options.upstream } : {}), ...pathOptions(options) })
   const uninstallDispatcher = options.global === false ? () => {} : installGlobalDispatcher(dispatcher)
-  let nodeHttp: NodeHttpCapture | undefined
-  try {
-    // @mswjs/interceptors is loaded only when node:http is captured (not on `import`).
-    nodeHttp =
-      options.global !== false && options.nodeHttp !== false
-        ? (await import('./node-http-capture.ts')).installNodeHttpCapture({
-            session,
-            ...(options.pace !== undefined ? { pace: options.pace } : {}),
-            ...(options.drainAfterAbortMs !== undefined ? { drainAfterAbortMs: options.drainAfterAbortMs } : {}),
-            ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
-            ...(options.tail ? { tail: options.tail } : {}),
-          })
-        : undefined
-  } catch (err) {
+  const nodeHttp = await captureNodeHttp(options, session, async () => {
     // Nothing half-installed: the app's fetch must not keep going to a session that is gone.
     uninstallDispatcher()
     await session.discard().catch(() => {})
     await dispatcher.close().catch(() => {})
     if (ownStore) await store.close()
-    throw isToolReplayError(err)
-      ? err
-      : new ToolReplayError(ErrorCodes.CAPTURE_UNAVAILABLE, `Cannot capture node:http requests: ${err instanceof Error ? err.message : String(err)}`, {
-          cause: err,
-        })
-  }
+  })
   const uninstallHttp2 =
     options.global !== false && options.http2 !== false
-      ? installHttp2Capture({
-          session,
-          ...(options.pace !== undefined ? { pace: options.pace } : {}),
-          ...(options.drainAfterAbortMs !== undefined ? { drainAfterAbortMs: options.drainAfterAbortMs } : {}),
-          ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
-          appSocketsHeld: nodeHttp !== undefined,
-        })
+      ? installHttp2Capture({ session, ...pathOptions(options), appSocketsHeld: nodeHttp !== undefined })
       : () => {}
   // Processes the app starts that capture on their own (`tr-proxy mcp` as an MCP server command) join this trace.
   let shared: SharedSessionHost | undefined
@@ -240,6 +187,63 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
       })()
       return closing
     },
+  }
+}
+
+/** The options every capture path of one install shares: pacing, the drain after an abort, the body limit. */
+function pathOptions(options: InstallOptions) {
+  return {
+    ...(options.pace !== undefined ? { pace: options.pace } : {}),
+    ...(options.drainAfterAbortMs !== undefined ? { drainAfterAbortMs: options.drainAfterAbortMs } : {}),
+    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+  }
+}
+
+/** The session's options from the install's: redaction merged with the config file's, the faults file loaded. */
+async function installSessionOptions(options: InstallOptions, mode: Mode): Promise<Omit<SessionOptions, 'store'>> {
+  const fromFile = options.config === false ? undefined : (await loadConfig(options.config === undefined ? {} : { file: options.config })).config.redaction
+  const redaction = mergeRedaction(fromFile, options.redaction)
+  const faults =
+    options.faults === undefined
+      ? undefined
+      : await loadSessionFaults(options.faults, {
+          env: process.env,
+          ...(options.faultsSeed !== undefined ? { seed: options.faultsSeed } : {}),
+          ...(options.faultsClock ? { clock: options.faultsClock } : {}),
+        })
+  return {
+    mode,
+    trace: options.trace,
+    ...(options.recordAs ? { recordAs: options.recordAs } : {}),
+    ...(options.tail ? { tail: options.tail } : {}),
+    ...(options.keepUnused ? { keepUnused: true } : {}),
+    labels: { recordedWith: 'interceptor', ...options.labels },
+    ...(options.identity ? { identity: options.identity } : {}),
+    redaction,
+    ...(options.preload ? { preload: options.preload } : {}),
+    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+    ...(options.durability !== undefined ? { durability: options.durability } : {}),
+    ...(faults ? { faults } : {}),
+  }
+}
+
+/** Captures node:http when the install is global and asks for it; on failure `undo` runs, then the typed error. */
+async function captureNodeHttp(options: InstallOptions, session: Session, undo: () => Promise<void>): Promise<NodeHttpCapture | undefined> {
+  if (options.global === false || options.nodeHttp === false) return undefined
+  try {
+    // @mswjs/interceptors is loaded only when node:http is captured (not on `import`).
+    return (await import('./node-http-capture.ts')).installNodeHttpCapture({
+      session,
+      ...pathOptions(options),
+      ...(options.tail ? { tail: options.tail } : {}),
+    })
+  } catch (err) {
+    await undo()
+    throw isToolReplayError(err)
+      ? err
+      : new ToolReplayError(ErrorCodes.CAPTURE_UNAVAILABLE, `Cannot capture node:http requests: ${err instanceof Error ? err.message : String(err)}`, {
+          cause: err,
+        })
   }
 }
 

@@ -75,32 +75,13 @@ export function controllerTarget(controller: RequestController, request: Request
   }
   let body: ReadableStreamDefaultController<Uint8Array> | undefined
   let cancelled = false
-  let wake: (() => void) | undefined
-  const wakeUp = () => {
-    const w = wake
-    wake = undefined
-    w?.()
-  }
+  /** `readerWants()` waits until msw asks for the next chunk, i.e. it wrote the previous one to the client. */
+  const { wait: readerWants, wake: wakeUp } = oneWaiter()
   // An app that goes away (msw aborts the parsed request when its socket is destroyed) ends every wait.
   request.signal.addEventListener('abort', wakeUp, { once: true })
   const pending = () => controller.readyState === RequestController.PENDING
   // msw aborts the parsed request when the app destroys its socket, and cancels the body it no longer reads.
   const gone = () => cancelled || request.signal.aborted
-  /** Waits until msw asks for the next chunk, i.e. it wrote the previous one to the client. */
-  const readerWants = () => new Promise<void>((resolve) => (wake = resolve))
-  const clientReads = () =>
-    new Promise<void>((resolve) => {
-      const s = appSocket() as Socket
-      const done = () => {
-        s.off('resume', done)
-        s.off('close', done)
-        request.signal.removeEventListener('abort', done)
-        resolve()
-      }
-      s.on('resume', done)
-      s.on('close', done)
-      request.signal.addEventListener('abort', done, { once: true })
-    })
   const target: ControllerTarget = {
     get gone() {
       return gone()
@@ -118,31 +99,28 @@ export function controllerTarget(controller: RequestController, request: Request
       // Before msw answers: the request must not have its response yet to be recognised (see socketOf).
       appSocket()
       const stream = FetchResponse.isResponseWithBody(head.status)
-        ? new ReadableStream<Uint8Array>(
-            {
-              start: (c) => {
-                body = c
-              },
-              pull: wakeUp,
-              cancel: () => {
-                cancelled = true
-                wakeUp()
-              },
+        ? bodyStream({
+            start: (c) => {
+              body = c
             },
-            // Nothing is queued ahead of msw's reads: a chunk waits until msw wrote the one before it.
-            { highWaterMark: 0 },
-          )
+            pull: wakeUp,
+            cancel: () => {
+              cancelled = true
+              wakeUp()
+            },
+          })
         : null
-      controller.respondWith(
-        new FetchResponse(stream, { status: head.status, statusText: head.statusText, headers: responseHeaders(head.headers, closeRequested(request)) }),
-      )
+      const headers = responseHeaders(head.headers, closeRequested(request))
+      controller.respondWith(new FetchResponse(stream, { status: head.status, statusText: head.statusText, headers }))
     },
     chunk(bytes) {
       if (!body || gone()) return undefined
       body.enqueue(bytes)
       const queued = (body.desiredSize ?? 0) < 0
       if (!queued && !clientPaused(appSocket())) return undefined
-      return (queued ? readerWants() : Promise.resolve()).then(() => (clientPaused(appSocket()) && !gone() ? clientReads() : undefined))
+      return (queued ? readerWants() : Promise.resolve()).then(() =>
+        clientPaused(appSocket()) && !gone() ? clientReads(appSocket() as Socket, request.signal) : undefined,
+      )
     },
     // By the next macrotask the client's parser has handed the previous chunk to the app (playback.ts nextRead).
     separate: nextRead,
@@ -158,31 +136,72 @@ export function controllerTarget(controller: RequestController, request: Request
       target.failWith(err)
     },
     failWith(error) {
-      if (pending()) {
-        // From a microtask: on a kept-alive socket msw reports the error in a microtask and the close on the
-        // next tick, and called from a tick (where live failures arrive) the close would come first; Node's
-        // client would then fail the request with its own "socket hang up" and the real error after it, with
-        // nobody listening any more (an uncaught 'error').
-        queueMicrotask(() => {
-          if (pending()) controller.errorWith(error)
-        })
-        return
-      }
+      if (pending()) return errorBeforeHead(controller, error)
       // After the partial body: let the client's parser hand it to the app first, then end the connection.
       setImmediate(() => {
-        if (!body || gone()) return
-        const s = appSocket()
-        if (closedNotReset(error) || !s || s.listenerCount('error') === 0) {
-          body.error(error)
-          return
-        }
-        // The socket reports the error and Node's client destroys it, as on a real reset.
-        deferNextClose(s)
-        s.emit('error', error)
+        if (body && !gone()) dropAfterHead(body, appSocket(), error)
       })
     },
   }
   return target
+}
+
+/** One wait at a time, ended by `wake()` (a wake with nobody waiting does nothing). */
+function oneWaiter(): { wait: () => Promise<void>; wake: () => void } {
+  let wake: (() => void) | undefined
+  return {
+    wait: () => new Promise<void>((resolve) => (wake = resolve)),
+    wake: () => {
+      const w = wake
+      wake = undefined
+      w?.()
+    },
+  }
+}
+
+/**
+ * Fails the request before its head: the app's socket is destroyed with `error`. From a microtask: on a kept-alive
+ * socket msw reports the error in a microtask and the close on the next tick, and called from a tick (where live
+ * failures arrive) the close would come first; Node's client would then fail the request with its own "socket hang
+ * up" and the real error after it, with nobody listening any more (an uncaught 'error').
+ */
+function errorBeforeHead(controller: RequestController, error: Error): void {
+  queueMicrotask(() => {
+    if (controller.readyState === RequestController.PENDING) controller.errorWith(error)
+  })
+}
+
+/** Waits until the app reads from its paused socket again (or the socket closes, or the request is aborted). */
+function clientReads(s: Socket, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      s.off('resume', done)
+      s.off('close', done)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    s.on('resume', done)
+    s.on('close', done)
+    signal.addEventListener('abort', done, { once: true })
+  })
+}
+
+/** The response body msw reads: nothing is queued ahead of its reads, so a chunk waits until msw wrote the one before it. */
+function bodyStream(source: UnderlyingDefaultSource<Uint8Array>): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>(source, { highWaterMark: 0 })
+}
+
+/**
+ * Ends the connection after part of the body went out: a close errors the body stream (msw ends the connection);
+ * a reset is reported by the app's socket, and Node's client destroys it, as on a real reset.
+ */
+function dropAfterHead(body: ReadableStreamDefaultController<Uint8Array>, s: Socket | undefined, error: Error): void {
+  if (closedNotReset(error) || !s || s.listenerCount('error') === 0) {
+    body.error(error)
+    return
+  }
+  deferNextClose(s)
+  s.emit('error', error)
 }
 
 /**

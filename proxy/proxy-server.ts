@@ -104,7 +104,6 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   // A recording proxy forwards from its first request: undici loads while the app starts, not on that request.
   // Replay loads it only if a request is ever forwarded (a strict replay never forwards).
   if (session && session.mode !== 'replay') upstream.warm()
-  const tunnelTargets = new WeakMap<Duplex, TunnelTarget>()
   const sockets = new Set<Duplex>()
   const inflight = new Set<Promise<void>>()
   const host = options.host ?? '127.0.0.1'
@@ -141,7 +140,55 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     self: () => ({ host, port, url: `http://${listening()}` }),
     closeGraceMs: limits.closeGraceMs,
   })
+  const { http2, http2Upstreams, outer, inner, slots, tunnel } = createServing({ options, limits, stats, router, upstream, handlerContext, inflight, track })
+
+  // Before listening, so a CA the certificate library cannot use fails the start (TR_PROXY_START_FAILED), not
+  // the first intercepted connection.
+  await ca.warmUp()
+  await listen(outer, host, options.port ?? 0)
+  port = (outer.address() as AddressInfo).port
+
+  let closed: Promise<SessionSummary | undefined> | undefined
+  const proxy: ProxyServer<Session | undefined> = {
+    url: `http://${listening()}`,
+    host,
+    port,
+    session,
+    sessions,
+    reverse,
+    ca,
+    stats,
+    close(closeOptions = {}) {
+      slots.close()
+      closed ??= shutDown({ outer, inner, http2, http2Upstreams, inflight, sockets, upstream, session, sessions }, closeOptions.graceMs ?? 5000)
+      return closed as Promise<SessionSummary>
+    },
+  }
+  doors.set(proxy, proxyDoor({ outer, slots, router, track, stats, tunnel }))
+  return proxy
+}
+
+/** What the proxy's listeners are built from (made once in startProxy). */
+interface ServingContext {
+  options: ProxyServerOptions
+  limits: ReturnType<typeof resolveProxyLimits>
+  stats: ProxyStats
+  router: RequestRouter
+  upstream: ReturnType<typeof lazyUpstreamAgent>
+  handlerContext: Omit<Parameters<typeof createExchangeHandler>[0], 'session' | 'arrival'>
+  inflight: Set<Promise<void>>
+  track(socket: Duplex): void
+}
+
+/**
+ * The proxy's listeners: the outer server (absolute-form requests, CONNECT, upgrades, h2c), the inner one that
+ * serves what comes out of intercepted tunnels, HTTP/2 serving, and the connection slots that bound them all.
+ */
+function createServing(ctx: ServingContext) {
+  const { options, limits, stats, router, upstream, handlerContext, inflight, track } = ctx
   const onRequest = requestEntry(router, inflight)
+  const { ca } = options
+  const tunnelTargets = new WeakMap<Duplex, TunnelTarget>()
   const http2Upstreams = new Http2Upstreams(options.upstream ?? {}, upstream)
   const http2 = createHttp2Serving({
     router,
@@ -153,7 +200,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
       inflight.add(tracked)
       void tracked.finally(() => inflight.delete(tracked))
     },
-    listening,
+    listening: handlerContext.listening,
   })
 
   const serverOptions = {
@@ -210,30 +257,20 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
     track(socket)
   })
   for (const server of [outer, inner]) slots.watch(server)
+  return { http2, http2Upstreams, outer, inner, slots, tunnel }
+}
 
-  // Before listening, so a CA the certificate library cannot use fails the start (TR_PROXY_START_FAILED), not
-  // the first intercepted connection.
-  await ca.warmUp()
-  await listen(outer, host, options.port ?? 0)
-  port = (outer.address() as AddressInfo).port
-
-  let closed: Promise<SessionSummary | undefined> | undefined
-  const proxy: ProxyServer<Session | undefined> = {
-    url: `http://${listening()}`,
-    host,
-    port,
-    session,
-    sessions,
-    reverse,
-    ca,
-    stats,
-    close(closeOptions = {}) {
-      slots.close()
-      closed ??= shutDown({ outer, inner, http2, http2Upstreams, inflight, sockets, upstream, session, sessions }, closeOptions.graceMs ?? 5000)
-      return closed as Promise<SessionSummary>
-    },
-  }
-  doors.set(proxy, {
+/** How a sealed run's listeners hand connections to this proxy: as if accepted on its port, or as a tunnel. */
+function proxyDoor(ctx: {
+  outer: Server
+  slots: ConnectionSlots
+  router: RequestRouter
+  track(socket: Duplex): void
+  stats: ProxyStats
+  tunnel: ReturnType<typeof createTunnelServer>
+}): ConnectionDoor {
+  const { outer, slots, router, track, stats, tunnel } = ctx
+  return {
     proxy(socket, head) {
       if (head && head.byteLength > 0) socket.unshift(head)
       outer.emit('connection', socket)
@@ -249,8 +286,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
       socket.setNoDelay(true)
       tunnel(socket, head, to)
     },
-  })
-  return proxy
+  }
 }
 
 /**
