@@ -20,6 +20,7 @@ import {
 } from '../engine/index.ts'
 import type { TraceStore } from '../store/index.ts'
 import { type AppRun, ErrorCodes, OUTPUT_TAIL_BYTES, type OutputTail, ToolReplayError } from '../trace/index.ts'
+import { caRejectionLine } from './ca-rejection.ts'
 import { type CertificateAuthority, loadCertificateAuthority } from './certificate-authority.ts'
 import { type CapturedTail, type CommandExit, type RunCommandOptions, runCommand } from './command-wrapper.ts'
 import { controlSocketPath, startControlApi } from './control-api.ts'
@@ -115,7 +116,7 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
         `WARNING: --tail live: after the first unmatched request, requests go to the real upstreams and are recorded into "${o.session.recordAs}". This run is NOT offline.`,
       )
     }
-    proxy = await startRunProxy(o, ca, session)
+    proxy = await startRunProxy(o, ca, session, bundlePath)
   } catch (err) {
     await sealed?.abort()
     throw err
@@ -174,11 +175,17 @@ function commandOptionsOf(o: ProxyRunOptions): { commandOptions?: RunCommandOpti
 }
 
 /** The run's proxy around `session`; a proxy that fails to start discards the session (the previous trace stays). */
-async function startRunProxy(o: ProxyRunOptions, ca: CertificateAuthority, session: Session | undefined): Promise<ProxyServer<Session | undefined>> {
+async function startRunProxy(
+  o: ProxyRunOptions,
+  ca: CertificateAuthority,
+  session: Session | undefined,
+  bundlePath: string,
+): Promise<ProxyServer<Session | undefined>> {
   try {
     return await startProxy({
       ...(session ? { session } : {}),
       ca,
+      onCaRejected: (rejection) => o.log(caRejectionLine(rejection, ca.certPath, bundlePath)),
       ...(o.reverse ? { reverse: o.reverse } : {}),
       ...(o.host ? { host: o.host } : {}),
       port: o.port ?? 0,

@@ -1,0 +1,78 @@
+/**
+ * The traps of a new user's first hour, each as the user meets it through the CLI: a client that does not trust
+ * the proxy CA (the proxy names the host and the fix, once per host), a proxy run that fails before its command
+ * ran (no trace left behind), and a committed trace file replayed without an import.
+ */
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { join } from 'node:path'
+import { describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { tempDir } from './support/proxy-harness.ts'
+
+const BIN = fileURLToPath(new URL('../bin/tr-proxy.js', import.meta.url))
+
+/** Runs the CLI; a wrapped command gets the environment it would in a user's shell. */
+async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (c: Buffer) => (stdout += c))
+  child.stderr.on('data', (c: Buffer) => (stderr += c))
+  const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
+  const [code] = await once(child, 'exit')
+  clearTimeout(timer)
+  return { code: code as number | null, stdout, stderr }
+}
+
+const NODE_FETCH = 'fetch(process.argv[1]).then(() => console.log("fetched"), (e) => console.log("node:", e.cause?.code ?? e.message))'
+
+describe('a client that rejects the proxy CA', { timeout: 180_000 }, () => {
+  test('curl, Node fetch and Python requests without the CA variables: one proxy line per host naming the fix', async () => {
+    const store = join(tempDir('tr-ca-reject-'), 'store')
+    // Each client drops the trust variables the wrapper sets (what a client with its own trust store does), and
+    // tries twice: the second attempt at a host must not add a line.
+    const untrusted = 'env -u NODE_EXTRA_CA_CERTS -u SSL_CERT_FILE -u REQUESTS_CA_BUNDLE -u CURL_CA_BUNDLE'
+    const script = [
+      `${untrusted} curl -sS https://curl.test/ 2>&1; ${untrusted} curl -sS https://curl.test/again 2>&1`,
+      `${untrusted} "${process.execPath}" -e '${NODE_FETCH}' https://node.test/`,
+      `${untrusted} "${process.execPath}" -e '${NODE_FETCH}' https://node.test/again`,
+      `${untrusted} python3 -c 'import requests; requests.get("https://python.test/")' 2>&1 | tail -1`,
+      'true',
+    ].join('; ')
+    const r = await cli(['record', '--store', store, '--trace', 'untrusted', '--', 'sh', '-c', script])
+    assert.equal(r.code, 0, r.stderr)
+    // The clients failed as a user sees it: their own TLS errors.
+    assert.match(r.stdout, /curl: \(60\)/)
+    assert.match(r.stdout, /node: (SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)/)
+    assert.match(r.stdout, /SSLError/)
+    const lines = r.stderr.split('\n').filter((l) => l.includes("rejected the proxy's certificate"))
+    const hosts = lines.map((l) => /certificate for (\S+) /.exec(l)?.[1]).sort()
+    assert.deepEqual(hosts, ['curl.test', 'node.test', 'python.test'], r.stderr)
+    const ca = join(store, 'ca')
+    for (const line of lines) {
+      assert.match(line, new RegExp(`NODE_EXTRA_CA_CERTS=${ca}/\\S+\\.pem`))
+      for (const fix of ['REQUESTS_CA_BUNDLE=', 'SSL_CERT_FILE=', 'curl --cacert ']) assert.ok(line.includes(`${fix}${ca}/bundle.pem`), line)
+    }
+    assert.match(lines.find((l) => l.includes('curl.test')) ?? '', /TLS alert unknown_ca/)
+    assert.match(lines.find((l) => l.includes('node.test')) ?? '', /closed the connection during the TLS handshake/)
+  })
+
+  test('a client that trusts the CA gets no such line', async () => {
+    const store = join(tempDir('tr-ca-trust-'), 'store')
+    const r = await cli([
+      'record',
+      '--store',
+      store,
+      '--trace',
+      'trusted',
+      '--',
+      'sh',
+      '-c',
+      `"${process.execPath}" -e '${NODE_FETCH}' https://127.0.0.1:9/; true`,
+    ])
+    assert.equal(r.code, 0, r.stderr)
+    assert.doesNotMatch(r.stderr, /rejected the proxy's certificate/)
+  })
+})
