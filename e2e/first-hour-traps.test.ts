@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { cpSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
@@ -74,5 +76,51 @@ describe('a client that rejects the proxy CA', { timeout: 180_000 }, () => {
     ])
     assert.equal(r.code, 0, r.stderr)
     assert.doesNotMatch(r.stderr, /rejected the proxy's certificate/)
+  })
+})
+
+describe('a proxy run that fails before its command ran', { timeout: 180_000 }, () => {
+  test('leaves no trace: port taken, command not found, bad option, CA unreadable; the trace of that name is untouched', async (t) => {
+    const work = tempDir('tr-failed-start-')
+    const store = join(work, 'store')
+    const first = await cli(['record', '--store', store, '--trace', 'kept', '--', 'sh', '-c', 'exit 0'])
+    assert.equal(first.code, 0, first.stderr)
+    const listing = async (dir: string) => {
+      const r = await cli(['ls', '--store', dir, '--json'])
+      assert.equal(r.code, 0, r.stderr)
+      return (JSON.parse(r.stdout) as { traces: Array<{ name: string; status: string; id: string }> }).traces
+    }
+    const before = await listing(store)
+    assert.deepEqual(
+      before.map((x) => [x.name, x.status]),
+      [['kept', 'complete']],
+    )
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    t.after(() => taken.close())
+    const port = String((taken.address() as { port: number }).port)
+    const attempts: Array<[string[], number, RegExp]> = [
+      [['record', '--trace', 'kept', '--port', port, '--', 'true'], 74, /TR_PROXY_START_FAILED.*EADDRINUSE/],
+      [['record', '--trace', 'fresh', '--port', port, '--', 'true'], 74, /TR_PROXY_START_FAILED/],
+      [['serve', '--mode', 'record', '--trace', 'served', '--port', port], 74, /TR_PROXY_START_FAILED/],
+      [['record', '--trace', 'kept', '--', 'no-such-command-tr'], 74, /TR_COMMAND_FAILED: Failed to start command "no-such-command-tr"/],
+      [['record', '--trace', 'fresh', '--', './not-here.sh'], 74, /TR_COMMAND_FAILED/],
+      [['record', '--trace', 'kept', '--pace', 'bogus', '--', 'true'], 64, /TR_INVALID_OPTION/],
+    ]
+    for (const [args, code, message] of attempts) {
+      const [command, ...rest] = args as [string, ...string[]]
+      const r = await cli([command, '--store', store, ...rest])
+      assert.equal(r.code, code, `${args.join(' ')}: ${r.stderr}`)
+      assert.match(r.stderr, message)
+      assert.deepEqual(await listing(store), before, `${args.join(' ')} left a trace`)
+    }
+    // A CA that cannot be read: a copy of the store whose ca.pem is not a certificate.
+    const broken = join(work, 'broken')
+    cpSync(store, broken, { recursive: true })
+    writeFileSync(join(broken, 'ca', 'ca.pem'), 'not a certificate\n')
+    const ca = await cli(['record', '--store', broken, '--trace', 'kept', '--', 'true'])
+    assert.equal(ca.code, 74, ca.stderr)
+    assert.match(ca.stderr, /proxy CA/)
+    assert.deepEqual(await listing(broken), before)
   })
 })
