@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { cpSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
+import http from 'node:http'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
@@ -122,5 +123,52 @@ describe('a proxy run that fails before its command ran', { timeout: 180_000 }, 
     assert.equal(ca.code, 74, ca.stderr)
     assert.match(ca.stderr, /proxy CA/)
     assert.deepEqual(await listing(broken), before)
+  })
+})
+
+describe('replay --trace-file: a committed trace file replayed without import', { timeout: 180_000 }, () => {
+  test('verified first, served from memory with the upstream stopped, the store never created; a tampered file runs nothing', async () => {
+    const work = tempDir('tr-replay-file-')
+    const store = join(work, 'store')
+    let hits = 0
+    const api = http.createServer((_req, res) => {
+      hits++
+      res.end('hello from the api')
+    })
+    await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve))
+    const url = `http://127.0.0.1:${(api.address() as { port: number }).port}/greeting`
+    const rec = await cli(['record', '--store', store, '--trace', 'greet', '--', 'curl', '-sS', url])
+    assert.equal(rec.code, 0, rec.stderr)
+    const file = join(work, 'greet.trace.json')
+    const exported = await cli(['export', 'greet', '--store', store, '--out', file])
+    assert.equal(exported.code, 0, exported.stderr)
+    await new Promise<void>((resolve) => api.close(() => resolve()))
+    const recorded = hits
+
+    // A --store that does not exist: replaying the file must neither need nor create it.
+    const absent = join(work, 'no-store-here')
+    const replay = await cli(['replay', '--strict', '--store', absent, '--trace-file', file, '--', 'curl', '-sS', url])
+    assert.equal(replay.code, 0, replay.stderr)
+    assert.equal(replay.stdout, 'hello from the api')
+    assert.match(replay.stderr, /replay of trace "greet": 1 replayed/)
+    assert.equal(hits, recorded, 'the replay reached the upstream')
+    assert.equal(existsSync(absent), false, 'replay --trace-file created a store')
+
+    // The app asks for something the file does not hold: the strict verdict, as a replay from the store gives it.
+    const miss = await cli(['replay', '--strict', '--store', absent, '--trace-file', file, '--', 'curl', '-sS', `${url}/other`])
+    assert.equal(miss.code, 69, miss.stderr)
+
+    // One byte changed in a recorded body: refused before the command runs (it would print "ran").
+    const tampered = join(work, 'tampered.trace.json')
+    writeFileSync(tampered, readFileSync(file, 'utf8').replace('hello from the api', 'hello from the apj'))
+    const bad = await cli(['replay', '--store', absent, '--trace-file', tampered, '--', 'sh', '-c', 'echo ran'])
+    assert.equal(bad.code, 65, bad.stderr)
+    assert.match(bad.stderr, /TR_(TRACE_DIGEST_MISMATCH|TRACE_FILE_INVALID)/)
+    assert.doesNotMatch(bad.stdout, /ran/)
+
+    const recordAs = await cli(['replay', '--trace-file', file, '--record-as', 'x', '--', 'true'])
+    assert.equal(recordAs.code, 64)
+    assert.match(recordAs.stderr, /--record-as records into the store, which --trace-file never opens/)
+    assert.equal(existsSync(absent), false)
   })
 })
