@@ -261,9 +261,24 @@ describe('tr-proxy drift', { timeout: 120_000 }, () => {
     assert.equal(up.seen.length, seen)
   })
 
-  test('an upstream that is not running: every re-sent request is a changed outcome, exit 1', async () => {
-    const r = await cli(['drift', 'shop', '--store', store, '--resolve', 'api.test=127.0.0.1:9', '--upstream-ca', upstreamCa])
-    assert.equal(r.code, 1)
-    assert.match(r.stdout, /DRIFT GET https:\/\/api\.test\/catalog\/1 #0\n {6}outcome response 200 → ECONNREFUSED during connect/)
+  test('offline: a refused connection or a DNS failure is "unreachable" with its cause, not drift; exit 74', async () => {
+    const refused = await cli(['drift', 'shop', '--store', store, '--resolve', 'api.test=127.0.0.1:9', '--upstream-ca', upstreamCa])
+    assert.equal(refused.code, 74, refused.stdout)
+    assert.match(refused.stdout, /^drift of trace "shop": 3 re-sent live, 0 drifted, 3 unreachable, 0 unchanged, 2 skipped$/m)
+    assert.match(refused.stdout, /UNREACHABLE GET https:\/\/api\.test\/catalog\/1 #0: ECONNREFUSED during connect/)
+    assert.match(refused.stdout, /3 exchange\(s\) unreachable: the server could not be reached from here .* This is not drift/)
+    assert.doesNotMatch(refused.stdout, /DRIFT/)
+    // No --resolve: api.test is a reserved name no resolver knows, as a real API's name is to a machine offline.
+    const dns = await cli(['drift', 'shop', '--store', store, '--json'])
+    assert.equal(dns.code, 74, dns.stdout)
+    const report = JSON.parse(dns.stdout) as DriftReport
+    assert.deepEqual([report.drift, report.unreachable], [false, true])
+    const sent = report.traces[0]?.exchanges.filter((e) => e.status !== 'skipped') ?? []
+    assert.equal(sent.length, 3)
+    for (const e of sent) assert.match(`${e.status} ${e.reason}`, /^unreachable (ENOTFOUND|EAI_AGAIN) during connect/)
+    // --no-exit-code: the report still says so, the exit is 0.
+    const quiet = await cli(['drift', 'shop', '--store', store, '--resolve', 'api.test=127.0.0.1:9', '--no-exit-code'])
+    assert.equal(quiet.code, 0)
+    assert.match(quiet.stdout, /3 unreachable/)
   })
 })

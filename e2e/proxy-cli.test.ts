@@ -117,10 +117,10 @@ describe('tr-proxy record/replay -- command', { timeout: 120_000 }, () => {
     assert.match(r.stderr, /TR_COMMAND_FAILED: Failed to start command "definitely-not-a-command-xyz": ENOENT/)
     const ls = await cli(['ls', '--store', store, '--json']).done
     const traces = JSON.parse(ls.stdout).traces as Array<{ name: string; status: string }>
-    // Nothing ran: the discarded recording stays partial and no complete "nocmd" trace appears.
+    // Nothing ran: the command is looked up before the session opens, so no trace at all (not even a partial one).
     assert.deepEqual(
       traces.filter((t) => t.name === 'nocmd').map((t) => t.status),
-      ['partial'],
+      [],
     )
   })
 

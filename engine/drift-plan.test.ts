@@ -113,3 +113,44 @@ test('report and --update: drift, same, skipped and failed; the new trace keeps 
   assert.deepEqual(updated.exchanges.slice(1), rec.exchanges.slice(1))
   for (const x of updated.exchanges) if (x.outcome.kind === 'response') assert.ok(updated.bodies.has(x.outcome.response.body.digest))
 })
+
+test('report: a live answer that never reached the server (DNS, refused, timeout) is unreachable with its cause, not drift', () => {
+  const rec = recorded()
+  const live = buildTrace('drift-live', [
+    { url: 'https://api.test/items/1', body: '' },
+    { method: 'HEAD', url: 'https://api.test/health', body: '' },
+  ])
+  const cut = (code: string, phase: 'connect' | 'response-headers' | 'response-body'): Exchange => ({
+    ...(live.exchanges[0] as Exchange),
+    outcome: { kind: 'error', error: { code, message: `${code} api.test`, phase } },
+  })
+  const reportOf = (x: Exchange) =>
+    traceDriftReport(
+      rec,
+      planDrift(rec),
+      new Map([
+        [0, { trace: live, exchange: x }],
+        [3, { trace: live, exchange: live.exchanges[1] as Exchange }],
+      ]),
+    )
+  for (const [code, phase] of [
+    ['ENOTFOUND', 'connect'],
+    ['ECONNREFUSED', 'connect'],
+    ['UND_ERR_CONNECT_TIMEOUT', 'connect'],
+    ['UND_ERR_HEADERS_TIMEOUT', 'response-headers'],
+  ] as const) {
+    const report = reportOf(cut(code, phase))
+    assert.equal(report.exchanges[0]?.status, 'unreachable', code)
+    assert.equal(report.exchanges[0]?.reason, `${code} during ${phase}: ${code} api.test`)
+    assert.deepEqual([report.checked, report.drifted, report.unreachable, report.failed], [2, 0, 1, 0])
+    const whole = driftReport([report])
+    assert.deepEqual([whole.drift, whole.unreachable], [false, true])
+    const text = formatDriftText(whole)
+    assert.match(text, /^drift of trace "shop": 2 re-sent live, 0 drifted, 1 unreachable, 1 unchanged, 2 skipped\n {2}UNREACHABLE GET /)
+    assert.match(text, /1 exchange\(s\) unreachable: the server could not be reached .* This is not drift/)
+  }
+  // A reset mid-body (the server answered) and a TLS failure are not reachability: they stay drift.
+  for (const x of [cut('ECONNRESET', 'response-body'), cut('UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'connect')]) {
+    assert.equal(reportOf(x).exchanges[0]?.status, 'drift')
+  }
+})

@@ -1,5 +1,6 @@
 /** The forward proxy: CONNECT + TLS interception, the local CA, the command wrapper and the control API. */
 
+export type { CaRejection } from './ca-rejection.ts'
 export type { CertificateAuthority } from './certificate-authority.ts'
 /** Loads (or creates on first use) the CA kept in `<store>/ca/`; paths of the CA inside a store directory. */
 export { caCertPath, caDir, loadCertificateAuthority } from './certificate-authority.ts'

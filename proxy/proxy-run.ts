@@ -20,6 +20,7 @@ import {
 } from '../engine/index.ts'
 import type { TraceStore } from '../store/index.ts'
 import { type AppRun, ErrorCodes, OUTPUT_TAIL_BYTES, type OutputTail, ToolReplayError } from '../trace/index.ts'
+import { caRejectionLine } from './ca-rejection.ts'
 import { type CertificateAuthority, loadCertificateAuthority } from './certificate-authority.ts'
 import { type CapturedTail, type CommandExit, type RunCommandOptions, runCommand } from './command-wrapper.ts'
 import { controlSocketPath, startControlApi } from './control-api.ts'
@@ -30,6 +31,7 @@ import type { ClosedSession, SessionRefusals } from './proxy-sessions.ts'
 import { type ReverseMount, reverseEnvironment } from './reverse-routes.ts'
 import { type SealedOptions, type SealedStart, startSealedCommand } from './sealed-run.ts'
 import { sessionOptionsOf } from './session-spec.ts'
+import { assertCommandFound, assertPortFree } from './start-checks.ts'
 import type { UpstreamOptions } from './upstream.ts'
 
 /**
@@ -103,6 +105,9 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
   if (o.sealed && (!o.command || o.command.length === 0 || o.sessionsOnly)) {
     throw new ToolReplayError(ErrorCodes.INVALID_OPTION, '--sealed seals a command: give one after `--` (tr-proxy record|replay --sealed -- <command>).')
   }
+  // A recording session writes its trace from the start: what would fail the start is asked before it opens.
+  if (o.command?.[0]) await assertCommandFound(o.command[0], o.commandOptions?.cwd ?? process.cwd())
+  await assertPortFree(o.host ?? '127.0.0.1', o.port ?? 0)
   // Before the session opens: a machine that cannot seal fails the run before anything is written. The namespace
   // is then set up while the session and the proxy open (it is most of what sealing adds to a start).
   const sealed = o.sealed ? await startSealedCommand(o.command ?? [], { ...o.sealed, caBundle: bundlePath, ...commandOptionsOf(o) }) : undefined
@@ -115,7 +120,7 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
         `WARNING: --tail live: after the first unmatched request, requests go to the real upstreams and are recorded into "${o.session.recordAs}". This run is NOT offline.`,
       )
     }
-    proxy = await startRunProxy(o, ca, session)
+    proxy = await startRunProxy(o, ca, session, bundlePath)
   } catch (err) {
     await sealed?.abort()
     throw err
@@ -174,11 +179,17 @@ function commandOptionsOf(o: ProxyRunOptions): { commandOptions?: RunCommandOpti
 }
 
 /** The run's proxy around `session`; a proxy that fails to start discards the session (the previous trace stays). */
-async function startRunProxy(o: ProxyRunOptions, ca: CertificateAuthority, session: Session | undefined): Promise<ProxyServer<Session | undefined>> {
+async function startRunProxy(
+  o: ProxyRunOptions,
+  ca: CertificateAuthority,
+  session: Session | undefined,
+  bundlePath: string,
+): Promise<ProxyServer<Session | undefined>> {
   try {
     return await startProxy({
       ...(session ? { session } : {}),
       ca,
+      onCaRejected: (rejection) => o.log(caRejectionLine(rejection, ca.certPath, bundlePath)),
       ...(o.reverse ? { reverse: o.reverse } : {}),
       ...(o.host ? { host: o.host } : {}),
       port: o.port ?? 0,

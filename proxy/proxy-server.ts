@@ -11,6 +11,7 @@ import type { Duplex } from 'node:stream'
 import { DEFAULT_DRAIN_AFTER_ABORT_MS, type PaceOption, parsePace } from '../capture/index.ts'
 import { parseMaxBodyBytes, type Session, type SessionSummary } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { type CaRejection, oncePerHost } from './ca-rejection.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
 import { ConnectionSlots } from './connection-slots.ts'
 import { createExchangeHandler, createStats, type ProxyStats, proxyCaptureOptions } from './exchange-handler.ts'
@@ -61,6 +62,8 @@ export interface ProxyServerOptions {
    * HTTP/2 handler at an http:// endpoint). Their streams reach `http:` upstreams over h2c. Default false.
    */
   h2c?: boolean
+  /** Called once per host when a client rejects the proxy's certificate for it (it does not trust the CA). */
+  onCaRejected?: (rejection: CaRejection) => void
 }
 
 /** A running proxy; `D` is the type of its default session (undefined on a sessions-only proxy). */
@@ -219,6 +222,7 @@ function createServing(ctx: ServingContext) {
     track,
     handshakeTimeoutMs: limits.headersTimeoutMs,
     closeGraceMs: limits.closeGraceMs,
+    ...(options.onCaRejected ? { onCaRejected: oncePerHost(options.onCaRejected) } : {}),
     progress: (socket) => router.progress(socket),
     inherit: (from, to) => {
       router.inherit(from, to)

@@ -7,6 +7,7 @@
  */
 
 export type {
+  CaRejection,
   CertificateAuthority,
   ProxyLimits,
   ProxyServer,

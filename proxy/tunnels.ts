@@ -8,6 +8,7 @@ import type { Duplex } from 'node:stream'
 import { TLSSocket } from 'node:tls'
 import type { Session, WebSocketDecision } from '../engine/index.ts'
 import { ErrorCodes, headerPairsFromRaw } from '../trace/index.ts'
+import { type CaRejection, watchHandshake } from './ca-rejection.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
 import { registerTunnelSocket } from './connection-reset.ts'
 import { endAndDrop } from './connection-slots.ts'
@@ -36,6 +37,8 @@ export interface ConnectContext {
   handshakeTimeoutMs: number
   /** How long a refused connection stays open for its client to read why (connection-slots.ts). */
   closeGraceMs: number
+  /** Told when a client rejects the certificate it was shown (ca-rejection.ts). */
+  onCaRejected?: (rejection: CaRejection) => void
 }
 
 /** Where a tunnel leads: the host its certificate is made for (before any SNI), and the authority of its requests. */
@@ -76,6 +79,7 @@ export function createTunnelServer(ctx: ConnectContext): (socket: Duplex, head: 
       },
     })
     ctx.inherit(socket, tlsSocket)
+    if (ctx.onCaRejected) watchHandshake(tlsSocket, hostname, ctx.onCaRejected)
     tlsSocket.once('secure', () => {
       clearTimeout(deadline)
       ctx.progress(tlsSocket)

@@ -25,6 +25,9 @@ import type { Args, CommandModule } from './command.ts'
 import { DIFF_EXIT_DIFFERENT } from './diff.ts'
 import { upstreamFromArgs, upstreamOptions } from './record.ts'
 
+/** Exit code of a drift run that found no drift but could not reach a server: as TR_UPSTREAM_FAILED (cli/exit-codes.ts). */
+export const DRIFT_EXIT_UNREACHABLE = 74
+
 /** `tr-proxy drift TRACE...`: re-send a trace's requests live and compare the answers with the recording in shape. */
 export const driftCommand: CommandModule = {
   command: 'drift <traces..>',
@@ -68,7 +71,7 @@ export const driftCommand: CommandModule = {
       .option('exit-code', {
         type: 'boolean',
         default: true,
-        describe: `Exit ${DIFF_EXIT_DIFFERENT} when anything drifted or could not be re-sent (as diff --exit-code); --no-exit-code exits 0 either way`,
+        describe: `Exit ${DIFF_EXIT_DIFFERENT} when anything drifted or could not be re-sent (as diff --exit-code), else ${DRIFT_EXIT_UNREACHABLE} when a server could not be reached (offline: not drift); --no-exit-code exits 0 either way`,
       }),
   run: async (args, io) => {
     const names = ((args.traces as unknown[] | undefined) ?? []).map(String)
@@ -98,7 +101,8 @@ export const driftCommand: CommandModule = {
       }
       const report = driftReport(reports)
       io.out(args.format === 'json' || args.json ? JSON.stringify(report, null, 2) : formatDriftText(report))
-      return args['exit-code'] !== false && report.drift ? DIFF_EXIT_DIFFERENT : 0
+      if (args['exit-code'] === false) return 0
+      return report.drift ? DIFF_EXIT_DIFFERENT : report.unreachable ? DRIFT_EXIT_UNREACHABLE : 0
     })
   },
 }

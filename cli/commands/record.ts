@@ -16,6 +16,7 @@ import {
   type SessionRefusals,
   type UpstreamOptions,
 } from '../../proxy/index.ts'
+import type { TraceStore } from '../../store/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
 import { durabilityFromArgs, durabilityOptions } from '../durability-flag.ts'
 import { EXIT_CODES, TOOL_EXIT_MIN } from '../exit-codes.ts'
@@ -125,10 +126,11 @@ export async function runProxyCommand(
   args: Args,
   io: Io,
   session: Omit<SessionOptions, 'store'>,
-  opts: { strict: boolean; control: boolean; sessionsOnly?: boolean; createStore?: boolean },
+  opts: { strict: boolean; control: boolean; sessionsOnly?: boolean; createStore?: boolean; source?: { store: TraceStore; dir: string } },
 ): Promise<number> {
   const command = commandArgv(args)
-  const dir = storeDir({ store: args.store })
+  // `replay --trace-file`: a memory store and a scratch folder for the CA, the user's store never opened.
+  const dir = opts.source?.dir ?? storeDir({ store: args.store })
   if (args.port !== undefined && !(Number.isInteger(args.port) && (args.port as number) >= 0 && (args.port as number) <= 65535)) {
     // Checked before the store opens: a bad flag must not touch any trace.
     throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid --port ${String(args.port)}: use a whole number from 0 to 65535 (0 = any free port).`)
@@ -148,32 +150,30 @@ export async function runProxyCommand(
   if (seedText && !args.json && session.mode !== 'replay') io.err(seedText)
   // `tr-proxy replay` reads recordings: a --store naming no store (a typo) is TR_STORE_NOT_FOUND, never a new empty
   // one (createStore: false). `serve` may start on an empty store: its sessions record into it.
-  return withStore(
-    { store: args.store },
-    async (store) => {
-      const result = await runProxySession({
-        store,
-        storeDir: dir,
-        session: faults ? { ...session, faults } : session,
-        ...(opts.sessionsOnly ? { sessionsOnly: true } : {}),
-        ...(reverse.length > 0 ? { reverse } : {}),
-        host: String(args.host ?? '127.0.0.1'),
-        port: typeof args.port === 'number' ? args.port : command.length > 0 ? 0 : DEFAULT_PROXY_PORT,
-        upstream: upstreamFromArgs(args),
-        pace,
-        limits,
-        ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
-        ...(chunkGapMs !== undefined ? { chunkGapMs } : {}),
-        ...(args.h2c === true ? { h2c: true } : {}),
-        ...(command.length > 0 ? { command } : {}),
-        ...(sealed ? { sealed } : {}),
-        control: opts.control,
-        log: (line) => io.err(line),
-      })
-      return reportProxyRun(result, { args, io, mode: session.mode, strict: opts.strict, command, rerun, seedText })
-    },
-    { create: opts.createStore !== false },
-  )
+  const run = async (store: TraceStore) => {
+    const result = await runProxySession({
+      store,
+      storeDir: dir,
+      session: faults ? { ...session, faults } : session,
+      ...(opts.sessionsOnly ? { sessionsOnly: true } : {}),
+      ...(reverse.length > 0 ? { reverse } : {}),
+      host: String(args.host ?? '127.0.0.1'),
+      port: typeof args.port === 'number' ? args.port : command.length > 0 ? 0 : DEFAULT_PROXY_PORT,
+      upstream: upstreamFromArgs(args),
+      pace,
+      limits,
+      ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
+      ...(chunkGapMs !== undefined ? { chunkGapMs } : {}),
+      ...(args.h2c === true ? { h2c: true } : {}),
+      ...(command.length > 0 ? { command } : {}),
+      ...(sealed ? { sealed } : {}),
+      control: opts.control,
+      log: (line) => io.err(line),
+    })
+    return reportProxyRun(result, { args, io, mode: session.mode, strict: opts.strict, command, rerun, seedText })
+  }
+  if (opts.source) return run(opts.source.store)
+  return withStore({ store: args.store }, run, { create: opts.createStore !== false })
 }
 
 /** What a proxy run's outcome prints (text or JSON) and the exit code it maps to. */
