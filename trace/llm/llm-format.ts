@@ -5,6 +5,7 @@ import { clip, formatToolCall, quoteText, type TimelineTurn } from './timeline.t
 const API_NAMES: Record<LlmView['api'], string> = {
   'openai.chat': 'OpenAI Chat Completions',
   'openai.responses': 'OpenAI Responses',
+  'openai.realtime': 'OpenAI Realtime',
   'anthropic.messages': 'Anthropic Messages',
   'google.gemini': 'Google Gemini generateContent',
   'aws.bedrock.converse': 'AWS Bedrock Converse',
