@@ -177,6 +177,13 @@ test('a WebSocket session that is not Realtime is not a model turn; a Realtime p
     ),
     undefined,
   )
+  // At a /realtime path too, a session that speaks none of the API's events is read as WebSocket (e2e/proxy-websocket's server).
+  const other: SessionEvent[] = [
+    ['server', { type: 'hello' }],
+    ['client', { type: 'ask', n: 1 }],
+    ['server', { type: 'answer.delta', n: 1 }],
+  ]
+  assert.equal(viewOf(other, 'wss://api.test/realtime?model=m'), undefined)
   const empty = viewOf([], 'wss://api.openai.com/v1/realtime?model=gpt-realtime')
   assert.equal(empty?.api, 'openai.realtime')
   assert.deepEqual(empty?.responses, [])

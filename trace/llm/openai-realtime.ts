@@ -23,7 +23,13 @@ export interface RealtimeEvent {
   data: Record<string, unknown>
 }
 
-/** True when a WebSocket session speaks the Realtime API: its path ends in `/realtime`, or the server opened with `session.created`. */
+/** The event families of the Realtime API (client and server events). */
+const REALTIME_TYPE = /^(?:session|transcription_session|conversation|input_audio_buffer|output_audio_buffer|response|rate_limits)\./
+
+/**
+ * True when a WebSocket session speaks the Realtime API: the server opened with `session.created`, or its path
+ * ends in `/realtime` and its events are the API's.
+ */
 export function isRealtimeSession(url: string, events: readonly RealtimeEvent[]): boolean {
   let path = ''
   try {
@@ -31,8 +37,9 @@ export function isRealtimeSession(url: string, events: readonly RealtimeEvent[])
   } catch {
     // an unparsable URL is judged by its events alone
   }
-  if (/\/realtime$/.test(path)) return true
-  return events.find((e) => e.from === 'server')?.type === 'session.created'
+  if (events.find((e) => e.from === 'server')?.type === 'session.created') return true
+  // The path alone is not enough: a session there that speaks none of the API's events is read as WebSocket.
+  return /\/realtime$/.test(path) && (events.length === 0 || events.some((e) => REALTIME_TYPE.test(e.type)))
 }
 
 /** The JSON events of a session's text messages, in order (other messages are left out). */
