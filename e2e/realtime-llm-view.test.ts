@@ -3,10 +3,13 @@
  * Realtime-shaped server, recorded with `tr-proxy record --sealed` three times (twice the same conversation, once
  * with a changed final answer). `show` lists the session's responses as turns, `show --exchange 0` prints them in
  * full, `diff` of the two same conversations is empty in LLM terms (fresh event ids, item.created landing
- * elsewhere), and `diff` against the changed one names the response whose answer changed.
+ * elsewhere), and `diff` against the changed one names the response whose answer changed. The inspector's
+ * timeline (a real browser) shows the session as one model row listing its responses.
  */
 import assert from 'node:assert/strict'
 import { before, describe, test } from 'node:test'
+import { browserMissing, launchBrowser, visibleText } from './support/browser.ts'
+import { startInspectCli } from './support/inspector-harness.ts'
 import { REALTIME_APP, startRealtimeServer } from './support/realtime-app.ts'
 import { cannotSeal, cli, sealedWork } from './support/sealed-harness.ts'
 
@@ -103,5 +106,28 @@ describe('OpenAI Realtime sessions in show and diff --view llm', { timeout: 300_
     )
     // Only what changed: the first response, the tool call and the session are the same.
     assert.doesNotMatch(changed.stdout, /response\[0\]|tool_call|instructions/)
+
+    // The inspector's timeline: one model row, each response with what the client sent before it.
+    const noBrowser = browserMissing()
+    if (noBrowser) return t.diagnostic(`inspector part skipped: ${noBrowser}`)
+    const inspector = await startInspectCli(work.store, work.work)
+    const browser = await launchBrowser()
+    try {
+      const page = await browser.context.newPage()
+      const errors: string[] = []
+      page.on('pageerror', (e) => errors.push(String(e)))
+      await page.goto(`${inspector.url}#/run/rt-a`)
+      const row = page.locator('[data-testid="timeline-row"][data-seq="0"]')
+      await row.getByTestId('realtime-session').waitFor({ timeout: 30_000 })
+      assert.equal(await row.getAttribute('data-kind'), 'model')
+      const text = await visibleText(row)
+      assert.match(text, /realtime gpt-realtime/)
+      assert.match(text, /response\[0\] ← user: Weather in Paris\? → Let me check the weather\. → tool_call get_weather \{"city":"Paris"\}/)
+      assert.match(text, /response\[1\] ← tool_result get_weather \{"city":"Paris","celsius":21,"sky":"sunny"\} → It is 21°C and sunny in Paris\./)
+      assert.deepEqual(errors, [])
+    } finally {
+      await browser.close()
+      await inspector.stop()
+    }
   })
 })

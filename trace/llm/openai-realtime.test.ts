@@ -41,7 +41,7 @@ test('GA session: model, instructions, tools; each response with its input items
   assert.deepEqual(r0.usage, { input: 120, output: 30, total: 150, cachedInput: 0 })
   assert.equal(r0.incomplete, undefined)
   // The second response answers the tool result: named from the call of the first.
-  assert.deepEqual(r1.toolResults, [{ callId: 'call_weather_1', output: '{"city":"Paris","celsius":21,"sky":"sunny"}' }])
+  assert.deepEqual(r1.toolResults, [{ callId: 'call_weather_1', name: 'get_weather', output: '{"city":"Paris","celsius":21,"sky":"sunny"}' }])
   assert.equal(r1.outputText, 'It is 21°C and sunny in Paris.')
   assert.deepEqual(r1.toolCalls, [])
   // The session sums its responses.
@@ -134,7 +134,7 @@ test('beta names and audio: input audio committed by voice detection and transcr
         },
       }),
     ],
-    'wss://api.openai.com/v1/realtime?model=gpt-4o-realtime-preview',
+    'https://api.openai.com/v1/realtime?model=gpt-4o-realtime-preview',
   )
   assert.ok(v)
   assert.deepEqual(
@@ -173,7 +173,7 @@ test('a WebSocket session that is not Realtime is not a model turn; a Realtime p
         ['server', { type: 'hello' }],
         ['client', { jsonrpc: '2.0', method: 'x' }],
       ],
-      'wss://chat.test/socket',
+      'https://chat.test/socket',
     ),
     undefined,
   )
@@ -183,12 +183,12 @@ test('a WebSocket session that is not Realtime is not a model turn; a Realtime p
     ['client', { type: 'ask', n: 1 }],
     ['server', { type: 'answer.delta', n: 1 }],
   ]
-  assert.equal(viewOf(other, 'wss://api.test/realtime?model=m'), undefined)
-  const empty = viewOf([], 'wss://api.openai.com/v1/realtime?model=gpt-realtime')
+  assert.equal(viewOf(other, 'https://api.test/realtime?model=m'), undefined)
+  const empty = viewOf([], 'https://api.openai.com/v1/realtime?model=gpt-realtime')
   assert.equal(empty?.api, 'openai.realtime')
   assert.deepEqual(empty?.responses, [])
   // Detected by its first server event when the path says nothing (a gateway's own path).
-  assert.equal(viewOf([['server', { type: 'session.created', session: {} }]], 'wss://gw.test/ws')?.api, 'openai.realtime')
+  assert.equal(viewOf([['server', { type: 'session.created', session: {} }]], 'https://gw.test/ws')?.api, 'openai.realtime')
 })
 
 test('damaged events never throw: wrong types at every field read', () => {

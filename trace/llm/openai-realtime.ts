@@ -245,6 +245,7 @@ class SessionReader {
 
   finish(): LlmView {
     const responses = this.#responses.map((r) => responseView(r, this.#model ?? this.#requestModel, this.#requestModel))
+    nameToolResults(responses, this.#pending)
     const input: LlmMessage[] = this.#instructions !== undefined ? [{ role: 'system', text: this.#instructions }, ...this.#input] : [...this.#input]
     const view: LlmView = {
       api: 'openai.realtime',
@@ -275,6 +276,20 @@ class SessionReader {
     if (error !== undefined) view.error = error
     return view
   }
+}
+
+/** Tool results named after the calls of the responses before them (the session holds both). */
+function nameToolResults(responses: LlmView[], pending: LlmMessage[]): void {
+  const names = new Map<string, string>()
+  const name = (input: LlmMessage[]) => {
+    for (const m of input) if (m.role === 'tool' && m.name === undefined && names.has(m.toolCallId ?? '')) m.name = names.get(m.toolCallId ?? '')
+  }
+  for (const r of responses) {
+    name(r.input)
+    r.toolResults = trailingToolResults(r.input)
+    for (const c of r.toolCalls) if (c.id !== undefined) names.set(c.id, c.name)
+  }
+  name(pending)
 }
 
 function callKey(data: Record<string, unknown>, oi: number | undefined): string {

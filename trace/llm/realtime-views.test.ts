@@ -26,7 +26,7 @@ test('show --exchange: the session in full, response by response', () => {
   const text = formatModelTurn(turn)
   assert.match(
     text,
-    /^#0 realtime session \(OpenAI Realtime, 19 server events, 2 responses\)\nGET wss:\/\/api\.openai\.com\/v1\/realtime\?model=gpt-realtime → 101\n/,
+    /^#0 realtime session \(OpenAI Realtime, 19 server events, 2 responses\)\nGET https:\/\/api\.openai\.com\/v1\/realtime\?model=gpt-realtime → 101\n/,
   )
   assert.match(text, /\nmodel: gpt-realtime-2025-08-28 \(asked for gpt-realtime\)\ntools offered: get_weather\ninstructions: "Be brief\."\n/)
   assert.match(
