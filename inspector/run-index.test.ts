@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { realtimeTrace, weatherConversation } from '../e2e/fixtures/realtime-session.ts'
 import { createMemoryStore } from '../store/index.ts'
 import { bodyFromBytes, bodyFromChunks, type Exchange, type Trace } from '../trace/index.ts'
 import { RunIndexes, search } from './run-index.ts'
@@ -92,6 +93,19 @@ test('search across a run: text of URLs, bodies, model turns and tool calls; fie
   assert.deepEqual(seqs('', 'slow'), [0], 'the slowest tenth (at least one)')
   assert.equal(index.rows[1]?.parent?.call, 'check_refund')
   assert.equal(index.rows[2]?.parent, undefined)
+})
+
+test('search in a Realtime session: a model row found by what the client said, the answers and the tool it called', async () => {
+  const store = createMemoryStore()
+  await store.putTrace(realtimeTrace('voice', [weatherConversation()]))
+  const index = await new RunIndexes().of(await store.openTrace('voice'))
+  const seqs = (q: string, ...f: Array<'model' | 'tool'>) => search(index, q, f).seqs
+  assert.equal(index.rows[0]?.kind, 'model')
+  assert.deepEqual(seqs('', 'model'), [0])
+  assert.deepEqual(seqs('"weather in paris?"'), [0], 'the first item the client sent, not only the last')
+  assert.deepEqual(seqs('"sunny in paris"'), [0])
+  assert.deepEqual(seqs('tool:get_weather'), [0])
+  assert.deepEqual(seqs('"raining"'), [])
 })
 
 test('the summary: by model with tokens, the reported cost and time to first token; by tool; lanes for what overlaps', async () => {

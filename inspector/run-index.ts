@@ -189,7 +189,8 @@ async function indexOne(reader: TraceReader, x: Exchange, held: ReadonlyMap<stri
     row.error ?? '',
     x.outcome.kind === 'error' ? x.outcome.error.message : '',
   ]
-  const model = x.request.method.toUpperCase() === 'POST' && x.request.body ? modelView(trace, x) : undefined
+  // A model call is a POST with a body, or a WebSocket session speaking OpenAI Realtime.
+  const model = (x.request.method.toUpperCase() === 'POST' && x.request.body) || x.websocket ? modelView(trace, x) : undefined
   if (model) {
     row.kind = 'model'
     if (model.model !== undefined) row.model = model.model
@@ -204,6 +205,8 @@ async function indexOne(reader: TraceReader, x: Exchange, held: ReadonlyMap<stri
     parts.push(
       model.model ?? '',
       last?.text ?? '',
+      // A Realtime session: every item the client sent, not only the last.
+      ...(model.responses ? model.input.map((m) => m.text) : []),
       ...model.toolResults.map((r) => `${r.name ?? ''} ${r.output}`),
       model.outputText,
       ...model.reasoning,

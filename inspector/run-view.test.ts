@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { realtimeTrace, weatherConversation } from '../e2e/fixtures/realtime-session.ts'
 import { createMemoryStore, type TraceReader } from '../store/index.ts'
 import { bodyFromBytes, bodyFromChunks, type Exchange, type Trace } from '../trace/index.ts'
 import { curlOf, exchangeView } from './exchange-view.ts'
@@ -97,6 +98,25 @@ test('statistics count model turns, hosts and duration, once per complete trace'
   // The stream (#1) ends last: started at 10 ms, its last chunk 35 ms after its request.
   assert.equal(s.durationMs, 45)
   assert.equal(cache.known(reader.info.id), s)
+})
+
+test('a Realtime session is a model row holding its responses, and counts a model turn per response', async () => {
+  const store = createMemoryStore()
+  await store.putTrace(realtimeTrace('voice', [weatherConversation()]))
+  const reader = await store.openTrace('voice')
+  const [row] = await timelinePage(reader, 0, 1)
+  assert.equal(row?.kind, 'model')
+  assert.equal(row?.llm?.api, 'openai.realtime')
+  assert.deepEqual(
+    row?.llm?.responses?.map((r) => [r.outputText, r.toolCalls.map((c) => c.name)]),
+    [
+      ['Let me check the weather.', ['get_weather']],
+      ['It is 21°C and sunny in Paris.', []],
+    ],
+  )
+  const s = await new StatsCache(store).of(reader)
+  assert.equal(s.modelTurns, 2)
+  assert.deepEqual(s.modelTurnSeqs, [0])
 })
 
 test('the exchange view: events with the chunk each ended in, binary as hex, redaction marked, numbers kept as text', async () => {

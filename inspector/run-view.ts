@@ -190,8 +190,10 @@ async function computeStats(store: TraceStore, reader: TraceReader): Promise<Run
       kinds.add(x.fault.kind)
     }
     s.durationMs = Math.max(s.durationMs, x.timing.startMs + Math.max(x.timing.headersMs, lastChunkMs(x)))
-    if (x.request.method.toUpperCase() === 'POST' && (await viewOf(reader, x, false))) {
-      s.modelTurns++
+    const v = x.request.method.toUpperCase() === 'POST' || x.websocket ? await viewOf(reader, x, false) : undefined
+    if (v) {
+      // A Realtime session (one exchange) holds a model turn per response.
+      s.modelTurns += v.responses?.length ?? 1
       s.modelTurnSeqs.push(x.seq)
     }
   }
@@ -303,8 +305,13 @@ async function toolTurnOf(reader: TraceReader, x: Exchange): Promise<ToolTurnRow
 
 /** The LLM view of one exchange, reading only its own bodies (not the response's when `whole` is false and the request is not JSON). */
 export async function viewOf(reader: TraceReader, x: Exchange, whole: boolean): Promise<LlmView | undefined> {
-  if (x.request.method.toUpperCase() !== 'POST' || !x.request.body) return undefined
   const trace: Pick<Trace, 'meta' | 'bodies'> = { meta: reader.info.meta, bodies: new Map() }
+  if (x.websocket) {
+    // A WebSocket session is a model call when it speaks OpenAI Realtime: its messages say so.
+    for (const [ref, use] of bodyRefs(x)) if (!trace.bodies.has(ref.digest)) trace.bodies.set(ref.digest, await reader.bodyBytes(ref, use))
+    return llmView(trace, x)
+  }
+  if (x.request.method.toUpperCase() !== 'POST' || !x.request.body) return undefined
   const request = await reader.bodyBytes(x.request.body, `exchange #${x.seq} request`)
   trace.bodies.set(x.request.body.digest, request)
   // Every model API's request is a JSON object with `messages` or `input`: anything else is not a model call,

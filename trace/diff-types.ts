@@ -168,6 +168,9 @@ export const DEFAULT_VOLATILE_HEADERS: readonly string[] = [
   'idempotency-key',
   // MCP Streamable HTTP: the session id a server mints (and the client echoes on every request after).
   'mcp-session-id',
+  // A WebSocket handshake's nonce and its answer (RFC 6455 4.1, 4.2.2): fresh on every connection.
+  'sec-websocket-key',
+  'sec-websocket-accept',
   'host',
   'connection',
   'keep-alive',

@@ -168,10 +168,10 @@ async function pageOf(reader: TraceReader, from: number, limit: number): Promise
 
 /** The page as timeline turns; tool results are named from the tool calls of earlier turns, across pages. */
 async function turnsOf(reader: TraceReader, page: Exchange[], names: Map<string, string>): Promise<TimelineTurn[]> {
-  // Only a POST can be a model call; its bodies are read (verified) to see.
+  // Only a POST or a WebSocket session (OpenAI Realtime) can be a model call; its bodies are read (verified) to see.
   const trace = await withBodies(
     reader,
-    page.filter((x) => x.request.method.toUpperCase() === 'POST'),
+    page.filter((x) => x.request.method.toUpperCase() === 'POST' || x.websocket !== undefined),
     TURN_BODY_MAX,
   )
   return page.map((x) => linkTurn(turnOf(trace, x), names))

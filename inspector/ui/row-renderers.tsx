@@ -5,7 +5,7 @@
  */
 import type { ComponentChildren } from 'preact'
 import { clip, shortUrl } from './format.ts'
-import type { Row } from './types.ts'
+import type { LlmView, Row } from './types.ts'
 
 /** What a protocol shows of a row: its label in the row's first line, and what it says under it. */
 export interface RowRenderer {
@@ -15,11 +15,43 @@ export interface RowRenderer {
 
 const FINISHES_OK = ['stop', 'tool_calls', 'end_turn', 'tool_use', 'completed']
 
+/** A Realtime session: each response with what the client added before it, as the CLI's timeline lists them. */
+function realtimeBody(responses: LlmView[]): ComponentChildren {
+  return (
+    <div class="turn" data-testid="realtime-session">
+      {responses.map((r, i) => (
+        <div key={i} class="response">
+          <div class="in">
+            response[{i}]
+            {r.input.map((m) =>
+              m.role === 'tool' ? ` ← tool_result ${m.name ?? m.toolCallId ?? ''} ${clip(m.text, 120)}` : ` ← ${m.role}: ${clip(m.text, 120)}`,
+            )}
+          </div>
+          {r.outputText !== '' && <div class="out">→ {clip(r.outputText, 240)}</div>}
+          {r.toolCalls.map((c) => (
+            <div key={c.index} class="call" data-testid="tool-call">
+              → tool_call <b>{c.name}</b> <code>{clip(c.argumentsText, 200)}</code>
+            </div>
+          ))}
+          {r.finish && !FINISHES_OK.includes(r.finish) && <div class="bad">finish {r.finish}</div>}
+          {r.incomplete && <div class="bad">no response.done</div>}
+          {r.error && <div class="bad">{r.error}</div>}
+        </div>
+      ))}
+    </div>
+  )
+}
+
 const model: RowRenderer = {
-  label: (row) => <span class="kind">model {row.llm?.model ?? ''}</span>,
+  label: (row) => (
+    <span class="kind">
+      {row.llm?.responses ? 'realtime' : 'model'} {row.llm?.model ?? ''}
+    </span>
+  ),
   body: (row) => {
     const v = row.llm
     if (!v) return null
+    if (v.responses) return realtimeBody(v.responses)
     const last = v.input.filter((m) => m.role !== 'system').at(-1)
     return (
       <div class="turn">

@@ -5,14 +5,14 @@
 import { isConversePath } from './bedrock-converse.ts'
 import { geminiModelFromPath } from './gemini.ts'
 import { arr, obj, str } from './json-access.ts'
-import type { LlmApi, LlmStreamEvent } from './llm-types.ts'
+import type { LlmHttpApi, LlmStreamEvent } from './llm-types.ts'
 
 /** The API of a POST with this path, request body and response; undefined when it is none of them. */
 export function detectLlmApi(
   path: string,
   req: Record<string, unknown>,
   response: { json?: unknown; events?: LlmStreamEvent[] } | undefined,
-): LlmApi | undefined {
+): LlmHttpApi | undefined {
   const p = path.replace(/\/+$/, '')
   const hasMessages = Array.isArray(req.messages)
   if (/\/chat\/completions$/.test(p) && hasMessages) return 'openai.chat'
@@ -35,7 +35,7 @@ export function detectLlmApi(
   return undefined
 }
 
-function responseShape(response: { json?: unknown; events?: LlmStreamEvent[] } | undefined): LlmApi | undefined {
+function responseShape(response: { json?: unknown; events?: LlmStreamEvent[] } | undefined): LlmHttpApi | undefined {
   if (!response) return undefined
   const body = obj(response.json)
   if (body) {

@@ -15,7 +15,7 @@ import { canonicalJson } from '../json-codec.ts'
 import { diffJson } from '../json-path.ts'
 import type { LlmMessage, LlmToolCall, LlmView } from './llm-types.ts'
 import { compareMcpViews, type McpView, mcpAsk, mcpLabel, mcpOutcome } from './mcp.ts'
-import { formatToolCall, llmTimeline, outcomePhrase, type TimelineTurn } from './timeline.ts'
+import { formatToolCall, llmTimeline, modelTurnCount, outcomePhrase, type TimelineTurn } from './timeline.ts'
 
 /** One difference between two model turns, in LLM terms. */
 export interface LlmDiffDetail {
@@ -81,10 +81,12 @@ export function diffTracesLlm(a: Trace, b: Trace, options: DiffOptions = {}): Ll
       continue
     }
     const side = d.kind === 'request_changed' ? 'request' : 'response'
-    const key = `${d.a}/${d.b}/${side}`
+    // A Realtime session's messages both ways are one "response" to the HTTP diff: it is read once, whole.
+    const session = va.responses !== undefined || vb.responses !== undefined
+    const key = `${d.a}/${d.b}/${session ? 'session' : side}`
     if (seen.has(key)) continue
     seen.add(key)
-    const llm = compareLlmViews(va, vb).filter((x) => x.side === side)
+    const llm = compareLlmViews(va, vb).filter((x) => session || x.side === side)
     if (llm.length > 0) {
       const first = llm[0] as LlmDiffDetail
       const out: LlmTraceDifference = { ...d, turn: 'model', llm, summary: `${label} model ${formatLlmDetail(first)}` }
@@ -149,7 +151,7 @@ function attributionFirst(list: Attribution[], first: LlmDiffDetail): Attributio
 
 function countModels(m: Map<number, TimelineTurn>): number {
   let n = 0
-  for (const t of m.values()) if (t.kind === 'model') n++
+  for (const t of m.values()) n += modelTurnCount(t)
   return n
 }
 
@@ -174,6 +176,7 @@ function turnLabel(d: TraceDifference): string {
 
 /** Everything that differs between two model turns, request side first, in reading order. */
 export function compareLlmViews(a: LlmView, b: LlmView): LlmDiffDetail[] {
+  if (a.responses !== undefined || b.responses !== undefined) return compareSessions(a, b)
   const out: LlmDiffDetail[] = []
   const add = (side: LlmDiffDetail['side'], what: string, before: unknown, after: unknown) => {
     const d: LlmDiffDetail = { side, what }
@@ -199,6 +202,38 @@ export function compareLlmViews(a: LlmView, b: LlmView): LlmDiffDetail[] {
   for (const k of ['input', 'output', 'reasoning', 'total', 'cachedInput'] as const) {
     if (a.usage?.[k] !== b.usage?.[k]) add('response', `usage.${k}`, a.usage?.[k], b.usage?.[k])
   }
+  return out
+}
+
+/**
+ * Two Realtime sessions: what the session asked for (model, tools, instructions), then response by response
+ * (`response[1] output text`, `response[0] tool_call[0].arguments $.city`, `response[1] input[0] tool`).
+ */
+function compareSessions(a: LlmView, b: LlmView): LlmDiffDetail[] {
+  const out: LlmDiffDetail[] = []
+  if (a.api !== b.api) out.push({ side: 'request', what: 'api', before: a.api, after: b.api })
+  if (a.requestModel !== b.requestModel) out.push({ side: 'request', what: 'model asked for', before: a.requestModel, after: b.requestModel })
+  if (canonicalOr(a.tools) !== canonicalOr(b.tools)) out.push({ side: 'request', what: 'tools offered', before: a.tools.join(', '), after: b.tools.join(', ') })
+  const instructions = (v: LlmView) => (v.input[0]?.role === 'system' ? v.input[0].text : undefined)
+  if (instructions(a) !== instructions(b)) out.push({ side: 'request', what: 'instructions', before: instructions(a), after: instructions(b) })
+  const ra = a.responses ?? []
+  const rb = b.responses ?? []
+  for (let i = 0; i < Math.max(ra.length, rb.length); i++) {
+    const x = ra[i]
+    const y = rb[i]
+    if (!x || !y) {
+      const d: LlmDiffDetail = { side: 'response', what: `response[${i}]` }
+      const said = (r: LlmView) => (r.outputText !== '' && r.toolCalls.length === 0 ? r.outputText : outcomePhrase(r))
+      if (x) d.before = said(x)
+      if (y) d.after = said(y)
+      out.push(d)
+      continue
+    }
+    // The session's model and tools are compared once, above; each response says what changed in it.
+    const bare = ({ tools: _t, requestModel: _r, model: _m, ...v }: LlmView): LlmView => ({ ...v, tools: [] })
+    for (const d of compareLlmViews(bare(x), bare(y))) out.push({ ...d, what: `response[${i}] ${d.what}` })
+  }
+  if (a.error !== b.error) out.push({ side: 'response', what: 'session error', before: a.error, after: b.error })
   return out
 }
 

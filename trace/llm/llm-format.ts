@@ -5,6 +5,7 @@ import { clip, formatToolCall, quoteText, type TimelineTurn } from './timeline.t
 const API_NAMES: Record<LlmView['api'], string> = {
   'openai.chat': 'OpenAI Chat Completions',
   'openai.responses': 'OpenAI Responses',
+  'openai.realtime': 'OpenAI Realtime',
   'anthropic.messages': 'Anthropic Messages',
   'google.gemini': 'Google Gemini generateContent',
   'aws.bedrock.converse': 'AWS Bedrock Converse',
@@ -18,6 +19,7 @@ export const INPUT_TEXT_LIMIT = 2000
 /** A model turn in full: request line, model, input messages, tool results, output, finish, usage. */
 export function formatModelTurn(turn: TimelineTurn): string {
   const v = turn.llm as LlmView
+  if (v.responses) return formatSession(turn, v, v.responses)
   const shape = v.stream ? `streamed${v.events !== undefined ? ` in ${v.events} events` : ''}` : 'JSON'
   const lines = [
     `#${turn.seq} model turn (${API_NAMES[v.api]}, ${shape})${turn.origin === 'patched' ? ` [patched${turn.patchId ? ` ${turn.patchId}` : ''}]` : ''}`,
@@ -57,6 +59,37 @@ export function formatModelTurn(turn: TimelineTurn): string {
   return lines.join('\n')
 }
 
+/** A Realtime session in full: the session's model, tools and instructions, then each response with its input and output. */
+function formatSession(turn: TimelineTurn, v: LlmView, responses: LlmView[]): string {
+  const lines = [
+    `#${turn.seq} realtime session (${API_NAMES[v.api]}, ${v.events ?? 0} server events, ${responses.length} response${responses.length === 1 ? '' : 's'})`,
+  ]
+  lines.push(`${turn.method} ${turn.url} → ${turn.error ?? turn.status ?? ''}`)
+  if (v.model !== undefined)
+    lines.push(`model: ${v.model}${v.requestModel !== undefined && v.requestModel !== v.model ? ` (asked for ${v.requestModel})` : ''}`)
+  if (v.tools.length > 0) lines.push(`tools offered: ${v.tools.join(', ')}`)
+  if (v.input[0]?.role === 'system') lines.push(`instructions: ${quoteText(v.input[0].text, 400)}`)
+  responses.forEach((r, i) => {
+    lines.push('', `response[${i}] (${r.events ?? 0} events):`)
+    for (const m of r.input) lines.push(`  input: ${messageLine(m)}`)
+    if (r.outputText !== '') lines.push(`  text: ${indent(r.outputText)}`)
+    r.toolCalls.forEach((c, n) => {
+      lines.push(`  tool_call[${n}] ${formatToolCall(c, 400)}${c.id !== undefined ? ` (id ${c.id})` : ''}`)
+    })
+    if (r.audioBytes !== undefined) lines.push(`  audio: ${r.audioBytes} bytes (not shown)`)
+    if (r.outputText === '' && r.toolCalls.length === 0) lines.push('  (no output)')
+    if (r.error !== undefined) lines.push(`  error: ${r.error}`)
+    if (r.incomplete) lines.push('  no response.done: the response did not finish')
+    if (r.finish !== undefined) lines.push(`  finish: ${r.finish}${r.finishDetail ? ` (${r.finishDetail})` : ''}`)
+    if (r.usage) lines.push(`  usage: ${formatUsage(r.usage)}`)
+  })
+  for (const r of v.toolResults) lines.push('', `tool result sent after the last response: ${r.name ?? '?'}: ${quoteText(r.output, 200)}`)
+  if (v.error !== undefined) lines.push('', `error: ${v.error}`)
+  if (v.usage) lines.push('', `usage (session): ${formatUsage(v.usage)}`)
+  lines.push('', `(--view http shows the raw exchange; every message is in the trace)`)
+  return lines.join('\n')
+}
+
 function messageLine(m: LlmMessage): string {
   const calls = (m.toolCalls ?? []).map((c) => `tool_call ${formatToolCall(c)}`)
   if (m.role === 'tool') return `tool ${m.name ?? '?'}${m.toolCallId ? ` (${m.toolCallId})` : ''}${m.isError ? ' error' : ''}: ${quoteText(m.text, 200)}`
@@ -86,5 +119,7 @@ export function presentLlmView(v: LlmView, limit = INPUT_TEXT_LIMIT): LlmView {
     if (text.length <= limit) return item
     return { ...item, [key]: clip(text, limit), truncatedFrom: text.length }
   }
-  return { ...v, input: v.input.map((m) => cut(m, 'text')), toolResults: v.toolResults.map((r) => cut(r, 'output')) }
+  const out: LlmView = { ...v, input: v.input.map((m) => cut(m, 'text')), toolResults: v.toolResults.map((r) => cut(r, 'output')) }
+  if (v.responses) out.responses = v.responses.map((r) => presentLlmView(r, limit))
+  return out
 }

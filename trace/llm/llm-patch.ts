@@ -16,7 +16,7 @@ import { headerValue } from '../header-pairs.ts'
 import { canonicalJson, editJson, parseJson, stringifyJson, tryParseJson } from '../json-codec.ts'
 import { decodedResponse } from './exchange-bodies.ts'
 import { obj } from './json-access.ts'
-import type { LlmApi, LlmView } from './llm-types.ts'
+import type { LlmApi, LlmHttpApi, LlmView } from './llm-types.ts'
 import { llmView } from './llm-view.ts'
 import { planAnthropicJson, planAnthropicStream } from './patch-anthropic.ts'
 import { planConverseJson, planConverseStream } from './patch-bedrock.ts'
@@ -83,7 +83,7 @@ export function canonicalLlmAction(a: LlmPatchAction): string {
 }
 
 // Each API's finish values, and the common spellings of other APIs that mean the same.
-const FINISH: Record<LlmApi, { values: string[]; aliases: Record<string, string> }> = {
+const FINISH: Record<LlmHttpApi, { values: string[]; aliases: Record<string, string> }> = {
   'openai.chat': {
     values: ['stop', 'length', 'tool_calls', 'content_filter', 'function_call'],
     aliases: { end_turn: 'stop', completed: 'stop', max_tokens: 'length', max_output_tokens: 'length', tool_use: 'tool_calls' },
@@ -118,7 +118,7 @@ const FINISH: Record<LlmApi, { values: string[]; aliases: Record<string, string>
 }
 
 /** The finish a value means for an API: `{finish, detail}`, or undefined when the API has no such finish. */
-function wireFinish(api: LlmApi, value: string): { finish: string; detail?: string } | undefined {
+function wireFinish(api: LlmHttpApi, value: string): { finish: string; detail?: string } | undefined {
   const spec = FINISH[api]
   const v = spec.values.includes(value) ? value : spec.aliases[value]
   if (v === undefined) return undefined
@@ -151,6 +151,13 @@ export function resolveLlmEdit(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchang
       'is not an LLM exchange: Tool Replay reads OpenAI Chat Completions and Responses, Anthropic Messages, Gemini generateContent, Bedrock Converse and Ollama chat/generate (a POST whose path and JSON body have their shape). Patch it with $.path=JSON or body=@FILE instead.',
     )
   }
+  if (view.api === 'openai.realtime')
+    failResolve(
+      text,
+      trace,
+      x,
+      "is an OpenAI Realtime session (a WebSocket exchange): llm.* patches change one HTTP model call, not a session's server events. Replay the session as recorded, or patch another exchange.",
+    )
   if ((view.status ?? 200) >= 300)
     failResolve(
       text,
@@ -206,7 +213,7 @@ export function validateLlmPatch(trace: Pick<Trace, 'bodies' | 'meta'>, x: Excha
 
 type Planned = { kind: 'json'; text: string; edits: JsonPlan } | { kind: 'stream'; stream: StreamBody; plan: StreamPlan }
 
-const JSON_PLANS: Record<LlmApi, (body: Record<string, unknown>, e: LlmEdit) => JsonPlan> = {
+const JSON_PLANS: Record<LlmHttpApi, (body: Record<string, unknown>, e: LlmEdit) => JsonPlan> = {
   'openai.chat': planChatJson,
   'openai.responses': planResponsesJson,
   'anthropic.messages': planAnthropicJson,
@@ -216,7 +223,7 @@ const JSON_PLANS: Record<LlmApi, (body: Record<string, unknown>, e: LlmEdit) => 
   'ollama.generate': planOllamaJson,
 }
 
-const STREAM_PLANS: Record<LlmApi, (events: StreamEvent[], e: LlmEdit) => StreamPlan> = {
+const STREAM_PLANS: Record<LlmHttpApi, (events: StreamEvent[], e: LlmEdit) => StreamPlan> = {
   'openai.chat': planChatStream,
   'openai.responses': planResponsesStream,
   'anthropic.messages': planAnthropicStream,
@@ -227,6 +234,7 @@ const STREAM_PLANS: Record<LlmApi, (events: StreamEvent[], e: LlmEdit) => Stream
 }
 
 function plan(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange, api: LlmApi, edit: LlmEdit): Planned {
+  if (api === 'openai.realtime') throw new PlanError('it is a Realtime session, not one HTTP model call')
   const res = decodedResponse(trace, x)
   if (!res) throw new PlanError('its response body is not readable')
   const stream = streamBody(res)

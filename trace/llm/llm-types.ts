@@ -5,12 +5,24 @@
  */
 
 /** The model APIs Tool Replay reads. OpenAI-compatible servers at any host count as the OpenAI APIs. */
-export type LlmApi = 'openai.chat' | 'openai.responses' | 'anthropic.messages' | 'google.gemini' | 'aws.bedrock.converse' | 'ollama.chat' | 'ollama.generate'
+export type LlmApi =
+  | 'openai.chat'
+  | 'openai.responses'
+  | 'openai.realtime'
+  | 'anthropic.messages'
+  | 'google.gemini'
+  | 'aws.bedrock.converse'
+  | 'ollama.chat'
+  | 'ollama.generate'
+
+/** The APIs whose calls are one HTTP request and its response (every one but OpenAI Realtime, a WebSocket session). */
+export type LlmHttpApi = Exclude<LlmApi, 'openai.realtime'>
 
 /** Every API the LLM view reads, in the order detection tries them. */
 export const LLM_APIS: readonly LlmApi[] = [
   'openai.chat',
   'openai.responses',
+  'openai.realtime',
   'anthropic.messages',
   'google.gemini',
   'aws.bedrock.converse',
@@ -112,6 +124,14 @@ export interface LlmView {
   incomplete?: boolean
   /** Number of events of a streamed response. */
   events?: number
+  /** Bytes of audio the model streamed (base64 decoded): counted, never held in the view. */
+  audioBytes?: number
+  /**
+   * An OpenAI Realtime session (one WebSocket exchange): each model response as its own view, in order, with the
+   * input items the client added since the previous response as its `input` (tool results among them). The
+   * session's own view sums them: every input item, every tool call, all output text (one line per response).
+   */
+  responses?: LlmView[]
 }
 
 /** What a request says, per API. */

@@ -16,9 +16,10 @@ import { decodedResponse, requestJson } from './exchange-bodies.ts'
 import { readGeminiEvents, readGeminiRequest, readGeminiResponse } from './gemini.ts'
 import { markHandoffs } from './handoff.ts'
 import { obj, str } from './json-access.ts'
-import type { LlmApi, LlmRequestPart, LlmResponsePart, LlmStreamEvent, LlmView } from './llm-types.ts'
+import type { LlmHttpApi, LlmRequestPart, LlmResponsePart, LlmStreamEvent, LlmView } from './llm-types.ts'
 import { readOllamaChatRequest, readOllamaEvents, readOllamaGenerateRequest, readOllamaResponse } from './ollama.ts'
 import { readChatEvents, readChatRequest, readChatResponse } from './openai-chat.ts'
+import { isRealtimeSession, readRealtimeSession, realtimeEvents } from './openai-realtime.ts'
 import { readResponsesEvents, readResponsesRequest, readResponsesResponse } from './openai-responses.ts'
 
 interface Reader {
@@ -28,7 +29,7 @@ interface Reader {
   events(events: LlmStreamEvent[]): LlmResponsePart
 }
 
-const READERS: Record<LlmApi, Reader> = {
+const READERS: Record<LlmHttpApi, Reader> = {
   'openai.chat': { request: readChatRequest, json: readChatResponse, events: readChatEvents },
   'openai.responses': { request: readResponsesRequest, json: readResponsesResponse, events: readResponsesEvents },
   'anthropic.messages': { request: readAnthropicRequest, json: readAnthropicResponse, events: readAnthropicEvents },
@@ -51,6 +52,7 @@ export function llmView(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): Llm
 
 /** `llmView` without the safety net, for the fuzz test that proves the readers themselves never throw. */
 export function readLlmView(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): LlmView | undefined {
+  if (x.websocket) return realtimeView(trace, x)
   if (x.request.method.toUpperCase() !== 'POST') return undefined
   const req = requestJson(trace, x)
   if (!req) return undefined
@@ -91,6 +93,19 @@ export function readLlmView(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange):
   if (rs) mergeResponse(view, rs)
   if (x.outcome.kind === 'error' && view.stream) view.incomplete = true
   markHandoffs(view, req)
+  return view
+}
+
+/** A WebSocket session read as an OpenAI Realtime session, or undefined when it speaks something else. */
+function realtimeView(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange): LlmView | undefined {
+  const events = realtimeEvents(trace, x)
+  if (!isRealtimeSession(x.request.url, events)) return undefined
+  const view = readRealtimeSession(x.request.url, events)
+  if (x.outcome.kind === 'response') view.status = x.outcome.response.status
+  else view.error = `${x.outcome.error.code} during ${x.outcome.error.phase}`
+  const end = x.websocket?.end
+  // A session cut mid-response: the open response is already marked incomplete; say how the connection ended.
+  if (end && view.incomplete) view.error ??= `${end.code}: ${end.message}`
   return view
 }
 

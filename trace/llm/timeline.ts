@@ -45,13 +45,24 @@ export function llmTimeline(trace: Trace): TimelineTurn[] {
 export function linkTurn(turn: TimelineTurn, names: Map<string, string>): TimelineTurn {
   const v = turn.llm
   if (!v) return turn
-  for (const m of v.input) if (m.role === 'tool' && m.name === undefined && m.toolCallId && names.has(m.toolCallId)) m.name = names.get(m.toolCallId)
-  for (const r of v.toolResults) if (r.name === undefined && names.has(r.callId)) r.name = names.get(r.callId)
-  for (const c of v.toolCalls) if (c.id !== undefined) names.set(c.id, c.name)
+  // A Realtime session's responses, in order: each one's tool results answer the calls of those before it.
+  for (const r of v.responses ?? []) linkView(r, names)
+  linkView(v, names)
   // A turn whose history holds a handoff runs as the agent the latest one named.
   const agent = v.input.findLast((m) => m.handoff !== undefined)?.handoff
   if (agent !== undefined) turn.agent = agent
   return turn
+}
+
+function linkView(v: LlmView, names: Map<string, string>): void {
+  for (const m of v.input) if (m.role === 'tool' && m.name === undefined && m.toolCallId && names.has(m.toolCallId)) m.name = names.get(m.toolCallId)
+  for (const r of v.toolResults) if (r.name === undefined && names.has(r.callId)) r.name = names.get(r.callId)
+  for (const c of v.toolCalls) if (c.id !== undefined) names.set(c.id, c.name)
+}
+
+/** Model turns a timeline turn holds: a Realtime session's responses, one for any other model call. */
+export function modelTurnCount(turn: Pick<TimelineTurn, 'llm'>): number {
+  return turn.llm ? (turn.llm.responses?.length ?? 1) : 0
 }
 
 /** One exchange as a timeline turn. */
@@ -135,13 +146,52 @@ export function formatTurnLine(turn: TimelineTurn, previousModel?: string): stri
     const outcome = turn.error ?? String(turn.status ?? '')
     return `#${turn.seq} ${turn.method} ${shortUrl(turn.url)} → ${outcome}${flags(turn)}`
   }
+  if (v.responses) return formatSessionLines(turn, v, v.responses)
   let line = `#${turn.seq} model`
   if (v.model !== undefined && v.model !== previousModel) line += ` ${v.model}`
   if (turn.agent !== undefined) line += ` [${turn.agent}]`
   if (v.attempt !== undefined && v.attempt > 0) line += ` (retry ${v.attempt})`
-  if (v.toolResults.length > 0)
-    line += ` ← ${v.toolResults.map((r) => (r.handoff !== undefined ? `handoff to ${r.handoff}` : `tool_result ${r.name || r.callId} ${quoteText(r.output, 40)}`)).join(', ')}`
-  return `${line} → ${outcomePhrase(v)}${flags(turn)}`
+  return `${line}${askPhrase(v)} → ${outcomePhrase(v)}${flags(turn)}`
+}
+
+/** ` ← tool_result get_weather "rain"`: the tool results a model call sends back. */
+function askPhrase(v: LlmView): string {
+  if (v.toolResults.length === 0) return ''
+  return ` ← ${v.toolResults.map((r) => (r.handoff !== undefined ? `handoff to ${r.handoff}` : `tool_result ${r.name || r.callId} ${quoteText(r.output, 40)}`)).join(', ')}`
+}
+
+/**
+ * A Realtime session: a line for the session, then one per response with what the client added before it.
+ * `#0 realtime gpt-realtime (tools get_weather; instructions "Be brief."): 2 responses`
+ * `   response[0] ← user "Weather in Paris?" → "Let me check…" + tool_call get_weather {"city":"Paris"}`
+ */
+function formatSessionLines(turn: TimelineTurn, v: LlmView, responses: LlmView[]): string {
+  const about: string[] = []
+  if (v.tools.length > 0) about.push(`tools ${clip(v.tools.join(', '), 60)}`)
+  const instructions = v.input[0]?.role === 'system' ? v.input[0].text : undefined
+  if (instructions !== undefined) about.push(`instructions ${quoteText(instructions, 40)}`)
+  const head = `#${turn.seq} realtime${v.model !== undefined ? ` ${v.model}` : ''}${about.length > 0 ? ` (${about.join('; ')})` : ''}: ${responses.length} response${responses.length === 1 ? '' : 's'}${v.error !== undefined ? `, ${v.error}` : ''}${flags({ ...turn, llm: { ...v, incomplete: false } })}`
+  const pad = ' '.repeat(String(turn.seq).length + 2)
+  const lines = responses.map((r, i) => `${pad}response[${i}]${responseAsk(r)} → ${outcomePhrase(r)}${responseFlags(r)}`)
+  return [head, ...lines].join('\n')
+}
+
+/** What the client added before a Realtime response: its items in order (tool results named by their call). */
+function responseAsk(r: LlmView): string {
+  const said = r.input.map((m) => {
+    if (m.role === 'tool') return `tool_result ${m.name || m.toolCallId || '?'} ${quoteText(m.text, 40)}`
+    const calls = (m.toolCalls ?? []).map((c) => `tool_call ${formatToolCall(c, 40)}`)
+    return `${m.role} ${[m.text === '' ? '' : quoteText(m.text, 40), ...calls].filter((t) => t !== '').join(' + ')}`
+  })
+  return said.length > 0 ? ` ← ${said.join(', ')}` : ''
+}
+
+function responseFlags(r: LlmView): string {
+  const out: string[] = []
+  if (r.finish !== undefined && !NATURAL_FINISH.has(r.finish)) out.push(`finish ${r.finish}${r.finishDetail ? ` (${r.finishDetail})` : ''}`)
+  if (r.incomplete) out.push('no response.done')
+  if (r.audioBytes !== undefined) out.push(`audio ${r.audioBytes} bytes`)
+  return out.length > 0 ? ` [${out.join('; ')}]` : ''
 }
 
 /** `#4 mcp filesystem tools/call write_file {"path":"a.txt"} → "Successfully wrote to a.txt"`. */
@@ -154,7 +204,7 @@ function formatToolLine(turn: TimelineTurn, m: McpView): string {
 
 /** The whole timeline as text: a header, then one line per exchange. */
 export function formatTimeline(name: string, turns: TimelineTurn[]): string {
-  const models = turns.filter((t) => t.kind === 'model').length
+  const models = turns.reduce((n, t) => n + modelTurnCount(t), 0)
   const tools = turns.filter((t) => t.kind === 'tool').length
   const toolCount = tools > 0 ? `, ${tools} MCP message${tools === 1 ? '' : 's'}` : ''
   const lines = [`trace "${name}": ${turns.length} exchange${turns.length === 1 ? '' : 's'}, ${models} model turn${models === 1 ? '' : 's'}${toolCount}`]
