@@ -24,12 +24,11 @@ export const MAX_FUNCTION_LINES = 80
 const REASON = /^\s*(?:\/\/|\*|\/\*\*?)?\s*size:\s*(\S.*)$/m
 const UI = /^inspector\/ui\//
 const SKIP = /(\.test\.[cm]?tsx?$|(^|\/)fixtures\/)/
-const STORE_REWRITE = 'store/ is being rewritten for streamed trace files this round'
+const STORE_REWRITE = 'not split yet: the store round streamed trace files first; split next (issue 35 note)'
 
 /** Oversized parts allowed for now, each with why; remove an entry when its part is split. */
 export const SIZE_ALLOWLIST = [
   { part: 'store/level-backend.ts', reason: STORE_REWRITE },
-  { part: 'store/trace-file.ts', reason: STORE_REWRITE },
   { part: 'store/trace-store-impl.ts createTraceStore', reason: STORE_REWRITE },
 ]
 
