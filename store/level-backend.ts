@@ -27,10 +27,10 @@ import { piecePath, syncPieces, writePiece } from './pieces.ts'
 import { traceExists } from './store-errors.ts'
 import { assertNoLinks, filesCorrupt, inspectStore, recordClosed, recordSynced } from './store-files.ts'
 import {
+  type BeginOptions,
   type BodyManifest,
   type GcReport,
   INLINE_BODY_MAX,
-  type RecordingOptions,
   type RecordingOwner,
   refsOf,
   type StoredBody,
@@ -245,10 +245,21 @@ export class LevelBackend implements StoreOps {
   }
 
   /** Starts a recording under a caller-chosen id, so a retried call after a lost connection is harmless. */
-  beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner, options?: RecordingOptions): Promise<void> {
+  beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner, options?: BeginOptions): Promise<void> {
     return this.#write(async () => {
       if ((await this.#reads.getMeta(id)) !== undefined) return
-      const stored: StoredMeta = { id, name: meta.name, meta, createdAt, status: 'recording', count: 0, bodyBytes: 0, indexed: true, recorded: true, owner }
+      const stored: StoredMeta = {
+        id,
+        name: meta.name,
+        meta,
+        createdAt,
+        status: 'recording',
+        count: 0,
+        bodyBytes: 0,
+        indexed: true,
+        recorded: options?.recorded !== false,
+        owner,
+      }
       if (options?.durability === 'fsync') stored.durability = 'fsync'
       await this.#db.put(storeKeys.meta(id), json(stored))
       this.#openRecordings.set(id, stored)

@@ -5,6 +5,7 @@
 import { type AppRun, computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { traceExists } from './store-errors.ts'
 import {
+  type BeginOptions,
   type BodyManifest,
   type GcReport,
   INLINE_BODY_MAX,
@@ -172,7 +173,7 @@ class MemoryOps implements StoreOps {
     if (!this.#pieces.has(sha)) this.#pieces.set(sha, new Uint8Array(bytes))
   }
 
-  async beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner): Promise<void> {
+  async beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner, options?: BeginOptions): Promise<void> {
     if (this.#entries.has(id)) return
     const info: TraceInfo = {
       id,
@@ -183,7 +184,7 @@ class MemoryOps implements StoreOps {
       count: 0,
       bodyBytes: 0,
       indexed: true,
-      recorded: true,
+      recorded: options?.recorded !== false,
     }
     this.#entries.set(id, { info, owner, exchanges: new Map(), identity: new Map() })
   }

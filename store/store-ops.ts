@@ -39,6 +39,15 @@ export interface RecordingOptions {
   durability?: Durability
 }
 
+/** How a backend begins a trace: a recording's options, and whether this store recorded it. */
+export interface BeginOptions extends RecordingOptions {
+  /**
+   * False for a trace put in batches from elsewhere (an imported file): its command was not run by a recording
+   * of this store, so the inspector asks before running it (inspector/command-gate.ts). Default true.
+   */
+  recorded?: boolean
+}
+
 /** What gc removed (or, in a dry run, would remove). */
 export interface GcReport {
   dryRun: boolean
@@ -109,7 +118,7 @@ export interface StoreOps {
   body(digest: string): Promise<StoredBody | undefined>
   piece(sha256: string): Promise<Uint8Array | undefined>
   putPiece(sha256: string, bytes: Uint8Array): Promise<void>
-  beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner, options?: RecordingOptions): Promise<void>
+  beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner, options?: BeginOptions): Promise<void>
   /** Stores one exchange, the small bodies it references (`bodies`) and the manifests of big ones whose pieces were put. */
   append(id: string, exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest>): Promise<void>
   /**

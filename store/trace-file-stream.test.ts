@@ -6,6 +6,7 @@ import { after, describe, test } from 'node:test'
 import { bodyFromBytes, canonicalJson, ErrorCodes, type Exchange, isToolReplayError, type Trace } from '../trace/index.ts'
 import { faultedExchange, jsonTrace, websocketExchange } from './fixtures/exchanges.ts'
 import { JsonObjectStream } from './json-stream.ts'
+import { openStore } from './level-store.ts'
 import { createMemoryStore } from './memory-store.ts'
 import { exportTrace, storedTraceSource, TraceDigester, TraceFileReader, traceDigest, writeTraceFile, writeTraceFileFrom } from './trace-file.ts'
 import { canonicalPlain } from './trace-file-format.ts'
@@ -123,5 +124,28 @@ describe('streamed trace files (unit)', () => {
     const dir = join(root, 'failed')
     await assert.rejects(writeTraceFile(join(dir, 'lost.trace.json'), trace), (err) => isToolReplayError(err) && err.code === ErrorCodes.BODY_MISSING)
     assert.deepEqual(await readdir(dir), [])
+  })
+})
+
+describe('a staged trace was not recorded here', () => {
+  test('stageTrace (import) and putTrace leave `recorded` false on both backends; beginTrace sets it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'tr-staged-'))
+    after(() => rm(dir, { recursive: true, force: true }))
+    for (const store of [createMemoryStore(), await openStore(join(dir, 'store'))]) {
+      try {
+        const trace = jsonTrace('imported', 3)
+        const staged = await store.stageTrace(trace.meta)
+        for (const x of trace.exchanges) await staged.add(x, trace.bodies)
+        await staged.commit()
+        assert.equal((await store.openTrace('imported')).info.recorded, false, 'an imported trace is not a recording of this store')
+        await store.putTrace(jsonTrace('put', 2))
+        assert.equal((await store.openTrace('put')).info.recorded, false)
+        const rec = await store.beginTrace(jsonTrace('live', 0).meta)
+        await rec.close()
+        assert.equal((await store.openTrace('live')).info.recorded, true)
+      } finally {
+        await store.close()
+      }
+    }
   })
 })

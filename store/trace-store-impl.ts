@@ -142,7 +142,7 @@ function isBig(trace: Trace): boolean {
  * the name (a killed one leaves a partial recording: `rm --partial`, `gc`).
  */
 async function stageTrace(live: RunOps, meta: TraceMeta, id: string, createdAt: string): Promise<StagedTrace> {
-  await live((o) => o.beginTrace(id, meta, createdAt, { pid: process.pid, host: hostname() }))
+  await live((o) => o.beginTrace(id, meta, createdAt, { pid: process.pid, host: hostname() }, { recorded: false }))
   let chunk: Exchange[] = []
   let bodies = new Map<string, Uint8Array>()
   let bytes = 0
