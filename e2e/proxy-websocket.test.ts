@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer as createHttpServer, type Server } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
-import { type AddressInfo, connect, type Socket } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import { before, describe, test } from 'node:test'
 import { connect as tlsConnect } from 'node:tls'
 import { WebSocket, WebSocketServer } from 'ws'
@@ -19,6 +19,7 @@ import { createMemoryStore, type TraceStore } from '../store/index.ts'
 import { startTestProxy, tempDir } from './support/proxy-harness.ts'
 import { createTestPki } from './support/proxy-upstream.ts'
 import { countingListener } from './support/sealed-harness.ts'
+import { type CountingWebSocketServer, listenCounting } from './support/websocket-server.ts'
 
 const storeDir = tempDir('tr-proxy-ws-')
 let pki: Awaited<ReturnType<typeof createTestPki>>
@@ -34,11 +35,9 @@ const BINARY = Buffer.from(Array.from({ length: 256 }, (_, i) => i))
  * A Realtime-shaped server: an unprompted hello, two answers per `ask` (by its n), a binary echo sent as two
  * fragments, and a close with 4000 "done" on `bye`.
  */
-async function startWsServer(tls: boolean): Promise<{ port: number; readonly connections: number; close(): Promise<void> }> {
+async function startWsServer(tls: boolean): Promise<CountingWebSocketServer> {
   const cert = pki.certs['api.test'] as { cert: string; key: string }
   const server: Server = tls ? createHttpsServer(cert) : createHttpServer()
-  let connections = 0
-  server.on('connection', () => connections++)
   const wss = new WebSocketServer({ server })
   wss.on('connection', (socket) => {
     socket.send(JSON.stringify({ type: 'hello', event_id: randomUUID() }))
@@ -55,20 +54,7 @@ async function startWsServer(tls: boolean): Promise<{ port: number; readonly con
       socket.send(JSON.stringify({ type: 'answer.done', n: m.n * 2, event_id: randomUUID() }))
     })
   })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  return {
-    port: (server.address() as AddressInfo).port,
-    get connections() {
-      return connections
-    },
-    close: async () => {
-      for (const c of wss.clients) c.terminate()
-      wss.close()
-      server.closeAllConnections()
-      await new Promise<void>((r) => server.close(() => r()))
-    },
-  }
+  return listenCounting(server, wss)
 }
 
 /** A CONNECT tunnel through the proxy to host:port. */

@@ -4,12 +4,11 @@
  * counting listener at 0, the same output both times; a trace that lacks the session is a miss (exit 69).
  */
 import assert from 'node:assert/strict'
-import { once } from 'node:events'
 import { createServer as createHttpsServer } from 'node:https'
-import type { AddressInfo } from 'node:net'
 import { before, describe, test } from 'node:test'
 import { WebSocketServer } from 'ws'
 import { cannotSeal, cli, countingListener, REPLAY_CONTRACT_EXIT, sealedWork } from './support/sealed-harness.ts'
+import { type CountingWebSocketServer, listenCounting } from './support/websocket-server.ts'
 
 let work: Awaited<ReturnType<typeof sealedWork>>
 let skip: string | undefined
@@ -20,27 +19,12 @@ before(async () => {
 })
 
 /** A WebSocket echo server on HTTPS (the `ws` package's own server), counting its connections. */
-async function startWsUpstream(): Promise<{ port: number; readonly connections: number; close(): Promise<void> }> {
+async function startWsUpstream(): Promise<CountingWebSocketServer> {
   const cert = work.pki.certs['api.test'] as { cert: string; key: string }
   const server = createHttpsServer(cert)
-  let connections = 0
-  server.on('secureConnection', () => connections++)
   const wss = new WebSocketServer({ server })
   wss.on('connection', (socket) => socket.on('message', (data) => socket.send(`echo: ${String(data)}`)))
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  return {
-    port: (server.address() as AddressInfo).port,
-    get connections() {
-      return connections
-    },
-    close: async () => {
-      for (const c of wss.clients) c.terminate()
-      wss.close()
-      server.closeAllConnections()
-      await new Promise<void>((r) => server.close(() => r()))
-    },
-  }
+  return listenCounting(server, wss)
 }
 
 // `ws` without an agent: it never reads the proxy variables.

@@ -100,3 +100,10 @@ export async function inSession<T>(
     await tr.close()
   }
 }
+
+/** The body of a GET made with `http.get`, as an app's loop reads it; rejects with the first error. */
+export async function nodeGetBytes(url: string): Promise<Buffer> {
+  const r = await nodeHttpCall(url)
+  if (r.error) throw Object.assign(new Error(`${r.error.on}: ${r.error.message}`), { code: r.error.code })
+  return Buffer.from(r.body, 'latin1')
+}

@@ -4,10 +4,9 @@
  * it with the openai SDK's own `OpenAIRealtimeWS` (on the `ws` package; it ignores HTTPS_PROXY, so runs are sealed).
  */
 import { randomUUID } from 'node:crypto'
-import { once } from 'node:events'
 import { createServer as createHttpsServer } from 'node:https'
-import type { AddressInfo } from 'node:net'
 import { type WebSocket, WebSocketServer } from 'ws'
+import { type CountingWebSocketServer, listenCounting } from './websocket-server.ts'
 
 /** Sends a server event with fresh volatile fields (event_id), as the real API does. */
 function emit(socket: WebSocket, event: Record<string, unknown>): void {
@@ -27,13 +26,8 @@ function respondWithText(socket: WebSocket, text: string): void {
  * A Realtime-shaped server on HTTPS for api.test (`cert`), counting its connections: a text delta turn with a
  * function call, then, once the tool result is in, `answer` as the final response.
  */
-export async function startRealtimeServer(
-  cert: { cert: string; key: string },
-  answer = 'It is 21°C and sunny in Paris.',
-): Promise<{ port: number; readonly connections: number; close(): Promise<void> }> {
+export async function startRealtimeServer(cert: { cert: string; key: string }, answer = 'It is 21°C and sunny in Paris.'): Promise<CountingWebSocketServer> {
   const server = createHttpsServer(cert)
-  let connections = 0
-  server.on('secureConnection', () => connections++)
   const wss = new WebSocketServer({ server })
   wss.on('connection', (socket) => {
     emit(socket, { type: 'session.created', session: { id: `sess_${randomUUID()}`, model: 'gpt-realtime' } })
@@ -64,20 +58,7 @@ export async function startRealtimeServer(
       } else if (event.type === 'response.create') respondWithText(socket, answer)
     })
   })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  return {
-    port: (server.address() as AddressInfo).port,
-    get connections() {
-      return connections
-    },
-    close: async () => {
-      for (const c of wss.clients) c.terminate()
-      wss.close()
-      server.closeAllConnections()
-      await new Promise<void>((r) => server.close(() => r()))
-    },
-  }
+  return listenCounting(server, wss)
 }
 
 /** The app: the SDK's Realtime client, a text turn, a tool call answered with the tool's result, the final answer. */

@@ -11,8 +11,9 @@ import type { Exchange, Trace, WebSocketMessage } from '../exchange.ts'
 import { tryParseJson } from '../json-codec.ts'
 import { argumentsOf, toolCall, trailingToolResults } from './content.ts'
 import { decodedText } from './exchange-bodies.ts'
-import { arr, index, num, obj, str } from './json-access.ts'
+import { arr, index, obj, str } from './json-access.ts'
 import type { LlmMessage, LlmUsage, LlmView } from './llm-types.ts'
+import { readUsage } from './openai-responses.ts'
 
 /** One Realtime event of a session: who sent it and its JSON. */
 export interface RealtimeEvent {
@@ -345,19 +346,6 @@ function responseView(r: ResponseState, model: string | undefined, requestModel:
   const usage = obj(final.usage)
   if (usage) v.usage = readUsage(usage)
   return v
-}
-
-function readUsage(usage: Record<string, unknown>): LlmUsage {
-  const u: LlmUsage = {}
-  const set = (k: keyof LlmUsage, v: unknown) => {
-    const n = num(v)
-    if (n !== undefined) u[k] = n
-  }
-  set('input', usage.input_tokens)
-  set('output', usage.output_tokens)
-  set('total', usage.total_tokens)
-  set('cachedInput', obj(usage.input_token_details)?.cached_tokens)
-  return u
 }
 
 function sumUsage(responses: LlmView[]): LlmUsage | undefined {

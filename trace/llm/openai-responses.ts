@@ -99,7 +99,8 @@ function readOutput(part: LlmResponsePart, output: unknown[]): void {
   if (refusals.length > 0) part.refusal = refusals.join('')
 }
 
-function readUsage(usage: Record<string, unknown>): LlmUsage {
+/** OpenAI's usage object (Responses, and Realtime's response.done, which spells it `input_token_details`). */
+export function readUsage(usage: Record<string, unknown>): LlmUsage {
   const u: LlmUsage = {}
   const set = (k: keyof LlmUsage, v: unknown) => {
     const n = num(v)
@@ -109,7 +110,7 @@ function readUsage(usage: Record<string, unknown>): LlmUsage {
   set('output', usage.output_tokens)
   set('total', usage.total_tokens)
   set('reasoning', obj(usage.output_tokens_details)?.reasoning_tokens)
-  set('cachedInput', obj(usage.input_tokens_details)?.cached_tokens)
+  set('cachedInput', (obj(usage.input_tokens_details) ?? obj(usage.input_token_details))?.cached_tokens)
   set('cost', usage.cost)
   return u
 }
