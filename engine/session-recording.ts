@@ -153,6 +153,13 @@ export class SessionRecording {
     while (this.#pending.size > 0) await Promise.all([...this.#pending])
   }
 
+  /** Ends a run that did not happen: open answers cut and kept, writes drained, an empty recording removed. */
+  async discard(): Promise<void> {
+    await this.cutOpen()
+    await this.drain()
+    await this.#recording.discard()
+  }
+
   /** Completes the recording, with the command the run was made with. */
   close(app: AppRun | undefined): Promise<void> {
     return this.#recording.close(app)

@@ -467,16 +467,16 @@ export class Session {
 
   /**
    * Ends the session without completing its recording: use it when the run never really happened (the
-   * proxy could not start, the command could not be spawned). The recording stays listed as partial and
-   * the previous trace of that name stays the one replayed. Idempotent; close() afterwards is a no-op.
+   * proxy could not start, the command could not be spawned). A recording that stored no exchange is removed;
+   * one that stored any stays listed as partial. The previous trace of that name stays the one replayed.
+   * Idempotent; close() afterwards is a no-op.
    */
   async discard(): Promise<SessionSummary> {
     if (this.#closed) return this.#closed
     await this.#faults?.close()
     const summary = this.summary()
     this.#closed = summary
-    await this.#recording?.cutOpen()
-    await this.#recording?.drain()
+    await this.#recording?.discard()
     return summary
   }
 

@@ -31,7 +31,7 @@ import type { ClosedSession, SessionRefusals } from './proxy-sessions.ts'
 import { type ReverseMount, reverseEnvironment } from './reverse-routes.ts'
 import { type SealedOptions, type SealedStart, startSealedCommand } from './sealed-run.ts'
 import { sessionOptionsOf } from './session-spec.ts'
-import { assertCommandFound, assertPortFree } from './start-checks.ts'
+import { assertCommandFound } from './start-checks.ts'
 import type { UpstreamOptions } from './upstream.ts'
 
 /**
@@ -105,9 +105,8 @@ export async function runProxySession(o: ProxyRunOptions): Promise<ProxyRunResul
   if (o.sealed && (!o.command || o.command.length === 0 || o.sessionsOnly)) {
     throw new ToolReplayError(ErrorCodes.INVALID_OPTION, '--sealed seals a command: give one after `--` (tr-proxy record|replay --sealed -- <command>).')
   }
-  // A recording session writes its trace from the start: what would fail the start is asked before it opens.
+  // A missing command fails the run with its own error before a session opens or a namespace is set up.
   if (o.command?.[0]) await assertCommandFound(o.command[0], o.commandOptions?.cwd ?? process.cwd())
-  await assertPortFree(o.host ?? '127.0.0.1', o.port ?? 0)
   // Before the session opens: a machine that cannot seal fails the run before anything is written. The namespace
   // is then set up while the session and the proxy open (it is most of what sealing adds to a start).
   const sealed = o.sealed ? await startSealedCommand(o.command ?? [], { ...o.sealed, caBundle: bundlePath, ...commandOptionsOf(o) }) : undefined

@@ -73,11 +73,13 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
       const id = newId()
       await live((o) => o.beginTrace(id, meta, new Date().toISOString(), { pid: process.pid, host: hostname() }, { durability }))
       let done = false
+      let appends = 0
       return {
         id,
         name: meta.name,
         append: async (exchange: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest> = new Map()) => {
           assertStorableExchange(meta.name, exchange, bodies)
+          appends++
           return live((o) => o.append(id, exchange, bodies, manifests))
         },
         bodyWriter: () => new BodyWriter((sha, bytes) => live((o) => o.putPiece(sha, bytes))),
@@ -86,6 +88,11 @@ export function createTraceStore(location: string, run: RunOps, release: () => P
           if (app !== undefined) assertStorableApp(meta.name, app)
           await live((o) => (app === undefined ? o.closeRecording(id) : o.closeRecording(id, { app })))
           done = true
+        },
+        discard: async () => {
+          if (done) return
+          done = true
+          if (appends === 0) await live((o) => o.deleteRecording(id))
         },
       }
     },

@@ -19,6 +19,12 @@ export interface TraceRecording {
    * was made with and how it ended) goes into its meta in the same write.
    */
   close(app?: AppRun): Promise<void>
+  /**
+   * Ends a recording that did not happen (the proxy or the command could not start): one that stored no
+   * exchange is removed, so no empty partial trace is left; one that stored any stays a partial recording
+   * (nothing recorded is lost). The previous trace of the name stays the one listed. Idempotent.
+   */
+  discard(): Promise<void>
 }
 
 /** A trace being written in batches; see TraceStore.stageTrace. */
