@@ -7,7 +7,10 @@
  *    the turn), sends an unrelated metrics beacon (not nested: it answers no tool call), and the next turn
  *    streams its answer in chunks ~40 ms apart: the row's duration runs to the last chunk, the chunk table
  *    shows each event with its chunk and time without clipping its data, and the summary has a time to first
- *    token.
+ *    token;
+ *  - a WebSocket session (Node's global WebSocket against a `ws` server): a WebSocket row with the messages
+ *    each way and how it closed; in the panel every message its own row (direction, opcode, a fragmented
+ *    message's frames, binary as hex, the close's code and reason); search finds a message's text.
  * The servers are stopped before the inspector opens: the page reads the store alone.
  */
 import assert from 'node:assert/strict'
@@ -21,10 +24,12 @@ import OpenAI from 'openai'
 import type { Page } from 'playwright-core'
 import { install } from 'tool-replay/interceptor'
 import { openStore } from 'tool-replay/store'
+import { WebSocketServer } from 'ws'
 import { browserMissing, launchBrowser, visibleText } from './support/browser.ts'
 import { callGreeter, greeterClient, startGreeter } from './support/grpc-fixture.ts'
 import { type RunningInspector, startInspectCli } from './support/inspector-harness.ts'
 import { tempDir } from './support/proxy-harness.ts'
+import { listenCounting } from './support/websocket-server.ts'
 
 const SHOTS = process.env.TOOL_REPLAY_SCREENSHOTS
 const skip = browserMissing()
@@ -118,6 +123,40 @@ async function runAgent(url: string): Promise<string> {
   return text
 }
 
+/** Greets; answers `hi` with an echo and a message sent in two frames, binary with the bytes reversed. */
+async function startChatServer() {
+  const server = createServer()
+  const wss = new WebSocketServer({ server })
+  wss.on('connection', (s) => {
+    s.send(JSON.stringify({ type: 'hello', room: 'orders' }))
+    s.on('message', (data, isBinary) => {
+      if (isBinary) return s.send(Buffer.from(data as Buffer).reverse(), { binary: true })
+      s.send(`echo ${String(data)}`)
+      s.send('part-a ', { fin: false })
+      s.send('part-b', { fin: true })
+    })
+  })
+  return listenCounting(server, wss)
+}
+
+/** The app: greeted, says hi, answers the two-frame message with two bytes, closes on the binary answer. */
+async function chat(port: number): Promise<string[]> {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/chat`)
+  ws.binaryType = 'arraybuffer'
+  const got: string[] = []
+  const closed = new Promise<void>((resolve) => {
+    ws.onclose = () => resolve()
+  })
+  ws.onmessage = (e) => {
+    got.push(typeof e.data === 'string' ? e.data : Buffer.from(e.data as ArrayBuffer).toString('hex'))
+    if (typeof e.data !== 'string') ws.close(1000, 'bye')
+    else if (e.data.startsWith('{')) ws.send('hi')
+    else if (e.data.startsWith('part-a')) ws.send(new Uint8Array([1, 2]))
+  }
+  await Promise.race([closed, new Promise((r) => setTimeout(r, 5000))])
+  return got
+}
+
 before(async () => {
   if (skip) return
   const s = await openStore(store)
@@ -136,6 +175,12 @@ before(async () => {
     const answer = await runAgent(services.url).finally(() => agent.close())
     assert.equal(answer, CHUNKS.join(''))
     await services.close()
+
+    const chatServer = await startChatServer()
+    const rec2 = await install({ mode: 'record', trace: 'chat-ws', store: s })
+    const said = await chat(chatServer.port).finally(() => rec2.close())
+    assert.deepEqual(said, ['{"type":"hello","room":"orders"}', 'echo hi', 'part-a part-b', '0201'])
+    await chatServer.close()
   } finally {
     await s.close()
   }
@@ -226,5 +271,38 @@ test('a streamed model turn after a tool call: nesting, a beacon left alone, dur
   await page.getByTestId('view-summary').click()
   // model, calls, input and output tokens (only the first turn's usage was sent), cost, time to first token, durations.
   assert.match(await visibleText(page.getByTestId('summary-models')), /gpt-4\.1-mini-2025-04-14 2 40 12 not reported \d+(\.\d+)? m?s \d/)
+  assert.deepEqual(errors, [])
+})
+
+test('a WebSocket session: a row with the messages each way and its close; each message a row in the panel; search reads them', {
+  skip,
+  timeout: 90_000,
+}, async () => {
+  const page = await browser.context.newPage()
+  const errors: string[] = []
+  page.on('pageerror', (e) => errors.push(String(e)))
+  await page.goto(`${inspector.url}#/run/chat-ws`)
+  await row(page, 0).waitFor()
+  assert.equal(await row(page, 0).getAttribute('data-kind'), 'websocket')
+  assert.match(await visibleText(row(page, 0)), /^#0 WS .*\/chat 101 .*→ 3 messages ← 5 messages · closed 1000 by the client: bye$/)
+
+  await row(page, 0).click()
+  const messages = page.getByTestId('websocket-message')
+  await messages.nth(7).waitFor()
+  const rows: string[] = []
+  for (let i = 0; i < (await messages.count()); i++) rows.push(await visibleText(messages.nth(i)))
+  assert.equal(rows.length, 8)
+  assert.match(rows[0] as string, /^#0 ← \d+(\.\d+)? m?s text 32 B \{"type":"hello","room":"orders"\}$/)
+  assert.match(rows[1] as string, /^#1 → .* text 2 B hi$/)
+  assert.match(rows[3] as string, /^#3 ← .* text 13 B · 2 frames part-a part-b$/)
+  assert.match(rows[4] as string, /^#4 → .* binary 2 B 01 02$/)
+  assert.match(rows[5] as string, /^#5 ← .* binary 2 B 02 01$/)
+  assert.match(rows[6] as string, /^#6 → .* close 5 B 1000 bye$/)
+  assert.match(await visibleText(page.getByTestId('websocket-messages')), /^8 messages: 3 from the client \(→\), 5 from the server \(←\)/)
+  if (SHOTS) await page.screenshot({ path: join(SHOTS, 'inspector-websocket.png') })
+
+  // Search reads the messages' text.
+  await page.getByTestId('run-search').fill('part-b')
+  await page.locator('[data-testid="search-count"]', { hasText: /^1 of 1$/ }).waitFor({ timeout: 30_000 })
   assert.deepEqual(errors, [])
 })

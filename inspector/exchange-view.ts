@@ -26,6 +26,7 @@ import {
   type Trace,
   tryUtf8,
 } from '../trace/index.ts'
+import { type WebSocketView, websocketView } from './websocket-session.ts'
 
 /** Decoded text shown per body; more is cut (the raw body stays downloadable). */
 export const BODY_TEXT_LIMIT = 1024 * 1024
@@ -75,6 +76,8 @@ export interface ExchangeView {
   llm?: LlmView
   /** An MCP message (over stdio or Streamable HTTP) read as a tool turn. */
   mcp?: McpView
+  /** A WebSocket session: every message both ways. */
+  websocket?: WebSocketView
   /** Where values were replaced by [REDACTED] before storing: "request header authorization", "url query key". */
   redacted: string[]
   curl: string
@@ -114,6 +117,8 @@ export async function exchangeView(reader: TraceReader, seq: number): Promise<Ex
             },
     }
   }
+  const ws = websocketView(bodies, x)
+  if (ws) view.websocket = ws
   const v = llmView(trace, x)
   if (v) view.llm = v
   else {

@@ -1,5 +1,5 @@
 /**
- * A run read once for finding and totals: per exchange its kind (model turn, tool turn, HTTP), status, timing
+ * A run read once for finding and totals: per exchange its kind (model turn, tool turn, WebSocket session, HTTP), status, timing
  * (to the last chunk), the model, its usage and tool calls, the MCP server and tool, and a lowercase text to
  * search (method, URL, status, error, the start of each decoded body, the model turn's text and tool calls, the
  * MCP call). Built after the page is up (it reads every body once, like the statistics), kept per trace id for
@@ -22,6 +22,7 @@ import {
 } from '../trace/index.ts'
 import { lastChunkMs } from './run-view.ts'
 import { type NestingInput, nestToolCalls, type ToolParent } from './tool-nesting.ts'
+import { websocketSearchText } from './websocket-session.ts'
 
 /** Decoded text of each body kept for search. */
 export const SEARCH_BODY_BYTES = 8 * 1024
@@ -34,7 +35,7 @@ const READ_BATCH = 200
 /** One exchange as the index holds it. */
 export interface IndexedExchange {
   seq: number
-  kind: 'model' | 'tool' | 'http'
+  kind: 'model' | 'tool' | 'websocket' | 'http'
   method: string
   url: string
   host: string
@@ -213,6 +214,9 @@ async function indexOne(reader: TraceReader, x: Exchange, held: ReadonlyMap<stri
       ...model.toolCalls.map((c) => `${c.name} ${c.argumentsText}`),
       model.error ?? '',
     )
+  } else if (x.websocket) {
+    row.kind = 'websocket'
+    parts.push(websocketSearchText(bodies, x, SEARCH_BODY_BYTES))
   } else {
     const mcp = mcpView(trace, x)
     if (mcp) parts.push(...indexMcp(row, input, mcp))

@@ -46,7 +46,7 @@ export interface ServerTotals {
   totalMs: number
 }
 
-/** The waterfall: `[seq, startMs, headersMs, endMs, lane, kind (0 http, 1 model, 2 tool), failed (0/1)]` per exchange. */
+/** The waterfall: `[seq, startMs, headersMs, endMs, lane, kind (0 http, 1 model, 2 tool, 3 WebSocket), failed (0/1)]` per exchange. */
 export type WaterfallBar = [number, number, number, number, number, number, number]
 
 /** A run summary. */
@@ -70,7 +70,7 @@ export interface RunSummary {
   indexMs: number
 }
 
-const KIND = { http: 0, model: 1, tool: 2 } as const
+const KIND = { http: 0, model: 1, tool: 2, websocket: 3 } as const
 
 /** The summary of an indexed run. */
 export function summarize(index: RunIndex): RunSummary {

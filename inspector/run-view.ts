@@ -24,6 +24,7 @@ import {
 } from '../trace/index.ts'
 import { type GrpcCallRow, grpcCallOf } from './grpc-call.ts'
 import { newTally, type ReplayVerdict, replayVerdict, tally } from './verdict.ts'
+import { type WebSocketSessionRow, websocketLastMs, websocketSessionRow } from './websocket-session.ts'
 
 /** One run in the list. */
 export interface RunListing {
@@ -79,8 +80,11 @@ export interface ToolTurnRow {
 /** One timeline row: an exchange, read in model terms when it is a model call, in tool terms when it is MCP. */
 export interface TimelineRow {
   seq: number
-  /** Which renderer reads it: a model turn, a tool turn (MCP over stdio or HTTP), a gRPC call, or an HTTP exchange. */
-  kind: 'model' | 'tool' | 'grpc' | 'http'
+  /**
+   * Which renderer reads it: a model turn, a tool turn (MCP over stdio or HTTP), a gRPC call, a WebSocket session,
+   * or an HTTP exchange.
+   */
+  kind: 'model' | 'tool' | 'grpc' | 'websocket' | 'http'
   method: string
   url: string
   status?: number
@@ -98,6 +102,8 @@ export interface TimelineRow {
   llm?: LlmView
   mcp?: ToolTurnRow
   grpc?: GrpcCallRow
+  /** A WebSocket session's messages each way and how it ended (also on a Realtime session's model row). */
+  websocket?: WebSocketSessionRow
 }
 
 /** Exchanges per timeline page. */
@@ -255,11 +261,17 @@ async function rowOf(reader: TraceReader, x: Exchange): Promise<TimelineRow> {
   if (x.origin) row.origin = x.origin
   if (x.patchId) row.patchId = x.patchId
   if (x.fault) row.fault = { rule: x.fault.rule, kind: x.fault.kind, phase: x.fault.phase, tag: faultTag(x.fault), upstream: upstreamPhrase(x.fault) }
+  const ws = websocketSessionRow(x)
+  if (ws) row.websocket = ws
   const v = await viewOf(reader, x, true)
   if (v) {
     row.kind = 'model'
     row.llm = presentLlmView(v, 2000)
     if (v.attempt !== undefined) row.attempt = v.attempt
+    return row
+  }
+  if (ws) {
+    row.kind = 'websocket'
     return row
   }
   const m = await toolTurnOf(reader, x)
@@ -330,8 +342,10 @@ function looksLikeModelRequest(bytes: Uint8Array): boolean {
   return text.includes('"messages"') || text.includes('"input"')
 }
 
-/** When the last body chunk of what the app got arrived, ms after the request. */
+/** When the last body chunk of what the app got (a WebSocket session's last message) arrived, ms after the request. */
 export function lastChunkMs(x: Exchange): number {
+  const ws = websocketLastMs(x)
+  if (ws !== undefined) return ws
   const head = x.outcome.kind === 'response' ? x.outcome.response : x.outcome.error.partial
   const chunks = head?.body.chunks ?? []
   return chunks.length > 0 ? (chunks.at(-1) as { atMs: number }).atMs : x.timing.headersMs

@@ -5,17 +5,18 @@ import { type ApiError, get, post, seg } from './api.ts'
 import { bytes, go, ms } from './format.ts'
 import { JsonTree, parseExact } from './json-tree.tsx'
 import type { BodyView, ExchangeView, LlmView, McpView, ResponseView, Run } from './types.ts'
+import { WebSocketPanel } from './websocket-panel.tsx'
 
 /** The panel beside the timeline. */
 export function ExchangePanel({ run, seq, q, onClose }: { run: Run; seq: number; q: string; onClose: () => void }) {
   const [x, setX] = useState<ExchangeView | undefined>()
   const [error, setError] = useState('')
-  const [tab, setTab] = useState<'llm' | 'mcp' | 'request' | 'response' | 'fault' | 'fork'>('llm')
+  const [tab, setTab] = useState<'llm' | 'mcp' | 'messages' | 'request' | 'response' | 'fault' | 'fork'>('llm')
   useEffect(() => {
     get<{ exchange: ExchangeView }>(`/api/runs/${seg(run.name)}/exchanges/${seq}${q}`)
       .then((r) => {
         setX(r.exchange)
-        if (!r.exchange.llm) setTab(r.exchange.mcp ? 'mcp' : 'response')
+        if (!r.exchange.llm) setTab(r.exchange.mcp ? 'mcp' : r.exchange.websocket ? 'messages' : 'response')
       })
       .catch((e: Error) => setError(e.message))
   }, [seq])
@@ -24,6 +25,7 @@ export function ExchangePanel({ run, seq, q, onClose }: { run: Run; seq: number;
   const tabs = [
     ...(x.llm ? (['llm'] as const) : []),
     ...(x.mcp ? (['mcp'] as const) : []),
+    ...(x.websocket ? (['messages'] as const) : []),
     'request',
     'response',
     ...(x.fault ? (['fault'] as const) : []),
@@ -45,6 +47,7 @@ export function ExchangePanel({ run, seq, q, onClose }: { run: Run; seq: number;
         <span>started {ms(x.timing.startMs)}</span>
         <span>headers after {ms(x.timing.headersMs)}</span>
         {lastChunk !== undefined && lastChunk > x.timing.headersMs && <span data-testid="exchange-last-chunk">last chunk after {ms(lastChunk)}</span>}
+        {x.websocket && x.websocket.messages.length > 0 && <span>last message after {ms((x.websocket.messages.at(-1) as { atMs: number }).atMs)}</span>}
         {x.origin && (
           <span class="badge patched">
             {x.origin} {x.patchId ?? ''}
@@ -68,6 +71,7 @@ export function ExchangePanel({ run, seq, q, onClose }: { run: Run; seq: number;
       </nav>
       {tab === 'llm' && x.llm && <LlmPanel v={x.llm} />}
       {tab === 'mcp' && x.mcp && <McpPanel v={x.mcp} />}
+      {tab === 'messages' && x.websocket && <WebSocketPanel v={x.websocket} />}
       {tab === 'request' && (
         <div>
           <Headers list={x.request.headers} />

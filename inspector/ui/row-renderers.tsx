@@ -1,11 +1,12 @@
 /**
  * How a timeline row reads, one renderer per protocol: a model turn (the LLM view), a tool turn (an MCP message
- * over stdio or HTTP), a gRPC call (over HTTP/2: its messages and status), an HTTP exchange. A protocol added
- * later (WebSocket sessions) is one more entry here, keyed by the row's `kind` the server gives it.
+ * over stdio or HTTP), a gRPC call (over HTTP/2: its messages and status), a WebSocket session (its messages
+ * each way and how it ended), an HTTP exchange. A protocol added later is one more entry here, keyed by the
+ * row's `kind` the server gives it.
  */
 import type { ComponentChildren } from 'preact'
 import { clip, shortUrl } from './format.ts'
-import type { LlmView, Row } from './types.ts'
+import type { LlmView, Row, WebSocketSessionRow } from './types.ts'
 
 /** What a protocol shows of a row: its label in the row's first line, and what it says under it. */
 export interface RowRenderer {
@@ -130,6 +131,35 @@ const grpc: RowRenderer = {
   },
 }
 
+/** How a WebSocket session ended, in a phrase: its close (who, code, reason) or the failure that cut it. */
+function wsEnding(w: WebSocketSessionRow): string {
+  if (w.closed) return `closed ${w.closed.code ?? ''} by the ${w.closed.by}${w.closed.reason ? `: ${clip(w.closed.reason, 80)}` : ''}`
+  return w.end ? `ended ${w.end.code}` : 'open when the recording ended'
+}
+
+const websocket: RowRenderer = {
+  label: (row) => (
+    <>
+      <span class="kind" title="WebSocket session">
+        WS
+      </span>
+      <span class="url" title={row.url}>
+        {shortUrl(row.url)}
+      </span>
+    </>
+  ),
+  body: (row) => {
+    const w = row.websocket
+    if (!w) return null
+    return (
+      <div class="turn" data-testid="websocket-session">
+        <span class="call">→ {plural(w.client, 'message')}</span> <span class="out">← {plural(w.server, 'message')}</span>{' '}
+        <span class={w.end || (w.closed && w.closed.code !== 1000) ? 'bad' : 'muted'}>· {wsEnding(w)}</span>
+      </div>
+    )
+  },
+}
+
 const http: RowRenderer = {
   label: (row) => (
     <>
@@ -140,4 +170,4 @@ const http: RowRenderer = {
 }
 
 /** The renderer of each kind of row. */
-export const RENDERERS: Record<Row['kind'], RowRenderer> = { model, tool, grpc, http }
+export const RENDERERS: Record<Row['kind'], RowRenderer> = { model, tool, grpc, websocket, http }

@@ -163,7 +163,7 @@ export function WaterfallView({ s, onOpen }: { s: RunSummary; onOpen: (seq: numb
     ctx.scale(ratio, ratio)
     const css = getComputedStyle(c)
     const color = (v: string) => css.getPropertyValue(v).trim()
-    const fills = [color('--wf-http'), color('--wf-model'), color('--wf-tool')]
+    const fills = [color('--wf-http'), color('--wf-model'), color('--wf-tool'), color('--wf-ws')]
     const x = (t: number) => (t / span) * width
     for (const [, start, headers, end, lane, kind, failed] of w.bars) {
       const y = lane * laneH + 1
@@ -191,8 +191,8 @@ export function WaterfallView({ s, onOpen }: { s: RunSummary; onOpen: (seq: numb
           {w.lanes > 1 ? ` (from ${ms(w.peakAtMs)})` : ''}
         </span>
         <span class="legend">
-          <i class="wf-model" /> model <i class="wf-tool" /> tool <i class="wf-http" /> HTTP <i class="wf-failed" /> failed <i class="wf-wait" /> before the
-          response head
+          <i class="wf-model" /> model <i class="wf-tool" /> tool <i class="wf-ws" /> WebSocket <i class="wf-http" /> HTTP <i class="wf-failed" /> failed{' '}
+          <i class="wf-wait" /> before the response head
         </span>
       </p>
       <div class="axis" data-testid="waterfall-axis">
