@@ -52,6 +52,7 @@ export function http2Exchange(stream: ServerHttp2Stream, request: Http2StreamReq
     method: request.method,
     url: request.url,
     headers: request.headers,
+    httpVersion: '2',
     readBody: (max, tooLarge) => (request.endStream ? { bytes: null } : readStreamBody(stream, max, tooLarge)),
     client: new Http2StreamTarget(stream, hooks),
     forward: hooks.forward,

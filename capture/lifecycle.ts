@@ -31,6 +31,8 @@ export interface CapturedExchange {
   url: string
   /** The request's fields, hop-by-hop ones left out. A content type chosen while reading the body is added. */
   headers: HeaderPairs
+  /** `'2'` for a stream of an HTTP/2 connection (recorded for reading; never matched on). */
+  httpVersion?: '2'
   /**
    * Reads the whole body, at most `max` bytes (else throws `tooLarge()`); a value when it is at hand, else a
    * promise. 'gone': the client went away before its body arrived.
@@ -104,14 +106,14 @@ function decide(options: CaptureOptions, exchange: CapturedExchange, ticket: Tic
     ticket.release()
     return undefined
   }
-  const { method, url, headers } = exchange
+  const { method, url, headers, httpVersion } = exchange
   if (body.contentType && !headers.some(([k]) => k.toLowerCase() === 'content-type')) headers.push(['content-type', body.contentType])
   // With faults, a fault's wait (a timeout, a latency) ends when the client gives up.
   const signal = options.session.faults ? goneSignal(exchange.client) : undefined
   // A promise when an earlier request holds its place, when the store must be asked (big traces), or while a
   // fault makes the client wait.
   const decision: Decision | Promise<Decision> = ticket.turn(() =>
-    options.session.handle({ method, url, headers, body: body.bytes, ...(signal ? { signal } : {}) }),
+    options.session.handle({ method, url, headers, body: body.bytes, ...(httpVersion ? { httpVersion } : {}), ...(signal ? { signal } : {}) }),
   ) as Decision | Promise<Decision>
   if (!(decision instanceof Promise)) return carryOut(options, exchange, decision, body.bytes)
   return decision.then(

@@ -10,12 +10,15 @@
  *    token;
  *  - a WebSocket session (Node's global WebSocket against a `ws` server): a WebSocket row with the messages
  *    each way and how it closed; in the panel every message its own row (direction, opcode, a fragmented
- *    message's frames, binary as hex, the close's code and reason); search finds a message's text.
+ *    message's frames, binary as hex, the close's code and reason); search finds a message's text;
+ *  - a plain HTTP/2 request (node:http2 against an h2c server) labelled HTTP/2 in its row and its panel, as the
+ *    gRPC calls' panels are.
  * The servers are stopped before the inspector opens: the page reads the store alone.
  */
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import http2 from 'node:http2'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
@@ -176,6 +179,23 @@ before(async () => {
     assert.equal(answer, CHUNKS.join(''))
     await services.close()
 
+    const h2 = http2.createServer((_req, res) => res.end('{"ok":true}'))
+    h2.listen(0, '127.0.0.1')
+    await once(h2, 'listening')
+    const rec3 = await install({ mode: 'record', trace: 'h2-plain', store: s })
+    try {
+      const session = http2.connect(`http://127.0.0.1:${(h2.address() as AddressInfo).port}`)
+      const stream = session.request({ ':path': '/status' })
+      stream.end()
+      let text = ''
+      for await (const c of stream) text += String(c)
+      session.close()
+      assert.equal(text, '{"ok":true}')
+    } finally {
+      await rec3.close()
+    }
+    await new Promise<void>((r) => h2.close(() => r()))
+
     const chatServer = await startChatServer()
     const rec2 = await install({ mode: 'record', trace: 'chat-ws', store: s })
     const said = await chat(chatServer.port).finally(() => rec2.close())
@@ -214,6 +234,7 @@ test('gRPC calls: service/method, messages each way and the status; the messages
   assert.equal(await messages.count(), 3)
   for (const n of [0, 1, 2]) assert.match(await visibleText(messages.nth(n)), new RegExp(`^message #${n} 31 B json .*n: ${n} message: "hello Bo #${n}"`))
   assert.match(await visibleText(page.getByTestId('trailers')), /^Trailers grpc-status 0 grpc-message OK/)
+  assert.equal(await visibleText(page.getByTestId('exchange-http-version')), 'HTTP/2')
   await page.getByTestId('tab-request').click()
   assert.match(await visibleText(page.getByTestId('grpc-messages')), /^message #0 23 B json .*name: "Bo" count: 3/)
   if (SHOTS) await page.screenshot({ path: join(SHOTS, 'inspector-grpc.png') })
@@ -305,4 +326,17 @@ test('a WebSocket session: a row with the messages each way and its close; each 
   await page.getByTestId('run-search').fill('part-b')
   await page.locator('[data-testid="search-count"]', { hasText: /^1 of 1$/ }).waitFor({ timeout: 30_000 })
   assert.deepEqual(errors, [])
+})
+
+test('a plain HTTP/2 request is labelled HTTP/2 in its row and its panel', { skip, timeout: 60_000 }, async () => {
+  const page = await browser.context.newPage()
+  await page.goto(`${inspector.url}#/run/h2-plain`)
+  await row(page, 0).waitFor()
+  assert.match(await visibleText(row(page, 0)), /^#0 GET HTTP\/2 127\.0\.0\.1:\d+\/status 200/)
+  await row(page, 0).click()
+  assert.equal(await visibleText(page.getByTestId('exchange-http-version')), 'HTTP/2')
+  // An HTTP/1.1 exchange carries no label.
+  await page.goto(`${inspector.url}#/run/support-agent`)
+  await row(page, 1).waitFor()
+  assert.equal(await row(page, 1).getByTestId('http-version').count(), 0)
 })

@@ -10,6 +10,7 @@
  * kept as a TR_BODY_NOT_REDACTED failure (exchange-recorder.ts), the request refused (TR_REQUEST_TOO_LARGE).
  */
 import { decodeContentEncoding, ErrorCodes, type HeaderPairs, headerValue, ToolReplayError } from '../trace/index.ts'
+import type { CapturedRequest } from './decision.ts'
 import type { Redactor } from './redaction.ts'
 import { DEFAULT_MAX_BODY_BYTES } from './transport-rules.ts'
 
@@ -37,6 +38,20 @@ export function redactBody(redactor: Redactor, bytes: Uint8Array, headers: Heade
     bytes: redacted,
     headers: plainHeaders.map(([k, v]) => (k.toLowerCase() === 'content-length' ? [k, String(redacted.byteLength)] : [k, v])),
   }
+}
+
+/**
+ * A captured request as the session decides on and records it: method upper-cased, URL, headers and body
+ * redacted (a compressed JSON body decoded to redact it, on record and replay alike), its HTTP version kept;
+ * the app's abort signal is not carried (the caller keeps it).
+ */
+export function redactCapturedRequest(redactor: Redactor, c: CapturedRequest, maxBytes: number): CapturedRequest {
+  const headers = redactor.headers(c.headers)
+  const url = redactor.url(c.url)
+  const redacted = c.body ? redactRequestBody(redactor, c, headers, maxBytes) : undefined
+  const out: CapturedRequest = { method: c.method.toUpperCase(), url, headers: redacted?.headers ?? headers, body: redacted?.bytes ?? c.body }
+  if (c.httpVersion) out.httpVersion = c.httpVersion
+  return out
 }
 
 /**

@@ -14,6 +14,8 @@ export interface CapturedRequest {
   url: string
   headers: HeaderPairs
   body: Uint8Array | null
+  /** `'2'` when the app sent it over HTTP/2 (RecordedRequest.httpVersion). */
+  httpVersion?: '2'
   /** Aborts when the app gives up on the request; lets a fault's wait end early. */
   signal?: AbortSignal
 }

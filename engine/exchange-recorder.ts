@@ -92,7 +92,13 @@ export function createExchangeRecorder(ctx: RecorderContext, request: CapturedRe
     } else outcome = build(undefined)
     const exchange: Exchange = {
       seq,
-      request: { method: request.method, url: request.url, headers: request.headers, body: reqBody?.ref ?? null },
+      request: {
+        method: request.method,
+        url: request.url,
+        headers: request.headers,
+        body: reqBody?.ref ?? null,
+        ...(request.httpVersion ? { httpVersion: request.httpVersion } : {}),
+      },
       outcome,
       timing: { startMs: Math.round(startMs), headersMs: Math.round(headersMs) },
     }

@@ -178,8 +178,9 @@ function serveConnection(session: Session, socket: Socket): void {
     }
   })
   const handleOne = async (m: Wire) => {
-    const r = m.request as { method: string; url: string; headers: HeaderPairs; body: string | null }
+    const r = m.request as { method: string; url: string; headers: HeaderPairs; body: string | null; httpVersion?: '2' }
     const captured: CapturedRequest = { method: r.method, url: r.url, headers: r.headers, body: r.body === null ? null : unb64(r.body) }
+    if (r.httpVersion === '2') captured.httpVersion = '2'
     try {
       const ticket = session.arrival()
       const d: Decision = await ticket.turn(() => session.handle(captured))
@@ -289,7 +290,8 @@ export function connectSharedSession(socketPath: string, timeoutMs = 2000): Prom
           send({ op: 'refuse', request: { method: captured.method, url: captured.url }, error: { code: error.code, message: error.message } }),
         handle: async (captured) => {
           const body = captured.body === null ? null : b64(captured.body)
-          const w = await ask({ op: 'handle', request: { method: captured.method, url: captured.url, headers: captured.headers, body } })
+          const version = captured.httpVersion ? { httpVersion: captured.httpVersion } : {}
+          const w = await ask({ op: 'handle', request: { method: captured.method, url: captured.url, headers: captured.headers, body, ...version } })
           // Only the fault's kind and rule cross: a child carries a decision out, the owner keeps its record.
           const withFault = w.fault ? { fault: w.fault as FaultDecision } : {}
           if (w.kind === 'fail') {

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks'
 import type { TraceRecording, TraceStore } from '../store/index.ts'
 import { type AppRun, ErrorCodes, type Exchange, headerValue, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { ArrivalOrder, type Ticket } from './arrival-order.ts'
-import { redactRequestBody } from './body-redaction.ts'
+import { redactCapturedRequest } from './body-redaction.ts'
 import type { CapturedRequest, ConnectionRequest, Decision, ExchangeRecorder, Playback } from './decision.ts'
 import { PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
 import { type FaultHost, SessionFaults } from './fault-host/session-faults.ts'
@@ -357,11 +357,7 @@ export class Session {
   }
 
   #redactRequest(c: CapturedRequest): CapturedRequest {
-    const headers = this.#redactor.headers(c.headers)
-    const url = this.#redactor.url(c.url)
-    // Compressed JSON bodies are decoded to redact them (engine/body-redaction.ts), on record and replay alike.
-    const redacted = c.body ? redactRequestBody(this.#redactor, c, headers, this.#maxBodyBytes) : undefined
-    return { method: c.method.toUpperCase(), url, headers: redacted?.headers ?? headers, body: redacted?.bytes ?? c.body }
+    return redactCapturedRequest(this.#redactor, c, this.#maxBodyBytes)
   }
 
   #recorder(request: CapturedRequest, seq: number, startMs: number, recording: boolean, live = false, finalize?: Finalize): ExchangeRecorder {

@@ -64,7 +64,7 @@ export interface ResponseView {
 /** The whole exchange for the page. */
 export interface ExchangeView {
   seq: number
-  request: { method: string; url: string; headers: HeaderPairs; body?: BodyView }
+  request: { method: string; url: string; headers: HeaderPairs; body?: BodyView; httpVersion?: '2' }
   response?: ResponseView
   error?: { code: string; phase: string; message: string }
   timing: Exchange['timing']
@@ -97,6 +97,7 @@ export async function exchangeView(reader: TraceReader, seq: number): Promise<Ex
     curl: curlOf(x, x.request.body ? bodies.get(x.request.body.digest) : undefined),
   }
   if (x.request.body) view.request.body = bodyView(bodies, x.request.body, x.request.headers)
+  if (x.request.httpVersion) view.request.httpVersion = x.request.httpVersion
   const head = x.outcome.kind === 'response' ? x.outcome.response : x.outcome.error.partial
   if (head) view.response = responseView(bodies, head)
   if (x.outcome.kind === 'error') view.error = { code: x.outcome.error.code, phase: x.outcome.error.phase, message: x.outcome.error.message }

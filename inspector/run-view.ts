@@ -87,6 +87,8 @@ export interface TimelineRow {
   kind: 'model' | 'tool' | 'grpc' | 'websocket' | 'http'
   method: string
   url: string
+  /** `'2'` when the app sent it over HTTP/2. */
+  httpVersion?: '2'
   status?: number
   error?: { code: string; phase: string; message: string }
   startMs: number
@@ -257,6 +259,7 @@ async function rowOf(reader: TraceReader, x: Exchange): Promise<TimelineRow> {
     size: head?.body.size ?? 0,
   }
   if (head) row.status = head.status
+  if (x.request.httpVersion) row.httpVersion = x.request.httpVersion
   if (x.outcome.kind === 'error') row.error = { code: x.outcome.error.code, phase: x.outcome.error.phase, message: x.outcome.error.message }
   if (x.origin) row.origin = x.origin
   if (x.patchId) row.patchId = x.patchId

@@ -105,6 +105,7 @@ function fileExchange(x: Exchange, body: (ref: BodyRef, headers: HeaderPairs, fi
       url: x.request.url,
       headers: x.request.headers.map(([k, val]) => [k, val]),
       body: requestBody,
+      ...(x.request.httpVersion ? { httpVersion: x.request.httpVersion } : {}),
     },
     outcome,
     // Only faulted exchanges carry the field, so files without faults keep their bytes and digest.

@@ -160,7 +160,7 @@ export class Validator {
   /** With `ledger` undefined only the refs are read (export's digest); otherwise bytes are decoded and verified. */
   exchange(v: unknown, path: string, ledger: BodyLedger | undefined): Exchange {
     const o = this.object(v, path, ['seq', 'request', 'outcome', 'timing'], ['origin', 'patchId', 'fault', 'websocket'])
-    const req = this.object(o.request, `${path}.request`, ['method', 'url', 'headers', 'body'])
+    const req = this.object(o.request, `${path}.request`, ['method', 'url', 'headers', 'body'], ['httpVersion'])
     const body = (b: unknown, p: string) => this.body(b, p, ledger)
     const x: Exchange = {
       seq: this.int(o.seq, `${path}.seq`),
@@ -175,6 +175,10 @@ export class Validator {
         const t = this.object(o.timing, `${path}.timing`, ['startMs', 'headersMs'])
         return { startMs: this.number(t.startMs, `${path}.timing.startMs`), headersMs: this.number(t.headersMs, `${path}.timing.headersMs`) }
       })(),
+    }
+    if (req.httpVersion !== undefined) {
+      if (req.httpVersion !== '2') this.fail(`${path}.request.httpVersion`, 'must be "2" or absent')
+      x.request.httpVersion = '2'
     }
     if (o.origin !== undefined) {
       if (!ORIGINS.has(o.origin as string)) this.fail(`${path}.origin`, 'must be "recorded", "patched" or "live"')

@@ -253,6 +253,27 @@ describe('trace files', () => {
     )
   })
 
+  test('an exchange sent over HTTP/2 keeps its version; a file that says another version is refused naming the field', async () => {
+    const trace = jsonTrace('h2', 2)
+    const h2 = trace.exchanges[1] as Exchange
+    trace.exchanges[1] = { ...h2, request: { ...h2.request, httpVersion: '2' } }
+    const file = join(root, 'h2', 'h2.trace.json')
+    const written = await writeTraceFile(file, trace)
+    assert.equal(written.digest, traceDigest(trace))
+    const text = await readFile(file, 'utf8')
+    const back = await readTraceFile(file)
+    assert.equal(back.exchanges[1]?.request.httpVersion, '2')
+    assert.equal(back.exchanges[0]?.request.httpVersion, undefined)
+    assert.equal(exportTrace(back).text, text)
+    assert.notEqual(traceDigest(back), traceDigest(jsonTrace('h2', 2)), 'the version is part of what the digest covers')
+    const doc = JSON.parse(text)
+    doc.exchanges[1].request.httpVersion = '1.1'
+    assert.throws(
+      () => parseTraceFile(JSON.stringify(doc), new Map(), { file: 'f.json' }),
+      expectCode(ErrorCodes.TRACE_FILE_INVALID, 'exchanges[1].request.httpVersion'),
+    )
+  })
+
   test('a faulted exchange keeps its fault record and what the upstream really sent; re-export is byte-identical', async () => {
     const base = jsonTrace('faulted', 1)
     const f = faultedExchange(1)

@@ -33,6 +33,11 @@ export interface RecordedRequest {
   /** Headers after redaction. */
   headers: HeaderPairs
   body: BodyRef | null
+  /**
+   * `'2'` when the app sent it over HTTP/2 (absent: HTTP/1.x). What the page labels; matching and diff leave it
+   * out, so a recording made over one version replays over the other.
+   */
+  httpVersion?: '2'
 }
 
 export interface ResponseHead {

@@ -162,6 +162,7 @@ class Problems {
     this.url(req.url, 'request.url')
     this.fields(req.headers, 'request.headers')
     if (req.body !== null) this.body(req.body, 'request.body')
+    if (req.httpVersion !== undefined && req.httpVersion !== '2') this.fail('request.httpVersion', `is ${short(req.httpVersion)}; it is "2" or absent`)
     const timing = this.object(x.timing, 'timing')
     for (const k of ['startMs', 'headersMs']) if (!isTime(timing[k])) this.fail(`timing.${k}`, `must be a number of ms from 0 to ${MAX_RECORDED_MS}`)
     if (x.origin !== undefined && !ORIGINS.has(x.origin as string)) this.fail('origin', 'must be "recorded", "patched" or "live"')

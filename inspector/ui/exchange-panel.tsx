@@ -44,6 +44,7 @@ export function ExchangePanel({ run, seq, q, onClose }: { run: Run; seq: number;
         </button>
       </div>
       <div class="facts">
+        {x.request.httpVersion && <span data-testid="exchange-http-version">HTTP/{x.request.httpVersion}</span>}
         <span>started {ms(x.timing.startMs)}</span>
         <span>headers after {ms(x.timing.headersMs)}</span>
         {lastChunk !== undefined && lastChunk > x.timing.headersMs && <span data-testid="exchange-last-chunk">last chunk after {ms(lastChunk)}</span>}

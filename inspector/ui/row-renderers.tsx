@@ -164,6 +164,11 @@ const http: RowRenderer = {
   label: (row) => (
     <>
       <span class="kind">{row.method}</span>
+      {row.httpVersion && (
+        <span class="badge" title="sent over HTTP/2" data-testid="http-version">
+          HTTP/2
+        </span>
+      )}
       <span class="url">{shortUrl(row.url)}</span>
     </>
   ),
