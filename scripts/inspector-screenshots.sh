@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Refreshes the inspector screenshots in docs/images/ (shown in README "The inspector"): the browser tests take
 # them as they walk through the page (runs, run, rerun, compare: the walk-through; search, summary, waterfall:
-# find; faults; grpc, stream: protocols; lab; live). Needs Debian's chromium (apt-get install -y chromium).
+# find; faults; grpc, stream, websocket: protocols; lab; live). Needs Debian's chromium (apt-get install -y chromium).
 #   bash scripts/inspector-screenshots.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
