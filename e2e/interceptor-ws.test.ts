@@ -43,14 +43,14 @@ async function startServer(): Promise<CountingWebSocketServer> {
 
 /** The app: a token over http.get, then (from that response's callback) the session. Everything it saw, in order. */
 async function converse(port: number, text = 'hi'): Promise<string[]> {
-  const token = await new Promise<string>((resolve, reject) => {
+  // Made inside the token response's callback: msw credits the upgrade to that earlier request.
+  const ws = await new Promise<WebSocket>((resolve, reject) => {
     httpGet(`http://127.0.0.1:${port}/token`, (res) => {
       let body = ''
       res.on('data', (c: Buffer) => (body += c))
-      res.on('end', () => resolve(body))
+      res.on('end', () => resolve(new WebSocket(`ws://127.0.0.1:${port}/live?room=${body}`)))
     }).on('error', reject)
   })
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/live?room=${token}`)
   const got: string[] = []
   const step = (line: string) => {
     got.push(line)
