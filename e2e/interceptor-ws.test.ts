@@ -175,3 +175,34 @@ test('`ws` under install(): an upgrade the trace lacks is refused in strict repl
   assert.equal(tr.summary().misses[0]?.code, 'TR_REPLAY_MISS')
   assert.match(tr.summary().misses[0]?.message ?? '', /GET http:\/\/127\.0\.0\.1:9\/nothing/)
 })
+
+test('`ws` under install(): an upgrade the server refuses (401) is recorded as the answer the app got and replayed as it', { timeout: 30_000 }, async () => {
+  const server = createServer()
+  const wss = new WebSocketServer({ server, verifyClient: () => false })
+  const up = await listenCounting(server, wss)
+  const store = createMemoryStore()
+  const attempt = async (mode: 'record' | 'replay') => {
+    const tr = await install({ mode, trace: 'ws-denied', store })
+    const ws = new WebSocket(`ws://127.0.0.1:${up.port}/denied`)
+    const got = await new Promise<string>((resolve) => ws.on('error', (err) => resolve(err.message)))
+    return { got, summary: await tr.close() }
+  }
+  let counting: Awaited<ReturnType<typeof countingListener>> | undefined
+  try {
+    const rec = await attempt('record')
+    assert.equal(rec.got, 'Unexpected server response: 401')
+    const [x] = (await store.readTrace('ws-denied')).exchanges
+    // `ws` gives up at the head, so Node's client never reads the body: the head is kept, the rest as a failure.
+    assert.equal(x?.outcome.kind === 'error' && `${x.outcome.error.phase} ${x.outcome.error.partial?.status}`, 'response-body 401')
+    assert.equal(x?.websocket, undefined)
+    await up.close()
+    counting = await countingListener(up.port)
+    const rep = await attempt('replay')
+    assert.equal(rep.got, 'Unexpected server response: 401')
+    assert.equal(rep.summary.ok, true, JSON.stringify(rep.summary.misses))
+    assert.equal(counting.connections, 0)
+  } finally {
+    await up.close().catch(() => {})
+    await counting?.close()
+  }
+})

@@ -22,7 +22,7 @@ import { FetchResponse, Interceptor, type RequestController } from '@mswjs/inter
 import { SocketInterceptor } from '@mswjs/interceptors/net'
 import { drivePlayback, errorPhase, type Pace, playWebSocket, switchedHeaders, tapWebSocket } from '../capture/index.ts'
 import { type ExchangeRecorder, type Session, WebSocketConversation, type WebSocketDecision, type WebSocketRecorder } from '../engine/index.ts'
-import type { HeaderPairs, ResponseHead, ToolReplayError } from '../trace/index.ts'
+import { CLIENT_ABORT_CODE, type HeaderPairs, type ResponseHead, type ToolReplayError } from '../trace/index.ts'
 import { allHeaderPairs } from './node-http-request.ts'
 import type { ControllerTarget } from './node-http-response.ts'
 
@@ -136,6 +136,15 @@ function play(c: NodeWebSocketContext, upgrade: Upgrade, decision: Extract<WebSo
   const ws = decision.websocket
   if (!ws) {
     // The upstream had not switched: the app gets that HTTP answer, as recorded (`ws` reports an unexpected response).
+    const o = decision.exchange.outcome
+    if (o.kind === 'error' && o.error.code === CLIENT_ABORT_CODE && o.error.partial) {
+      // The app gave up at the head while recording (its client dumped the body unread, see recordAnswer): it gets
+      // that head again, its body ending there. (Played as a failure, msw would never flush a head without bytes.)
+      const { status, statusText, headers } = o.error.partial
+      const kept = headers.filter(([k]) => !/^(content-length|transfer-encoding|connection|keep-alive)$/i.test(k)).map(([k, v]): [string, string] => [k, v])
+      c.controller.respondWith(new FetchResponse(null, { status, statusText, headers: kept }))
+      return
+    }
     void drivePlayback(decision.playback, c.pace, c.target)?.catch((err: Error) => c.target.failWith(err))
     return
   }
@@ -189,7 +198,7 @@ function watchUpgrade(request: AppRequest, watch: UpgradeWatch): void {
   } as AppRequest['emit']
 }
 
-/** Records an answer that is not a 101 as it reaches the app (head, body chunks, its end or failure). */
+/** Records an answer that is not a 101 as it reaches the app (head, body chunks, its end or failure: what the app read). */
 function recordAnswer(res: IncomingMessage, http: ExchangeRecorder): void {
   http.responseStart(responseHead(res))
   const emit = res.emit
@@ -198,9 +207,11 @@ function recordAnswer(res: IncomingMessage, http: ExchangeRecorder): void {
     else if (event === 'end' || event === 'error' || event === 'close') {
       res.emit = emit
       const err = args[0] as Error | undefined
-      if (event === 'end') void http.responseEnd()
-      else
-        void http.fail({ code: err ? codeOf(err) : 'ECONNRESET', message: err?.message ?? 'The connection closed before the answer ended.' }, 'response-body')
+      // An app that gives up at the head (`ws` does, unless it listens for 'unexpected-response') has Node's client
+      // dump the body unread (`_dumped`): what arrived is kept as a failure, never as the whole answer.
+      if (event === 'end' && !(res as { _dumped?: boolean })._dumped) void http.responseEnd()
+      else if (err) void http.fail({ code: codeOf(err), message: err.message }, 'response-body')
+      else void http.fail({ code: CLIENT_ABORT_CODE, message: 'The app dropped the connection after the head; the body was not read.' }, 'response-body')
     }
     return emit.call(this, event, ...args)
   } as IncomingMessage['emit']
