@@ -12,11 +12,10 @@
  */
 import assert from 'node:assert/strict'
 import { createServer as createHttpsServer } from 'node:https'
-import { connect, type Socket } from 'node:net'
+import { connect, type LookupFunction, type Socket } from 'node:net'
 import { before, describe, test } from 'node:test'
 import { connect as tlsConnect } from 'node:tls'
 import { fileURLToPath } from 'node:url'
-import type { ClientOptions } from 'ws'
 import { runCli } from '../cli/index.ts'
 import { install } from '../interceptor/index.ts'
 import type { ProxyServer } from '../proxy/index.ts'
@@ -73,7 +72,7 @@ async function runOn(path: PathName, mode: 'record' | 'replay', scenario: Scenar
       try {
         // api.test is 127.0.0.1 here (the other paths map it with --resolve).
         const lookup = ((_host: string, opts: { all?: boolean }, cb: (e: null, a: unknown, f?: number) => void) =>
-          opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4)) as unknown as ClientOptions['lookup']
+          opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4)) as unknown as LookupFunction
         return await converse(url, scenario, { lookup, ca: work.pki.caPem })
       } finally {
         const summary = await tr.close()

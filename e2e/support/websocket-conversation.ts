@@ -7,6 +7,7 @@
  * the client saw, one JSON line per event: what a sealed run's child does.
  */
 import { randomUUID } from 'node:crypto'
+import type { ClientRequestArgs } from 'node:http'
 import type { Server } from 'node:https'
 import { fileURLToPath } from 'node:url'
 import { type ClientOptions, WebSocket, WebSocketServer } from 'ws'
@@ -39,7 +40,7 @@ export function serveConversation(server: Server): WebSocketServer {
 }
 
 /** Runs `scenario` against `url`; resolves with what the client saw, in order (bounded: 5 s at most). */
-export function converse(url: string, scenario: Scenario, options: ClientOptions = {}): Promise<string[]> {
+export function converse(url: string, scenario: Scenario, options: ClientOptions & Pick<ClientRequestArgs, 'lookup'> = {}): Promise<string[]> {
   const ws = new WebSocket(url, options)
   const got: string[] = []
   const send = (m: object) => ws.send(JSON.stringify({ ...m, event_id: randomUUID() }))
