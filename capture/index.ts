@@ -29,6 +29,6 @@ export {
 export type { ExchangeProgress } from './transport-rules.ts'
 export { bodyTooLarge, DEFAULT_DRAIN_AFTER_ABORT_MS, errorPhase } from './transport-rules.ts'
 export { forwardThroughDispatcher, LazyAgent, rawHeaderList, type Undici } from './undici-upstream.ts'
-export { encodeFrame, FrameParser, OPCODE, opcodeName, websocketAccept } from './websocket-frames.ts'
+export { encodeFrame, FrameParser, OPCODE, opcodeName, switchedHeaders, websocketAccept } from './websocket-frames.ts'
 export type { WebSocketPlayOptions } from './websocket-session.ts'
 export { playWebSocket, relayWebSocket, tapWebSocket } from './websocket-session.ts'

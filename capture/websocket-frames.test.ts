@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { encodeFrame, FrameParser, OPCODE, websocketAccept } from './websocket-frames.ts'
+import { encodeFrame, FrameParser, OPCODE, switchedHeaders, websocketAccept } from './websocket-frames.ts'
 
 test('frames round-trip masked and unmasked at every length form, read from any split of the stream', () => {
   const payloads = [new Uint8Array(0), new Uint8Array(125).fill(7), new Uint8Array(126).fill(8), new Uint8Array(70_000).map((_, i) => i % 251)]
@@ -28,4 +28,24 @@ test('bounded and strict: a frame over the limit, or with a reserved bit, throws
 
 test('the handshake accept value is RFC 6455’s example', () => {
   assert.equal(websocketAccept('dGhlIHNhbXBsZSBub25jZQ=='), 's3pPLMBiTxaQ9kYGzzhZRbK+xOo=')
+})
+
+test("a replayed 101 answers this client's key and drops the recorded connection's own fields (no extension)", () => {
+  const recorded = {
+    status: 101,
+    statusText: 'Switching Protocols',
+    headers: [
+      ['Upgrade', 'websocket'],
+      ['Connection', 'Upgrade'],
+      ['Sec-WebSocket-Accept', 'recorded-accept'],
+      ['Sec-WebSocket-Extensions', 'permessage-deflate'],
+      ['Sec-WebSocket-Protocol', 'realtime'],
+    ] as Array<[string, string]>,
+  }
+  assert.deepEqual(switchedHeaders(recorded, 'dGhlIHNhbXBsZSBub25jZQ=='), [
+    ['upgrade', 'websocket'],
+    ['connection', 'Upgrade'],
+    ['sec-websocket-accept', 's3pPLMBiTxaQ9kYGzzhZRbK+xOo='],
+    ['Sec-WebSocket-Protocol', 'realtime'],
+  ])
 })

@@ -4,7 +4,7 @@
  * of a replayed session are read with it; nothing here touches a socket.
  */
 import { createHash } from 'node:crypto'
-import type { WebSocketOpcode } from '../trace/index.ts'
+import type { ResponseHead, WebSocketOpcode } from '../trace/index.ts'
 
 /** Frame opcodes (RFC 6455 5.2). */
 export const OPCODE = { continuation: 0x0, text: 0x1, binary: 0x2, close: 0x8, ping: 0x9, pong: 0xa } as const
@@ -161,4 +161,20 @@ export function websocketAccept(key: string): string {
   return createHash('sha1')
     .update(key.trim() + GUID)
     .digest('base64')
+}
+
+/** Fields of a 101 that belong to one connection: made anew for a replayed client. */
+const PER_CONNECTION = /^(sec-websocket-accept|sec-websocket-extensions|connection|upgrade)$/i
+
+/**
+ * The head fields of a replayed 101 for a client that sent `key`: the handshake's own (with an accept for this
+ * key) and the recorded ones that do not belong to the recorded connection (no extension is ever negotiated).
+ */
+export function switchedHeaders(recorded: ResponseHead, key: string): Array<[string, string]> {
+  return [
+    ['upgrade', 'websocket'],
+    ['connection', 'Upgrade'],
+    ['sec-websocket-accept', websocketAccept(key)],
+    ...recorded.headers.filter(([k]) => !PER_CONNECTION.test(k)).map(([k, v]): [string, string] => [k, v]),
+  ]
 }

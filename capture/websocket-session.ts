@@ -1,7 +1,7 @@
 /**
- * A WebSocket session's life after its upgrade, the same for every path that holds both sockets as streams
- * (the proxy; the interceptor's node:http upgrades): relaying a live session byte for byte while its frames are
- * read into the recorder, and playing a recorded one to the client.
+ * A WebSocket session's life after its upgrade, the same for every path: relaying a live session byte for byte
+ * while its frames are read into the recorder (the proxy), tapping a socket an in-process client owns (the
+ * interceptor: undici's WebSocket, node:http upgrades), and playing a recorded one to the client (all of them).
  *
  * @note Not carried by capture/lifecycle.ts: the lifecycle is one request and one response body flowing one way
  * (its LiveTee and playback driver), while a session is a conversation both ways whose answers depend on what

@@ -33,6 +33,7 @@ import { ignoreMockedTlsSessions } from './mocked-tls-session.ts'
 import { forwardLive } from './node-http-forward.ts'
 import { allHeaderPairs, bufferRequestBody, requestHeaderPairs, upstreamRoute } from './node-http-request.ts'
 import { type ControllerTarget, controllerTarget } from './node-http-response.ts'
+import { captureNodeWebSocket, isWebSocketUpgrade, trackConnections } from './node-http-websocket.ts'
 
 const { ClientRequest } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
@@ -124,9 +125,15 @@ class NodeHttpHandler {
       refuse(target, new ToolReplayError(ErrorCodes.STORE_CLOSED, `Failed to capture ${method} ${url}: the Tool Replay node:http capture is closed.`))
       return
     }
+    if (isWebSocketUpgrade(request)) {
+      const { pace, maxBodyBytes } = this.#capture
+      const c = { session: this.#session, pace, maxBodyBytes, request, controller, target, refuse: (error: ToolReplayError) => refuse(target, error) }
+      if (await captureNodeWebSocket(c)) return
+    }
     if (method === 'CONNECT' || request.headers.has('upgrade')) {
-      // Upgrades and tunnels are never recorded: live modes let msw pass the socket through untouched;
-      // strict replay refuses them through the engine, which keeps them in the ledger.
+      // Other upgrades and tunnels (and a WebSocket upgrade no ClientRequest owns) are never recorded: live modes
+      // let msw pass the socket through untouched; strict replay refuses them through the engine, which keeps
+      // them in the ledger.
       const decision = this.#session.handleUpgrade({ method, url, headers: allHeaderPairs(request), body: null })
       if (decision.kind === 'forward') await controller.passthrough()
       else refuse(target, decision.kind === 'fail' ? decision.error : new ToolReplayError(ErrorCodes.INTERNAL, 'handleUpgrade replayed an upgrade'))
@@ -178,6 +185,8 @@ let interceptor: ClientRequestInterceptor | undefined
 let socketInterceptor: HttpRequestInterceptor | undefined
 /** Undoes the verified report of held h2-only TLS sockets (http2-held-sockets.ts). */
 let untrustHttp2Sockets: (() => void) | undefined
+/** Stops keeping the server side of intercepted connections (node-http-websocket.ts). */
+let untrackConnections: (() => void) | undefined
 
 function onRequest(event: HttpRequestEvent): Promise<void> | undefined {
   // Unreachable while msw honours internal connections; kept so a change there cannot loop a forward back.
@@ -222,6 +231,7 @@ function applyInterceptors(): void {
   interceptor = clientRequests
   socketInterceptor = sockets
   untrustHttp2Sockets = trustHeldHttp2Sockets()
+  untrackConnections = trackConnections()
   // msw patches the CJS module objects; ESM namespaces and named imports of node:http(s) see it only once synced.
   syncBuiltinESMExports()
 }
@@ -248,6 +258,8 @@ export function installNodeHttpCapture(options: NodeHttpCaptureOptions): NodeHtt
       socketInterceptor?.dispose()
       untrustHttp2Sockets?.()
       untrustHttp2Sockets = undefined
+      untrackConnections?.()
+      untrackConnections = undefined
       interceptor = undefined
       socketInterceptor = undefined
       syncBuiltinESMExports()

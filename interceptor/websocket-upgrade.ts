@@ -14,7 +14,7 @@
 import type { Duplex } from 'node:stream'
 import { duplexPair } from 'node:stream'
 import type { Dispatcher } from 'undici'
-import { type Pace, playWebSocket, tapWebSocket, websocketAccept } from '../capture/index.ts'
+import { type Pace, playWebSocket, switchedHeaders, tapWebSocket } from '../capture/index.ts'
 import { type Session, WebSocketConversation, type WebSocketDecision, type WebSocketRecorder } from '../engine/index.ts'
 import { type HeaderPairs, headerValue, type ResponseHead } from '../trace/index.ts'
 import type { AnyDispatchHandler } from './response-sink.ts'
@@ -76,12 +76,7 @@ export function carryOutWebSocket(
     return
   }
   const key = headerValue(requestHeaders, 'sec-websocket-key') ?? ''
-  const head: Array<[string, string]> = [
-    ['upgrade', 'websocket'],
-    ['connection', 'Upgrade'],
-    ['sec-websocket-accept', websocketAccept(key)],
-    ...ws.head.headers.filter(([k]) => !/^(sec-websocket-accept|sec-websocket-extensions|connection|upgrade)$/i.test(k)),
-  ]
+  const head = switchedHeaders(ws.head, key)
   const [app, ours] = duplexPair()
   const conversation = new WebSocketConversation(ws, `GET ${url}`, ctx.session.trace)
   queueMicrotask(() => {

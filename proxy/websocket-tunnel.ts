@@ -10,7 +10,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Pace } from '../capture/index.ts'
-import { playWebSocket, relayWebSocket, websocketAccept } from '../capture/index.ts'
+import { playWebSocket, relayWebSocket, switchedHeaders } from '../capture/index.ts'
 import { type Playback, type Session, WebSocketConversation, type WebSocketPlayback, type WebSocketRecorder } from '../engine/index.ts'
 import { ErrorCodes, type HeaderPairs, headerValue, type ResponseHead } from '../trace/index.ts'
 import { endAndDrop } from './connection-slots.ts'
@@ -19,8 +19,6 @@ import { connectRaw, type UpstreamOptions } from './upstream.ts'
 /** Longest upstream response head read before a 101 or another answer (bytes), and how long it may take. */
 const MAX_HEAD_BYTES = 64 * 1024
 const HEAD_TIMEOUT_MS = 30_000
-/** Fields of a 101 that belong to one connection: made anew for the replayed client. */
-const PER_CONNECTION = /^(sec-websocket-accept|sec-websocket-extensions|connection|upgrade)$/i
 
 /** What relaying or playing an upgrade needs from the proxy. */
 export interface WebSocketContext {
@@ -180,14 +178,8 @@ export async function playUpgrade(
   const ws = decision.websocket
   if (!ws) return writeRecordedAnswer(client, decision.playback, ctx.closeGraceMs)
   const key = req.headers['sec-websocket-key']
-  const fields = ws.head.headers.filter(([name]) => !PER_CONNECTION.test(name))
-  const lines = [
-    `HTTP/1.1 101 ${ws.head.statusText || 'Switching Protocols'}`,
-    'Upgrade: websocket',
-    'Connection: Upgrade',
-    ...(typeof key === 'string' ? [`Sec-WebSocket-Accept: ${websocketAccept(key)}`] : []),
-    ...fields.map(([k, v]) => `${k}: ${v}`),
-  ]
+  const fields = switchedHeaders(ws.head, typeof key === 'string' ? key : '')
+  const lines = [`HTTP/1.1 101 ${ws.head.statusText || 'Switching Protocols'}`, ...fields.map(([k, v]) => `${k}: ${v}`)]
   client.write(`${lines.join('\r\n')}\r\n\r\n`)
   const conversation = new WebSocketConversation(ws, label, session.trace)
   await playWebSocket(client, conversation, {
