@@ -3,7 +3,8 @@
  * the local Realtime-shaped server (`tr-proxy record --sealed`), forked with `realtime.response[1].output_text` and
  * `realtime.response[0].tool_call[0].arguments`, then the fork replayed strictly with the server STOPPED and a
  * counting listener on its port: the app prints the forked text deltas and the forked arguments, exits 0, and no
- * connection reaches the listener. `diff --view llm` names the responses that changed.
+ * connection reaches the listener. `diff --view llm` names the responses that changed; `drift` skips the session as a
+ * WebSocket session (it does not re-send the upgrade alone) and connects to nothing.
  */
 import assert from 'node:assert/strict'
 import { before, describe, test } from 'node:test'
@@ -66,6 +67,12 @@ describe('fork by meaning on an OpenAI Realtime session (OpenAIRealtimeWS)', { t
       assert.equal(answer.length, 5)
       assert.equal(answer.map((l) => l.replace(/^delta:/, '')).join(''), TEXT)
       assert.equal(out.at(-1), 'done:completed')
+
+      // drift does not re-send the session's upgrade alone: it is skipped as a WebSocket session, and nothing connects.
+      const drift = await cli(['drift', 'rt', '--store', work.store])
+      assert.match(drift.stdout, /\n {2}skip {2}GET https:\/\/api\.test\/v1\/realtime\?model=gpt-realtime #0: websocket: a WebSocket session \(\d+ message\(s\)\) is not re-opened live/)
+      assert.equal(drift.code, 0, drift.stdout + drift.stderr)
+      assert.equal(counting.connections, 0)
 
       const diff = await cli(['diff', 'rt', 'rt-fork', '--view', 'llm', '--exit-code', '--store', work.store])
       assert.equal(diff.code, 1, diff.stdout)
