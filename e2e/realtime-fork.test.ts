@@ -4,7 +4,8 @@
  * `realtime.response[0].tool_call[0].arguments`, then the fork replayed strictly with the server STOPPED and a
  * counting listener on its port: the app prints the forked text deltas and the forked arguments, exits 0, and no
  * connection reaches the listener. `diff --view llm` names the responses that changed; `drift` skips the session as a
- * WebSocket session (it does not re-send the upgrade alone) and connects to nothing.
+ * WebSocket session (it does not re-send the upgrade alone) and connects to nothing. An app that stops early leaves
+ * recorded client messages unsent: the strict replay fails, listing them as unused.
  */
 import assert from 'node:assert/strict'
 import { before, describe, test } from 'node:test'
@@ -25,7 +26,7 @@ const TEXT = 'It is 5°C and raining in Paris.'
 const ARGS = '{"city":"Paris","unit":"celsius"}'
 
 describe('fork by meaning on an OpenAI Realtime session (OpenAIRealtimeWS)', { timeout: 300_000 }, () => {
-  test('the forked text and arguments reach the app in strict replay with 0 connections; diff --view llm names the responses', async (t) => {
+  test('the forked text and arguments reach the app in strict replay with 0 connections; diff --view llm names the responses; drift skips the session; unsent client messages are unused', async (t) => {
     if (skip) return t.skip(skip)
     let up: Awaited<ReturnType<typeof startRealtimeServer>> | undefined = await startRealtimeServer(work.pki.certs['api.test'] as { cert: string; key: string })
     const port = up.port
@@ -79,6 +80,20 @@ describe('fork by meaning on an OpenAI Realtime session (OpenAIRealtimeWS)', { t
       assert.match(diff.stdout, /\nfirst divergence: #0 model response\[0\] tool_call\[0\]\.arguments \$\.unit: \(absent\) → "celsius"/)
       assert.match(diff.stdout, /\n {2}response\[1\] output text: "It is 21°C and sunny in Paris\." → "It is 5°C and raining in Paris\."\n/)
       assert.match(diff.stdout, /from patch [0-9a-f]{12} \(#0 realtime\.response\[0\]\.tool_call\[0\]\.arguments=\{"city":"Paris","unit":"celsius"\}\)/)
+
+      // The app stops after the tool call: the recorded tool result and the second response.create never come. The
+      // replay fails as it does for unused exchanges, naming each client message.
+      const stops = APP.replace(/\n\s*rt\.send\(\{ type: 'conversation\.item\.create', item: \{ type: 'function_call_output'.*\n\s*rt\.send\(\{ type: 'response\.create' \}\)/, '').replace(
+        '++done === 2',
+        '++done === 1',
+      )
+      assert.notEqual(stops, APP)
+      const short = await cli(['replay', '--store', work.store, '-t', 'rt', '--strict', '--sealed', '--', process.execPath, '--input-type=module', '-e', stops], ENV)
+      assert.notEqual(short.code, 0, short.stderr)
+      assert.match(short.stderr, /1 replayed, .*2 unused/)
+      assert.match(short.stderr, /GET https:\/\/api\.test\/v1\/realtime\?model=gpt-realtime client message #4: never sent: .*type "conversation\.item\.create"/)
+      assert.match(short.stderr, /client message #5: never sent: .*type "response\.create"/)
+      assert.equal(counting.connections, 0)
     } finally {
       await up?.close()
       await counting?.close()
