@@ -34,7 +34,20 @@ describe('fork by meaning on an OpenAI Realtime session (OpenAIRealtimeWS)', { t
     const command = [process.execPath, '--input-type=module', '-e', APP]
     try {
       const rec = await cli(
-        ['record', '--store', work.store, '-t', 'rt', '--sealed', '--resolve', `api.test=127.0.0.1:${port}`, '--upstream-ca', work.pki.caPath, '--', ...command],
+        [
+          'record',
+          '--store',
+          work.store,
+          '-t',
+          'rt',
+          '--sealed',
+          '--resolve',
+          `api.test=127.0.0.1:${port}`,
+          '--upstream-ca',
+          work.pki.caPath,
+          '--',
+          ...command,
+        ],
         ENV,
       )
       assert.equal(rec.code, 0, rec.stderr)
@@ -71,7 +84,10 @@ describe('fork by meaning on an OpenAI Realtime session (OpenAIRealtimeWS)', { t
 
       // drift does not re-send the session's upgrade alone: it is skipped as a WebSocket session, and nothing connects.
       const drift = await cli(['drift', 'rt', '--store', work.store])
-      assert.match(drift.stdout, /\n {2}skip {2}GET https:\/\/api\.test\/v1\/realtime\?model=gpt-realtime #0: websocket: a WebSocket session \(\d+ message\(s\)\) is not re-opened live/)
+      assert.match(
+        drift.stdout,
+        /\n {2}skip {2}GET https:\/\/api\.test\/v1\/realtime\?model=gpt-realtime #0: websocket: a WebSocket session \(\d+ message\(s\)\) is not re-opened live/,
+      )
       assert.equal(drift.code, 0, drift.stdout + drift.stderr)
       assert.equal(counting.connections, 0)
 
@@ -83,12 +99,15 @@ describe('fork by meaning on an OpenAI Realtime session (OpenAIRealtimeWS)', { t
 
       // The app stops after the tool call: the recorded tool result and the second response.create never come. The
       // replay fails as it does for unused exchanges, naming each client message.
-      const stops = APP.replace(/\n\s*rt\.send\(\{ type: 'conversation\.item\.create', item: \{ type: 'function_call_output'.*\n\s*rt\.send\(\{ type: 'response\.create' \}\)/, '').replace(
-        '++done === 2',
-        '++done === 1',
-      )
+      const stops = APP.replace(
+        /\n\s*rt\.send\(\{ type: 'conversation\.item\.create', item: \{ type: 'function_call_output'.*\n\s*rt\.send\(\{ type: 'response\.create' \}\)/,
+        '',
+      ).replace('++done === 2', '++done === 1')
       assert.notEqual(stops, APP)
-      const short = await cli(['replay', '--store', work.store, '-t', 'rt', '--strict', '--sealed', '--', process.execPath, '--input-type=module', '-e', stops], ENV)
+      const short = await cli(
+        ['replay', '--store', work.store, '-t', 'rt', '--strict', '--sealed', '--', process.execPath, '--input-type=module', '-e', stops],
+        ENV,
+      )
       assert.notEqual(short.code, 0, short.stderr)
       assert.match(short.stderr, /1 replayed, .*2 unused/)
       assert.match(short.stderr, /GET https:\/\/api\.test\/v1\/realtime\?model=gpt-realtime client message #4: never sent: .*type "conversation\.item\.create"/)
@@ -100,4 +119,3 @@ describe('fork by meaning on an OpenAI Realtime session (OpenAIRealtimeWS)', { t
     }
   })
 })
-

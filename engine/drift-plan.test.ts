@@ -163,7 +163,10 @@ test('a WebSocket session is skipped as `websocket` with its reason (never re-se
   assert.match(plan[0]?.send === false ? plan[0].reason : '', /^websocket: a WebSocket session \(\d+ message\(s\)\) is not re-opened live/)
   const report = traceDriftReport(rt, plan, new Map())
   assert.deepEqual([report.checked, report.skipped], [0, 1])
-  assert.match(formatDriftText(driftReport([report])), /\n {2}skip {2}GET https:\/\/api\.openai\.com\/v1\/realtime\?model=gpt-realtime #0: websocket: a WebSocket session/)
+  assert.match(
+    formatDriftText(driftReport([report])),
+    /\n {2}skip {2}GET https:\/\/api\.openai\.com\/v1\/realtime\?model=gpt-realtime #0: websocket: a WebSocket session/,
+  )
   const updated = driftUpdatedTrace(rt, new Map(), 'voice.drift')
   for (const m of updated.exchanges[0]?.websocket?.messages ?? []) assert.ok(updated.bodies.has(m.body.digest), 'message body kept')
 })

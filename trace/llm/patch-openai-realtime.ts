@@ -35,10 +35,15 @@ const HELP =
 /** Parses the action part of a `realtime.*` patch (`text` is the whole spec, for messages). */
 export function parseRealtimePatchAction(text: string, action: string): RealtimePatchAction {
   const m = /^realtime\.response\[(\d+)\]\.(.*)$/s.exec(action)
-  if (!m) throw new ToolReplayError(ErrorCodes.INVALID_PATCH, `Invalid patch "${text}": "${action.split('=')[0]}" names no response. ${HELP}.`, { details: { patch: text } })
+  if (!m)
+    throw new ToolReplayError(ErrorCodes.INVALID_PATCH, `Invalid patch "${text}": "${action.split('=')[0]}" names no response. ${HELP}.`, {
+      details: { patch: text },
+    })
   const inner = parseLlmPatchAction(text, `llm.${m[2] as string}`)
   if (inner.target.field === 'finish')
-    throw new ToolReplayError(ErrorCodes.INVALID_PATCH, `Invalid patch "${text}": a Realtime response's finish cannot be patched. ${HELP}.`, { details: { patch: text } })
+    throw new ToolReplayError(ErrorCodes.INVALID_PATCH, `Invalid patch "${text}": a Realtime response's finish cannot be patched. ${HELP}.`, {
+      details: { patch: text },
+    })
   return { kind: 'realtime', response: Number(m[1]), target: inner.target, value: inner.value }
 }
 
@@ -65,7 +70,8 @@ interface Resolved {
 }
 
 function resolve(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange, text: string, a: RealtimePatchAction): Resolved {
-  if (!x.websocket) failResolve(text, trace, x, 'is not a WebSocket session; realtime.* patches change an OpenAI Realtime session. Use llm.* for an HTTP model call.')
+  if (!x.websocket)
+    failResolve(text, trace, x, 'is not a WebSocket session; realtime.* patches change an OpenAI Realtime session. Use llm.* for an HTTP model call.')
   const events = realtimeEvents(trace, x)
   if (!isRealtimeSession(x.request.url, events))
     failResolve(text, trace, x, 'is a WebSocket session that does not speak the OpenAI Realtime API (no session.created, no Realtime events).')
@@ -83,14 +89,25 @@ function planFor(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchange, text: strin
   const t = a.target
   if (t.field === 'output_text') {
     const plan = planText(r.events, mine, a.value as string)
-    if (plan.size === 0) failResolve(text, trace, x, `cannot take this patch: response[${a.response}] has no text or transcript to replace (it only calls tools); Tool Replay does not add output items.`)
+    if (plan.size === 0)
+      failResolve(
+        text,
+        trace,
+        x,
+        `cannot take this patch: response[${a.response}] has no text or transcript to replace (it only calls tools); Tool Replay does not add output items.`,
+      )
     return plan
   }
   if (t.field !== 'tool_call') failResolve(text, trace, x, 'cannot take this patch')
   const call = r.view.toolCalls[t.index]
   if (!call) {
     const list = r.view.toolCalls.map((c, i) => `tool_call[${i}] ${c.name}`).join(', ')
-    failResolve(text, trace, x, `has ${r.view.toolCalls.length} tool call(s) in response[${a.response}]${list ? ` (${list})` : ''}, so tool_call[${t.index}] does not exist. Tool Replay changes existing tool calls; it does not add them.`)
+    failResolve(
+      text,
+      trace,
+      x,
+      `has ${r.view.toolCalls.length} tool call(s) in response[${a.response}]${list ? ` (${list})` : ''}, so tool_call[${t.index}] does not exist. Tool Replay changes existing tool calls; it does not add them.`,
+    )
   }
   const value = t.part === 'name' ? (a.value as string) : typeof a.value === 'string' ? a.value : stringifyJson(a.value)
   return planCall(r.events, mine, call, t.part, value)
@@ -131,7 +148,14 @@ function partField(part: Record<string, unknown> | undefined): 'text' | 'transcr
  * Edits of a message item's content parts at `base`: the first part with text gets `text`, later ones ''; parts
  * recorded empty (an `added` item before its deltas) stay empty.
  */
-function itemText(plan: Plan, e: RealtimeEvent, item: Record<string, unknown> | undefined, base: Array<string | number>, text: string, first: { done: boolean }): void {
+function itemText(
+  plan: Plan,
+  e: RealtimeEvent,
+  item: Record<string, unknown> | undefined,
+  base: Array<string | number>,
+  text: string,
+  first: { done: boolean },
+): void {
   if (!item || (str(item.type) !== undefined && str(item.type) !== 'message')) return
   arr(item.content).forEach((p, c) => {
     const field = partField(obj(p))
@@ -158,7 +182,9 @@ function planText(all: readonly RealtimeEvent[], mine: readonly RealtimeEvent[],
       textOf(key),
       deltas.map((e) => str(e.data.delta) ?? ''),
     )
-    deltas.forEach((e, i) => add(plan, e, ['delta'], pieces[i]))
+    deltas.forEach((e, i) => {
+      add(plan, e, ['delta'], pieces[i])
+    })
   }
   for (const e of mine) {
     const done = TEXT_DONE[e.type]
@@ -170,24 +196,21 @@ function planText(all: readonly RealtimeEvent[], mine: readonly RealtimeEvent[],
     if (e.type === 'response.output_item.done') itemText(plan, e, obj(e.data.item), ['item'], text, { done: false })
     if (e.type === 'response.done') {
       const first = { done: false }
-      arr(obj(e.data.response)?.output).forEach((it, p) => itemText(plan, e, obj(it), ['response', 'output', p], text, first))
+      arr(obj(e.data.response)?.output).forEach((it, p) => {
+        itemText(plan, e, obj(it), ['response', 'output', p], text, first)
+      })
     }
   }
   // The items the server echoed into the conversation (conversation.item.done and its kin) say the same.
   for (const e of all) {
     const item = obj(e.data.item)
-    if (e.from === 'server' && e.type.startsWith('conversation.item.') && items.has(str(item?.id) ?? '')) itemText(plan, e, item, ['item'], text, { done: false })
+    if (e.from === 'server' && e.type.startsWith('conversation.item.') && items.has(str(item?.id) ?? ''))
+      itemText(plan, e, item, ['item'], text, { done: false })
   }
   return plan
 }
 
-function planCall(
-  all: readonly RealtimeEvent[],
-  mine: readonly RealtimeEvent[],
-  call: LlmToolCall,
-  part: 'name' | 'arguments',
-  value: string,
-): Plan {
+function planCall(all: readonly RealtimeEvent[], mine: readonly RealtimeEvent[], call: LlmToolCall, part: 'name' | 'arguments', value: string): Plan {
   const plan: Plan = new Map()
   // The call's item ids, learned from the events that name its call_id; without a call_id, its output index.
   const items = new Set<string>()
@@ -206,7 +229,9 @@ function planCall(
       value,
       deltas.map((e) => str(e.data.delta) ?? ''),
     )
-    deltas.forEach((e, i) => add(plan, e, ['delta'], pieces[i]))
+    deltas.forEach((e, i) => {
+      add(plan, e, ['delta'], pieces[i])
+    })
   }
   /**
    * An event or item that carries the call's whole name or arguments: changed. One that carries a part (an
@@ -219,7 +244,10 @@ function planCall(
     const at = index(e.data.output_index)
     if (e.type === 'response.function_call_arguments.done') carry(e, e.data, [], at)
     if (e.type === 'response.output_item.added' || e.type === 'response.output_item.done') carry(e, obj(e.data.item), ['item'], at)
-    if (e.type === 'response.done') arr(obj(e.data.response)?.output).forEach((it, p) => carry(e, obj(it), ['response', 'output', p], p))
+    if (e.type === 'response.done')
+      arr(obj(e.data.response)?.output).forEach((it, p) => {
+        carry(e, obj(it), ['response', 'output', p], p)
+      })
   }
   for (const e of all) {
     const item = obj(e.data.item)
@@ -254,7 +282,13 @@ export function applyRealtimePatch(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exc
   if (view && t.field === 'output_text') ok = view.outputText === a.value
   if (view && t.field === 'tool_call') {
     const c = view.toolCalls[t.index]
-    ok = c !== undefined && (t.part === 'name' ? c.name === a.value : typeof a.value === 'string' ? c.argumentsText === a.value : canonicalJson(c.arguments) === canonicalJson(a.value))
+    ok =
+      c !== undefined &&
+      (t.part === 'name'
+        ? c.name === a.value
+        : typeof a.value === 'string'
+          ? c.argumentsText === a.value
+          : canonicalJson(c.arguments) === canonicalJson(a.value))
   }
   if (!ok)
     throw new ToolReplayError(

@@ -31,7 +31,9 @@ test('realtime.response[1].output_text: deltas re-split, the done events and the
   const types = changed.map((i) => (after[i] as { type: string }).type)
   // The first delta ("It is ") keeps its recorded size, so its bytes do not change.
   assert.deepEqual(types, ['response.output_text.delta', 'response.output_text.done', 'response.done'])
-  const deltas = after.filter((m) => typeof m === 'object' && m.type === 'response.output_text.delta' && m.response_id === 'resp_2').map((m) => (m as { delta: string }).delta)
+  const deltas = after
+    .filter((m) => typeof m === 'object' && m.type === 'response.output_text.delta' && m.response_id === 'resp_2')
+    .map((m) => (m as { delta: string }).delta)
   assert.deepEqual(deltas, ['It is ', '5°C and raining in Paris.'])
   // Event ids and everything around the edited values stay as recorded.
   for (const i of changed) assert.equal((after[i] as { event_id: string }).event_id, (before[i] as { event_id: string }).event_id)
@@ -53,7 +55,13 @@ test("realtime.response[0].tool_call[0].arguments: deltas, function_call_argumen
   assert.equal(call?.argumentsText, '{"city":"Oslo","unit":"c"}')
   assert.equal(call?.name, 'get_weather')
   assert.equal(view?.responses?.[0]?.outputText, 'Let me check the weather.')
-  const after = messages(branch) as Array<{ type?: string; delta?: string; arguments?: string; item?: { arguments?: string }; response?: { output: Array<{ arguments?: string }> } }>
+  const after = messages(branch) as Array<{
+    type?: string
+    delta?: string
+    arguments?: string
+    item?: { arguments?: string }
+    response?: { output: Array<{ arguments?: string }> }
+  }>
   const argDeltas = after.filter((m) => m.type === 'response.function_call_arguments.delta').map((m) => m.delta)
   assert.equal(argDeltas.length, 2)
   assert.equal(argDeltas.join(''), '{"city":"Oslo","unit":"c"}')
@@ -97,14 +105,17 @@ test('realtime.* patches fail closed with TR_INVALID_PATCH naming what is wrong'
 
 test('a response with only a tool call has no text to replace: refused, not invented', () => {
   const events = weatherConversation().filter(
-    ([, e]) => typeof e !== 'object' || !['response.output_text.delta', 'response.output_text.done', 'response.output_item.added'].includes(String(e.type)) || e.response_id !== 'resp_1',
+    ([, e]) =>
+      typeof e !== 'object' ||
+      !['response.output_text.delta', 'response.output_text.done', 'response.output_item.added'].includes(String(e.type)) ||
+      e.response_id !== 'resp_1',
   )
   const only = events.map(([from, e]) => {
     if (typeof e === 'object' && e.type === 'response.done' && (e.response as { id: string }).id === 'resp_1') {
       const r = e.response as { output: Array<{ type: string }> }
-      return [from, { ...e, response: { ...r, output: r.output.filter((o) => o.type === 'function_call') } }] as typeof events[number]
+      return [from, { ...e, response: { ...r, output: r.output.filter((o) => o.type === 'function_call') } }] as (typeof events)[number]
     }
-    return [from, e] as typeof events[number]
+    return [from, e] as (typeof events)[number]
   })
   const t = realtimeTrace('rt', [only])
   assert.throws(() => fork(t, '#0 realtime.response[0].output_text="x"'), /response\[0\] has no text or transcript to replace/)
