@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { realtimeTrace, weatherConversation } from '../../e2e/fixtures/realtime-session.ts'
+import { realtimeTrace, type SessionEvent, weatherConversation } from '../../e2e/fixtures/realtime-session.ts'
 import { bodyBytes } from '../body.ts'
 import type { Exchange, Trace } from '../exchange.ts'
 import { forkTrace } from '../patch.ts'
@@ -119,4 +119,56 @@ test('a response with only a tool call has no text to replace: refused, not inve
   })
   const t = realtimeTrace('rt', [only])
   assert.throws(() => fork(t, '#0 realtime.response[0].output_text="x"'), /response\[0\] has no text or transcript to replace/)
+})
+
+test('beta names and audio: the transcript is what output_text forks (deltas, done, content_part.done, the echoed item, response.done); audio and the user transcript stay', () => {
+  const audio = Buffer.alloc(300, 9).toString('base64')
+  const s = (e: Record<string, unknown>): SessionEvent => ['server', { event_id: `e${++n}`, ...e }]
+  let n = 0
+  const at = { response_id: 'resp_1', item_id: 'item_a', output_index: 0, content_index: 0 }
+  const events: SessionEvent[] = [
+    s({ type: 'session.created', session: { id: 'sess_1', model: 'gpt-4o-realtime-preview' } }),
+    ['client', { type: 'input_audio_buffer.append', audio }],
+    s({ type: 'input_audio_buffer.committed', item_id: 'item_u' }),
+    s({ type: 'conversation.item.input_audio_transcription.completed', item_id: 'item_u', content_index: 0, transcript: 'Hello there' }),
+    s({ type: 'response.created', response: { id: 'resp_1', status: 'in_progress', output: [] } }),
+    s({ type: 'conversation.item.created', item: { id: 'item_a', type: 'message', role: 'assistant', content: [] } }),
+    s({ type: 'response.content_part.added', ...at, part: { type: 'audio', transcript: '' } }),
+    s({ type: 'response.audio.delta', ...at, delta: audio }),
+    s({ type: 'response.audio_transcript.delta', ...at, delta: 'Hi, how ' }),
+    s({ type: 'response.audio_transcript.delta', ...at, delta: 'can I help?' }),
+    s({ type: 'response.audio_transcript.done', ...at, transcript: 'Hi, how can I help?' }),
+    s({ type: 'response.content_part.done', ...at, part: { type: 'audio', transcript: 'Hi, how can I help?' } }),
+    s({
+      type: 'conversation.item.done',
+      item: { id: 'item_a', type: 'message', role: 'assistant', content: [{ type: 'audio', transcript: 'Hi, how can I help?' }] },
+    }),
+    s({
+      type: 'response.done',
+      response: {
+        id: 'resp_1',
+        status: 'completed',
+        output: [{ id: 'item_a', type: 'message', role: 'assistant', content: [{ type: 'audio', transcript: 'Hi, how can I help?' }] }],
+      },
+    }),
+  ]
+  const src = realtimeTrace('voice', [events], 'https://api.openai.com/v1/realtime?model=gpt-4o-realtime-preview')
+  const branch = fork(src, '#0 realtime.response[0].output_text="Goodbye."')
+  assert.equal(llmView(branch, branch.exchanges[0] as Exchange)?.responses?.[0]?.outputText, 'Goodbye.')
+  const text = messages(branch).map((m) => JSON.stringify(m))
+  assert.equal(text.filter((t) => t.includes('can I help')).length, 0, 'no place still says the recorded transcript')
+  const before = messages(src)
+  const same = (type: string) =>
+    assert.deepEqual(
+      messages(branch).filter((m) => typeof m === 'object' && m.type === type),
+      before.filter((m) => typeof m === 'object' && m.type === type),
+      type,
+    )
+  for (const type of [
+    'response.audio.delta',
+    'conversation.item.input_audio_transcription.completed',
+    'response.content_part.added',
+    'conversation.item.created',
+  ])
+    same(type)
 })
