@@ -82,8 +82,9 @@ describe('fork by meaning on an OpenAI Realtime session (OpenAIRealtimeWS)', { t
       assert.equal(answer.map((l) => l.replace(/^delta:/, '')).join(''), TEXT)
       assert.equal(out.at(-1), 'done:completed')
 
-      // drift does not re-send the session's upgrade alone: it is skipped as a WebSocket session, and nothing connects.
-      const drift = await cli(['drift', 'rt', '--store', work.store])
+      // drift does not re-send the session's upgrade alone, even with model calls and unsafe methods allowed: it is
+      // skipped as a WebSocket session, and nothing connects.
+      const drift = await cli(['drift', 'rt', '--model-calls', '--unsafe', '--store', work.store])
       assert.match(
         drift.stdout,
         /\n {2}skip {2}GET https:\/\/api\.test\/v1\/realtime\?model=gpt-realtime #0: websocket: a WebSocket session \(\d+ message\(s\)\) is not re-opened live/,
