@@ -172,3 +172,23 @@ test('beta names and audio: the transcript is what output_text forks (deltas, do
   ])
     same(type)
 })
+
+test('a function call the server echoes into the conversation (conversation.item.done) is forked there too; its empty added item stays', () => {
+  const events = weatherConversation()
+  const done = events.findIndex(([, e]) => typeof e === 'object' && e.type === 'response.done')
+  const item = { id: 'item_f1', type: 'function_call', call_id: 'call_weather_1', name: 'get_weather' }
+  events.splice(
+    done,
+    0,
+    ['server', { type: 'conversation.item.added', item: { ...item, arguments: '' } }],
+    ['server', { type: 'conversation.item.done', item: { ...item, arguments: '{"city":"Paris"}' } }],
+  )
+  const branch = fork(realtimeTrace('rt', [events]), '#0 realtime.response[0].tool_call[0].arguments={"city":"Oslo"}')
+  const echoed = messages(branch).filter(
+    (m) => typeof m === 'object' && String(m.type).startsWith('conversation.item.') && (m.item as { type?: string })?.type === 'function_call',
+  )
+  assert.deepEqual(
+    echoed.map((m) => (m as { item: { arguments: string } }).item.arguments),
+    ['', '{"city":"Oslo"}'],
+  )
+})
