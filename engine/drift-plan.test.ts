@@ -154,3 +154,19 @@ test('report: a live answer that never reached the server (DNS, refused, timeout
     assert.equal(reportOf(x).exchanges[0]?.status, 'drift')
   }
 })
+
+test('a WebSocket session is skipped as `websocket` with its reason (never re-sent as its upgrade GET alone); --update keeps its messages', async () => {
+  const { realtimeTrace, weatherConversation } = await import('../e2e/fixtures/realtime-session.ts')
+  const rt = realtimeTrace('voice', [weatherConversation()])
+  const plan = planDrift(rt, { unsafe: true, modelCalls: true })
+  assert.equal(plan[0]?.send, false)
+  assert.match(plan[0]?.send === false ? plan[0].reason : '', /^websocket: a WebSocket session \(\d+ message\(s\)\) is not re-opened live/)
+  const report = traceDriftReport(rt, plan, new Map())
+  assert.deepEqual([report.checked, report.skipped], [0, 1])
+  assert.match(
+    formatDriftText(driftReport([report])),
+    /\n {2}skip {2}GET https:\/\/api\.openai\.com\/v1\/realtime\?model=gpt-realtime #0: websocket: a WebSocket session/,
+  )
+  const updated = driftUpdatedTrace(rt, new Map(), 'voice.drift')
+  for (const m of updated.exchanges[0]?.websocket?.messages ?? []) assert.ok(updated.bodies.has(m.body.digest), 'message body kept')
+})

@@ -6,7 +6,7 @@
  * redacted header is left out unless its value is given (`fill`), and what cannot be filled is noted, so a
  * 401 in the report comes with its reason. Also builds the trace `--update` writes. Pure.
  */
-import { bodyBytes, type Exchange, exchangeLabel, llmView, mcpView, type Trace, tryUtf8 } from '../trace/index.ts'
+import { bodyBytes, type Exchange, exchangeLabel, llmView, mcpView, type Trace, tryUtf8, websocketBodyRefs } from '../trace/index.ts'
 import type { CapturedRequest } from './decision.ts'
 import { type McpDriftOptions, type McpPlanContext, type McpResend, mcpPlanContext, planMcpExchange } from './mcp-drift-plan.ts'
 import { REDACTED } from './redaction.ts'
@@ -45,6 +45,7 @@ function planExchange(trace: Trace, x: Exchange, options: DriftPlanOptions, mcp:
   const method = x.request.method.toUpperCase()
   const m = mcpView(trace, x)
   const kind: DriftRequestKind = llmView(trace, x) ? 'model' : SAFE_METHODS.includes(method) ? 'safe' : 'unsafe'
+  if (x.websocket) return { seq: x.seq, label, kind, send: false, reason: websocketSkip(x.websocket.messages.length) }
   if (x.origin === 'patched') return { seq: x.seq, label, kind, send: false, reason: 'a fork patched this answer: it is not what the upstream said' }
   if (!recordedUpstream(x))
     return { seq: x.seq, label, kind, send: false, reason: 'an injected fault answered it before forwarding: no upstream answer was recorded' }
@@ -81,6 +82,14 @@ function planExchange(trace: Trace, x: Exchange, options: DriftPlanOptions, mcp:
   return { seq: x.seq, label, kind: sentAs, send: true, request: { method, url: x.request.url, headers, body }, notes, ...(resend ? { mcp: resend } : {}) }
 }
 
+/**
+ * Why a WebSocket session is not re-sent: re-sending its upgrade GET alone would compare a 101 and nothing the
+ * session said, and its server messages answer what the app sends, so only a new recording can compare them.
+ */
+export function websocketSkip(messages: number): string {
+  return `websocket: a WebSocket session (${messages} message(s)) is not re-opened live; re-sending its upgrade alone would compare a 101, not what the session said. Record the run again and \`tr-proxy diff\` the two traces to see what changed`
+}
+
 function recordedRequest(trace: Trace, x: Exchange): CapturedRequest {
   return { method: x.request.method, url: x.request.url, headers: x.request.headers, body: x.request.body ? bodyBytes(trace, x.request.body) : null }
 }
@@ -102,6 +111,7 @@ export function driftUpdatedTrace(recorded: Trace, live: ReadonlyMap<number, { t
       x.fault?.upstream?.kind === 'response' ? x.fault.upstream.response.body : undefined,
     ]
     for (const ref of refs) if (ref) bodies.set(ref.digest, bodyBytes(from, ref))
+    for (const [ref] of websocketBodyRefs(x)) bodies.set(ref.digest, bodyBytes(from, ref))
   }
   const exchanges = recorded.exchanges.map((x) => {
     const l = live.get(x.seq)

@@ -16,7 +16,7 @@ import { type Finalize, SessionRecording } from './session-recording.ts'
 import { DEFAULT_MAX_BODY_BYTES } from './transport-rules.ts'
 import type { WebSocketDecision } from './websocket-decision.ts'
 import { passthroughWebSocketRecorder } from './websocket-recorder.ts'
-import type { WebSocketPlayback } from './websocket-replay.ts'
+import { type WebSocketPlayback, WebSocketUsage } from './websocket-replay.ts'
 
 /**
  * One record or replay session over one trace. The matching and strictness rules live here once;
@@ -41,6 +41,7 @@ export class Session {
   readonly #misses: LedgerEntry[] = []
   readonly #exhausted: LedgerEntry[] = []
   readonly #live: LedgerEntry[] = []
+  readonly #websockets = new WebSocketUsage() // replayed sessions: client messages never sent are unused
   #afterUpdate: { dropped: LedgerEntry[]; kept: LedgerEntry[] } | undefined
   /** Folds an SDK's retries of one refused request into one ledger entry. */
   readonly #retries = new RetryFolding()
@@ -211,7 +212,7 @@ export class Session {
     const playback = this.#playback(exchange)
     if (!exchange.websocket || playback.kind !== 'response') return { kind: 'replay', exchange, playback }
     const websocket = websocketPlaybackOf(this.#source as ReplaySource, this.trace, exchange, playback.head)
-    const decision = (w: WebSocketPlayback): WebSocketDecision => ({ kind: 'replay', exchange, playback, websocket: w })
+    const decision = (w: WebSocketPlayback): WebSocketDecision => ({ kind: 'replay', exchange, playback, websocket: this.#websockets.track(w, exchange) })
     return websocket instanceof Promise ? websocket.then(decision) : decision(websocket)
   }
 
@@ -397,7 +398,7 @@ export class Session {
   summary(): SessionSummary {
     if (this.#closed) return this.#closed
     // Once a live tail started, recordings the run did not reach are where it went another way: not unused.
-    const unused = this.mode === 'replay' && !this.#tailLive ? this.unused() : []
+    const unused = this.mode === 'replay' && !this.#tailLive ? [...this.unused(), ...this.#websockets.unused()] : []
     const update = this.#afterUpdate ?? { dropped: this.mode === 'update' && !this.#keepUnused ? this.unused() : [], kept: [] }
     return {
       trace: this.trace,

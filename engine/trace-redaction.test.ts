@@ -147,3 +147,20 @@ test('a trace redacted once is not changed again (an import or a fork of a recor
   assert.equal(twice.changed, 0)
   assert.equal(twice.trace.exchanges[0], once.trace.exchanges[0])
 })
+
+test('a WebSocket session keeps every message payload, and its JSON text messages pass the body paths as the recorder does', async () => {
+  const { realtimeTrace, weatherConversation } = await import('../e2e/fixtures/realtime-session.ts')
+  const events = weatherConversation()
+  events.splice(1, 0, ['client', { type: 'session.update', session: { api_key: SECRET } }])
+  const t = realtimeTrace('rt', [events])
+  const plain = redactTrace(t, new Redactor())
+  const x = plain.trace.exchanges[0] as Exchange
+  assert.equal(plain.changed, 0)
+  assert.equal(x.websocket?.messages.length, events.length)
+  for (const m of x.websocket?.messages ?? []) assert.deepEqual(bodyBytes(plain.trace, m.body), bodyBytes(t, m.body))
+  const redacted = redactTrace(t, new Redactor({ bodyPaths: ['$.session.api_key'] }))
+  assert.equal(redacted.changed, 1)
+  assert.ok(!everything(redacted.trace).includes(SECRET))
+  const m = (redacted.trace.exchanges[0] as Exchange).websocket?.messages[1]
+  assert.equal(dec.decode(bodyBytes(redacted.trace, m?.body as BodyRef)), `{"type":"session.update","session":{"api_key":"${REDACTED}"}}`)
+})

@@ -18,10 +18,12 @@ import {
   type RecordedResponse,
   ToolReplayError,
   type Trace,
+  type WebSocketSession,
 } from '../trace/index.ts'
 import { redactBody } from './body-redaction.ts'
 import type { Redactor } from './redaction.ts'
 import { DEFAULT_MAX_BODY_BYTES } from './transport-rules.ts'
+import { redactTextMessage } from './websocket-recorder.ts'
 
 /** A redacted copy of a trace and how many of its exchanges redaction changed. */
 export interface RedactedTrace {
@@ -72,8 +74,26 @@ class ExchangeRedaction {
       : { ...x.request, url, headers: requestHeaders }
     const outcome = this.#outcome(x.outcome, 'response')
     const upstream = x.fault?.upstream ? this.#outcome(x.fault.upstream, 'upstream response') : undefined
+    const websocket = x.websocket ? this.#websocket(x.websocket) : undefined
     if (!this.#changed) return x
-    return { ...x, request, outcome, ...(x.fault ? { fault: { ...x.fault, upstream: upstream ?? null } } : {}) }
+    return { ...x, request, outcome, ...(websocket ? { websocket } : {}), ...(x.fault ? { fault: { ...x.fault, upstream: upstream ?? null } } : {}) }
+  }
+
+  /** A WebSocket session's messages: text ones through body redaction as the recorder does; every payload kept. */
+  #websocket(ws: WebSocketSession): WebSocketSession {
+    const messages = ws.messages.map((m) => {
+      const bytes = bodyBytes(this.#trace, m.body)
+      const redacted = m.opcode === 'text' ? redactTextMessage(this.#redactor, bytes) : bytes
+      if (redacted === bytes) {
+        this.#bodies.set(m.body.digest, bytes)
+        return m
+      }
+      this.#changed = true
+      const body = bodyFromChunks([{ bytes: redacted, atMs: m.body.chunks.at(-1)?.atMs ?? m.atMs }])
+      this.#bodies.set(body.ref.digest, body.bytes)
+      return { ...m, body: body.ref }
+    })
+    return { ...ws, messages }
   }
 
   #outcome(o: Outcome, use: string): Outcome {

@@ -51,6 +51,11 @@ export interface WebSocketRecorderContext {
 
 const JSON_TEXT: Array<[string, string]> = [['content-type', 'application/json']]
 
+/** A text message's payload through body redaction (as a JSON body); the same array when nothing changed. */
+export function redactTextMessage(redactor: Redactor, bytes: Uint8Array): Uint8Array {
+  return redactor.hasBodyPaths ? redactor.body(bytes, JSON_TEXT) : bytes
+}
+
 type Frames = Array<{ bytes: Uint8Array; atMs: number }>
 
 /**
@@ -65,8 +70,8 @@ function messageAssembler(redactor: Redactor) {
 
   const finish = (from: 'client' | 'server', opcode: WebSocketOpcode, frames: Frames) => {
     let built = bodyFromChunks(frames)
-    if (opcode === 'text' && redactor.hasBodyPaths) {
-      const redacted = redactor.body(built.bytes, JSON_TEXT)
+    if (opcode === 'text') {
+      const redacted = redactTextMessage(redactor, built.bytes)
       if (redacted !== built.bytes) built = bodyFromChunks([{ bytes: redacted, atMs: (frames[frames.length - 1] as { atMs: number }).atMs }])
     }
     bodies.set(built.ref.digest, built.bytes)

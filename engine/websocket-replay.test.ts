@@ -57,3 +57,29 @@ test('a client message nothing recorded matches is a miss naming the message, it
   c.client('text', enc.encode('{"type":"session.update"}'))
   assert.equal(c.client('text', enc.encode('{"type":"session.update"}')).kind, 'miss')
 })
+
+test('client messages a replay never received are unused ledger entries (TR_REPLAY_UNUSED), by position and type; none once all came', async () => {
+  const { WebSocketUsage } = await import('./websocket-replay.ts')
+  const usage = new WebSocketUsage()
+  const x = { seq: 3, request: { method: 'GET', url: 'wss://api.test/rt', headers: [], body: null } }
+  const played = usage.track(playback(), x)
+  // A session handed to a path whose conversation never started: every client message is unused.
+  const other = new WebSocketUsage()
+  other.track(playback(), x)
+  assert.deepEqual(
+    other.unused().map((e) => e.request),
+    ['GET wss://api.test/rt client message #1', 'GET wss://api.test/rt client message #2'],
+  )
+  const c = new WebSocketConversation(played, 'GET wss://api.test/rt', 't')
+  c.client('text', enc.encode('{"type":"session.update"}'))
+  const [entry, extra] = usage.unused()
+  assert.equal(extra, undefined)
+  assert.equal(entry?.code, ErrorCodes.REPLAY_UNUSED)
+  assert.equal(entry?.request, 'GET wss://api.test/rt client message #2')
+  assert.match(
+    entry?.message ?? '',
+    /^never sent: the recording's client message #2 of WebSocket session #3 \(a text message of type "response\.create" \(\d+ bytes\)\) did not come in replay/,
+  )
+  c.client('text', enc.encode('{"type":"response.create"}'))
+  assert.deepEqual(usage.unused(), [])
+})

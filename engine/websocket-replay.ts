@@ -9,6 +9,7 @@
  */
 import {
   ErrorCodes,
+  type Exchange,
   type ResponseHead,
   ToolReplayError,
   tryUtf8,
@@ -17,6 +18,7 @@ import {
   type WebSocketOpcode,
   websocketMatchKey,
 } from '../trace/index.ts'
+import type { LedgerEntry } from './ledger.ts'
 
 /** A recorded message ready to send: its frames' payloads (one per recorded frame). */
 export interface PlayedMessage {
@@ -33,6 +35,8 @@ export interface WebSocketPlayback {
   headersMs: number
   messages: PlayedMessage[]
   end?: WebSocketEnd
+  /** Told of every conversation played from this session (WebSocketUsage: client messages never sent are unused). */
+  opened?: (conversation: WebSocketConversation) => void
 }
 
 /** A server message to send, `afterMs` after what prompted it (the 101, or the client message it answers). */
@@ -62,7 +66,7 @@ export class WebSocketConversation {
   readonly #label: string
   readonly #trace: string
   /** Recorded client messages that can be matched, with their key and the server messages answering them. */
-  readonly #turns: Array<{ message: PlayedMessage; key: string; answer: Scheduled[]; used: boolean }> = []
+  readonly #turns: Array<{ message: PlayedMessage; position: number; key: string; answer: Scheduled[]; used: boolean }> = []
   readonly #opening: Scheduled[] = []
   #received = 0
   #answered = 0
@@ -75,6 +79,7 @@ export class WebSocketConversation {
     this.#trace = trace
     let anchor: { atMs: number; into: Scheduled[] } = { atMs: playback.headersMs, into: this.#opening }
     let clientClosed = false
+    let position = 0
     for (const m of playback.messages) {
       if (m.opcode === 'close' && m.from === 'client') clientClosed = true
       else if (m.opcode === 'close' && clientClosed) {
@@ -85,7 +90,7 @@ export class WebSocketConversation {
       if (m.from === 'client') {
         if (m.opcode === 'close') continue
         if (m.opcode === 'ping' || m.opcode === 'pong') continue
-        const turn = { message: m, key: websocketMatchKey(m.opcode, joined(m.frames)), answer: [] as Scheduled[], used: false }
+        const turn = { message: m, position: ++position, key: websocketMatchKey(m.opcode, joined(m.frames)), answer: [] as Scheduled[], used: false }
         this.#turns.push(turn)
         anchor = { atMs: m.atMs, into: turn.answer }
         continue
@@ -93,6 +98,12 @@ export class WebSocketConversation {
       if (m.opcode === 'pong') continue
       anchor.into.push({ message: m, afterMs: Math.max(0, m.atMs - anchor.atMs) })
     }
+    playback.opened?.(this)
+  }
+
+  /** The recorded client messages (text and binary) not matched so far: their position among the client's messages, and what they are. */
+  unsent(): Array<{ position: number; what: string }> {
+    return this.#turns.filter((t) => !t.used).map((t) => ({ position: t.position, what: describe(t.message.opcode, joined(t.message.frames)) }))
   }
 
   /** The server messages sent before any client message, at their offsets from the 101. */
@@ -160,4 +171,39 @@ function describe(opcode: WebSocketOpcode, bytes: Uint8Array): string {
 
 function joined(frames: readonly Uint8Array[]): Uint8Array {
   return frames.length === 1 ? (frames[0] as Uint8Array) : Buffer.concat(frames)
+}
+
+/**
+ * The sessions a strict replay played and the conversations played from each: the recorded client messages no
+ * conversation received are unused, reported in the ledger as unused exchanges are (the run did less than
+ * recorded). A session whose conversation never started has every client message unused.
+ */
+export class WebSocketUsage {
+  readonly #sessions: Array<{ label: string; seq: number; playback: WebSocketPlayback; conversations: WebSocketConversation[] }> = []
+
+  /** The playback a path is handed for the recorded session `x`: the conversation made from it reports here. */
+  track(playback: WebSocketPlayback, x: Pick<Exchange, 'seq' | 'request'>): WebSocketPlayback {
+    const entry = { label: `${x.request.method} ${x.request.url}`, seq: x.seq, playback, conversations: [] as WebSocketConversation[] }
+    this.#sessions.push(entry)
+    return { ...playback, opened: (c) => entry.conversations.push(c) }
+  }
+
+  /** A ledger entry for every recorded client message no conversation received. */
+  unused(): LedgerEntry[] {
+    const out: LedgerEntry[] = []
+    for (const s of this.#sessions) {
+      const conversations = s.conversations.length > 0 ? s.conversations : [new WebSocketConversation({ ...s.playback, opened: () => {} }, s.label, '')]
+      // A message counts as sent when any conversation of the session received it.
+      const unsent = conversations.map((c) => new Map(c.unsent().map((u) => [u.position, u.what])))
+      for (const [position, what] of unsent[0] as Map<number, string>) {
+        if (!unsent.every((m) => m.has(position))) continue
+        out.push({
+          code: ErrorCodes.REPLAY_UNUSED,
+          request: `${s.label} client message #${position}`,
+          message: `never sent: the recording's client message #${position} of WebSocket session #${s.seq} (${what}) did not come in replay, so what the server said after it was not played. The app did less than when it was recorded; re-record, or check what changed.`,
+        })
+      }
+    }
+    return out
+  }
 }

@@ -2,7 +2,7 @@
  * The model of a faults file: fault rules and their seed, effect rules (commit evidence) and behaviour
  * contracts. Reading and validating the file lives in faults-file.ts; this file only holds the types.
  */
-import type { FaultKind, FaultPhase, ProviderShape, SERVER_ERROR_STATUSES, StreamPoint } from '../trace/index.ts'
+import type { FaultKind, FaultPhase, ProviderShape, SERVER_ERROR_STATUSES, StreamPoint, WebSocketFaultKind } from '../trace/index.ts'
 import type { Target } from './fault-target.ts'
 
 export type { ProviderShape, StreamPoint } from '../trace/index.ts'
@@ -85,7 +85,10 @@ interface FaultRuleBase extends FaultSchedule {
 }
 
 /** One fault rule, its options typed by its kind. */
-export type FaultRule = { [K in FaultKind]: FaultRuleBase & { fault: K; options: FaultOptionsByKind[K] } }[FaultKind]
+export type FaultRule = { [K in RuleFaultKind]: FaultRuleBase & { fault: K; options: FaultOptionsByKind[K] } }[RuleFaultKind]
+
+/** The kinds a faults file's rule takes: a WebSocket session's faults are forked in (trace/fault-kinds.ts). */
+export type RuleFaultKind = Exclude<FaultKind, WebSocketFaultKind>
 
 /** A value read from an exchange: a JSON path in a body, or a header. */
 export type ValueRef = { from: 'json'; path: string } | { from: 'header'; name: string }

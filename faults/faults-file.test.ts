@@ -179,3 +179,16 @@ contracts: [no-duplicate-effects]
   assert.throws(() => parseFaults('rules: [{ id: r, target: { mcp: {} }, fault: timeout }]'), { code: ErrorCodes.INVALID_FAULTS, message: /mcp needs a tool/ })
   assert.throws(() => parseFaults('rules: [{ id: r, target: { mcp: { tool: x }, url: /y }, fault: timeout }]'), { code: ErrorCodes.INVALID_FAULTS })
 })
+
+test("a WebSocket session's faults (ws_close, ws_drop, ws_delay) are forked in, not ruled: TR_INVALID_FAULTS says how", () => {
+  for (const fault of ['ws_close', 'ws_drop', 'ws_delay']) {
+    assert.throws(
+      () => faultsFromObject({ rules: [{ id: 'c', target: { url: '/v1/realtime' }, fault }] }),
+      (err: Error & { code?: string }) =>
+        err.code === ErrorCodes.INVALID_FAULTS &&
+        err.message.includes(
+          `is ${fault}, which acts on a recorded WebSocket session. Fork it in: tr-proxy fork TRACE --to NEW --patch '#SEQ fault=${fault}@N'.`,
+        ),
+    )
+  }
+})

@@ -14,6 +14,7 @@ import {
   parseJsonPath,
   SERVER_ERROR_STATUSES,
   ToolReplayError,
+  WEBSOCKET_FAULT_KINDS,
 } from '../trace/index.ts'
 import {
   CONTRACT_KINDS,
@@ -28,6 +29,7 @@ import {
   type LatencyDistribution,
   PROVIDER_SHAPES,
   type ProviderShape,
+  type RuleFaultKind,
   type StreamPoint,
   type ValueRef,
 } from './fault-rules.ts'
@@ -159,7 +161,9 @@ class FaultsReader {
     const ruleId = id as string
     if (!(FAULT_KINDS as readonly unknown[]).includes(o.fault))
       fail('fault', o.fault === undefined ? 'is missing' : `is ${describe(o.fault)}`, `Use one of ${FAULT_KINDS.join(', ')}.`)
-    const fault = o.fault as FaultKind
+    if ((WEBSOCKET_FAULT_KINDS as readonly unknown[]).includes(o.fault))
+      fail('fault', `is ${o.fault}, which acts on a recorded WebSocket session`, `Fork it in: tr-proxy fork TRACE --to NEW --patch '#SEQ fault=${o.fault}@N'.`)
+    const fault = o.fault as RuleFaultKind
     const target = this.target(o.target, where('target'), ruleId)
     const mcp = 'mcp' in target.spec
     if (mcp && !MCP_KINDS.includes(fault))
@@ -249,9 +253,9 @@ class FaultsReader {
     }
   }
 
-  options<K extends FaultKind>(kind: K, raw: unknown, at: string, rule: string): FaultOptionsByKind[K] {
+  options<K extends RuleFaultKind>(kind: K, raw: unknown, at: string, rule: string): FaultOptionsByKind[K] {
     const o = raw === undefined ? {} : this.object(raw, at, 'Write options as an object.', rule)
-    const known: Record<FaultKind, string[]> = {
+    const known: Record<RuleFaultKind, string[]> = {
       response_lost: ['code'],
       timeout: ['ms', 'code'],
       rate_limit: ['retryAfterMs', 'provider'],
@@ -281,7 +285,7 @@ class FaultsReader {
       o.retryAfterMs === undefined
         ? {}
         : { retryAfterMs: this.int(o.retryAfterMs, `${at}.retryAfterMs`, 0, 'Write the delay the client is asked to wait, in ms.', rule) }
-    const out: Record<FaultKind, () => unknown> = {
+    const out: Record<RuleFaultKind, () => unknown> = {
       response_lost: () => ({ code: code(FAULT_DEFAULTS.code.response_lost) }),
       timeout: () => ({
         ms:

@@ -99,7 +99,10 @@ export interface WebSocketSession {
 
 export type ExchangeOrigin = 'recorded' | 'patched' | 'live'
 
-/** The faults Tool Replay can inject at the HTTP boundary (and, `tool_error` and `server_crash`, into MCP stdio servers). */
+/**
+ * The faults Tool Replay can inject at the HTTP boundary (and, `tool_error` and `server_crash`, into MCP stdio servers;
+ * `ws_close`, `ws_drop` and `ws_delay` into a recorded WebSocket session: trace/websocket-fault-patch.ts).
+ */
 export const FAULT_KINDS = [
   'response_lost',
   'timeout',
@@ -112,6 +115,9 @@ export const FAULT_KINDS = [
   'stream_error',
   'tool_error',
   'server_crash',
+  'ws_close',
+  'ws_drop',
+  'ws_delay',
 ] as const
 export type FaultKind = (typeof FAULT_KINDS)[number]
 

@@ -24,6 +24,16 @@ export const FAULT_DEFAULTS = {
   code: { response_lost: 'ECONNRESET', timeout: 'ETIMEDOUT', stream_error: 'ECONNRESET' },
 } as const
 
+/**
+ * Kinds that act on a recorded WebSocket session, forked in (`#N fault=ws_close@3:1011`): the server closes the session
+ * with a code after its Nth message, its Nth message is dropped, or it comes late. A faults file's rules do not take them.
+ */
+export const WEBSOCKET_FAULT_KINDS = ['ws_close', 'ws_drop', 'ws_delay'] as const satisfies readonly FaultKind[]
+export type WebSocketFaultKind = (typeof WEBSOCKET_FAULT_KINDS)[number]
+
+/** The close code `ws_close` sends when the patch names none (1011: the server hit an unexpected condition, RFC 6455 7.4.1). */
+export const WEBSOCKET_FAULT_CLOSE_CODE = 1011
+
 /** Kinds that answer in the upstream's place: the request is never forwarded (server_error unless it forwards first). */
 export const BEFORE_FORWARD_KINDS: ReadonlySet<FaultKind> = new Set(['rate_limit', 'server_error', 'blackout', 'timeout'])
 

@@ -10,16 +10,18 @@
  *   is removed.
  * The optional `@N` is the one number each kind takes: rate_limit@RETRY_AFTER_MS,
  * server_error@STATUS, blackout@503 (default: refused), timeout@MS, latency@MS, stream_cut@EVENTS /
- * stream_error@EVENTS; the defaults are trace/fault-kinds.ts's.
+ * stream_error@EVENTS; the defaults are trace/fault-kinds.ts's. A WebSocket session takes ws_close@N[:CODE],
+ * ws_drop@N and ws_delay@N[:MS] (trace/websocket-fault-patch.ts).
  */
 import { bodyBytes, bodyFromBytes, bodyFromChunks, splitChunks } from './body.ts'
 import { ErrorCodes, ToolReplayError } from './errors.ts'
 import { cutBody } from './event-stream-cut.ts'
 import { type Exchange, type ExchangeFault, FAULT_KINDS, type FaultKind, type FaultPhase, type RecordedResponse, type Trace } from './exchange.ts'
-import { BEFORE_FORWARD_KINDS, FAULT_DEFAULTS, faultError, SERVER_ERROR_STATUSES } from './fault-kinds.ts'
+import { BEFORE_FORWARD_KINDS, FAULT_DEFAULTS, faultError, SERVER_ERROR_STATUSES, WEBSOCKET_FAULT_KINDS, type WebSocketFaultKind } from './fault-kinds.ts'
 import { headerValue } from './header-pairs.ts'
 import { providerErrorResponse, providerFor } from './provider-errors.ts'
 import { isEventStream } from './sse.ts'
+import { applyWebSocketFault, checkWebSocketFaultArgs, validateWebSocketFault, type WebSocketFaultArgs } from './websocket-fault-patch.ts'
 
 /** A parsed `fault=` patch action. */
 export interface FaultPatchAction {
@@ -27,13 +29,15 @@ export interface FaultPatchAction {
   fault: FaultKind | 'none'
   /** The kind's one number (`@N`), when given. */
   arg?: number
+  /** A WebSocket fault's second number (`@N:VALUE`: ws_close's code, ws_delay's ms). */
+  value?: number
 }
 
 /** What applying a fault patch does to the branch's list of exchanges. */
 export type FaultPatchEffect = { kind: 'changed' } | { kind: 'insert-before'; exchange: Exchange } | { kind: 'remove' }
 
 const HELP =
-  'Fault actions: fault=KIND[@N] with KIND one of rate_limit[@RETRY_AFTER_MS], server_error[@STATUS], blackout[@503], timeout[@MS], response_lost, latency[@MS], stream_cut[@EVENTS], stream_error[@EVENTS]; fault=none removes one.'
+  'Fault actions: fault=KIND[@N] with KIND one of rate_limit[@RETRY_AFTER_MS], server_error[@STATUS], blackout[@503], timeout[@MS], response_lost, latency[@MS], stream_cut[@EVENTS], stream_error[@EVENTS]; on a WebSocket session ws_close@N[:CODE], ws_drop@N, ws_delay@N[:MS] (N: the server message); fault=none removes one.'
 
 function invalid(text: string, why: string): never {
   throw new ToolReplayError(ErrorCodes.INVALID_PATCH, `Invalid patch "${text}": ${why}. ${HELP}`, { details: { patch: text } })
@@ -41,9 +45,16 @@ function invalid(text: string, why: string): never {
 
 /** Parses the action after `fault=`. */
 export function parseFaultPatchAction(text: string, value: string): FaultPatchAction {
-  const m = /^([a-z_]+)(?:@(\d+))?$/.exec(value)
+  const m = /^([a-z_]+)(?:@(\d+)(?::(\d+))?)?$/.exec(value)
   if (!m) invalid(text, `"fault=${value}" is not KIND or KIND@NUMBER`)
   const fault = m[1] as string
+  if ((WEBSOCKET_FAULT_KINDS as readonly string[]).includes(fault)) {
+    if (m[2] === undefined) invalid(text, `${fault} needs the server message it acts at: ${fault}@N`)
+    const a: FaultPatchAction = { kind: 'fault', fault: fault as WebSocketFaultKind, arg: Number(m[2]), ...(m[3] !== undefined ? { value: Number(m[3]) } : {}) }
+    checkWebSocketFaultArgs(wsArgs(a), (why) => invalid(text, why))
+    return a
+  }
+  if (m[3] !== undefined) invalid(text, `only a WebSocket fault takes a second number (${fault}@${m[2]}:${m[3]})`)
   if (fault === 'none') {
     if (m[2] !== undefined) invalid(text, 'fault=none takes no number')
     return { kind: 'fault', fault: 'none' }
@@ -68,7 +79,16 @@ export function parseFaultPatchAction(text: string, value: string): FaultPatchAc
 
 /** The canonical text of the action, for lineage and the patch id. */
 export function canonicalFaultAction(a: FaultPatchAction): string {
-  return `fault=${a.fault}${a.arg !== undefined ? `@${a.arg}` : ''}`
+  return `fault=${a.fault}${a.arg !== undefined ? `@${a.arg}` : ''}${a.value !== undefined ? `:${a.value}` : ''}`
+}
+
+/** A WebSocket fault action's arguments. */
+function wsArgs(a: FaultPatchAction): WebSocketFaultArgs {
+  return { fault: a.fault as WebSocketFaultKind, at: a.arg as number, ...(a.value !== undefined ? { value: a.value } : {}) }
+}
+
+function isWebSocketFault(a: FaultPatchAction): boolean {
+  return (WEBSOCKET_FAULT_KINDS as readonly string[]).includes(a.fault)
 }
 
 /** Checks the patch against its exchange before anything is applied. */
@@ -84,9 +104,15 @@ export function validateFaultPatch(x: Exchange, text: string, a: FaultPatchActio
   }
   if (a.fault === 'none') {
     if (!x.fault) fail('it has no fault to remove')
+    if ((WEBSOCKET_FAULT_KINDS as readonly string[]).includes(x.fault?.kind ?? ''))
+      fail(`its ${x.fault?.kind} changed the session's messages, which the fork does not keep; fork the trace it came from instead`)
     return
   }
   if (x.fault) fail(`it already has a fault (${x.fault.kind}, rule ${x.fault.rule}); remove it first with fault=none in a fork of its own`)
+  if (isWebSocketFault(a)) {
+    validateWebSocketFault(x, wsArgs(a), fail)
+    return
+  }
   if (BEFORE_FORWARD_KINDS.has(a.fault)) return
   const outcome = x.outcome
   if (outcome.kind !== 'response') fail(`${a.fault} acts on a response, and this exchange recorded ${outcome.error.code}`)
@@ -118,6 +144,12 @@ export function applyFaultPatch(
     call: 1,
     upstream,
   })
+  if (isWebSocketFault(a)) {
+    const upstream = x.outcome
+    applyWebSocketFault(trace, x, patch.id, wsArgs(a))
+    x.fault = fault('mid-body', upstream)
+    return { kind: 'changed' }
+  }
   if (BEFORE_FORWARD_KINDS.has(a.fault)) {
     const attempt: Exchange = {
       seq: x.seq,

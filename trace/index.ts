@@ -54,7 +54,8 @@ export type {
 } from './exchange.ts'
 export { CLIENT_ABORT_CODE, ERROR_PHASES, FAULT_KINDS, FAULT_PHASES, OUTPUT_TAIL_BYTES, TRACE_FORMAT_VERSION, WEBSOCKET_OPCODES } from './exchange.ts'
 /** The fault kinds' defaults, server_error's statuses and the errors failing kinds give (for rules and fork patches). */
-export { BEFORE_FORWARD_KINDS, FAULT_DEFAULTS, faultError, SERVER_ERROR_STATUSES } from './fault-kinds.ts'
+export type { WebSocketFaultKind } from './fault-kinds.ts'
+export { BEFORE_FORWARD_KINDS, FAULT_DEFAULTS, faultError, SERVER_ERROR_STATUSES, WEBSOCKET_FAULT_CLOSE_CODE, WEBSOCKET_FAULT_KINDS } from './fault-kinds.ts'
 export { faultTag, upstreamPhrase } from './fault-label.ts'
 export type { DecodedGrpcBody, GrpcMessage, GrpcMessageView } from './grpc-frames.ts'
 export { decodeGrpcBody, formatGrpcBody, grpcMessageViews, isGrpcContentType } from './grpc-frames.ts'

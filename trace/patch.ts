@@ -19,6 +19,10 @@
  *              | "llm." LLM_TARGET "=" VALUE   change a model turn by meaning (trace/llm/llm-patch.ts):
  *                                              llm.output_text=JSON_STRING, llm.tool_call[N].name=NAME,
  *                                              llm.tool_call[N].arguments=JSON, llm.finish=VALUE
+ *              | "realtime.response[" N "]." LLM_TARGET "=" VALUE
+ *                                              change one response of an OpenAI Realtime session (a WebSocket
+ *                                              exchange) by meaning (trace/llm/patch-openai-realtime.ts):
+ *                                              output_text=JSON_STRING, tool_call[M].arguments=JSON, tool_call[M].name=NAME
  *              | "mcp." PATH "=" JSON          change an MCP answer by meaning (trace/llm/mcp-patch.ts):
  *                                              mcp.result.content[0].text=JSON, mcp.isError=true, mcp.error.message=JSON
  *              | "fault=" KIND ["@" N]         inject a fault into one exchange, or "fault=none" to remove
@@ -47,9 +51,17 @@ import { canonicalJson, cloneJson, parseJson } from './json-codec.ts'
 import { formatJsonPath, parseJsonPath } from './json-path.ts'
 import { applyLlmPatch, canonicalLlmAction, type LlmPatchAction, parseLlmPatchAction, validateLlmPatch } from './llm/index.ts'
 import { applyMcpPatch, canonicalMcpAction, type McpPatchAction, parseMcpPatchAction, validateMcpPatch } from './llm/mcp-patch.ts'
+import {
+  applyRealtimePatch,
+  canonicalRealtimeAction,
+  parseRealtimePatchAction,
+  type RealtimePatchAction,
+  validateRealtimePatch,
+} from './llm/patch-openai-realtime.ts'
 import { contentEncoding, lengthNote, patchedError, patchJson, setBody, setBodyChunks } from './patch-bodies.ts'
 import { normalizeUrl } from './request-identity.ts'
 import { assertValidBranch } from './validate.ts'
+import { websocketBodyRefs } from './websocket.ts'
 
 /**
  * node:http taken with process.getBuiltinModule rather than `import`: an ESM import builds the module's namespace
@@ -73,6 +85,7 @@ export type PatchAction =
   | { kind: 'response'; status: number }
   | LlmPatchAction
   | McpPatchAction
+  | RealtimePatchAction
   | FaultPatchAction
 
 /** A parsed patch. `text` is what the user wrote (kept for messages only; lineage stores the canonical form). */
@@ -117,7 +130,7 @@ export interface ForkOptions {
 
 const PHASES: readonly ErrorPhase[] = ERROR_PHASES
 const SPEC_HELP =
-  'Write a patch as "SELECTOR ACTION", e.g. "#0 $.active=false" or "GET https://crm.test/customers/42 #0 status=503"; actions: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME, error=CODE[@PHASE], error=CODE@response-body:BYTES, response=CODE, llm.output_text="TEXT", llm.tool_call[N].name=NAME, llm.tool_call[N].arguments=JSON, llm.finish=VALUE, mcp.result.PATH=JSON, mcp.isError=true, fault=KIND[@N], fault=none.'
+  'Write a patch as "SELECTOR ACTION", e.g. "#0 $.active=false" or "GET https://crm.test/customers/42 #0 status=503"; actions: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME, error=CODE[@PHASE], error=CODE@response-body:BYTES, response=CODE, llm.output_text="TEXT", llm.tool_call[N].name=NAME, llm.tool_call[N].arguments=JSON, llm.finish=VALUE, realtime.response[N].output_text="TEXT", realtime.response[N].tool_call[M].arguments=JSON, mcp.result.PATH=JSON, mcp.isError=true, fault=KIND[@N], fault=none.'
 
 function invalid(text: string, why: string): never {
   throw new ToolReplayError(ErrorCodes.INVALID_PATCH, `Invalid patch "${text}": ${why}. ${SPEC_HELP}`, { details: { patch: text } })
@@ -167,6 +180,7 @@ function parseAction(text: string, a: string): PatchAction {
   }
   if (a.startsWith('llm.')) return parseLlmPatchAction(text, a)
   if (a.startsWith('mcp.')) return parseMcpPatchAction(text, a)
+  if (a.startsWith('realtime.')) return parseRealtimePatchAction(text, a)
   let m: RegExpExecArray | null
   if ((m = /^body=@(.+)$/s.exec(a))) return { kind: 'body-file', file: m[1] as string }
   if ((m = /^fault=(.*)$/.exec(a))) return parseFaultPatchAction(text, m[1] as string)
@@ -261,6 +275,9 @@ export function canonicalPatchSpec(spec: PatchSpec): string {
     case 'mcp':
       action = canonicalMcpAction(a)
       break
+    case 'realtime':
+      action = canonicalRealtimeAction(a)
+      break
     case 'fault':
       action = canonicalFaultAction(a)
       break
@@ -341,6 +358,7 @@ export function resolvePatches(source: Trace, patches: ReadonlyArray<string | Pa
     // An llm.* patch also needs the right kind of exchange (a model turn, an existing tool call): checked now.
     if (patch.action.kind === 'llm') validateLlmPatch(source, matches[0] as Exchange, patch.text, patch.action)
     if (patch.action.kind === 'mcp') validateMcpPatch(source, matches[0] as Exchange, patch.text, patch.action)
+    if (patch.action.kind === 'realtime') validateRealtimePatch(source, matches[0] as Exchange, patch.text, patch.action)
     if (patch.action.kind === 'fault') validateFaultPatch(matches[0] as Exchange, patch.text, patch.action)
     const spec = canonicalPatchSpec(patch)
     return { id: sha256(spec).slice(0, 12), spec, seq: (matches[0] as Exchange).seq, patch }
@@ -406,6 +424,8 @@ export function forkTraceWithNotes(source: Trace, options: ForkOptions): ForkRes
     ]) {
       if (ref) own.set(ref.digest, bodies.get(ref.digest) as Uint8Array)
     }
+    // A WebSocket session's messages are bodies too (a forked Realtime session's rewritten events among them).
+    for (const [ref] of websocketBodyRefs(x)) own.set(ref.digest, bodies.get(ref.digest) as Uint8Array)
   }
   assertValidBranch({ meta, exchanges: arranged, bodies: own }, resolved)
   return { trace: { meta, exchanges: arranged, bodies: own }, notes }
@@ -469,6 +489,9 @@ function applyPatch(trace: Pick<Trace, 'meta' | 'bodies'>, x: Exchange, r: Resol
       setBodyChunks(trace, res, out.chunks, out.decoded)
       return
     }
+    case 'realtime':
+      applyRealtimePatch(trace, x, r.patch.text, a)
+      return
     case 'json':
       patchJson(trace, res, a, fail, note)
       return

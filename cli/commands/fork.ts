@@ -30,7 +30,7 @@ export const forkCommand: CommandModule = {
         array: true,
         demandOption: true,
         describe:
-          'Patch "SELECTOR ACTION", repeatable. SELECTOR: #SEQ or "METHOD URL [#OCCURRENCE]". ACTION: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME (remove), error=CODE[@PHASE], response=CODE; on a model call: llm.output_text="TEXT", llm.tool_call[N].name=NAME, llm.tool_call[N].arguments=JSON, llm.finish=VALUE',
+          'Patch "SELECTOR ACTION", repeatable. SELECTOR: #SEQ or "METHOD URL [#OCCURRENCE]". ACTION: $.path=JSON, body=@FILE, status=CODE, header:NAME=VALUE, header:NAME (remove), error=CODE[@PHASE], response=CODE; on a model call: llm.output_text="TEXT", llm.tool_call[N].name=NAME, llm.tool_call[N].arguments=JSON, llm.finish=VALUE; on an OpenAI Realtime session: realtime.response[N].output_text="TEXT", realtime.response[N].tool_call[M].arguments=JSON; on a WebSocket session: fault=ws_close@N[:CODE], fault=ws_drop@N, fault=ws_delay@N[:MS]',
       })
       .option('force', { type: 'boolean', default: false, describe: 'Replace an existing trace named BRANCH' })
       .example('$0 fork main --to inactive --patch "#0 $.active=false"', 'Set a field of the first response')

@@ -156,7 +156,7 @@ export function resolveLlmEdit(trace: Pick<Trace, 'bodies' | 'meta'>, x: Exchang
       text,
       trace,
       x,
-      "is an OpenAI Realtime session (a WebSocket exchange): llm.* patches change one HTTP model call, not a session's server events. Replay the session as recorded, or patch another exchange.",
+      'is an OpenAI Realtime session (a WebSocket exchange): llm.* patches change one HTTP model call. Name the response of the session instead: realtime.response[N].output_text="TEXT" or realtime.response[N].tool_call[M].arguments=JSON.',
     )
   if ((view.status ?? 200) >= 300)
     failResolve(

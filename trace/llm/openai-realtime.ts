@@ -73,6 +73,8 @@ interface ResponseState {
   /** Function calls by call id (else item id, else output index). */
   calls: Map<string, { index?: number; id?: string; name: string; args: string }>
   final?: Record<string, unknown>
+  /** The server events read into this response, in order (what a fork of it rewrites). */
+  events: RealtimeEvent[]
 }
 
 const TEXT_DELTAS = new Set(['response.output_text.delta', 'response.text.delta', 'response.output_audio_transcript.delta', 'response.audio_transcript.delta'])
@@ -86,9 +88,14 @@ const AUDIO_DELTAS = new Set(['response.output_audio.delta', 'response.audio.del
 
 /** Reads a whole Realtime session: the session's view, with each response in `responses`. Never throws on odd shapes. */
 export function readRealtimeSession(url: string, events: readonly RealtimeEvent[]): LlmView {
+  return readRealtimeResponses(url, events).view
+}
+
+/** The session's view and, for each of its responses, the server events that made it (trace/llm/patch-openai-realtime.ts). */
+export function readRealtimeResponses(url: string, events: readonly RealtimeEvent[]): { view: LlmView; events: RealtimeEvent[][] } {
   const reader = new SessionReader(url)
   for (const e of events) reader.read(e)
-  return reader.finish()
+  return { view: reader.finish(), events: reader.responseEvents() }
 }
 
 class SessionReader {
@@ -110,6 +117,8 @@ class SessionReader {
   #open: ResponseState | undefined
   #serverEvents = 0
   #error: string | undefined
+  /** The server event being read. */
+  #current: RealtimeEvent | undefined
 
   constructor(url: string) {
     try {
@@ -124,8 +133,15 @@ class SessionReader {
     if (e.from === 'client') this.#client(e.type, e.data)
     else {
       this.#serverEvents++
+      this.#current = e
       this.#server(e.type, e.data)
+      this.#current = undefined
     }
+  }
+
+  /** Each response's server events, in the order of the responses. */
+  responseEvents(): RealtimeEvent[][] {
+    return this.#responses.map((r) => r.events)
   }
 
   #client(type: string, data: Record<string, unknown>): void {
@@ -209,7 +225,7 @@ class SessionReader {
     }
     view.toolResults = trailingToolResults(view.input)
     this.#pending = []
-    const state: ResponseState = { view, texts: new Map(), calls: new Map() }
+    const state: ResponseState = { view, texts: new Map(), calls: new Map(), events: this.#current ? [this.#current] : [] }
     const id = str(response?.id)
     if (id !== undefined) {
       state.id = id
@@ -222,7 +238,9 @@ class SessionReader {
 
   #responseEvent(type: string, data: Record<string, unknown>): void {
     const id = str(data.response_id) ?? str(obj(data.response)?.id)
-    const r = (id !== undefined ? this.#byId.get(id) : undefined) ?? this.#open ?? this.#start(id !== undefined ? { id } : undefined)
+    const found = (id !== undefined ? this.#byId.get(id) : undefined) ?? this.#open
+    const r = found ?? this.#start(id !== undefined ? { id } : undefined)
+    if (found && this.#current) r.events.push(this.#current)
     r.view.events = (r.view.events ?? 0) + 1
     const oi = index(data.output_index)
     const key = `${oi ?? ''}:${index(data.content_index) ?? 0}`

@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { realtimeTrace, weatherConversation } from '../e2e/fixtures/realtime-session.ts'
+import { bodyBytes } from './body.ts'
+import type { Exchange, Trace, WebSocketMessage } from './exchange.ts'
+import { forkTrace } from './patch.ts'
+import { readClosePayload } from './websocket.ts'
+
+const source = () => realtimeTrace('rt', [weatherConversation()])
+const fork = (t: Trace, ...patches: string[]) => forkTrace(t, { name: 'rt-fault', sourceDigest: 'sha256:0', patches })
+const session = (t: Trace) => (t.exchanges[0] as Exchange).websocket?.messages ?? []
+/** "server response.created", "client close 4000", ...: each message of the only session. */
+const lines = (t: Trace) =>
+  session(t).map((m) =>
+    m.opcode === 'close'
+      ? `${m.from} close ${readClosePayload(bodyBytes(t, m.body))?.code}`
+      : `${m.from} ${(JSON.parse(Buffer.from(bodyBytes(t, m.body)).toString('utf8')) as { type: string }).type}`,
+  )
+const serverData = (t: Trace) => session(t).filter((m) => m.from === 'server' && m.opcode === 'text')
+
+test('ws_close@N:CODE: the server closes with CODE after its Nth message, the client answers; nothing later is kept', () => {
+  const src = source()
+  const branch = fork(src, '#0 fault=ws_close@5:4000')
+  const before = lines(src)
+  const fifth = before.map((l, i) => [l, i] as const).filter(([l]) => l.startsWith('server'))[4]?.[1] as number
+  assert.deepEqual(lines(branch), [...before.slice(0, fifth + 1), 'server close 4000', 'client close 4000'])
+  const close = session(branch).at(-2)
+  assert.match(close?.close?.reason ?? '', /^Tool Replay fault ws_close \(fork patch [0-9a-f]{12}\)$/)
+  const x = branch.exchanges[0] as Exchange
+  assert.equal(x.fault?.kind, 'ws_close')
+  assert.equal(x.fault?.phase, 'mid-body')
+  assert.equal(x.fault?.upstream?.kind === 'response' && x.fault.upstream.response.status, 101)
+  assert.equal(x.origin, 'patched')
+  assert.deepEqual(
+    branch.meta.lineage?.patches.map((p) => p.spec),
+    ['#0 fault=ws_close@5:4000'],
+  )
+  for (const m of session(branch)) assert.ok(branch.bodies.has(m.body.digest))
+  // Without a code: 1011 (the server hit an unexpected condition).
+  assert.equal(lines(fork(src, '#0 fault=ws_close@2')).at(-2), 'server close 1011')
+})
+
+test('ws_drop@N leaves the server message out; ws_delay@N:MS moves it and everything after it MS later', () => {
+  const src = source()
+  const dropped = fork(src, '#0 fault=ws_drop@6')
+  assert.equal(serverData(dropped).length, serverData(src).length - 1)
+  assert.deepEqual(
+    serverData(dropped).map((m) => m.body.digest),
+    serverData(src)
+      .filter((_, i) => i !== 5)
+      .map((m) => m.body.digest),
+  )
+  assert.equal((dropped.exchanges[0] as Exchange).fault?.kind, 'ws_drop')
+  const delayed = fork(src, '#0 fault=ws_delay@6:2500')
+  const sixth = serverData(src)[5]
+  const at = session(src).indexOf(sixth as WebSocketMessage)
+  assert.deepEqual(
+    session(delayed).map((m) => m.atMs),
+    session(src).map((m, i) => (i >= at ? m.atMs + 2500 : m.atMs)),
+  )
+})
+
+test('WebSocket faults fail closed with TR_INVALID_PATCH naming what is wrong', () => {
+  const src = source()
+  const cases: Array<[string, RegExp]> = [
+    ['#0 fault=ws_close@99', /the session has \d+ server message\(s\) \(text or binary\), so ws_close@99 has nothing to act on/],
+    ['#0 fault=ws_close', /ws_close needs the server message it acts at: ws_close@N/],
+    ['#0 fault=ws_close@2:1005', /1005 is not a close code an endpoint may send/],
+    ['#0 fault=ws_drop@2:5', /ws_drop takes only the message/],
+    ['#0 fault=ws_delay@0', /server messages count from 1/],
+    ['#0 fault=latency@5:3', /only a WebSocket fault takes a second number/],
+  ]
+  for (const [patch, message] of cases) {
+    assert.throws(
+      () => fork(src, patch),
+      (err: Error & { code?: string }) => {
+        assert.equal(err.code, 'TR_INVALID_PATCH', patch)
+        assert.match(err.message, message, patch)
+        return true
+      },
+    )
+  }
+  const branch = fork(src, '#0 fault=ws_drop@1')
+  assert.throws(
+    () => fork(branch, '#0 fault=none'),
+    /its ws_drop changed the session's messages, which the fork does not keep; fork the trace it came from instead/,
+  )
+  const { websocket: _session, ...upgrade } = src.exchanges[0] as Exchange
+  const http: Trace = { ...src, exchanges: [upgrade] }
+  assert.throws(() => fork(http, '#0 fault=ws_drop@1'), /ws_drop acts on a WebSocket session, and this exchange is not one/)
+})
