@@ -23,6 +23,7 @@ import {
   type TraceMeta,
   type WebSocketSession,
 } from '../trace/index.ts'
+import { DigestIndex } from './digest-index.ts'
 import {
   DEFAULT_INLINE_LIMIT,
   fileElement,
@@ -197,7 +198,7 @@ class FileExchanges {
   readonly #limit: number
   readonly #name: string
   // Digests whose bytes this file already holds, in the order a reader meets them (see fileExchange).
-  readonly #written = new Set<string>()
+  readonly #written = new DigestIndex(0)
   refs = false
 
   constructor(name: string, options: TraceFileOptions) {

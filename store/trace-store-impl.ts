@@ -154,17 +154,26 @@ async function stageTrace(live: RunOps, meta: TraceMeta, id: string, createdAt: 
   let bodies = new Map<string, Uint8Array>()
   let bytes = 0
   let ended = false
+  // One chunk is written while the next is read: the store's write (LevelDB's threads) overlaps the caller's
+  // parsing instead of following it. Never more than one, so memory stays at two chunks.
+  let writing: Promise<void> = Promise.resolve()
   const flush = async () => {
     if (chunk.length === 0) return
     const [xs, bs] = [chunk, bodies]
     chunk = []
     bodies = new Map()
     bytes = 0
-    await live((o) => o.appendChunk(id, xs, bs))
+    const previous = writing
+    // A chunk goes only after the one before it landed; a failed one fails every chunk after it.
+    writing = previous.then(() => live((o) => o.appendChunk(id, xs, bs)))
+    writing.catch(() => {})
+    await previous
   }
   const discard = async () => {
     if (ended) return
     ended = true
+    // After the chunk in flight, so no chunk lands on a recording already deleted.
+    await writing.catch(() => {})
     await live((o) => o.deleteRecording(id)).catch(() => {})
   }
   return {
@@ -184,6 +193,7 @@ async function stageTrace(live: RunOps, meta: TraceMeta, id: string, createdAt: 
     async commit(options) {
       try {
         await flush()
+        await writing
         await live((o) => o.closeRecording(id, { overwrite: options?.overwrite === true }))
         ended = true
       } catch (err) {

@@ -1,0 +1,49 @@
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { test } from 'node:test'
+import { DigestIndex } from './digest-index.ts'
+
+const digest = (i: number) => createHash('sha256').update(String(i)).digest('hex')
+
+test('holds many digests with their numbers, as a Map would', () => {
+  const index = new DigestIndex(3)
+  const n = 50_000
+  for (let i = 0; i < n; i++) assert.equal(index.add(digest(i), i, i * 2, i + 0.5), true)
+  assert.equal(index.size, n)
+  for (let i = 0; i < n; i += 7) {
+    assert.equal(index.has(digest(i)), true)
+    assert.deepEqual([index.get(digest(i), 0), index.get(digest(i), 1), index.get(digest(i), 2)], [i, i * 2, i + 0.5])
+  }
+  for (let i = n; i < n + 1000; i++) assert.equal(index.has(digest(i)), false)
+  assert.equal(index.get(digest(n)), undefined)
+})
+
+test('a digest added again keeps its first numbers', () => {
+  const index = new DigestIndex(1)
+  assert.equal(index.add(digest(1), 10), true)
+  assert.equal(index.add(digest(1), 20), false)
+  assert.equal(index.get(digest(1)), 10)
+  assert.equal(index.size, 1)
+})
+
+test('digests that share their first 32 bits are told apart', () => {
+  const index = new DigestIndex(1)
+  const a = `00000000${'1'.repeat(56)}`
+  const b = `00000000${'2'.repeat(56)}`
+  index.add(a, 1)
+  assert.equal(index.has(b), false)
+  index.add(b, 2)
+  assert.deepEqual([index.get(a), index.get(b)], [1, 2])
+})
+
+test('keys that are not hex SHA-256 digests still work (upper case, short, other text)', () => {
+  const index = new DigestIndex(0)
+  const upper = digest(3).toUpperCase()
+  for (const k of [upper, 'abc', '', `${digest(4).slice(0, 63)}g`]) {
+    assert.equal(index.has(k), false)
+    assert.equal(index.add(k), true)
+    assert.equal(index.has(k), true)
+  }
+  assert.equal(index.has(digest(3)), false, 'lower case is another key')
+  assert.equal(index.size, 4)
+})

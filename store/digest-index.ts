@@ -1,0 +1,117 @@
+/**
+ * A set of SHA-256 digests (64 lowercase hex characters), each with a fixed number of numbers beside it, held
+ * in typed arrays: 32 bytes of digest, 8 per number and 4 of table per entry (about 64 bytes with three
+ * numbers), where a Map from the hex string costs about 150 and puts a million strings on the heap. What a
+ * trace file's reader and writer keep per distinct body, so a file of a million bodies stays well inside the
+ * memory a streamed import or export is allowed.
+ *
+ * Entries are dense (in insertion order); an open-addressing table of entry numbers finds them by the
+ * digest's first 32 bits (uniform already: it is a hash). A key that is not a hex SHA-256 lives in a small
+ * Map beside, so any string works, only slower.
+ */
+
+const EMPTY = -1
+const MIN_TABLE = 1024
+
+/** Digests with `width` numbers each. */
+export class DigestIndex {
+  readonly #width: number
+  #digests = new Uint32Array(8 * 256)
+  #values: Float64Array
+  #table = new Int32Array(MIN_TABLE).fill(EMPTY)
+  #size = 0
+  /** Keys that are not hex SHA-256 digests (none in a valid trace), with their numbers. */
+  readonly #other = new Map<string, number[]>()
+  /** The digest being looked up, parsed once per call. */
+  readonly #probe = new Uint32Array(8)
+
+  constructor(width: number) {
+    this.#width = width
+    this.#values = new Float64Array(width * 256)
+  }
+
+  get size(): number {
+    return this.#size + this.#other.size
+  }
+
+  has(digest: string): boolean {
+    return parseDigest(digest, this.#probe) ? this.#find() !== EMPTY : this.#other.has(digest)
+  }
+
+  /** Number `column` of `digest`'s entry; undefined when it has none. */
+  get(digest: string, column = 0): number | undefined {
+    if (!parseDigest(digest, this.#probe)) return this.#other.get(digest)?.[column]
+    const at = this.#find()
+    return at === EMPTY ? undefined : (this.#values[at * this.#width + column] as number)
+  }
+
+  /** Adds `digest` with `values` (one per column); a digest already there keeps its first values. Returns true when added. */
+  add(digest: string, ...values: number[]): boolean {
+    if (!parseDigest(digest, this.#probe)) {
+      if (this.#other.has(digest)) return false
+      this.#other.set(digest, values)
+      return true
+    }
+    if (this.#find() !== EMPTY) return false
+    this.#grow()
+    const entry = this.#size++
+    this.#digests.set(this.#probe, entry * 8)
+    this.#place(entry, this.#probe[0] as number)
+    for (let c = 0; c < this.#width; c++) this.#values[entry * this.#width + c] = values[c] ?? 0
+    return true
+  }
+
+  /** The entry number of the digest in #probe, or EMPTY. */
+  #find(): number {
+    const mask = this.#table.length - 1
+    for (let slot = (this.#probe[0] as number) & mask; ; slot = (slot + 1) & mask) {
+      const entry = this.#table[slot] as number
+      if (entry === EMPTY) return EMPTY
+      if (this.#same(entry)) return entry
+    }
+  }
+
+  #same(entry: number): boolean {
+    const base = entry * 8
+    for (let i = 0; i < 8; i++) if (this.#digests[base + i] !== this.#probe[i]) return false
+    return true
+  }
+
+  #place(entry: number, first: number): void {
+    const mask = this.#table.length - 1
+    let slot = first & mask
+    while (this.#table[slot] !== EMPTY) slot = (slot + 1) & mask
+    this.#table[slot] = entry
+  }
+
+  /** Room for one more digest: its arrays long enough, the table at most 3/4 full. */
+  #grow(): void {
+    if ((this.#size + 1) * 8 > this.#digests.length) {
+      const more = new Uint32Array(this.#digests.length * 2)
+      more.set(this.#digests)
+      this.#digests = more
+      const values = new Float64Array((this.#width * more.length) / 8)
+      values.set(this.#values)
+      this.#values = values
+    }
+    if ((this.#size + 1) * 4 <= this.#table.length * 3) return
+    this.#table = new Int32Array(this.#table.length * 2).fill(EMPTY)
+    for (let e = 0; e < this.#size; e++) this.#place(e, this.#digests[e * 8] as number)
+  }
+}
+
+/** Parses 64 lowercase hex characters into 8 words; false for anything else. */
+function parseDigest(hex: string, into: Uint32Array): boolean {
+  if (hex.length !== 64) return false
+  for (let w = 0; w < 8; w++) {
+    let word = 0
+    for (let i = w * 8; i < w * 8 + 8; i++) {
+      const c = hex.charCodeAt(i)
+      const n = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : -1
+      if (n < 0) return false
+      word = (word << 4) | n
+    }
+    into[w] = word >>> 0
+  }
+  return true
+}
