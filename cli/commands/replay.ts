@@ -1,9 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import type { SessionOptions } from '../../engine/index.ts'
+import { SESSION_OPTIONS, type SessionOptions } from '../../engine/index.ts'
 import { createMemoryStore, readTraceFile } from '../../store/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
+import { declareOptions } from '../declared-options.ts'
 import { EXIT_CODES } from '../exit-codes.ts'
 import type { Io } from '../output.ts'
 import { sealedOptions } from '../sealed-flags.ts'
@@ -17,22 +18,16 @@ export const replayCommand: CommandModule = {
   command: 'replay',
   describe: `Replay a trace through the proxy, never contacting an upstream; with \`-- cmd ...\` exit ${REPLAY_FAILED} when the command missed, overran or left recordings unused`,
   builder: (y) =>
-    sealedOptions(proxyOptions(y))
+    declareOptions(sealedOptions(proxyOptions(y)), SESSION_OPTIONS, ['recordAs', 'tail'])
       .option('strict', {
         type: 'boolean',
         default: true,
         describe: `Exit ${REPLAY_FAILED} on any miss, overrun or unused recording (--no-strict: still refuse, exit with the command code)`,
       })
-      .option('record-as', { type: 'string', describe: 'Also record what the app did against the trace, as this trace (for diff)' })
       .option('trace-file', {
         type: 'string',
         describe:
           'Replay this trace file (as `tr-proxy export` writes it) without `import`: verified first (schema, body hashes, digest), served from memory; the store is never opened (the proxy CA is a fresh one in a scratch folder, given to the command)',
-      })
-      .option('tail', {
-        choices: ['strict', 'live'],
-        default: 'strict',
-        describe: 'live: after the first unmatched request go live and record into --record-as (NOT offline)',
       }),
   run: async (args, io) => {
     const recordAs = typeof args['record-as'] === 'string' ? args['record-as'] : undefined
