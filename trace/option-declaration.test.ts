@@ -29,7 +29,10 @@ test('options from flags: given flags by their name in code, checked; flags not 
 
 test('a value of the wrong type or outside the choices is TR_INVALID_OPTION naming the flag as typed', () => {
   assert.throws(() => optionsFromFlags(TABLE, { 'size-bytes': Number.NaN }), invalid('--size-bytes'))
-  assert.throws(() => optionsFromFlags(TABLE, { tail: 'sometimes' }), (e: unknown) => invalid('--tail')(e) && /"strict", "live"/.test((e as Error).message))
+  assert.throws(
+    () => optionsFromFlags(TABLE, { tail: 'sometimes' }),
+    (e: unknown) => invalid('--tail')(e) && /"strict", "live"/.test((e as Error).message),
+  )
   assert.throws(() => optionsFromFlags(TABLE, { tag: 'x' }), invalid('--tag'))
   assert.throws(() => parseOption(TABLE.name, 3, 'name'), invalid('name'))
   // A declaration's own check gets the name too.
