@@ -12,7 +12,7 @@ import type { Io } from '../cli/output.ts'
 import { CONFIG_OPTIONS, REDACTION_OPTIONS, SESSION_OPTIONS } from '../engine/index.ts'
 import { FAULTS_OPTIONS } from '../faults/index.ts'
 import { PROXY_LIMITS, PROXY_OPTIONS, SEALED_OPTIONS, UPSTREAM_OPTIONS } from '../proxy/index.ts'
-import { DIFF_OPTIONS, type OptionDeclaration, type OptionTable } from '../trace/index.ts'
+import { DIFF_OPTIONS, IDENTITY_OPTIONS, type OptionDeclaration, type OptionTable } from '../trace/index.ts'
 
 /** The declared options, a section each: who takes them, and the prefix of their names in code. */
 export const OPTION_SECTIONS: ReadonlyArray<{ title: string; intro: string; prefix: string; table: OptionTable }> = [
@@ -21,6 +21,13 @@ export const OPTION_SECTIONS: ReadonlyArray<{ title: string; intro: string; pref
     intro: "A session's options: flags of `record`, `replay`, `serve`, `session` and `mcp`; `openSession(...)` and `install(...)` in code.",
     prefix: '',
     table: SESSION_OPTIONS,
+  },
+  {
+    title: 'Matching',
+    intro:
+      "Which requests are the same request: flags of `record`, `replay` and `serve` (a serve's named sessions too); `identity` of `openSession(...)` and `install(...)`. Applied at replay: the recorded requests are matched again under these rules.",
+    prefix: 'identity.',
+    table: IDENTITY_OPTIONS,
   },
   {
     title: 'Redaction',

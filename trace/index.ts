@@ -170,6 +170,7 @@ export {
   ALWAYS_IGNORED_HEADERS,
   computeIdentity,
   describeIdentityDifferences,
+  IDENTITY_OPTIONS,
   identityDistance,
   MULTIPART_BOUNDARY,
   multipartBoundary,

@@ -15,7 +15,7 @@ import {
   type UpstreamOptions,
 } from '../../proxy/index.ts'
 import type { TraceStore } from '../../store/index.ts'
-import { ErrorCodes, optionsFromFlags, ToolReplayError } from '../../trace/index.ts'
+import { ErrorCodes, IDENTITY_OPTIONS, optionsFromFlags, ToolReplayError } from '../../trace/index.ts'
 import { declareOptions } from '../declared-options.ts'
 import { EXIT_CODES, TOOL_EXIT_MIN } from '../exit-codes.ts'
 import { storeDir, withStore } from '../open-store.ts'
@@ -33,6 +33,7 @@ export function upstreamOptions(y: Argv): Argv {
 export function proxyOptions(y: Argv): Argv {
   declareOptions(upstreamOptions(redactionOptions(y)), SESSION_OPTIONS, ['trace', 'durability', 'maxBodyBytes'])
   declareOptions(y, PROXY_OPTIONS)
+  declareOptions(y, IDENTITY_OPTIONS)
   declareOptions(y, FAULTS_OPTIONS, ['faults', 'faultsSeed'])
   return declareOptions(y, PROXY_LIMITS)
 }
@@ -74,7 +75,8 @@ export async function runProxyCommand(
   const { maxBodyBytes, durability } = optionsFromFlags(SESSION_OPTIONS, args)
   const upstream = upstreamFromArgs(args)
   const sealed = sealedFromArgs(args)
-  session = { ...session, redaction: await redactionFromArgs(args), durability }
+  const identity = optionsFromFlags(IDENTITY_OPTIONS, args)
+  session = { ...session, identity, redaction: await redactionFromArgs(args), durability }
   const faults = await faultsFromArgs(args)
   // Printed at the start and again on any failure, so a failing chaos run can always be rerun exactly.
   const rerun = faults && rerunCommand(['tr-proxy', ...(args.rawArgv ?? [])], faults.seed)
