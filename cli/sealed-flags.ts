@@ -1,32 +1,21 @@
 /** The flags of a sealed run (`--sealed`, `--bridge`) for the commands that wrap a command (record, replay). */
 import type { Argv } from 'yargs'
 import type { Mode } from '../engine/index.ts'
-import type { SealedOptions } from '../proxy/index.ts'
-import { parseBridges, sealSupport } from '../seal/index.ts'
-import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { SEALED_OPTIONS, type SealedOptions } from '../proxy/index.ts'
+import { sealSupport } from '../seal/index.ts'
+import { ErrorCodes, optionsFromFlags, ToolReplayError } from '../trace/index.ts'
 import type { Args } from './commands/command.ts'
+import { declareOptions } from './declared-options.ts'
 
-/** The flags of a sealed run (record and replay, which wrap a command). */
-/** `--sealed`, as every command that runs a command behind the proxy takes it. */
-export const SEALED_OPTION = {
-  type: 'boolean',
-  default: false,
-  describe:
-    'Linux: run the command in its own network namespace whose only way out is Tool Replay, so clients that ignore the proxy variables are captured too (see docs/sealed-runs.md; `tr-proxy doctor` says whether it works here)',
-} as const
-
+/** The flags of a sealed run (record and replay, which wrap a command), as SEALED_OPTIONS declares them. */
 export function sealedOptions(y: Argv): Argv {
-  return y.option('sealed', SEALED_OPTION).option('bridge', {
-    type: 'string',
-    array: true,
-    describe: 'With --sealed: reach a host service live, as raw TCP, in every mode: PORT, PORT=ADDRESS:PORT or NAME[:PORT]=ADDRESS:PORT (repeatable)',
-  })
+  return declareOptions(y, SEALED_OPTIONS)
 }
 
 /** The sealed run asked for, or undefined; a --bridge without --sealed is refused (it would do nothing). */
 export function sealedFromArgs(args: Args): SealedOptions | undefined {
-  const bridges = parseBridges(((args.bridge as unknown[] | undefined) ?? []).map(String))
-  if (!args.sealed) {
+  const { sealed, bridges = [] } = optionsFromFlags(SEALED_OPTIONS, args)
+  if (!sealed) {
     if (bridges.length > 0)
       throw new ToolReplayError(ErrorCodes.INVALID_OPTION, '--bridge reaches a host service from a sealed run: add --sealed, or drop --bridge.')
     return undefined

@@ -1,8 +1,41 @@
-import { existsSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { existsSync, readdirSync, statSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 import { readTraceFile, type TraceStore } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError, type Trace } from '../trace/index.ts'
 import { withExistingStore, withReadOnlyStore } from './open-store.ts'
+
+/** How deep a folder given to `import` or `replay --trace-file` is searched for trace files (traces/<area>/<name>.trace.json is two). */
+const MAX_DEPTH = 8
+
+/** The trace files named: each file as given, each folder's `*.trace.json` files (sorted, its sub-folders too). */
+export function traceFilesIn(paths: readonly string[], command: 'import' | 'replay'): string[] {
+  const files: string[] = []
+  const walk = (dir: string, depth: number) => {
+    for (const name of readdirSync(dir).sort()) {
+      const path = join(dir, name)
+      if (name === 'node_modules' || name.startsWith('.')) continue
+      const st = statSync(path)
+      if (st.isDirectory() && depth < MAX_DEPTH) walk(path, depth + 1)
+      else if (st.isFile() && name.endsWith('.trace.json')) files.push(path)
+    }
+  }
+  for (const given of paths) {
+    const path = resolve(given)
+    if (!statSync(path, { throwIfNoEntry: false })?.isDirectory()) {
+      files.push(path)
+      continue
+    }
+    const before = files.length
+    walk(path, 0)
+    if (files.length === before) {
+      throw new ToolReplayError(
+        ErrorCodes.USAGE,
+        `Failed to ${command} ${given}: the folder holds no *.trace.json file. Export traces with \`tr-proxy export NAME --out ${given}/NAME.trace.json\`.`,
+      )
+    }
+  }
+  return files
+}
 
 /** True when a trace argument names an existing trace file rather than a trace in the store. */
 export const isTraceFileArg = (x: string): boolean => x.endsWith('.json') && existsSync(x)

@@ -195,6 +195,8 @@ describe('tr-proxy drift', { timeout: 120_000 }, () => {
     assert.equal(json.code, 1)
     const report = JSON.parse(json.stdout) as DriftReport
     assert.equal(report.format, 'tool-replay-drift')
+    // 2 since the "unreachable" status (docs/drift-and-assets.md says what a reader does with a version 1 report).
+    assert.equal(report.version, 2)
     assert.equal(report.drift, true)
     assert.deepEqual(report.traces[0]?.exchanges[0]?.changes, [
       { kind: 'field_removed', path: '$.name', before: 'string' },

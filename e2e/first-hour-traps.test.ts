@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
@@ -170,5 +170,59 @@ describe('replay --trace-file: a committed trace file replayed without import', 
     assert.equal(recordAs.code, 64)
     assert.match(recordAs.stderr, /--record-as records into the store, which --trace-file never opens/)
     assert.equal(existsSync(absent), false)
+  })
+
+  test('several files and folders, as import takes them: --trace picks the trace, every file verified first', async () => {
+    const work = tempDir('tr-replay-files-')
+    const store = join(work, 'store')
+    let hits = 0
+    const api = http.createServer((req, res) => {
+      hits++
+      res.end(`answer to ${req.url}`)
+    })
+    await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve))
+    const base = `http://127.0.0.1:${(api.address() as { port: number }).port}`
+    const traces = join(work, 'traces')
+    mkdirSync(join(traces, 'sub'), { recursive: true })
+    for (const [name, out] of [
+      ['greet', join(traces, 'greet.trace.json')],
+      ['bye', join(traces, 'sub', 'bye.trace.json')],
+    ] as const) {
+      const rec = await cli(['record', '--store', store, '--trace', name, '--', 'curl', '-sS', `${base}/${name}`])
+      assert.equal(rec.code, 0, rec.stderr)
+      const exported = await cli(['export', name, '--store', store, '--out', out])
+      assert.equal(exported.code, 0, exported.stderr)
+    }
+    await new Promise<void>((resolve) => api.close(() => resolve()))
+    const recorded = hits
+    const absent = join(work, 'no-store-here')
+
+    // A folder (its sub-folders too): the trace --trace names is replayed.
+    const fromFolder = await cli(['replay', '--store', absent, '--trace-file', traces, '--trace', 'bye', '--', 'curl', '-sS', `${base}/bye`])
+    assert.equal(fromFolder.code, 0, fromFolder.stderr)
+    assert.equal(fromFolder.stdout, 'answer to /bye')
+    assert.match(fromFolder.stderr, /replay of trace "bye": 1 replayed/)
+    // The flag repeated: one file each.
+    const files = ['--trace-file', join(traces, 'greet.trace.json'), '--trace-file', join(traces, 'sub', 'bye.trace.json')]
+    const fromFiles = await cli(['replay', '--store', absent, ...files, '--trace', 'greet', '--', 'curl', '-sS', `${base}/greet`])
+    assert.equal(fromFiles.code, 0, fromFiles.stderr)
+    assert.equal(fromFiles.stdout, 'answer to /greet')
+    assert.equal(hits, recorded, 'a replay reached the upstream')
+
+    // Several traces and none named by --trace (default "default"): refused, naming what the files hold.
+    const unnamed = await cli(['replay', '--store', absent, '--trace-file', traces, '--', 'sh', '-c', 'echo ran'])
+    assert.equal(unnamed.code, 64, unnamed.stderr)
+    assert.match(unnamed.stderr, /none of the 2 trace files holds trace "default" \(they hold "greet", "bye"\)\. Name the one to replay with --trace NAME/)
+    assert.doesNotMatch(unnamed.stdout, /ran/)
+
+    // A damaged file beside the one replayed: nothing runs.
+    writeFileSync(
+      join(traces, 'sub', 'bye.trace.json'),
+      readFileSync(join(traces, 'sub', 'bye.trace.json'), 'utf8').replace('answer to /bye', 'answer to /byf'),
+    )
+    const damaged = await cli(['replay', '--store', absent, '--trace-file', traces, '--trace', 'greet', '--', 'sh', '-c', 'echo ran'])
+    assert.equal(damaged.code, 65, damaged.stderr)
+    assert.doesNotMatch(damaged.stdout, /ran/)
+    assert.equal(existsSync(absent), false, 'replay --trace-file created a store')
   })
 })

@@ -6,8 +6,13 @@
 import { compareExchangeShapes, type Exchange, formatShapeDrift, type ShapeDrift, type ToolReplayError, type Trace } from '../trace/index.ts'
 import { type DriftRequestKind, type PlannedExchange, recordedUpstream } from './drift-plan.ts'
 
-/** Version of `tr-proxy drift --json`. Bumped on any breaking change. */
-export const DRIFT_FORMAT_VERSION = 1 as const
+/**
+ * Version of `tr-proxy drift --json`. Bumped on any breaking change. 2: an exchange whose server could not be
+ * reached is `status: "unreachable"` (counted in `unreachable`, and `report.unreachable`), no longer drift or
+ * failed. A version 1 report has none of these: its `drift` may count servers that were only unreachable, so a
+ * reader of both treats a missing `unreachable` as unknown (re-run `tr-proxy drift` to tell), not as false.
+ */
+export const DRIFT_FORMAT_VERSION = 2 as const
 
 /** One exchange in the report. */
 export interface DriftedExchange {

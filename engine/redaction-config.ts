@@ -10,11 +10,23 @@
  */
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
-import { ErrorCodes, parseJson, parseJsonPath, ToolReplayError } from '../trace/index.ts'
-import type { RedactionOptions } from './redaction.ts'
+import { ErrorCodes, type OptionDeclaration, parseJson, parseJsonPath, ToolReplayError } from '../trace/index.ts'
+import { REDACTION_OPTIONS, type RedactionOptions } from './redaction.ts'
+
+/** The redaction lists, as REDACTION_OPTIONS declares them (the settings file's fields, merged by mergeRedaction). */
+const REDACTION_KEYS = Object.keys(REDACTION_OPTIONS) as Array<keyof RedactionOptions>
 
 /** The settings file looked for in the working directory when TOOL_REPLAY_CONFIG does not name one. */
 export const DEFAULT_CONFIG_FILE = '.tool-replay/config.json'
+
+/** `config`: the settings file (the CLI's `--config`, `install({ config })`), declared once. */
+export const CONFIG_OPTIONS = {
+  config: {
+    flag: 'config',
+    type: 'string',
+    help: `Settings file whose "redaction" applies too (default: $TOOL_REPLAY_CONFIG, else ${DEFAULT_CONFIG_FILE} if present)`,
+  },
+} as const satisfies Record<string, OptionDeclaration>
 
 /** What a settings file holds. */
 export interface ToolReplayConfig {
@@ -70,9 +82,9 @@ export function parseConfig(text: string, file = DEFAULT_CONFIG_FILE): ToolRepla
   }
   const top = object(raw, '(top level)', ['redaction'], fail)
   if (top.redaction === undefined) return {}
-  const r = object(top.redaction, 'redaction', ['headers', 'queryParams', 'bodyPaths'], fail)
+  const r = object(top.redaction, 'redaction', REDACTION_KEYS, fail)
   const redaction: RedactionOptions = {}
-  for (const key of ['headers', 'queryParams', 'bodyPaths'] as const) {
+  for (const key of REDACTION_KEYS) {
     if (r[key] === undefined) continue
     const list = r[key]
     if (!Array.isArray(list) || !list.every((v) => typeof v === 'string' && v.trim() !== '')) fail(`redaction.${key}`, 'must be an array of non-empty strings')
@@ -99,7 +111,7 @@ function object(v: unknown, field: string, keys: string[], fail: (field: string,
 /** The union of redaction settings (each list deduplicated, first spelling kept); undefined parts are skipped. */
 export function mergeRedaction(...parts: Array<RedactionOptions | undefined>): RedactionOptions {
   const out: RedactionOptions = {}
-  for (const key of ['headers', 'queryParams', 'bodyPaths'] as const) {
+  for (const key of REDACTION_KEYS) {
     const seen = new Set<string>()
     const list: string[] = []
     for (const part of parts) {

@@ -1,14 +1,31 @@
-import { type HeaderPairs, headerValue, jsonPathMatches, type PathSegment, parseJsonPath, readJsonText, tryUtf8 } from '../trace/index.ts'
+import {
+  type HeaderPairs,
+  headerValue,
+  jsonPathMatches,
+  type OptionDeclaration,
+  type OptionValues,
+  type PathSegment,
+  parseJsonPath,
+  readJsonText,
+  tryUtf8,
+} from '../trace/index.ts'
 
-/** What is scrubbed before anything reaches the store. Secrets never persist. */
-export interface RedactionOptions {
-  /** Extra header names to redact, on top of DEFAULT_REDACTED_HEADERS. */
-  headers?: string[]
-  /** JSON paths redacted in JSON request and response bodies (e.g. '$.api_key'). */
-  bodyPaths?: string[]
-  /** Extra query parameter names to redact (case-insensitive), on top of DEFAULT_REDACTED_QUERY_PARAMS. */
-  queryParams?: string[]
-}
+/**
+ * What is scrubbed before anything reaches the store, beyond the defaults (secrets never persist): declared once,
+ * for the flags of every command that stores or checks traces and for `install({ redaction })`.
+ */
+export const REDACTION_OPTIONS = {
+  headers: { flag: 'redact-header', type: 'strings', help: 'Also redact this header (repeatable; authorization, cookie, x-api-key, ... always are)' },
+  queryParams: { flag: 'redact-query', type: 'strings', help: 'Also redact this query parameter (repeatable; api_key, token, key, ... always are)' },
+  bodyPaths: {
+    flag: 'redact-body-path',
+    type: 'strings',
+    help: 'Redact this JSON path in request and response bodies, compressed ones too (repeatable), e.g. $.api_key',
+  },
+} as const satisfies Record<string, OptionDeclaration>
+
+/** Extra headers, query parameters (case-insensitive) and JSON body paths to redact, on top of the defaults. */
+export type RedactionOptions = OptionValues<typeof REDACTION_OPTIONS>
 
 /**
  * Headers that carry credentials. Matched case-insensitively. AWS SigV4 requests carry the signature in

@@ -16,13 +16,13 @@ export function clientAbortError(): { code: string; message: string } {
 /** Largest body held whole by default (64 MiB): a request body buffered for its identity, a response body for JSON redaction. */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 
-/** Validates a `maxBodyBytes` option. */
-export function parseMaxBodyBytes(input: unknown): number {
+/** Validates a `maxBodyBytes` option; `name` is how the caller wrote it (`--max-body-bytes` on the command line). */
+export function parseMaxBodyBytes(input: unknown, name = 'maxBodyBytes'): number {
   if (input === undefined) return DEFAULT_MAX_BODY_BYTES
   const n = typeof input === 'string' && /^\d+$/.test(input) ? Number(input) : input
   if (typeof n === 'number' && Number.isSafeInteger(n) && n > 0) return n
   throw new ToolReplayError(
     ErrorCodes.INVALID_OPTION,
-    `Invalid maxBodyBytes ${JSON.stringify(input)}: give a whole number of bytes > 0 (default ${DEFAULT_MAX_BODY_BYTES}).`,
+    `Invalid ${name} ${typeof input === 'number' ? String(input) : JSON.stringify(input)}: give a whole number of bytes > 0 (default ${DEFAULT_MAX_BODY_BYTES}).`,
   )
 }

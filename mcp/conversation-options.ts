@@ -1,5 +1,6 @@
 /** What an MCP conversation (conversation.ts) is given: its session, server, client end, and the running server it drives. */
 import type { CaptureSession } from '../capture/index.ts'
+import type { SessionOptions } from '../engine/index.ts'
 import type { ClientEnd } from './client-target.ts'
 
 /** A running server, as the conversation drives it. */
@@ -16,7 +17,8 @@ export interface ServerEnd {
 }
 
 /** Options for `McpConversation`. */
-export interface ConversationOptions {
+/** `maxBodyBytes` as SESSION_OPTIONS declares it: the largest message, one line either way (TR_LINE_TOO_LONG beyond). */
+export interface ConversationOptions extends Pick<SessionOptions, 'maxBodyBytes'> {
   /** The session the messages go to: an engine `Session`, or one another process owns (`findSharedSession`). */
   session: CaptureSession
   /** The server's name: the host of its URLs. */
@@ -30,9 +32,4 @@ export interface ConversationOptions {
   log(line: string): void
   /** How long an answer the client gave up on keeps being recorded (ms; default 1000, as for HTTP; 0 records the abort). */
   drainAfterAbortMs?: number
-  /**
-   * Largest message (default 64 MiB, as for HTTP bodies): its params buffered for matching, and one line either
-   * way (a longer one is dropped with TR_LINE_TOO_LONG).
-   */
-  maxBodyBytes?: number
 }

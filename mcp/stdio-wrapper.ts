@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process'
 import { basename, extname } from 'node:path'
 import type { Readable, Writable } from 'node:stream'
 import type { CaptureSession } from '../capture/index.ts'
+import type { SessionOptions } from '../engine/index.ts'
 import { ErrorCodes, maskedCommandLine, SERVER_NAME, ToolReplayError } from '../trace/index.ts'
 import { McpConversation, type ServerEnd } from './conversation.ts'
 import { mcpLineReader } from './framing.ts'
@@ -24,7 +25,8 @@ export const MIN_CHUNK_GAP_MS = 2
 export const SERVER_EXIT_GRACE_MS = 800
 
 /** Options for `runMcpStdio`. */
-export interface McpStdioOptions {
+/** `maxBodyBytes` as SESSION_OPTIONS declares it: the largest message, one line either way (TR_LINE_TOO_LONG beyond). */
+export interface McpStdioOptions extends Pick<SessionOptions, 'maxBodyBytes'> {
   /** The session: the command's own, or the one of the run that started this process (`findSharedSession`). */
   session: CaptureSession
   /** The server's name in the trace (see `serverNameFor`). */
@@ -38,8 +40,6 @@ export interface McpStdioOptions {
   errors?: Writable
   /** The server's environment (default: this process's). */
   env?: NodeJS.ProcessEnv
-  /** The largest message, one line either way (default 64 MiB); a longer one is dropped with TR_LINE_TOO_LONG. */
-  maxBodyBytes?: number
 }
 
 /** How the served conversation ended: the server's exit (recorded or replayed), null when it never ran. */

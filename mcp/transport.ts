@@ -8,7 +8,7 @@
  * Structural types: the SDK is not a dependency of Tool Replay; anything shaped like its Transport fits.
  */
 import { PassThrough } from 'node:stream'
-import type { RemoteSession, Session } from '../engine/index.ts'
+import type { RemoteSession, Session, SessionOptions } from '../engine/index.ts'
 import { McpConversation, type ServerEnd } from './conversation.ts'
 import { assertServerName } from './stdio-wrapper.ts'
 
@@ -33,7 +33,8 @@ export interface McpTransport {
 }
 
 /** Options for `wrapMcpTransport`. */
-export interface WrapTransportOptions {
+/** `maxBodyBytes` as SESSION_OPTIONS declares it: the largest message, its params buffered for matching. */
+export interface WrapTransportOptions extends Pick<SessionOptions, 'maxBodyBytes'> {
   /** The session the messages go to: an engine Session (`install()` returns it as `session`), or a shared one. */
   session: Session | RemoteSession
   /** The server's name in the trace (the host of its mcp+stdio:// URLs). */
@@ -42,8 +43,6 @@ export interface WrapTransportOptions {
   command?: readonly string[]
   /** Tool Replay's warnings (a refused notification). Default: process.emitWarning. */
   onWarning?: (message: string) => void
-  /** The largest message (default 64 MiB): its params buffered for matching, and a recorded transcript's line. */
-  maxBodyBytes?: number
 }
 
 /** A wrapped transport: the SDK's Transport, plus the server's stderr as recorded or replayed. */

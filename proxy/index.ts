@@ -16,6 +16,8 @@ export { resendLive } from './live-resend.ts'
 /** Proxy environment for a child (proxy vars, NO_PROXY cleared, CA files), the CA bundle, and `export` lines. */
 export { formatExports, proxyEnvironment, wrappedCommandEnvironment, writeCaBundle } from './proxy-env.ts'
 export { DEFAULT_PROXY_LIMITS, type LimitDeclaration, limitHelp, limitsFromFlags, PROXY_LIMITS, type ProxyLimits } from './proxy-limits.ts'
+/** The options of a proxy run and of its upstreams, declared once (flags, defaults, help, checks). */
+export { DEFAULT_PROXY_PORT, PROXY_OPTIONS, SEALED_OPTIONS, UPSTREAM_OPTIONS } from './proxy-options.ts'
 export type { ProxyRunOptions, ProxyRunResult } from './proxy-run.ts'
 /** One CLI-style run: session + proxy, then a command through it or serve until a signal. */
 export { runProxySession, waitForStop } from './proxy-run.ts'

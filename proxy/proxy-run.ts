@@ -40,7 +40,7 @@ import type { UpstreamOptions } from './upstream.ts'
  */
 
 /** Options for `runProxySession`. */
-export interface ProxyRunOptions {
+export interface ProxyRunOptions extends Pick<SessionOptions, 'maxBodyBytes'> {
   store: TraceStore
   /** Store directory: the CA and the control socket live there. */
   storeDir: string
@@ -57,7 +57,7 @@ export interface ProxyRunOptions {
   pace?: PaceOption
   /** See ProxyServerOptions. */
   limits?: ProxyLimits
-  maxBodyBytes?: number
+  /** See PROXY_OPTIONS.chunkGapMs. */
   chunkGapMs?: number
   /** See ProxyServerOptions.h2c. */
   h2c?: boolean

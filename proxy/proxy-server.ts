@@ -9,7 +9,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { DEFAULT_DRAIN_AFTER_ABORT_MS, type PaceOption, parsePace } from '../capture/index.ts'
-import { parseMaxBodyBytes, type Session, type SessionSummary } from '../engine/index.ts'
+import { parseMaxBodyBytes, type Session, type SessionOptions, type SessionSummary } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { type CaRejection, oncePerHost } from './ca-rejection.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
@@ -32,7 +32,8 @@ const { createServer } = process.getBuiltinModule('node:http') // not `import`: 
 export type { ProxyStats } from './exchange-handler.ts'
 
 /** Options for `startProxy`. */
-export interface ProxyServerOptions {
+/** `maxBodyBytes` as SESSION_OPTIONS declares it (the request body buffered for matching; a larger one gets 413). */
+export interface ProxyServerOptions extends Pick<SessionOptions, 'maxBodyBytes'> {
   /**
    * The default session: requests that name none are handed to it (from `openSession`). Without one, every
    * request must name a session opened with `proxy.sessions.open()` (the control API's POST /sessions).
@@ -51,8 +52,6 @@ export interface ProxyServerOptions {
   pace?: PaceOption
   /** Most ms between chunk writes when chunks are kept apart, never more than recorded (default: 0 over TLS, 2 over plain HTTP; see response-target.ts). */
   chunkGapMs?: number
-  /** Largest request body buffered for identity, in bytes (default 64 MiB); larger gets 413. */
-  maxBodyBytes?: number
   /** How long a response the client abandoned keeps being recorded (ms, default 1000), as in-process. */
   drainAfterAbortMs?: number
   limits?: ProxyLimits

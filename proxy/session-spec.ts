@@ -6,15 +6,12 @@ import { MODES, type Mode, type SessionOptions } from '../engine/index.ts'
 import { assertTraceName, ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { assertSessionName } from './session-choice.ts'
 
-/** A named session to open: its name on the proxy, and the engine session's own options. */
-export interface SessionSpec {
+/** A named session to open: its name on the proxy, and the engine session's own options (typed as SESSION_OPTIONS declares them). */
+export interface SessionSpec extends Pick<SessionOptions, 'recordAs' | 'tail' | 'keepUnused'> {
   /** Name requests use to pick it (x-tool-replay-session, or http://NAME:x@host:port). */
   name: string
   mode: Mode
   trace: string
-  recordAs?: string
-  tail?: 'strict' | 'live'
-  keepUnused?: boolean
 }
 
 const FIELDS = new Set(['name', 'mode', 'trace', 'recordAs', 'tail', 'keepUnused'])
@@ -47,7 +44,7 @@ export function parseSessionSpec(body: unknown): SessionSpec {
     mode: mode as Mode,
     trace,
     ...(o.recordAs !== undefined ? { recordAs: o.recordAs as string } : {}),
-    ...(o.tail !== undefined ? { tail: o.tail as 'strict' | 'live' } : {}),
+    ...(o.tail !== undefined ? { tail: o.tail as SessionSpec['tail'] } : {}),
     ...(o.keepUnused !== undefined ? { keepUnused: o.keepUnused } : {}),
   }
 }

@@ -1,5 +1,6 @@
 /** The shapes of a trace diff (`diffTraces`' result, stable JSON) and the volatile fields it ignores by default. */
 import type { FaultKind, FaultPhase } from './exchange.ts'
+import type { OptionDeclaration, OptionValues } from './option-declaration.ts'
 import type { IdentityOptions } from './request-identity.ts'
 /** Version of the JSON diff output (`tr-proxy diff --format json`). Bumped on any breaking change. */
 export const DIFF_FORMAT_VERSION = 1 as const
@@ -92,18 +93,28 @@ export interface TraceDiff {
 }
 
 /** Options for `diffTraces`. Defaults ignore volatile fields; `volatile: false` compares everything. */
-export interface DiffOptions {
+/** What `diffTraces` ignores, declared once: its options in code and the flags of `tr-proxy diff`. */
+export const DIFF_OPTIONS = {
   /**
    * Ignore the default volatile fields (dates, request ids, generated ids, `created`) and compare the ids a model
    * made by their role (trace/model-ids.ts) rather than their value. Default true.
    */
-  volatile?: boolean
-  /** Extra JSON paths removed from every JSON body (request and response) before comparing. Wildcards allowed. */
-  ignorePaths?: string[]
-  /** Extra object keys ignored at any depth of JSON bodies. */
-  ignoreKeys?: string[]
-  /** Extra header names ignored (request and response). */
-  ignoreHeaders?: string[]
+  volatile: {
+    flag: 'volatile',
+    type: 'boolean',
+    default: true,
+    help: 'Ignore volatile fields (dates, request ids, generated ids, created) and compare model-made ids by role; --no-volatile compares all',
+  },
+  ignorePaths: {
+    flag: 'ignore',
+    type: 'strings',
+    help: 'JSON path to ignore in every JSON body, request and response (wildcards allowed), repeatable (e.g. $.meta.trace_id)',
+  },
+  ignoreKeys: { flag: 'ignore-key', type: 'strings', help: 'Object key to ignore at any depth of JSON bodies, repeatable' },
+  ignoreHeaders: { flag: 'ignore-header', type: 'strings', help: 'Header to ignore (request and response), repeatable' },
+} as const satisfies Record<string, OptionDeclaration>
+
+export interface DiffOptions extends OptionValues<typeof DIFF_OPTIONS> {
   /** Identity options used for alignment (same meaning as in replay). */
   identity?: IdentityOptions
   /** Details kept per difference. Default 20. */

@@ -154,5 +154,5 @@ function withRolesBytes(bytes: Uint8Array, trace: Trace, x: Exchange, roles: Rea
 }
 
 export type { AlignedPair, Attribution, DiffDetail, DifferenceKind, DiffOptions, FaultNote, TraceDiff, TraceDifference } from './diff-types.ts'
-export { DEFAULT_VOLATILE_HEADERS, DEFAULT_VOLATILE_KEYS, DIFF_FORMAT_VERSION, DIFFERENCE_KINDS } from './diff-types.ts'
+export { DEFAULT_VOLATILE_HEADERS, DEFAULT_VOLATILE_KEYS, DIFF_FORMAT_VERSION, DIFF_OPTIONS, DIFFERENCE_KINDS } from './diff-types.ts'
 export { decodeContentEncoding, firstNote, formatDetail, formatDiffText, formatFaultNote }

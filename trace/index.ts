@@ -11,6 +11,7 @@ export {
   DEFAULT_VOLATILE_HEADERS,
   DEFAULT_VOLATILE_KEYS,
   DIFF_FORMAT_VERSION,
+  DIFF_OPTIONS,
   DIFFERENCE_KINDS,
   decodeContentEncoding,
   diffTraces,
@@ -149,6 +150,8 @@ export {
   toolErrorTranscript,
   transcriptLines,
 } from './mcp-wire.ts'
+export type { OptionDeclaration, OptionTable, OptionValue, OptionValues } from './option-declaration.ts'
+export { optionHelp, optionsFromFlags, parseOption } from './option-declaration.ts'
 export type { ForkOptions, ForkResult, PatchAction, PatchNote, PatchSelector, PatchSpec, ResolvedPatch } from './patch.ts'
 export {
   canonicalPatchSpec,
@@ -168,6 +171,7 @@ export {
   ALWAYS_IGNORED_HEADERS,
   computeIdentity,
   describeIdentityDifferences,
+  IDENTITY_OPTIONS,
   identityDistance,
   MULTIPART_BOUNDARY,
   multipartBoundary,

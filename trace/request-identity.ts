@@ -4,6 +4,7 @@ import { ErrorCodes, ToolReplayError } from './errors.ts'
 import { headerValue } from './header-pairs.ts'
 import { canonicalJson, parseJson, stringifyJson } from './json-codec.ts'
 import { diffJson, replaceAtJsonPath } from './json-path.ts'
+import type { OptionDeclaration, OptionValues } from './option-declaration.ts'
 
 /** The request facts identity is computed from (headers already redacted). */
 export interface IdentityRequest {
@@ -29,16 +30,32 @@ export interface IdentityParts {
   body: BodyFingerprint
 }
 
+/**
+ * How requests are matched, declared once: `install({ identity })`/`openSession({ identity })` in code, the
+ * `--match-*` flags of `record`, `replay` and `serve`. Applied when a trace is replayed (the recorded requests'
+ * identities are computed again with them), so a replay may take other rules than its recording did.
+ */
+export const IDENTITY_OPTIONS = {
+  includeHeaders: {
+    flag: 'match-header',
+    type: 'strings',
+    help: 'Request header that takes part in matching (repeatable); replaces the default, content-type (name it too to keep it)',
+  },
+  ignoreHeaders: { flag: 'match-ignore-header', type: 'strings', help: 'Request header left out of matching even if included (repeatable)' },
+  ignoreQueryParams: {
+    flag: 'match-ignore-query',
+    type: 'strings',
+    help: 'Query parameter left out of matching (repeatable), e.g. a cache-buster',
+  },
+  ignoreBodyPaths: {
+    flag: 'match-ignore-body-path',
+    type: 'strings',
+    help: 'JSON path removed from JSON request bodies before matching (repeatable), e.g. $.metadata.request_id',
+  },
+} as const satisfies Record<string, OptionDeclaration>
+
 /** How requests are matched. Defaults suit SDKs that add per-run headers (openai's X-Stainless-*). */
-export interface IdentityOptions {
-  /** Header names that take part in identity. Default: ['content-type']. */
-  includeHeaders?: string[]
-  /** Header names removed from identity even if included. */
-  ignoreHeaders?: string[]
-  /** Query parameter names left out of identity (e.g. a cache-buster). */
-  ignoreQueryParams?: string[]
-  /** JSON paths removed from JSON request bodies before fingerprinting (e.g. '$.metadata.request_id'). */
-  ignoreBodyPaths?: string[]
+export interface IdentityOptions extends OptionValues<typeof IDENTITY_OPTIONS> {
   /** Last word: return new parts, or a string that is the identity itself. */
   custom?: (request: IdentityRequest, parts: IdentityParts) => IdentityParts | string
 }

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path'
-import { checkContracts, FAULTS_FILE_ENV, formatContractReport, readFaultsFile } from '../../faults/index.ts'
-import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
+import { checkContracts, FAULTS_FILE_ENV, FAULTS_OPTIONS, formatContractReport, readFaultsFile } from '../../faults/index.ts'
+import { ErrorCodes, optionsFromFlags, ToolReplayError } from '../../trace/index.ts'
+import { declareOptions } from '../declared-options.ts'
 import { EXIT_CODES } from '../exit-codes.ts'
 import { withTraceLoader } from '../trace-args.ts'
 import type { CommandModule } from './command.ts'
@@ -13,11 +14,9 @@ export const checkCommand: CommandModule = {
   command: 'check <trace>',
   describe: `Check behaviour contracts (no-duplicate-effects, max-calls, honours-retry-after, bounded-retries, all-rules-fired) on a trace; exit ${CHECK_EXIT_VIOLATED} on a violation`,
   builder: (y) =>
-    y
-      .positional('trace', { type: 'string', describe: 'A trace name in the store, or a .json trace file' })
-      .option('contracts', { type: 'string', describe: `Faults file (YAML or JSON) with "contracts" (and "effects", "rules"); default: $${FAULTS_FILE_ENV}` }),
+    declareOptions(y, FAULTS_OPTIONS, ['contracts']).positional('trace', { type: 'string', describe: 'A trace name in the store, or a .json trace file' }),
   run: async (args, io) => {
-    const file = typeof args.contracts === 'string' && args.contracts !== '' ? args.contracts : process.env[FAULTS_FILE_ENV]
+    const file = optionsFromFlags(FAULTS_OPTIONS, args).contracts || process.env[FAULTS_FILE_ENV]
     if (!file) {
       throw new ToolReplayError(
         ErrorCodes.INVALID_OPTION,

@@ -1,4 +1,5 @@
-import { type DiffOptions, diffTraces, diffTracesLlm, formatDiffText, formatLlmDiffText, llmView, type Trace } from '../../trace/index.ts'
+import { DIFF_OPTIONS, diffTraces, diffTracesLlm, formatDiffText, formatLlmDiffText, llmView, optionsFromFlags, type Trace } from '../../trace/index.ts'
+import { declareOptions } from '../declared-options.ts'
 import { withTraceLoader } from '../trace-args.ts'
 import type { CommandModule } from './command.ts'
 
@@ -10,7 +11,7 @@ export const diffCommand: CommandModule = {
   command: 'diff <a> <b>',
   describe: 'Compare two traces (names in the store, or trace files): the first observable divergence, then every difference',
   builder: (y) =>
-    y
+    declareOptions(y, DIFF_OPTIONS)
       .positional('a', { type: 'string', describe: 'Trace A (before): a name in the store or a .json trace file' })
       .positional('b', { type: 'string', describe: 'Trace B (after)' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text', describe: 'Output: deterministic text, or versioned JSON' })
@@ -22,23 +23,12 @@ export const diffCommand: CommandModule = {
         type: 'boolean',
         default: false,
         describe: `Exit ${DIFF_EXIT_DIFFERENT} when the traces differ (for CI); default exit 0 either way`,
-      })
-      .option('volatile', {
-        type: 'boolean',
-        default: true,
-        describe: 'Ignore volatile fields (dates, request ids, generated ids, created); --no-volatile compares all',
-      })
-      .option('ignore', { type: 'string', array: true, describe: 'JSON path to ignore in every JSON body, repeatable (e.g. $.meta.trace_id)' })
-      .option('ignore-key', { type: 'string', array: true, describe: 'Object key to ignore at any depth of JSON bodies, repeatable' })
-      .option('ignore-header', { type: 'string', array: true, describe: 'Header to ignore, repeatable' }),
+      }),
   run: async (args, io) =>
     withTraceLoader({ store: args.store }, [String(args.a), String(args.b)], async (load) => {
       const a = await load(String(args.a))
       const b = await load(String(args.b))
-      const options: DiffOptions = { volatile: args.volatile !== false }
-      if (Array.isArray(args.ignore)) options.ignorePaths = args.ignore.map(String)
-      if (Array.isArray(args['ignore-key'])) options.ignoreKeys = args['ignore-key'].map(String)
-      if (Array.isArray(args['ignore-header'])) options.ignoreHeaders = args['ignore-header'].map(String)
+      const options = optionsFromFlags(DIFF_OPTIONS, args)
       const view = (args.view as 'llm' | 'http' | undefined) ?? (hasModelTurn(a) || hasModelTurn(b) ? 'llm' : 'http')
       const json = args.format === 'json' || Boolean(args.json)
       if (view === 'llm') {

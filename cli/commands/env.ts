@@ -1,7 +1,14 @@
-import { assertSessionName, formatExports, loadCertificateAuthority, proxyEnvironment, SESSION_PASSWORD, writeCaBundle } from '../../proxy/index.ts'
+import {
+  assertSessionName,
+  DEFAULT_PROXY_PORT,
+  formatExports,
+  loadCertificateAuthority,
+  proxyEnvironment,
+  SESSION_PASSWORD,
+  writeCaBundle,
+} from '../../proxy/index.ts'
 import { storeDir } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
-import { DEFAULT_PROXY_PORT } from './record.ts'
 
 /** `tr-proxy env [--port N] [--host H] [--session NAME]`: `export` lines routing a shell through a running proxy (or one of its sessions). */
 export const envCommand: CommandModule = {

@@ -1,44 +1,10 @@
-import { readdirSync, statSync } from 'node:fs'
-import { join, resolve } from 'node:path'
 import { Redactor, redactTrace } from '../../engine/index.ts'
 import { type StagedTrace, TraceDigester, TraceFileReader, type TraceStore, traceExists } from '../../store/index.ts'
 import { assertTraceName, ErrorCodes, type Exchange, ToolReplayError, type TraceMeta } from '../../trace/index.ts'
 import { withStore } from '../open-store.ts'
 import { redactedNote, redactionFromArgs, redactionOptions } from '../redaction-flags.ts'
+import { traceFilesIn } from '../trace-args.ts'
 import type { CommandModule } from './command.ts'
-
-/** How deep a folder given to `import` is searched for trace files (traces/<area>/<name>.trace.json is two). */
-const MAX_DEPTH = 8
-
-/** The trace files named: each file as given, each folder's `*.trace.json` files (sorted, its sub-folders too). */
-export function traceFilesIn(paths: readonly string[]): string[] {
-  const files: string[] = []
-  const walk = (dir: string, depth: number) => {
-    for (const name of readdirSync(dir).sort()) {
-      const path = join(dir, name)
-      if (name === 'node_modules' || name.startsWith('.')) continue
-      const st = statSync(path)
-      if (st.isDirectory() && depth < MAX_DEPTH) walk(path, depth + 1)
-      else if (st.isFile() && name.endsWith('.trace.json')) files.push(path)
-    }
-  }
-  for (const given of paths) {
-    const path = resolve(given)
-    if (!statSync(path, { throwIfNoEntry: false })?.isDirectory()) {
-      files.push(path)
-      continue
-    }
-    const before = files.length
-    walk(path, 0)
-    if (files.length === before) {
-      throw new ToolReplayError(
-        ErrorCodes.USAGE,
-        `Failed to import ${given}: the folder holds no *.trace.json file. Export traces with \`tr-proxy export NAME --out ${given}/NAME.trace.json\`.`,
-      )
-    }
-  }
-  return files
-}
 
 /** `tr-proxy import FILE|FOLDER... [--as NAME] [--force]`: load trace files into the store after verifying them all. */
 export const importCommand: CommandModule = {
@@ -51,7 +17,7 @@ export const importCommand: CommandModule = {
       .option('as', { type: 'string', describe: 'Store it under this name instead of the name in the file (one file only)' })
       .option('force', { type: 'boolean', default: false, describe: 'Replace existing traces of those names' }),
   run: async (args, io) => {
-    const files = traceFilesIn((args.files as string[]).map(String))
+    const files = traceFilesIn((args.files as string[]).map(String), 'import')
     if (typeof args.as === 'string' && files.length !== 1) {
       throw new ToolReplayError(ErrorCodes.USAGE, `--as names one trace, but ${files.length} trace files were given. Import them one at a time to rename them.`)
     }

@@ -1,7 +1,8 @@
 import { resolve } from 'node:path'
-import { FAULTS_FILE_ENV, readFaultsFile } from '../../faults/index.ts'
+import { FAULTS_FILE_ENV, FAULTS_OPTIONS, readFaultsFile } from '../../faults/index.ts'
 import { waitForStop } from '../../proxy/index.ts'
-import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
+import { ErrorCodes, optionsFromFlags, ToolReplayError } from '../../trace/index.ts'
+import { declareOptions } from '../declared-options.ts'
 import { storeDir, withExistingStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
@@ -10,7 +11,7 @@ export const inspectCommand: CommandModule = {
   command: 'inspect [trace]',
   describe: 'Open the inspector: a local page over the store (runs, model turns, exchanges, compare, fork and rerun, the fault lab)',
   builder: (y) =>
-    y
+    declareOptions(y, FAULTS_OPTIONS, ['contracts'])
       .positional('trace', { type: 'string', describe: 'Open this run first' })
       .option('port', { alias: 'p', type: 'number', default: 0, describe: 'Port (0 = any free port)' })
       .option('host', {
@@ -19,14 +20,13 @@ export const inspectCommand: CommandModule = {
         describe: 'Interface to bind; anything but loopback exposes the store to the network (a warning is printed)',
       })
       .option('open', { type: 'boolean', default: false, describe: 'Open the page in the default browser' })
-      .option('cases', { type: 'string', default: 'test/cases', describe: '"Promote to test" writes cases here' })
-      .option('contracts', { type: 'string', describe: `Faults file whose contracts are checked on faulted runs (default $${FAULTS_FILE_ENV})` }),
+      .option('cases', { type: 'string', default: 'test/cases', describe: '"Promote to test" writes cases here' }),
   run: async (args, io) => {
     const port = args.port as number
     if (!(Number.isInteger(port) && port >= 0 && port <= 65535)) {
       throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid --port ${String(args.port)}: use a whole number from 0 to 65535 (0 = any free port).`)
     }
-    const file = typeof args.contracts === 'string' && args.contracts !== '' ? args.contracts : process.env[FAULTS_FILE_ENV]
+    const file = optionsFromFlags(FAULTS_OPTIONS, args).contracts || process.env[FAULTS_FILE_ENV]
     const contracts = file ? await readFaultsFile(resolve(file)) : undefined
     const host = String(args.host)
     // Loaded here, not with the CLI: the inspector brings the lab, cases and the page's server, which no other command needs.

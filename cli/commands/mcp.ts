@@ -8,12 +8,12 @@ import {
   MODES,
   type Mode,
   openSession,
-  parseMaxBodyBytes,
+  SESSION_OPTIONS,
 } from '../../engine/index.ts'
-import { FAULTS_SEED_ENV } from '../../faults/index.ts'
+import { FAULTS_OPTIONS } from '../../faults/index.ts'
 import { assertServerName, runMcpStdio, serverNameFor } from '../../mcp/index.ts'
-import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
-import { durabilityFromArgs, durabilityOptions } from '../durability-flag.ts'
+import { ErrorCodes, optionsFromFlags, ToolReplayError } from '../../trace/index.ts'
+import { declareOptions } from '../declared-options.ts'
 import { EXIT_CODES } from '../exit-codes.ts'
 import { withStore } from '../open-store.ts'
 import { redactionFromArgs, redactionOptions } from '../redaction-flags.ts'
@@ -26,24 +26,16 @@ export const mcpCommand: CommandModule = {
   describe:
     'Stand in for an MCP server over stdio (put `tr-proxy mcp --` before the server command in the client config): record its JSON-RPC conversation, or replay it without starting the server',
   builder: (y) =>
-    durabilityOptions(redactionOptions(y))
+    declareOptions(
+      declareOptions(redactionOptions(y), SESSION_OPTIONS, ['durability', 'mode', 'trace', 'maxBodyBytes'], {
+        // An MCP client config sets the environment more easily than flags: the defaults come from there.
+        mode: { default: undefined, note: 'default $TOOL_REPLAY_MODE, else replay; in replay the server is never started' },
+        trace: { default: undefined, note: 'default $TOOL_REPLAY_TRACE, else "default"' },
+      }),
+      FAULTS_OPTIONS,
+      ['faults', 'faultsSeed'],
+    )
       .option('name', { type: 'string', describe: 'The server name in the trace (mcp+stdio://NAME/...); default from the command (server-filesystem, ...)' })
-      .option('mode', {
-        choices: MODES as unknown as string[],
-        describe: 'record, replay (strict: the server is never started), passthrough or update; default $TOOL_REPLAY_MODE, else replay',
-      })
-      .option('trace', { alias: 't', type: 'string', describe: 'Trace name; default $TOOL_REPLAY_TRACE, else "default"' })
-      .option('faults', {
-        type: 'string',
-        describe:
-          'Faults file (YAML or JSON): inject its faults into the messages that go to the server (target: { mcp: { tool: NAME } }), then fail the run when a rule never fired or a contract broke',
-      })
-      .option('seed', { type: 'string', describe: `Faults seed (default $${FAULTS_SEED_ENV}, then the file's seed, then random)` })
-      .option('max-body-bytes', {
-        type: 'number',
-        describe:
-          'Largest MCP message, one line either way (default 64 MiB): buffered for matching and framing; a longer one is dropped and answered with TR_LINE_TOO_LONG',
-      })
       .option('own-session', {
         type: 'boolean',
         default: false,
@@ -64,9 +56,8 @@ export const mcpCommand: CommandModule = {
       throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `TOOL_REPLAY_MODE="${mode}" is not a mode. Use one of: ${MODES.join(', ')}.`)
     const trace = typeof args.trace === 'string' ? args.trace : process.env.TOOL_REPLAY_TRACE || 'default'
     const faults = await faultsFromArgs(args)
-    const maxBodyBytes = args['max-body-bytes'] === undefined ? undefined : parseMaxBodyBytes(args['max-body-bytes'])
+    const { maxBodyBytes, durability } = optionsFromFlags(SESSION_OPTIONS, args)
     const limits = maxBodyBytes !== undefined ? { maxBodyBytes } : {}
-    const durability = durabilityFromArgs(args)
     if (args['own-session'] !== true && !faults) {
       const shared = await findSharedSession()
       if (shared) {

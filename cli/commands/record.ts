@@ -1,24 +1,22 @@
-import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type { Argv } from 'yargs'
-import { parsePace } from '../../capture/index.ts'
 import type { Mode, SessionFaultsOptions, SessionOptions } from '../../engine/index.ts'
-import { faultVerdictError, formatFaultVerdict, formatSummary, loadSessionFaults, parseMaxBodyBytes } from '../../engine/index.ts'
-import { FAULTS_SEED_ENV, rerunCommand, seedLine } from '../../faults/index.ts'
+import { faultVerdictError, formatFaultVerdict, formatSummary, loadSessionFaults, SESSION_OPTIONS } from '../../engine/index.ts'
+import { FAULTS_OPTIONS, rerunCommand, seedLine } from '../../faults/index.ts'
 import {
-  limitHelp,
+  DEFAULT_PROXY_PORT,
   limitsFromFlags,
   PROXY_LIMITS,
+  PROXY_OPTIONS,
   type ProxyRunResult,
-  parseResolve,
-  parseReverse,
   runProxySession,
   type SessionRefusals,
+  UPSTREAM_OPTIONS,
   type UpstreamOptions,
 } from '../../proxy/index.ts'
 import type { TraceStore } from '../../store/index.ts'
-import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
-import { durabilityFromArgs, durabilityOptions } from '../durability-flag.ts'
+import { ErrorCodes, IDENTITY_OPTIONS, optionsFromFlags, ToolReplayError } from '../../trace/index.ts'
+import { declareOptions } from '../declared-options.ts'
 import { EXIT_CODES, TOOL_EXIT_MIN } from '../exit-codes.ts'
 import { storeDir, withStore } from '../open-store.ts'
 import type { Io } from '../output.ts'
@@ -26,67 +24,28 @@ import { redactionFromArgs, redactionOptions } from '../redaction-flags.ts'
 import { sealedFromArgs, sealedHint, sealedOptions } from '../sealed-flags.ts'
 import type { Args, CommandModule } from './command.ts'
 
-/** Port of a proxy started without a command (with one, a free loopback port is used). */
-export const DEFAULT_PROXY_PORT = 8080
-
 /** How Tool Replay reaches upstreams: the flags of every command that sends requests live (record, replay, serve, drift). */
 export function upstreamOptions(y: Argv): Argv {
-  return y
-    .option('resolve', { type: 'string', array: true, describe: 'Map an upstream host: HOST=ADDRESS:PORT (repeatable); TLS still verifies HOST' })
-    .option('upstream-ca', { type: 'string', describe: 'PEM file of extra CAs trusted for upstream TLS' })
-    .option('insecure-upstream', { type: 'boolean', default: false, describe: 'Do not verify upstream TLS certificates' })
+  return declareOptions(y, UPSTREAM_OPTIONS)
 }
 
-/** Options every proxy-running command shares (record, replay, serve). */
+/** Options every proxy-running command shares (record, replay, serve), each from its one declaration. */
 export function proxyOptions(y: Argv): Argv {
-  const options = upstreamOptions(durabilityOptions(redactionOptions(y)))
-    .option('trace', { alias: 't', type: 'string', default: 'default', describe: 'Trace name' })
-    .option('port', { alias: 'p', type: 'number', describe: `Proxy port (default: a free port with a command, else ${DEFAULT_PROXY_PORT})` })
-    .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to bind; anything but loopback exposes the proxy to the network' })
-    .option('reverse', {
-      type: 'string',
-      array: true,
-      describe:
-        'Reverse mode: serve this upstream on the proxy port (URL at /, or NAME=URL under /NAME/; repeatable), for clients that take a base URL (they need no proxy variables and no CA); a wrapped command gets the base URLs and the proxy variables',
-    })
-    .option('h2c', {
-      type: 'boolean',
-      default: false,
-      describe:
-        'Also serve HTTP/2 with prior knowledge (cleartext) on the proxy port: for gRPC insecure channels and the AWS SDK HTTP/2 handler pointed at the proxy with --reverse',
-    })
-    .option('max-body-bytes', { type: 'number', describe: 'Largest request body buffered for matching (default 64 MiB); larger ones get 413' })
-    .option('chunk-gap-ms', {
-      type: 'number',
-      describe:
-        'Gap between replayed chunks after each is flushed, never longer than the recorded one; raise it for clients across a real network (default: 0 over TLS, whose records keep chunks apart; 2 over plain HTTP)',
-    })
-    .option('pace', {
-      type: 'string',
-      default: 'chunks',
-      describe:
-        'Replay timing: chunks = each recorded chunk its own read, no waiting; recorded = recorded timing; FACTOR (e.g. 0.1 = 10x faster than recorded); none = as fast as possible',
-    })
-    .option('faults', {
-      type: 'string',
-      describe:
-        'Faults file (YAML or JSON): inject its faults into requests that go live, then fail the run when a rule never fired or a contract broke (strict replay injects none: it replays the faults a trace holds)',
-    })
-    .option('seed', {
-      type: 'string',
-      describe: `Faults seed (default $${FAULTS_SEED_ENV}, then the file's seed, then random); printed with the command that reruns the run`,
-    })
-  return limitOptions(options)
+  declareOptions(upstreamOptions(redactionOptions(y)), SESSION_OPTIONS, ['trace', 'durability', 'maxBodyBytes'])
+  declareOptions(y, PROXY_OPTIONS)
+  declareOptions(y, IDENTITY_OPTIONS)
+  declareOptions(y, FAULTS_OPTIONS, ['faults', 'faultsSeed'])
+  return declareOptions(y, PROXY_LIMITS)
 }
 
 /** Reads --faults and --seed before anything opens: a bad file must not start a run. */
 export async function faultsFromArgs(args: Args): Promise<SessionFaultsOptions | undefined> {
-  const seed = typeof args.seed === 'string' || typeof args.seed === 'number' ? args.seed : undefined
-  if (typeof args.faults !== 'string' || args.faults === '') {
+  const { faults, faultsSeed: seed } = optionsFromFlags(FAULTS_OPTIONS, args)
+  if (faults === undefined || faults === '') {
     if (seed !== undefined) throw new ToolReplayError(ErrorCodes.INVALID_OPTION, '--seed is the seed of a faults file: add --faults FILE, or drop --seed.')
     return undefined
   }
-  return loadSessionFaults(resolve(args.faults), { env: process.env, ...(seed !== undefined ? { seed } : {}) })
+  return loadSessionFaults(resolve(faults), { env: process.env, ...(seed !== undefined ? { seed } : {}) })
 }
 
 /** The command after `--` (yargs leaves it in `_` after the command name). */
@@ -95,30 +54,9 @@ export function commandArgv(args: Args): string[] {
   return rest.map(String)
 }
 
-/** The proxy limits' flags, from their one declaration (PROXY_LIMITS). */
-function limitOptions(y: Argv): Argv {
-  for (const d of Object.values(PROXY_LIMITS)) y.option(d.flag, { type: 'number', describe: limitHelp(d) })
-  return y
-}
-
-function nonNegative(v: unknown, flag: string): number {
-  if (typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 60_000) return v
-  throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid --${flag} ${String(v)}: give a number of milliseconds from 0 to 60000.`)
-}
-
-/** Upstream options from the shared flags. */
+/** Upstream options from the shared flags (--upstream-ca read, --resolve parsed). */
 export function upstreamFromArgs(args: Args): UpstreamOptions {
-  const upstream: UpstreamOptions = { insecure: Boolean(args['insecure-upstream']) }
-  if (typeof args['upstream-ca'] === 'string') {
-    try {
-      upstream.ca = readFileSync(args['upstream-ca'], 'utf8')
-    } catch (err) {
-      throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Cannot read --upstream-ca ${args['upstream-ca']}: ${(err as Error).message}. Give a PEM file.`)
-    }
-  }
-  const resolveList = (args.resolve as string[] | undefined) ?? []
-  if (resolveList.length > 0) upstream.resolve = parseResolve(resolveList)
-  return upstream
+  return optionsFromFlags(UPSTREAM_OPTIONS, args)
 }
 
 /** Runs one proxy session for a command module and maps the outcome to an exit code. */
@@ -131,17 +69,14 @@ export async function runProxyCommand(
   const command = commandArgv(args)
   // `replay --trace-file`: a memory store and a scratch folder for the CA, the user's store never opened.
   const dir = opts.source?.dir ?? storeDir({ store: args.store })
-  if (args.port !== undefined && !(Number.isInteger(args.port) && (args.port as number) >= 0 && (args.port as number) <= 65535)) {
-    // Checked before the store opens: a bad flag must not touch any trace.
-    throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid --port ${String(args.port)}: use a whole number from 0 to 65535 (0 = any free port).`)
-  }
-  const pace = parsePace(args.pace)
+  // Every flag is checked before the store opens: a bad flag must not touch any trace.
+  const { port, ...proxy } = optionsFromFlags(PROXY_OPTIONS, args)
   const limits = limitsFromFlags(args)
-  const maxBodyBytes = args['max-body-bytes'] === undefined ? undefined : parseMaxBodyBytes(args['max-body-bytes'])
-  const chunkGapMs = args['chunk-gap-ms'] === undefined ? undefined : nonNegative(args['chunk-gap-ms'], 'chunk-gap-ms')
-  const reverse = parseReverse(((args.reverse as unknown[] | undefined) ?? []).map(String))
+  const { maxBodyBytes, durability } = optionsFromFlags(SESSION_OPTIONS, args)
+  const upstream = upstreamFromArgs(args)
   const sealed = sealedFromArgs(args)
-  session = { ...session, redaction: await redactionFromArgs(args), durability: durabilityFromArgs(args) }
+  const identity = optionsFromFlags(IDENTITY_OPTIONS, args)
+  session = { ...session, identity, redaction: await redactionFromArgs(args), durability }
   const faults = await faultsFromArgs(args)
   // Printed at the start and again on any failure, so a failing chaos run can always be rerun exactly.
   const rerun = faults && rerunCommand(['tr-proxy', ...(args.rawArgv ?? [])], faults.seed)
@@ -152,19 +87,15 @@ export async function runProxyCommand(
   // one (createStore: false). `serve` may start on an empty store: its sessions record into it.
   const run = async (store: TraceStore) => {
     const result = await runProxySession({
+      ...proxy,
       store,
       storeDir: dir,
       session: faults ? { ...session, faults } : session,
       ...(opts.sessionsOnly ? { sessionsOnly: true } : {}),
-      ...(reverse.length > 0 ? { reverse } : {}),
-      host: String(args.host ?? '127.0.0.1'),
-      port: typeof args.port === 'number' ? args.port : command.length > 0 ? 0 : DEFAULT_PROXY_PORT,
-      upstream: upstreamFromArgs(args),
-      pace,
+      port: port ?? (command.length > 0 ? 0 : DEFAULT_PROXY_PORT),
+      upstream,
       limits,
       ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
-      ...(chunkGapMs !== undefined ? { chunkGapMs } : {}),
-      ...(args.h2c === true ? { h2c: true } : {}),
       ...(command.length > 0 ? { command } : {}),
       ...(sealed ? { sealed } : {}),
       control: opts.control,
@@ -238,17 +169,9 @@ export const recordCommand: CommandModule = {
   command: 'record',
   describe: 'Run the proxy recording live exchanges into a trace; with `-- cmd ...` run that command through it, else serve until Ctrl-C',
   builder: (y) =>
-    sealedOptions(proxyOptions(y))
-      .option('mode', {
-        choices: ['record', 'update', 'passthrough'],
-        default: 'record',
-        describe: 'record: forward and store everything; update: replay what matches, record the rest; passthrough: forward, store nothing',
-      })
-      .option('keep-unused', {
-        type: 'boolean',
-        default: false,
-        describe: 'With --mode update: keep the recordings the run did not request (after the others) instead of dropping them',
-      }),
+    declareOptions(sealedOptions(proxyOptions(y)), SESSION_OPTIONS, ['mode', 'keepUnused'], {
+      mode: { choices: ['record', 'update', 'passthrough'], default: 'record' },
+    }),
   run: async (args, io) => {
     const mode = String(args.mode ?? 'record') as Mode
     if (args['keep-unused'] && mode !== 'update') {

@@ -1,12 +1,14 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import type { SessionOptions } from '../../engine/index.ts'
+import { join } from 'node:path'
+import { SESSION_OPTIONS, type SessionOptions } from '../../engine/index.ts'
 import { createMemoryStore, readTraceFile } from '../../store/index.ts'
-import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
+import { ErrorCodes, ToolReplayError, type Trace } from '../../trace/index.ts'
+import { declareOptions } from '../declared-options.ts'
 import { EXIT_CODES } from '../exit-codes.ts'
 import type { Io } from '../output.ts'
 import { sealedOptions } from '../sealed-flags.ts'
+import { traceFilesIn } from '../trace-args.ts'
 import type { Args, CommandModule } from './command.ts'
 import { proxyOptions, runProxyCommand } from './record.ts'
 
@@ -17,22 +19,17 @@ export const replayCommand: CommandModule = {
   command: 'replay',
   describe: `Replay a trace through the proxy, never contacting an upstream; with \`-- cmd ...\` exit ${REPLAY_FAILED} when the command missed, overran or left recordings unused`,
   builder: (y) =>
-    sealedOptions(proxyOptions(y))
+    declareOptions(sealedOptions(proxyOptions(y)), SESSION_OPTIONS, ['recordAs', 'tail'])
       .option('strict', {
         type: 'boolean',
         default: true,
         describe: `Exit ${REPLAY_FAILED} on any miss, overrun or unused recording (--no-strict: still refuse, exit with the command code)`,
       })
-      .option('record-as', { type: 'string', describe: 'Also record what the app did against the trace, as this trace (for diff)' })
+      // Repeated rather than an array flag: an array flag would swallow a command written without `--`.
       .option('trace-file', {
         type: 'string',
         describe:
-          'Replay this trace file (as `tr-proxy export` writes it) without `import`: verified first (schema, body hashes, digest), served from memory; the store is never opened (the proxy CA is a fresh one in a scratch folder, given to the command)',
-      })
-      .option('tail', {
-        choices: ['strict', 'live'],
-        default: 'strict',
-        describe: 'live: after the first unmatched request go live and record into --record-as (NOT offline)',
+          'Replay from trace files (as `tr-proxy export` writes them; repeat the flag for more; a folder means every *.trace.json in it) without `import`: each verified first (schema, body hashes, digest), the trace served from memory (the only one, else the one --trace names); the store is never opened (the proxy CA is a fresh one in a scratch folder, given to the command)',
       }),
   run: async (args, io) => {
     const recordAs = typeof args['record-as'] === 'string' ? args['record-as'] : undefined
@@ -42,14 +39,15 @@ export const replayCommand: CommandModule = {
         '--tail live needs --record-as NAME: the live part is recorded there. Add --record-as, or drop --tail.',
       )
     }
-    if (typeof args['trace-file'] === 'string') {
+    const traceFiles = [args['trace-file'] ?? []].flat().map(String)
+    if (traceFiles.length > 0) {
       if (recordAs) {
         throw new ToolReplayError(
           ErrorCodes.INVALID_OPTION,
           '--record-as records into the store, which --trace-file never opens. Import the file (`tr-proxy import FILE`) and replay it by name, or drop --record-as.',
         )
       }
-      return replayTraceFile(args, io, args['trace-file'])
+      return replayTraceFiles(args, io, traceFilesIn(traceFiles, 'replay'))
     }
     return runProxyCommand(
       args,
@@ -61,11 +59,12 @@ export const replayCommand: CommandModule = {
 }
 
 /**
- * `replay --trace-file FILE`: the file verified as `import` verifies it (readTraceFile), loaded into a memory store
- * and replayed from there; the CA lives in a scratch folder removed afterwards. Nothing is written to the store.
+ * `replay --trace-file FILE|FOLDER...`: each file verified as `import` verifies it (readTraceFile), the trace to
+ * replay loaded into a memory store and replayed from there; the CA lives in a scratch folder removed
+ * afterwards. Nothing is written to the store.
  */
-async function replayTraceFile(args: Args, io: Io, file: string): Promise<number> {
-  const trace = await readTraceFile(resolve(file))
+async function replayTraceFiles(args: Args, io: Io, files: readonly string[]): Promise<number> {
+  const trace = await pickTrace(files, String(args.trace))
   const store = createMemoryStore()
   const dir = await mkdtemp(join(tmpdir(), 'tr-replay-file-'))
   try {
@@ -76,4 +75,26 @@ async function replayTraceFile(args: Args, io: Io, file: string): Promise<number
     await store.close()
     await rm(dir, { recursive: true, force: true })
   }
+}
+
+/**
+ * The trace to replay: the only file's, else the one named `wanted` (--trace). Every file is read and verified
+ * (a damaged one fails the run before anything starts) but only the wanted trace is kept in memory.
+ */
+async function pickTrace(files: readonly string[], wanted: string): Promise<Trace> {
+  if (files.length === 1) return readTraceFile(files[0] as string)
+  const seen = new Map<string, string>()
+  let picked: Trace | undefined
+  for (const file of files) {
+    const trace = await readTraceFile(file)
+    const twin = seen.get(trace.meta.name)
+    if (twin) throw new ToolReplayError(ErrorCodes.USAGE, `Failed to replay: ${twin} and ${file} both hold trace "${trace.meta.name}". Give one of them.`)
+    seen.set(trace.meta.name, file)
+    if (trace.meta.name === wanted) picked = trace
+  }
+  if (picked) return picked
+  throw new ToolReplayError(
+    ErrorCodes.USAGE,
+    `Failed to replay: none of the ${files.length} trace files holds trace "${wanted}" (they hold ${[...seen.keys()].map((n) => `"${n}"`).join(', ')}). Name the one to replay with --trace NAME.`,
+  )
 }

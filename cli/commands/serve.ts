@@ -1,7 +1,8 @@
 import type { Mode } from '../../engine/index.ts'
-import { MODES } from '../../engine/index.ts'
+import { SESSION_OPTIONS } from '../../engine/index.ts'
 import { listServes } from '../../proxy/index.ts'
 import { ErrorCodes, ToolReplayError } from '../../trace/index.ts'
+import { declareOptions } from '../declared-options.ts'
 import { EXIT_CODES } from '../exit-codes.ts'
 import { table } from '../format.ts'
 import { storeDir } from '../open-store.ts'
@@ -14,10 +15,7 @@ export const serveCommand: CommandModule = {
   command: 'serve',
   describe: `Run the proxy until SIGINT/SIGTERM, with a control API (GET /status, POST /session/end, POST /sessions, DELETE /sessions/NAME) on <store>/proxy-control-<port>.sock; named sessions are picked per request (x-tool-replay-session header or http://NAME:x@host:port); in replay, exit ${EXIT_CODES[ErrorCodes.REPLAY_INCOMPLETE]} if strict replay saw any problem. --list shows the serves running on the store`,
   builder: (y) =>
-    proxyOptions(y)
-      .option('mode', { choices: [...MODES], default: 'replay', describe: 'Session mode' })
-      .option('record-as', { type: 'string', describe: 'In replay: also record what the app did, as this trace' })
-      .option('tail', { choices: ['strict', 'live'], default: 'strict', describe: 'In replay with --record-as: live after the first unmatched request' })
+    declareOptions(proxyOptions(y), SESSION_OPTIONS, ['mode', 'recordAs', 'tail'], { mode: { default: 'replay' } })
       .option('sessions-only', {
         type: 'boolean',
         default: false,
