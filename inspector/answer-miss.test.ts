@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { websocketExchange } from '../store/fixtures/exchanges.ts'
 import { createMemoryStore } from '../store/index.ts'
 import { bodyFromBytes, type Exchange, type Trace } from '../trace/index.ts'
-import { answerMiss } from './answer-miss.ts'
+import { answered, answerMiss } from './answer-miss.ts'
 
 const enc = (s: string) => new TextEncoder().encode(s)
 const bodies = new Map<string, Uint8Array>()
@@ -50,4 +51,16 @@ test('a strict run that stopped at a new model request: the new branch answers i
   assert.match(next.meta.lineage?.patches.at(-1)?.spec ?? '', /^#2 request=the request the app sent at #2 of run "branch-run"/)
   assert.deepEqual(next.meta.app, { command: ['node', 'app.js'], cwd: '/app' }, 'the command, no outcome yet')
   await assert.rejects(answerMiss(store, { run: 'branch', to: 'x' }), /only a strict run of the app against a trace/)
+})
+
+test('a WebSocket session before the miss keeps its messages in the new branch, with their bodies', () => {
+  const ws = websocketExchange(0)
+  for (const [d, b] of ws.bodies) bodies.set(d, b)
+  const branch = trace('ws-branch', [ws.exchange, x(1, 'POST', 'v1/chat', '{"messages":["hi"]}', '{"decision":"approve"}')])
+  const run = trace('ws-branch-run', [ws.exchange, x(1, 'POST', 'v1/chat', '{"messages":["hi again"]}', 'miss')], { observedAgainst: 'ws-branch' })
+  const next = answered(run, branch, 1, 'ws-branch-next')
+  const messages = next.exchanges[0]?.websocket?.messages ?? []
+  assert.equal(messages.length, ws.exchange.websocket?.messages.length)
+  // The branch is a whole trace: every body it references is in it (a trace file written from it needs them).
+  for (const m of messages) assert.deepEqual(next.bodies.get(m.body.digest), ws.bodies.get(m.body.digest))
 })

@@ -7,8 +7,8 @@
  * what was done; fork its answer to decide what the model (or the tool) says next, and rerun. One step at a
  * time, the app's new conversation is replayed without a live model.
  */
-import { type TraceStore, traceDigest } from '../store/index.ts'
-import { assertTraceName, type BodyRef, ErrorCodes, type Exchange, sha256, ToolReplayError, type Trace } from '../trace/index.ts'
+import { bodyRefs, type TraceStore, traceDigest } from '../store/index.ts'
+import { assertTraceName, ErrorCodes, type Exchange, sha256, ToolReplayError, type Trace } from '../trace/index.ts'
 import { verdictOf } from './verdict.ts'
 
 /** What the page asks: answer the first request strict replay refused in `run`, as branch `to`. */
@@ -61,18 +61,12 @@ export function answered(run: Trace, branch: Trace, miss: number, name: string):
     { ...replaced, seq: miss, request: asked.request, timing: { ...replaced.timing, startMs: asked.timing.startMs }, origin: 'patched', patchId: id },
     ...unused.map((x, i) => ({ ...x, seq: miss + 1 + i })),
   ]
+  // Every body the new branch references (a WebSocket session's messages too), from whichever trace holds it.
   const bodies = new Map<string, Uint8Array>()
-  const keep = (ref: BodyRef | null | undefined, from: Trace) => {
-    const bytes = ref && from.bodies.get(ref.digest)
-    if (ref && bytes) bodies.set(ref.digest, bytes)
-  }
   for (const x of exchanges) {
-    for (const from of [run, branch]) {
-      keep(x.request.body, from)
-      if (x.outcome.kind === 'response') keep(x.outcome.response.body, from)
-      else keep(x.outcome.error.partial?.body, from)
-      const u = x.fault?.upstream
-      if (u) keep(u.kind === 'response' ? u.response.body : u.error.partial?.body, from)
+    for (const [ref] of bodyRefs(x)) {
+      const bytes = run.bodies.get(ref.digest) ?? branch.bodies.get(ref.digest)
+      if (bytes) bodies.set(ref.digest, bytes)
     }
   }
   const lineage = branch.meta.lineage
