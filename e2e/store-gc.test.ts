@@ -84,9 +84,11 @@ test('gc after rm of 100 traces returns their space, and a recording running mea
   // Each deleted trace had 3 bodies; the recording reuses some of them, and gc must keep those.
   assert.ok(report.bodies > 150 && report.bodies <= 300, `gc removed ${report.bodies} bodies`)
 
+  // Watched before it is asked to stop: it may exit while its summary line is read (the gc-live-recording hang).
+  const exited = once(recorder, 'exit')
   recorder.stdin.end('stop\n')
   const summary = JSON.parse((await lines.next()).value as string) as { exchanges: number; recorded: number; bytes: number; verified: boolean }
-  await once(recorder, 'exit')
+  await exited
   assert.equal(summary.exchanges, summary.recorded, 'every exchange the recorder appended is in its trace')
   assert.equal(summary.verified, true, 'every body of the recording reads back and verifies')
 
