@@ -9,7 +9,7 @@
  *   factor (`1` = as recorded, `0.1` = ten times faster), chunks still kept apart.
  * - `none`: as fast as possible; chunk boundaries are not promised (the client may read several at once).
  */
-import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import { ErrorCodes, type OptionDeclaration, ToolReplayError } from '../trace/index.ts'
 
 /** What users write: `'chunks' | 'none' | 'recorded'` or a speed factor (a number > 0, recorded timing). */
 export type PaceOption = 'chunks' | 'none' | 'recorded' | number | Pace
@@ -20,10 +20,11 @@ export type Pace = { kind: 'chunks' } | { kind: 'none' } | { kind: 'recorded'; f
 export const DEFAULT_PACE: Pace = Object.freeze({ kind: 'chunks' })
 
 /**
- * Parses a pace option from install() or the CLI (`--pace chunks|none|recorded|FACTOR`).
+ * Parses a pace option from install() or the CLI (`--pace chunks|none|recorded|FACTOR`); `name` is how the
+ * caller wrote it (`--pace`, `pace`).
  * @example parsePace('0.1') // { kind: 'recorded', factor: 0.1 }
  */
-export function parsePace(input: unknown): Pace {
+export function parsePace(input: unknown, name = 'pace'): Pace {
   if (input === undefined || input === 'chunks') return DEFAULT_PACE
   if (isPace(input)) return input
   if (input === 'none') return { kind: 'none' }
@@ -32,9 +33,23 @@ export function parsePace(input: unknown): Pace {
   if (Number.isFinite(factor) && factor > 0 && factor <= 1000) return { kind: 'recorded', factor }
   throw new ToolReplayError(
     ErrorCodes.INVALID_OPTION,
-    `Invalid pace ${JSON.stringify(input)}: use "chunks" (default: each recorded chunk is its own read, no waiting), "none" (as fast as possible), "recorded" (recorded timing) or a speed factor > 0 such as 0.1 (ten times faster than recorded).`,
+    `Invalid ${name} ${JSON.stringify(input)}: use "chunks" (default: each recorded chunk is its own read, no waiting), "none" (as fast as possible), "recorded" (recorded timing) or a speed factor > 0 such as 0.1 (ten times faster than recorded).`,
   )
 }
+
+/**
+ * The pace, declared once for every path that replays: `--pace` of `record`, `replay` and `serve`, `pace` of
+ * install(), the interceptor's dispatchers, startProxy() and runProxySession(). Code gives a PaceOption and
+ * holds the parsed Pace.
+ */
+export const PACE_OPTION = {
+  flag: 'pace',
+  type: 'string',
+  default: 'chunks',
+  help: 'Replay timing: chunks = each recorded chunk its own read, no waiting; recorded = recorded timing; FACTOR (e.g. 0.1 = 10x faster than recorded); none = as fast as possible',
+  // Its parameter is what code may give: the command line's text ('0.1') is checked by the same function.
+  parse: (value: PaceOption, name: string): Pace => parsePace(value, name),
+} as const satisfies OptionDeclaration<Pace, PaceOption>
 
 function isPace(v: unknown): v is Pace {
   const kind = (v as { kind?: unknown } | null)?.kind

@@ -21,25 +21,21 @@ import type { Duplex } from 'node:stream'
 import type { ConnectionOptions } from 'node:tls'
 import {
   type CaptureOptions,
+  captureOptions,
   captureRequest,
-  DEFAULT_DRAIN_AFTER_ABORT_MS,
   forwardOverHttp2,
   http2Exchange,
   http2RequestFields,
   type LiveEvents,
-  type PaceOption,
-  parsePace,
+  type PathOptions,
   toNodeError,
 } from '../capture/index.ts'
-import { parseMaxBodyBytes, type Session } from '../engine/index.ts'
+import type { Session } from '../engine/index.ts'
 import { runAsInternalConnection } from './internal-connection.ts'
 
-/** Options for `installHttp2Capture` (install() passes its own). */
-export interface Http2CaptureOptions {
+/** Options for `installHttp2Capture` (install() passes its own): the path's (capture/path-options.ts) and the session. */
+export interface Http2CaptureOptions extends PathOptions {
   session: Session
-  pace?: PaceOption
-  drainAfterAbortMs?: number
-  maxBodyBytes?: number
   /**
    * The node:http capture holds every socket the app connects itself (@mswjs/interceptors' socket interception
    * answers `connect` without reaching the network until a request on it is decided): a socket the app brings
@@ -71,12 +67,7 @@ export function installHttp2Capture(options: Http2CaptureOptions): () => void {
   const http2 = process.getBuiltinModule('node:http2')
   const { duplexPair } = process.getBuiltinModule('node:stream') as typeof import('node:stream') & { duplexPair(): [Duplex, Duplex] }
   const original = http2.connect
-  const capture: CaptureOptions = {
-    session: options.session,
-    pace: parsePace(options.pace),
-    maxBodyBytes: parseMaxBodyBytes(options.maxBodyBytes),
-    drainAfterAbortMs: options.drainAfterAbortMs ?? DEFAULT_DRAIN_AFTER_ABORT_MS,
-  }
+  const capture: CaptureOptions = captureOptions(options.session, options)
   const server = http2.createServer()
   const connections = new WeakMap<object, AppConnection>()
   let arriving: AppConnection | undefined

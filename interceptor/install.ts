@@ -4,7 +4,7 @@
  * uninstall).
  */
 import type { Dispatcher } from 'undici'
-import { type PaceOption, parsePace } from '../capture/index.ts'
+import { checkPathOptions, type PathOptions } from '../capture/index.ts'
 import {
   type FaultClock,
   type FaultsInput,
@@ -13,8 +13,9 @@ import {
   type Mode,
   mergeRedaction,
   openSession,
-  parseMaxBodyBytes,
+  REDACTION_OPTIONS,
   type RedactionOptions,
+  SESSION_OPTIONS,
   type Session,
   type SessionFaults,
   type SessionOptions,
@@ -22,33 +23,26 @@ import {
   type SharedSessionHost,
   shareSession,
 } from '../engine/index.ts'
-import { openStore, parseDurability, type TraceStore } from '../store/index.ts'
-import { ErrorCodes, type IdentityOptions, isToolReplayError, ToolReplayError } from '../trace/index.ts'
+import { openStore, type TraceStore } from '../store/index.ts'
+import { ErrorCodes, IDENTITY_OPTIONS, type IdentityOptions, isToolReplayError, type OptionInputs, optionsFromCode, ToolReplayError } from '../trace/index.ts'
 import { globalFetchIsCapturable, installGlobalDispatcher } from './global-dispatcher.ts'
 import { installHttp2Capture } from './http2-capture.ts'
 import type { NodeHttpCapture } from './node-http-capture.ts'
 import { createRecordReplayDispatcher, type RecordReplayDispatcher } from './record-replay-dispatcher.ts'
 import { loadUndici } from './undici-loader.ts'
 
-export interface InstallOptions {
-  /** Default 'replay'. */
-  mode?: Mode
+/**
+ * Options for install(). The declared ones take their types, defaults and checks from their declarations
+ * (docs/reference.md: the session's `mode` (here default 'replay'), `recordAs`, `tail`, `keepUnused`,
+ * `maxBodyBytes`, `durability`; `pace`; `identity`; `redaction`): a bad value is the TR_INVALID_OPTION its
+ * flag gives, naming the option as code spells it, before anything opens. `drainAfterAbortMs` as for every
+ * capture path (capture/path-options.ts).
+ */
+export interface InstallOptions extends PathOptions, Pick<OptionInputs<typeof SESSION_OPTIONS>, 'mode' | 'recordAs' | 'tail' | 'keepUnused' | 'durability'> {
   /** Trace name. */
   trace: string
   /** Where traces live. Default: the LevelDB store at $TOOL_REPLAY_STORE, else ./.tool-replay/store (opened here, closed by close()). */
   store?: TraceStore
-  /** In replay: also record what the app did (replayed exchanges and misses) as this trace, for `tr-proxy diff`. */
-  recordAs?: string
-  /** In replay with recordAs: 'live' forwards and records after the first unmatched request. Default 'strict'. */
-  tail?: 'strict' | 'live'
-  /** Update mode: keep recordings the run did not request instead of dropping them. */
-  keepUnused?: boolean
-  /** How long to keep recording a response the app aborted (ms, default 1000); see RecordReplayDispatcherOptions. */
-  drainAfterAbortMs?: number
-  /** Largest request body buffered for matching, in bytes (default 64 MiB, the proxy's --max-body-bytes). */
-  maxBodyBytes?: number
-  /** 'write' (default) or 'fsync': how far a recorded exchange is on its way to disk before its answer ends (docs/durability.md). */
-  durability?: SessionOptions['durability']
   identity?: IdentityOptions
   /** Extra redaction, merged (as a union) with the settings file's and the defaults. */
   redaction?: RedactionOptions
@@ -57,11 +51,6 @@ export interface InstallOptions {
    * read none. Default: $TOOL_REPLAY_CONFIG, else `.tool-replay/config.json` in the working directory if present.
    */
   config?: string | false
-  /**
-   * Replay timing: 'chunks' (default: each recorded chunk reaches the app as its own read, no waiting),
-   * 'recorded' (the recorded timing), a speed factor (0.1 = ten times faster than recorded) or 'none'.
-   */
-  pace?: PaceOption
   /** Where forwarded fetch requests go; default a new undici Agent. (node:http requests go out as the app's would.) */
   upstream?: Dispatcher
   /** Install as the process-wide dispatcher (Node's fetch and undici). Default true. */
@@ -118,17 +107,18 @@ export interface InterceptorSession {
  * await tr.close()
  */
 export async function install(options: InstallOptions): Promise<InterceptorSession> {
-  const mode = options.mode ?? 'replay'
   if (options.global !== false && typeof globalThis.fetch === 'function' && !globalFetchIsCapturable()) throw captureUnavailable()
   // Checked before anything opens: a typo must not leave a store open or a trace half-recorded.
-  parsePace(options.pace)
-  parseMaxBodyBytes(options.maxBodyBytes)
-  parseDurability(options.durability)
+  const declared = optionsFromCode(SESSION_OPTIONS, options)
+  const path = checkPathOptions(options)
+  optionsFromCode(REDACTION_OPTIONS, options.redaction, 'redaction.')
+  optionsFromCode(IDENTITY_OPTIONS, options.identity, 'identity.')
+  const mode = declared.mode ?? 'replay'
   // Before the dispatcher exists: it goes where an app reaches it (the global slots, `tr.dispatcher`), and
   // there it is a whole undici Dispatcher (`request()`, `stream()`, ... come with undici) as it always was.
   // Importing the interceptor does not load undici (~110 ms); installing it does.
   await loadUndici()
-  const sessionOptions = await installSessionOptions(options, mode)
+  const sessionOptions = await installSessionOptions(options, { ...declared, mode, trace: options.trace })
   const ownStore = options.store === undefined
   const store = options.store ?? (await openStore(process.env.TOOL_REPLAY_STORE || undefined))
   let session: Session
@@ -138,9 +128,9 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
     if (ownStore) await store.close()
     throw err
   }
-  const dispatcher = createRecordReplayDispatcher({ session, ...(options.upstream ? { upstream: options.upstream } : {}), ...pathOptions(options) })
+  const dispatcher = createRecordReplayDispatcher({ session, ...(options.upstream ? { upstream: options.upstream } : {}), ...path })
   const uninstallDispatcher = options.global === false ? () => {} : installGlobalDispatcher(dispatcher)
-  const nodeHttp = await captureNodeHttp(options, session, async () => {
+  const nodeHttp = await captureNodeHttp(options, { session, ...path }, async () => {
     // Nothing half-installed: the app's fetch must not keep going to a session that is gone.
     uninstallDispatcher()
     await session.discard().catch(() => {})
@@ -148,9 +138,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
     if (ownStore) await store.close()
   })
   const uninstallHttp2 =
-    options.global !== false && options.http2 !== false
-      ? installHttp2Capture({ session, ...pathOptions(options), appSocketsHeld: nodeHttp !== undefined })
-      : () => {}
+    options.global !== false && options.http2 !== false ? installHttp2Capture({ session, ...path, appSocketsHeld: nodeHttp !== undefined }) : () => {}
   // Processes the app starts that capture on their own (`tr-proxy mcp` as an MCP server command) join this trace.
   let shared: SharedSessionHost | undefined
   try {
@@ -190,17 +178,14 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
   }
 }
 
-/** The options every capture path of one install shares: pacing, the drain after an abort, the body limit. */
-function pathOptions(options: InstallOptions) {
-  return {
-    ...(options.pace !== undefined ? { pace: options.pace } : {}),
-    ...(options.drainAfterAbortMs !== undefined ? { drainAfterAbortMs: options.drainAfterAbortMs } : {}),
-    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
-  }
-}
-
-/** The session's options from the install's: redaction merged with the config file's, the faults file loaded. */
-async function installSessionOptions(options: InstallOptions, mode: Mode): Promise<Omit<SessionOptions, 'store'>> {
+/**
+ * The session's options from the install's: the declared ones as checked (`declared`), redaction merged with
+ * the config file's, the faults file loaded.
+ */
+async function installSessionOptions(
+  options: InstallOptions,
+  declared: Pick<SessionOptions, 'mode' | 'trace' | 'recordAs' | 'tail' | 'keepUnused' | 'maxBodyBytes' | 'durability'>,
+): Promise<Omit<SessionOptions, 'store'>> {
   const fromFile = options.config === false ? undefined : (await loadConfig(options.config === undefined ? {} : { file: options.config })).config.redaction
   const redaction = mergeRedaction(fromFile, options.redaction)
   const faults =
@@ -212,31 +197,25 @@ async function installSessionOptions(options: InstallOptions, mode: Mode): Promi
           ...(options.faultsClock ? { clock: options.faultsClock } : {}),
         })
   return {
-    mode,
-    trace: options.trace,
-    ...(options.recordAs ? { recordAs: options.recordAs } : {}),
-    ...(options.tail ? { tail: options.tail } : {}),
-    ...(options.keepUnused ? { keepUnused: true } : {}),
+    ...declared,
     labels: { recordedWith: 'interceptor', ...options.labels },
     ...(options.identity ? { identity: options.identity } : {}),
     redaction,
     ...(options.preload ? { preload: options.preload } : {}),
-    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
-    ...(options.durability !== undefined ? { durability: options.durability } : {}),
     ...(faults ? { faults } : {}),
   }
 }
 
 /** Captures node:http when the install is global and asks for it; on failure `undo` runs, then the typed error. */
-async function captureNodeHttp(options: InstallOptions, session: Session, undo: () => Promise<void>): Promise<NodeHttpCapture | undefined> {
+async function captureNodeHttp(
+  options: InstallOptions,
+  path: PathOptions & { session: Session },
+  undo: () => Promise<void>,
+): Promise<NodeHttpCapture | undefined> {
   if (options.global === false || options.nodeHttp === false) return undefined
   try {
     // @mswjs/interceptors is loaded only when node:http is captured (not on `import`).
-    return (await import('./node-http-capture.ts')).installNodeHttpCapture({
-      session,
-      ...pathOptions(options),
-      ...(options.tail ? { tail: options.tail } : {}),
-    })
+    return (await import('./node-http-capture.ts')).installNodeHttpCapture({ ...path, ...(options.tail ? { tail: options.tail } : {}) })
   } catch (err) {
     await undo()
     throw isToolReplayError(err)

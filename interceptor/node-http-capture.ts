@@ -16,16 +16,8 @@ import type { Socket } from 'node:net'
 import type { HttpRequestEvent } from '@mswjs/interceptors'
 import { ClientRequestInterceptor } from '@mswjs/interceptors/ClientRequest'
 import { HttpRequestInterceptor } from '@mswjs/interceptors/http'
-import {
-  type CaptureOptions,
-  captureRequest,
-  DEFAULT_DRAIN_AFTER_ABORT_MS,
-  drivePlayback,
-  type PaceOption,
-  parsePace,
-  refusalPlayback,
-} from '../capture/index.ts'
-import { parseMaxBodyBytes, type Session } from '../engine/index.ts'
+import { type CaptureOptions, captureOptions, captureRequest, drivePlayback, type PathOptions, refusalPlayback } from '../capture/index.ts'
+import type { Session } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { trustHeldHttp2Sockets } from './http2-held-sockets.ts'
 import { createForwardAgents, type ForwardAgents } from './internal-connection.ts'
@@ -37,16 +29,13 @@ import { captureNodeWebSocket, isWebSocketUpgrade, trackConnections } from './no
 
 const { ClientRequest } = process.getBuiltinModule('node:http') // not `import`: see trace/patch.ts
 
-/** Options for `installNodeHttpCapture` (install() passes its own). */
-export interface NodeHttpCaptureOptions {
+/**
+ * Options for `installNodeHttpCapture` (install() passes its own): the path's (capture/path-options.ts; with
+ * the default pace each recorded chunk is one `'data'` event), the session and its tail.
+ */
+export interface NodeHttpCaptureOptions extends PathOptions {
   /** The session that decides, shared with the fetch dispatcher so one trace holds both in request order. */
   session: Session
-  /** Replay pacing, as for fetch (default 'chunks': each recorded chunk is one `'data'` event). */
-  pace?: PaceOption
-  /** How long to keep recording a response the app aborted after its head (ms, default 1000). */
-  drainAfterAbortMs?: number
-  /** Largest request body buffered for matching (default 64 MiB). */
-  maxBodyBytes?: number
   /** The session's tail (install()'s `tail`): with 'live', requests Tool Replay does not capture are not refused. */
   tail?: 'strict' | 'live'
 }
@@ -72,12 +61,7 @@ class NodeHttpHandler {
 
   constructor(options: NodeHttpCaptureOptions) {
     this.#session = options.session
-    this.#capture = {
-      session: options.session,
-      pace: parsePace(options.pace),
-      maxBodyBytes: parseMaxBodyBytes(options.maxBodyBytes),
-      drainAfterAbortMs: options.drainAfterAbortMs ?? DEFAULT_DRAIN_AFTER_ABORT_MS,
-    }
+    this.#capture = captureOptions(options.session, options)
     this.#liveTail = options.tail === 'live'
   }
 

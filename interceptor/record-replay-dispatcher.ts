@@ -12,16 +12,15 @@ import type { Dispatcher } from 'undici'
 import {
   type CapturedExchange,
   type CaptureOptions,
+  captureOptions,
   captureRequest,
-  DEFAULT_DRAIN_AFTER_ABORT_MS,
   drivePlayback,
   forwardThroughDispatcher,
   LazyAgent,
-  type PaceOption,
-  parsePace,
+  type PathOptions,
   refusalPlayback,
 } from '../capture/index.ts'
-import { parseMaxBodyBytes, type Session, type Ticket } from '../engine/index.ts'
+import type { Session, Ticket } from '../engine/index.ts'
 import { ErrorCodes, headerValue, ToolReplayError } from '../trace/index.ts'
 import { DispatcherShell } from './dispatcher-shell.ts'
 import { runAsInternalConnection } from './internal-connection.ts'
@@ -31,20 +30,12 @@ import { type AnyDispatchHandler, createResponseSink } from './response-sink.ts'
 import { loadedUndici, loadUndici } from './undici-loader.ts'
 import { carryOutWebSocket } from './websocket-upgrade.ts'
 
-export interface RecordReplayDispatcherOptions {
+/** The path's options (pace, maxBodyBytes, drainAfterAbortMs: capture/path-options.ts), its session and upstream. */
+export interface RecordReplayDispatcherOptions extends PathOptions {
   /** The session that decides what happens to each request. */
   session: Session
   /** Where forwarded requests go. Default: a new undici Agent, closed with this dispatcher. */
   upstream?: Dispatcher
-  /** Replay pacing: 'chunks' (default: each recorded chunk its own read, no waiting), 'none', 'recorded' or a speed factor. */
-  pace?: PaceOption
-  /**
-   * When the app aborts a response that is being recorded, keep reading it from upstream for up to this
-   * many ms so the trace holds the whole response, not an abort. Default 1000; 0 records the abort.
-   */
-  drainAfterAbortMs?: number
-  /** Largest request body buffered for matching (default 64 MiB); a larger one is refused with 413 TR_REQUEST_TOO_LARGE. */
-  maxBodyBytes?: number
 }
 
 /**
@@ -68,12 +59,7 @@ export class RecordReplayDispatcher extends DispatcherShell {
     // install() has loaded undici by now. Made directly by the sync factory, this dispatcher starts loading it:
     // the Agent a live request needs comes from it, and so do the API methods on undici's Dispatcher.prototype.
     if (!loadedUndici()) loadUndici().catch(() => {})
-    this.#capture = {
-      session: options.session,
-      pace: parsePace(options.pace),
-      maxBodyBytes: parseMaxBodyBytes(options.maxBodyBytes),
-      drainAfterAbortMs: options.drainAfterAbortMs ?? DEFAULT_DRAIN_AFTER_ABORT_MS,
-    }
+    this.#capture = captureOptions(options.session, options)
   }
 
   /**

@@ -4,7 +4,7 @@
  * `--help`, the check of each value and docs/reference.md are read from these tables (the limits are PROXY_LIMITS).
  */
 import { readFileSync } from 'node:fs'
-import { type Pace, parsePace } from '../capture/index.ts'
+import { PACE_OPTION } from '../capture/index.ts'
 import { parseBridges } from '../seal/index.ts'
 import { ErrorCodes, type OptionDeclaration, ToolReplayError } from '../trace/index.ts'
 import { parseReverse } from './reverse-routes.ts'
@@ -52,13 +52,7 @@ export const PROXY_OPTIONS = {
       throw new ToolReplayError(ErrorCodes.INVALID_OPTION, `Invalid ${name} ${String(value)}: give a number of milliseconds from 0 to 60000.`)
     },
   },
-  pace: {
-    flag: 'pace',
-    type: 'string',
-    default: 'chunks',
-    help: 'Replay timing: chunks = each recorded chunk its own read, no waiting; recorded = recorded timing; FACTOR (e.g. 0.1 = 10x faster than recorded); none = as fast as possible',
-    parse: (value: unknown): Pace => parsePace(value),
-  },
+  pace: PACE_OPTION,
 } as const satisfies Record<string, OptionDeclaration>
 
 /** How the proxy (and `drift`) reaches upstreams: the `upstream` option of a proxy run. */

@@ -8,8 +8,8 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { DEFAULT_DRAIN_AFTER_ABORT_MS, type PaceOption, parsePace } from '../capture/index.ts'
-import { parseMaxBodyBytes, type Session, type SessionOptions, type SessionSummary } from '../engine/index.ts'
+import { checkPathOptions, type PathOptions } from '../capture/index.ts'
+import type { Session, SessionSummary } from '../engine/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { type CaRejection, oncePerHost } from './ca-rejection.ts'
 import type { CertificateAuthority } from './certificate-authority.ts'
@@ -31,9 +31,11 @@ const { createServer } = process.getBuiltinModule('node:http') // not `import`: 
 
 export type { ProxyStats } from './exchange-handler.ts'
 
-/** Options for `startProxy`. */
-/** `maxBodyBytes` as SESSION_OPTIONS declares it (the request body buffered for matching; a larger one gets 413). */
-export interface ProxyServerOptions extends Pick<SessionOptions, 'maxBodyBytes'> {
+/**
+ * Options for `startProxy`: a capture path's (capture/path-options.ts: `pace`, `maxBodyBytes`, the request body
+ * buffered for matching, a larger one gets 413, and `drainAfterAbortMs`), checked as the interceptor's are.
+ */
+export interface ProxyServerOptions extends PathOptions {
   /**
    * The default session: requests that name none are handed to it (from `openSession`). Without one, every
    * request must name a session opened with `proxy.sessions.open()` (the control API's POST /sessions).
@@ -48,12 +50,8 @@ export interface ProxyServerOptions extends Pick<SessionOptions, 'maxBodyBytes'>
   /** Port; 0 (default) picks a free one. */
   port?: number
   upstream?: UpstreamOptions
-  /** Replay timing (see capture/pacing.ts): 'chunks' (default), 'none', 'recorded' or a speed factor. */
-  pace?: PaceOption
   /** Most ms between chunk writes when chunks are kept apart, never more than recorded (default: 0 over TLS, 2 over plain HTTP; see response-target.ts). */
   chunkGapMs?: number
-  /** How long a response the client abandoned keeps being recorded (ms, default 1000), as in-process. */
-  drainAfterAbortMs?: number
   limits?: ProxyLimits
   /**
    * Serve HTTP/2 with prior knowledge (h2c) on the proxy port: a connection that opens with the HTTP/2 preface
@@ -101,6 +99,7 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   const sessions = new ProxySessions(session)
   const reverse = options.reverse && options.reverse.length > 0 ? new ReverseRoutes(options.reverse) : undefined
   const limits = resolveProxyLimits(options.limits, 'options')
+  const path = checkPathOptions(options)
   const stats = createStats()
   const upstream = lazyUpstreamAgent(options.upstream ?? {})
   // A recording proxy forwards from its first request: undici loads while the app starts, not on that request.
@@ -119,10 +118,8 @@ export async function startProxy(options: ProxyServerOptions): Promise<ProxyServ
   const handlerContext = {
     upstream,
     stats,
-    pace: parsePace(options.pace),
+    ...path,
     chunkGapMs: options.chunkGapMs,
-    maxBodyBytes: parseMaxBodyBytes(options.maxBodyBytes),
-    drainAfterAbortMs: options.drainAfterAbortMs ?? DEFAULT_DRAIN_AFTER_ABORT_MS,
     listening,
   }
   const router = new RequestRouter({

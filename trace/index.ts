@@ -150,8 +150,8 @@ export {
   toolErrorTranscript,
   transcriptLines,
 } from './mcp-wire.ts'
-export type { OptionDeclaration, OptionTable, OptionValue, OptionValues } from './option-declaration.ts'
-export { optionHelp, optionsFromFlags, parseOption } from './option-declaration.ts'
+export type { OptionDeclaration, OptionInput, OptionInputs, OptionTable, OptionValue, OptionValues } from './option-declaration.ts'
+export { optionHelp, optionsFromCode, optionsFromFlags, parseOption } from './option-declaration.ts'
 export type { ForkOptions, ForkResult, PatchAction, PatchNote, PatchSelector, PatchSpec, ResolvedPatch } from './patch.ts'
 export {
   canonicalPatchSpec,
