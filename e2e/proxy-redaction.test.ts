@@ -4,7 +4,10 @@
  * file hold no secret.
  */
 import assert from 'node:assert/strict'
+import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { ProxyAgent, request } from 'undici'
@@ -72,4 +75,28 @@ test('proxy recording: Authorization, x-api-key, cookie and api_key query secret
     }
   }
   assert.ok(files > 2, 'the store and the export wrote files')
+})
+
+test('tr-proxy record --max-body-bytes is the session limit too: a JSON response over it is not stored when a body path must be redacted', async (t) => {
+  // 8 KiB of JSON: under the default 64 MiB, over the 4 KiB the flag asks for.
+  const json = JSON.stringify({ token: SECRET, pad: 'x'.repeat(8 * 1024) })
+  const upstream = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(json))
+  upstream.listen(0, '127.0.0.1')
+  await once(upstream, 'listening')
+  t.after(() => upstream.close())
+  const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/big.json`
+  // Through the proxy the wrapper names (HTTP_PROXY), in absolute form, on an agent of its own (Node's global
+  // agent may follow NODE_USE_ENV_PROXY itself): a plain forward-proxy request on every Node.
+  const client = `const http = require('node:http'); const p = new URL(process.env.HTTP_PROXY); http.get({ host: p.hostname, port: p.port, path: ${JSON.stringify(url)}, agent: new http.Agent() }, (r) => r.resume().on('end', () => process.exit(r.statusCode === 200 ? 0 : 1)))`
+  const storeDir = join(tempDir('tr-proxy-body-limit-'), 'store')
+  const err: string[] = []
+  const args = ['record', '--store', storeDir, '--trace', 'capped', '--max-body-bytes', '4096', '--redact-body-path', '$.token']
+  assert.equal(await runCli([...args, '--', process.execPath, '-e', client], { out: () => {}, err: (l) => err.push(l) }), 0, err.join('\n'))
+  const store = await openStore(storeDir)
+  const stored = await store.readTrace('capped')
+  await store.close()
+  const outcome = stored.exchanges[0]?.outcome
+  assert.equal(outcome?.kind, 'error', 'the body was stored: the session held it whole under its own 64 MiB limit, not the flag')
+  assert.equal(outcome.kind === 'error' && outcome.error.code, 'TR_BODY_NOT_REDACTED')
+  assert.match(outcome.kind === 'error' ? outcome.error.message : '', /over 4096 bytes/)
 })

@@ -3,7 +3,7 @@
  * then either run a command through it or serve until SIGINT/SIGTERM, and close the trace cleanly.
  */
 
-import type { PaceOption } from '../capture/index.ts'
+import type { PathOptions } from '../capture/index.ts'
 import {
   type FaultVerdict,
   faultVerdict,
@@ -40,11 +40,15 @@ import type { UpstreamOptions } from './upstream.ts'
  */
 
 /** Options for `runProxySession`. */
-export interface ProxyRunOptions extends Pick<SessionOptions, 'maxBodyBytes'> {
+export interface ProxyRunOptions extends Pick<PathOptions, 'pace'> {
   store: TraceStore
   /** Store directory: the CA and the control socket live there. */
   storeDir: string
-  /** The default session; with `sessionsOnly`, only the shared options (redaction, identity) of named sessions. */
+  /**
+   * The default session; with `sessionsOnly`, only the shared options (redaction, identity, maxBodyBytes) of
+   * named sessions. Its `maxBodyBytes` is the proxy's too: one limit for the request body buffered for matching
+   * and for what the session holds whole (a body redacted by JSON path).
+   */
   session: Omit<SessionOptions, 'store'>
   /** No default session: every request must name a session opened through the control API. */
   sessionsOnly?: boolean
@@ -54,7 +58,6 @@ export interface ProxyRunOptions extends Pick<SessionOptions, 'maxBodyBytes'> {
   /** Port; with a command the default is a free loopback port. */
   port?: number
   upstream?: UpstreamOptions
-  pace?: PaceOption
   /** See ProxyServerOptions. */
   limits?: ProxyLimits
   /** See PROXY_OPTIONS.chunkGapMs. */
@@ -195,7 +198,7 @@ async function startRunProxy(
       ...(o.upstream ? { upstream: o.upstream } : {}),
       ...(o.pace !== undefined ? { pace: o.pace } : {}),
       ...(o.limits ? { limits: o.limits } : {}),
-      ...(o.maxBodyBytes !== undefined ? { maxBodyBytes: o.maxBodyBytes } : {}),
+      ...(o.session.maxBodyBytes !== undefined ? { maxBodyBytes: o.session.maxBodyBytes } : {}),
       ...(o.chunkGapMs !== undefined ? { chunkGapMs: o.chunkGapMs } : {}),
       ...(o.h2c ? { h2c: true } : {}),
     })

@@ -76,7 +76,8 @@ export async function runProxyCommand(
   const upstream = upstreamFromArgs(args)
   const sealed = sealedFromArgs(args)
   const identity = optionsFromFlags(IDENTITY_OPTIONS, args)
-  session = { ...session, identity, redaction: await redactionFromArgs(args), durability }
+  // --max-body-bytes is the session's limit (what it holds whole to redact) and so the proxy's (runProxySession).
+  session = { ...session, identity, redaction: await redactionFromArgs(args), durability, maxBodyBytes }
   const faults = await faultsFromArgs(args)
   // Printed at the start and again on any failure, so a failing chaos run can always be rerun exactly.
   const rerun = faults && rerunCommand(['tr-proxy', ...(args.rawArgv ?? [])], faults.seed)
@@ -95,7 +96,6 @@ export async function runProxyCommand(
       port: port ?? (command.length > 0 ? 0 : DEFAULT_PROXY_PORT),
       upstream,
       limits,
-      ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
       ...(command.length > 0 ? { command } : {}),
       ...(sealed ? { sealed } : {}),
       control: opts.control,
