@@ -49,7 +49,7 @@ export const SESSION_OPTIONS = {
     type: 'number',
     unit: 'bytes',
     default: DEFAULT_MAX_BODY_BYTES,
-    help: 'Largest body held whole: a request body buffered for matching (a larger one is answered 413); an MCP message, one line either way (a longer one is dropped and answered with TR_LINE_TOO_LONG); in code also the largest response body redacted by JSON path',
+    help: 'Largest body held whole: a request body buffered for matching (a larger one is answered 413); an MCP message, one line either way (a longer one is dropped and answered with TR_LINE_TOO_LONG); a body redacted by JSON path, decoded (a larger response is stored as TR_BODY_NOT_REDACTED)',
     parse: parseMaxBodyBytes,
   },
   durability: {

@@ -17,8 +17,8 @@ import type { HttpRequestEvent } from '@mswjs/interceptors'
 import { ClientRequestInterceptor } from '@mswjs/interceptors/ClientRequest'
 import { HttpRequestInterceptor } from '@mswjs/interceptors/http'
 import { type CaptureOptions, captureOptions, captureRequest, drivePlayback, type PathOptions, refusalPlayback } from '../capture/index.ts'
-import type { Session } from '../engine/index.ts'
-import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
+import type { SESSION_OPTIONS, Session } from '../engine/index.ts'
+import { ErrorCodes, type OptionInputs, ToolReplayError } from '../trace/index.ts'
 import { trustHeldHttp2Sockets } from './http2-held-sockets.ts'
 import { createForwardAgents, type ForwardAgents } from './internal-connection.ts'
 import { ignoreMockedTlsSessions } from './mocked-tls-session.ts'
@@ -31,13 +31,12 @@ const { ClientRequest } = process.getBuiltinModule('node:http') // not `import`:
 
 /**
  * Options for `installNodeHttpCapture` (install() passes its own): the path's (capture/path-options.ts; with
- * the default pace each recorded chunk is one `'data'` event), the session and its tail.
+ * the default pace each recorded chunk is one `'data'` event), the session and its `tail` (SESSION_OPTIONS): with
+ * 'live', requests Tool Replay does not capture are not refused.
  */
-export interface NodeHttpCaptureOptions extends PathOptions {
+export interface NodeHttpCaptureOptions extends PathOptions, Pick<OptionInputs<typeof SESSION_OPTIONS>, 'tail'> {
   /** The session that decides, shared with the fetch dispatcher so one trace holds both in request order. */
   session: Session
-  /** The session's tail (install()'s `tail`): with 'live', requests Tool Replay does not capture are not refused. */
-  tail?: 'strict' | 'live'
 }
 
 /** A running node:http capture. */
