@@ -163,6 +163,16 @@ describe('faults-file WebSocket faults in process (install() with `ws`): the sam
       }
       assert.deepEqual(live.got, c.expected)
       checkRecorded((await store.readTrace(trace)).exchanges, c.fault)
+      if (process.env.DEBUG_WSF)
+        console.error(
+          JSON.stringify(
+            (await store.readTrace(trace)).exchanges.map((x) => [
+              x.websocket?.messages.map((m) => `${m.from} ${m.opcode} ${Math.round(m.atMs)}`),
+              x.fault?.websocket?.messages.map((m) => `${m.from} ${m.opcode} ${Math.round(m.atMs)}`),
+              x.websocket?.end,
+            ]),
+          ),
+        )
       await server.close()
       const counting = await countingListener(server.port)
       try {

@@ -83,6 +83,9 @@ function closeAfter(bodies: Map<string, Uint8Array>, ws: WebSocketSession, targe
   delete ws.end
 }
 
+/** How early a timer may fire against the clock the recorder reads (libuv's loop time is cached per tick). */
+const TIMER_SLACK_MS = 2
+
 /**
  * A WebSocket fault as a faults file's rule injects it into a live session (capture/websocket-fault-relay.ts
  * carries it out as the session is relayed). Messages count the server's text and binary messages from 1.
@@ -118,13 +121,17 @@ export function liveWebSocketView(upstream: WebSocketSession, plan: WebSocketFau
   }
   const target = positions[plan.from - 1]
   if (target === undefined) return undefined
-  ws.messages.forEach((m, i) => {
-    if (i < target || m.from !== 'server') return
+  // The order the app saw: a delayed server message goes before a client message sent after it arrived late. Its
+  // key allows for a timer firing up to TIMER_SLACK_MS early, and never goes below its own upstream time, so the
+  // server's messages keep their order; the sort is stable.
+  const keyed = ws.messages.map((m, i) => {
+    if (i < target || m.from !== 'server') return { m, key: m.atMs }
+    const key = Math.max(m.atMs, m.atMs + plan.ms - TIMER_SLACK_MS)
     m.atMs += plan.ms
     m.body = { ...m.body, chunks: m.body.chunks.map((c) => ({ ...c, atMs: c.atMs + plan.ms })) }
+    return { m, key }
   })
-  // Stable: a client message sent before a delayed server message arrived comes before it, as the app saw them.
-  ws.messages.sort((a, b) => a.atMs - b.atMs)
+  ws.messages = keyed.sort((a, b) => a.key - b.key).map((k) => k.m)
   const last = ws.messages[ws.messages.length - 1]
   if (ws.end && last && ws.end.atMs < last.atMs) ws.end.atMs = last.atMs
   return ws
