@@ -10,7 +10,7 @@ import assert from 'node:assert/strict'
 import { createServer, get as httpGet } from 'node:http'
 import { describe, test } from 'node:test'
 import { WebSocket, WebSocketServer } from 'ws'
-import { loadSessionFaults, openSession } from '../engine/index.ts'
+import { loadSessionFaults, openSession, type Session } from '../engine/index.ts'
 import { install } from '../interceptor/index.ts'
 import { loadCertificateAuthority, type ProxyServer, startProxy } from '../proxy/index.ts'
 import { createMemoryStore, type TraceStore } from '../store/index.ts'
@@ -90,15 +90,22 @@ const CASES = [
 
 const rules = (c: (typeof CASES)[number]) => [{ id: 'ws', target: { url: '/live' }, fault: c.fault, options: c.options }]
 
-/** A proxy (reverse mode onto the server) around a session; `faults` only while recording. */
-async function proxyFor(store: TraceStore, trace: string, port: number, mode: 'record' | 'replay', faults?: unknown[]): Promise<ProxyServer> {
-  const session = await openSession({ mode, trace, store, ...(faults ? { faults: await loadSessionFaults({ seed: 30, rules: faults }) } : {}) })
-  return startProxy({
+/** A proxy (reverse mode onto the server) around a session with these faults (strict replay injects none: it counts them). */
+async function proxyFor(
+  store: TraceStore,
+  trace: string,
+  port: number,
+  mode: 'record' | 'replay',
+  faults: unknown[],
+): Promise<ProxyServer & { session: Session }> {
+  const session = await openSession({ mode, trace, store, faults: await loadSessionFaults({ seed: mode === 'record' ? 30 : 99, rules: faults }) })
+  const proxy = await startProxy({
     session,
     ca: await loadCertificateAuthority(storeDir),
     upstream: { resolve: { 'api.test': { host: '127.0.0.1', port } } },
     reverse: [{ name: undefined, origin: `http://api.test:${port}`, basePath: '' }],
   })
+  return Object.assign(proxy, { session })
 }
 
 /** The trace's session: the fault record, and what the app got next to what the upstream sent. */
@@ -127,18 +134,28 @@ describe('faults-file WebSocket faults through the proxy: live, recorded with th
       const live = await converse(`ws://127.0.0.1:${rec.port}/live`)
       const recorded = await rec.close()
       assert.deepEqual(live.got, c.expected)
+      assert.deepEqual(
+        rec.session.faults?.coverage().map((r) => [r.rule, r.eligible, r.triggered]),
+        [['ws', 1, 1]],
+      )
       assert.equal(recorded.recorded, 1, JSON.stringify(recorded))
       if (c.fault === 'ws_delay') assert.ok((live.at[2] ?? 0) - (live.at[1] ?? 0) >= 350, `ev 3 came ${(live.at[2] ?? 0) - (live.at[1] ?? 0)} ms after ev 2`)
       checkRecorded((await store.readTrace(trace)).exchanges, c.fault)
       await server.close()
       const counting = await countingListener(server.port)
       try {
-        const rep = await proxyFor(store, trace, server.port, 'replay')
+        const rep = await proxyFor(store, trace, server.port, 'replay', rules(c))
         const replayed = await converse(`ws://127.0.0.1:${rep.port}/live`)
         const summary = await rep.close()
         assert.deepEqual(replayed.got, c.expected)
         assert.equal(summary.ok, true, JSON.stringify(summary))
         assert.equal(summary.replayed, 1)
+        // Strict replay injects nothing new: the rule counts the fault the trace holds, with its recorded seed.
+        assert.deepEqual(
+          rep.session.faults?.coverage().map((r) => [r.rule, r.eligible, r.triggered]),
+          [['ws', 1, 1]],
+        )
+        assert.equal(rep.session.faults?.seed, '30')
         assert.equal(counting.connections, 0)
       } finally {
         await counting.close()
