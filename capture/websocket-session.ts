@@ -12,6 +12,7 @@ import type { Duplex } from 'node:stream'
 import { MISS_CLOSE_CODE, type PlayedMessage, type Scheduled, type WebSocketConversation, type WebSocketRecorder } from '../engine/index.ts'
 import { closePayload, readClosePayload, type ToolReplayError } from '../trace/index.ts'
 import { type Pace, releaseAtMs } from './pacing.ts'
+import { faultServerStream } from './websocket-fault-relay.ts'
 import { encodeFrame, FrameParser, OPCODE, opcodeName, WEBSOCKET_PROTOCOL_CODE } from './websocket-frames.ts'
 
 /** How long a closing session waits for the other side's close before its socket is destroyed. */
@@ -29,16 +30,33 @@ export function relayWebSocket(client: Duplex, upstream: Duplex, recorder: WebSo
   return new Promise((resolve) => {
     let failure: Error | undefined
     let done = false
+    let closeWait: NodeJS.Timeout | undefined
+    const toClient = (bytes: Buffer) => !client.destroyed && client.write(bytes)
+    // A fault rule's fault (the engine put it on the recorder): the app gets the server's frames as it says.
+    const faulted =
+      recorder.fault &&
+      faultServerStream(recorder.fault, maxPayload, {
+        deliver: toClient,
+        closed: () => (closeWait = setTimeout(() => finish(), CLOSE_WAIT_MS)),
+      })
     const finish = () => {
       if (done) return
       done = true
+      clearTimeout(closeWait)
       upstream.destroy()
-      client.destroy()
-      void tap.end(failure).finally(resolve)
+      // Frames a ws_delay holds back still reach a client that is there to get them.
+      const held = faulted && !client.destroyed ? faulted.drained() : Promise.resolve()
+      void held
+        .then(() => {
+          faulted?.stop()
+          client.destroy()
+          return tap.end(failure)
+        })
+        .finally(resolve)
     }
     upstream.on('data', (chunk: Buffer) => {
       fromServer(chunk)
-      if (!client.write(chunk)) upstream.pause()
+      if (!(faulted ? faulted.push(chunk) : client.write(chunk))) upstream.pause()
     })
     client.on('drain', () => upstream.resume())
     client.on('data', (chunk: Buffer) => {
@@ -53,7 +71,7 @@ export function relayWebSocket(client: Duplex, upstream: Duplex, recorder: WebSo
     upstream
       .on('error', failed)
       .on('close', finish)
-      .on('end', () => client.end())
+      .on('end', () => void (faulted?.drained() ?? Promise.resolve()).then(() => client.end()))
     client
       .on('error', failed)
       .on('close', finish)
@@ -112,11 +130,22 @@ export function tapWebSocket(socket: Duplex, recorder: WebSocketRecorder, maxPay
   if (!recorder.recording) return
   const tap = frameTap(recorder, maxPayload)
   let failure: Error | undefined
+  let closeWait: NodeJS.Timeout | undefined
   // Read as they are emitted, without a 'data' listener of our own: one would start the flow before the client
   // attached its reader (undici's WebSocket does so a few turns after the upgrade) and its first bytes would be lost.
   const emit = socket.emit.bind(socket) as (event: string | symbol, ...args: unknown[]) => boolean
+  // A fault rule's fault: the client is handed the server's frames as it says (a ws_close's wait for the end is bounded).
+  const faulted =
+    recorder.fault &&
+    faultServerStream(recorder.fault, maxPayload, {
+      deliver: (bytes) => !socket.destroyed && emit('data', bytes),
+      closed: () => (closeWait = setTimeout(() => socket.destroy(), CLOSE_WAIT_MS)),
+    })
   socket.emit = ((event: string | symbol, ...args: unknown[]) => {
-    if (event === 'data') tap.server(args[0] as Buffer)
+    if (event === 'data') {
+      tap.server(args[0] as Buffer)
+      if (faulted) return faulted.push(args[0] as Buffer)
+    }
     return emit(event, ...args)
   }) as Duplex['emit']
   const write = socket.write.bind(socket) as (...args: unknown[]) => boolean
@@ -125,7 +154,11 @@ export function tapWebSocket(socket: Duplex, recorder: WebSocketRecorder, maxPay
     return write(chunk, ...rest)
   }) as Duplex['write']
   socket.once('error', (err: Error) => (failure ??= err))
-  socket.once('close', () => void tap.end(failure))
+  socket.once('close', () => {
+    clearTimeout(closeWait)
+    faulted?.stop()
+    void tap.end(failure)
+  })
 }
 
 /** What playing a recorded session needs. */

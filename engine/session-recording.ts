@@ -76,16 +76,28 @@ export class SessionRecording {
 
   /**
    * A recorder for a relayed WebSocket session, stored as one exchange; `http` makes the HTTP recorder for an
-   * upgrade the upstream refused. Closing the session while it is open keeps what had arrived.
+   * upgrade the upstream refused; `finalize` rewrites the session's exchange before it is written (a fault's app view).
+   * Closing the session while it is open keeps what had arrived.
    */
-  websocket(request: CapturedRequest, seq: number, startMs: number, live: boolean, http: () => ExchangeRecorder): WebSocketRecorder {
+  websocket(
+    request: CapturedRequest,
+    seq: number,
+    startMs: number,
+    live: boolean,
+    http: () => ExchangeRecorder,
+    finalize: (exchange: Exchange, bodies: Map<string, Uint8Array>) => Exchange = (x) => x,
+  ): WebSocketRecorder {
     let settle = () => {}
     const settled = new Promise<void>((resolve) => (settle = resolve))
     const recorder = createWebSocketRecorder(
       {
         redactor: this.#ctx.redactor,
         maxBytes: this.#ctx.maxBodyBytes,
-        write: (x, bodies) => this.write(live ? { ...x, origin: 'live' } : x, bodies),
+        write: (exchange, written) => {
+          const bodies = new Map(written)
+          const x = finalize(exchange, bodies)
+          return this.write(live ? { ...x, origin: 'live' } : x, bodies)
+        },
         http,
         now: this.#ctx.now,
       },

@@ -5,7 +5,7 @@ import { ArrivalOrder, type Ticket } from './arrival-order.ts'
 import { redactCapturedRequest } from './body-redaction.ts'
 import type { CapturedRequest, ConnectionRequest, Decision, ExchangeRecorder, Playback } from './decision.ts'
 import { PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
-import { type FaultHost, SessionFaults } from './fault-host/session-faults.ts'
+import { type FaultHost, SessionFaults, type WebSocketRecorderFactory } from './fault-host/session-faults.ts'
 import { entryFromError, formatSummary, type LedgerEntry, RetryFolding, type SessionSummary, unusedEntry } from './ledger.ts'
 import { Redactor } from './redaction.ts'
 import type { Take, UnusedRecording } from './replay-index.ts'
@@ -175,7 +175,7 @@ export class Session {
       return this.#relayWebSocket(request, seq, startMs, this.mode !== 'passthrough', this.#tailLive)
     }
     const decide = (taken: Take): WebSocketDecision | Promise<WebSocketDecision> => {
-      if (taken.kind === 'match') return this.#replayWebSocket(seq, startMs, taken.exchange)
+      if (taken.kind === 'match') return this.#replayWebSocket(request, seq, startMs, taken.exchange)
       if (this.mode === 'update') return this.#relayWebSocket(request, seq, startMs, true, false)
       if (this.#tailAllowed) {
         this.#startTail(request, 'no recorded WebSocket session matches it')
@@ -193,20 +193,24 @@ export class Session {
 
   #relayWebSocket(request: CapturedRequest, seq: number, startMs: number, recording: boolean, live: boolean): WebSocketDecision {
     // The HTTP recorder for an upgrade the upstream refused is made on demand; #recorder counts it, so it is not counted here.
-    const http = () => this.#recorder(request, seq, startMs, recording, live)
+    const upgradeRefused = () => this.#recorder(request, seq, startMs, recording, live)
     if (!recording || !this.#recording) {
       this.#passedThrough++
       return { kind: 'forward', recorder: passthroughWebSocketRecorder(PASSTHROUGH_RECORDER) }
     }
     this.#recorded++
-    const recorder = this.#recording.websocket(request, seq, startMs, live, () => {
+    const store = this.#recording
+    const http = () => {
       this.#recorded--
-      return http()
-    })
+      return upgradeRefused()
+    }
+    const make: WebSocketRecorderFactory = (finalize) => store.websocket(request, seq, startMs, live, http, finalize)
+    const recorder = this.#faults ? this.#faults.websocketRecorder(request, startMs, make) : make()
     return { kind: 'forward', recorder }
   }
 
-  #replayWebSocket(seq: number, startMs: number, exchange: Exchange): WebSocketDecision | Promise<WebSocketDecision> {
+  #replayWebSocket(request: CapturedRequest, seq: number, startMs: number, exchange: Exchange): WebSocketDecision | Promise<WebSocketDecision> {
+    this.#faults?.replayed(request, exchange)
     this.#replayed++
     if (this.#recording) this.#write({ ...exchange, seq, timing: { ...exchange.timing, startMs: Math.round(startMs) } }, this.#source?.bodies ?? new Map())
     const playback = this.#playback(exchange)

@@ -12,6 +12,7 @@ import {
   type ResponseHead,
   readClosePayload,
   type WebSocketEnd,
+  type WebSocketFaultPlan,
   type WebSocketMessage,
   type WebSocketOpcode,
 } from '../trace/index.ts'
@@ -22,6 +23,11 @@ import type { Redactor } from './redaction.ts'
 export interface WebSocketRecorder {
   /** False for passthrough: nothing is written, calls are cheap no-ops. */
   readonly recording: boolean
+  /**
+   * A fault rule's fault for this session, which the path carries out on the server's frames as it relays them
+   * (capture/websocket-fault-relay.ts); the frames reported here stay the upstream's, and the engine derives what the app got.
+   */
+  fault?: WebSocketFaultPlan
   /** The upstream did not switch protocols (it answered 401, say) or could not be reached: record that as an HTTP exchange. */
   http(): ExchangeRecorder
   /** The upstream answered 101. */

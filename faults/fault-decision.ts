@@ -15,6 +15,8 @@ import {
   type StreamPoint,
   type SyntheticResponse,
   toolErrorTranscript,
+  WEBSOCKET_FAULT_KINDS,
+  type WebSocketFaultPlan,
 } from '../trace/index.ts'
 import type { DriftChange, FaultErrorCode, FaultRule, LatencyDistribution } from './fault-rules.ts'
 import { seededUnit } from './seeded-random.ts'
@@ -37,6 +39,7 @@ export interface FaultFailure {
  * - `forward-then-drift`: forward, then give the app the upstream's JSON with these changes.
  * - `forward-then-cut`: forward; pass the body on up to `after`, then end it cleanly (no `error`) or fail with `error`.
  * - `crash`: (MCP stdio) kill the server instead of giving it the message; nothing is forwarded.
+ * - `websocket`: relay the session and act on its server messages as `plan` says (capture/websocket-fault-relay.ts).
  */
 export type FaultAction =
   | { do: 'respond'; delayMs: number; response: SyntheticResponse }
@@ -48,6 +51,7 @@ export type FaultAction =
   | { do: 'forward-then-drift'; changes: DriftChange[] }
   | { do: 'forward-then-cut'; after: StreamPoint; error?: FaultFailure }
   | { do: 'crash' }
+  | { do: 'websocket'; plan: WebSocketFaultPlan }
 
 /** One rule's decision for one request: what the trace keeps of it (ExchangeFault, less the upstream's outcome), plus when and what. */
 export interface FaultDecision extends Omit<ExchangeFault, 'upstream'> {
@@ -64,7 +68,12 @@ export function forwards(action: FaultAction): boolean {
 /** The phase an action acts in. */
 export function phaseOf(action: FaultAction): FaultPhase {
   if (action.do === 'respond' || action.do === 'fail' || action.do === 'delay' || action.do === 'crash') return 'before-forward'
-  return action.do === 'forward-then-cut' ? 'mid-body' : 'after-response'
+  return action.do === 'forward-then-cut' || action.do === 'websocket' ? 'mid-body' : 'after-response'
+}
+
+/** True for a rule that selects WebSocket sessions (ws_close, ws_drop, ws_delay) rather than HTTP requests. */
+export function isWebSocketRule(rule: Pick<FaultRule, 'fault'>): boolean {
+  return (WEBSOCKET_FAULT_KINDS as readonly string[]).includes(rule.fault)
 }
 
 /** What a trace stores for a faulted exchange, next to what the app was given (the exchange's outcome). */
@@ -146,6 +155,17 @@ export function faultAction(rule: FaultRule, ctx: ActionContext): FaultAction {
       return { do: 'crash' }
     case 'stream_error':
       return { do: 'forward-then-cut', after: rule.options.after, error: faultError('stream_error', note, { code: rule.options.code }) }
+    case 'ws_close':
+      return {
+        do: 'websocket',
+        plan: { kind: 'ws_close', after: rule.options.afterMessages, code: rule.options.code, reason: `Tool Replay fault ws_close (rule "${rule.id}")` },
+      }
+    case 'ws_drop':
+      return { do: 'websocket', plan: { kind: 'ws_drop', messages: rule.options.messages } }
+    case 'ws_delay': {
+      const ms = sampleLatency(rule.options.distribution, seededUnit(ctx.seed, rule.id, ctx.invocation, 'latency'))
+      return { do: 'websocket', plan: { kind: 'ws_delay', from: rule.options.fromMessage, ms } }
+    }
   }
 }
 

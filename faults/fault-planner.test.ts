@@ -183,3 +183,34 @@ describe('schedule shapes', () => {
     assert.ok(new Set(a).size > 20)
   })
 })
+
+test('WebSocket rules select WebSocket sessions only, the others HTTP requests only; the same seed draws the same delay', () => {
+  const config = faultsFromObject({
+    rules: [
+      { id: 'ws', target: { url: '/rt' }, fault: 'ws_delay', probability: 0.5, options: { minMs: 10, maxMs: 5000 } },
+      { id: 'http', target: { url: '/rt' }, fault: 'server_error' },
+    ],
+  })
+  const run = (seed: string) => {
+    const planner = new FaultPlanner(config, { seed })
+    const out: string[] = []
+    for (let i = 0; i < 12; i++) {
+      const d = planner.decide(req('https://api.test/rt', [], 'GET'), i, true)
+      out.push(d ? `${d.rule}:${JSON.stringify(d.action)}` : '-')
+    }
+    assert.equal(planner.decide(req('https://api.test/rt', [], 'GET'), 12)?.rule, 'http')
+    assert.deepEqual(
+      planner.coverage.map((c) => [c.rule, c.eligible]),
+      [
+        ['ws', 12],
+        ['http', 1],
+      ],
+    )
+    return out
+  }
+  const a = run('7')
+  assert.deepEqual(run('7'), a)
+  assert.notDeepEqual(run('8'), a)
+  assert.ok(a.some((d) => d.startsWith('ws:{"do":"websocket","plan":{"kind":"ws_delay","from":1,"ms":')))
+  assert.ok(a.includes('-'))
+})

@@ -6,7 +6,7 @@
  */
 import { type HeaderPairs, headerValue } from '../trace/index.ts'
 import { FaultCoverage, type RuleCoverage } from './fault-coverage.ts'
-import { type FaultDecision, faultAction, phaseOf } from './fault-decision.ts'
+import { type FaultDecision, faultAction, isWebSocketRule, phaseOf } from './fault-decision.ts'
 import type { FaultRule, FaultsConfig } from './fault-rules.ts'
 import { seededUnit } from './seeded-random.ts'
 
@@ -63,11 +63,12 @@ export class FaultPlanner {
   /**
    * The fault for this request, or undefined. Rules are tried in file order; every rule whose target matches
    * counts the request (so its own schedule never depends on other rules), and the first selected one fires.
+   * A WebSocket session (`websocket`) is counted by the ws_* rules only, and an HTTP request by the others.
    */
-  decide(request: FaultRequest, atMs: number): FaultDecision | undefined {
+  decide(request: FaultRequest, atMs: number, websocket = false): FaultDecision | undefined {
     let chosen: FaultDecision | undefined
     for (const rule of this.#rules) {
-      if (!rule.target.matches(request.method, request.url)) continue
+      if (isWebSocketRule(rule) !== websocket || !rule.target.matches(request.method, request.url)) continue
       const state = this.#state.get(rule.id) as RuleState
       const invocation = this.#invocation(rule, state, request)
       if (invocation === undefined) continue

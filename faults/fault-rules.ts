@@ -2,7 +2,7 @@
  * The model of a faults file: fault rules and their seed, effect rules (commit evidence) and behaviour
  * contracts. Reading and validating the file lives in faults-file.ts; this file only holds the types.
  */
-import type { FaultKind, FaultPhase, ProviderShape, SERVER_ERROR_STATUSES, StreamPoint, WebSocketFaultKind } from '../trace/index.ts'
+import type { FaultKind, FaultPhase, ProviderShape, SERVER_ERROR_STATUSES, StreamPoint } from '../trace/index.ts'
 import type { Target } from './fault-target.ts'
 
 export type { ProviderShape, StreamPoint } from '../trace/index.ts'
@@ -57,6 +57,12 @@ export interface FaultOptionsByKind {
   tool_error: { text: string }
   /** MCP: the server process is killed instead of getting the message; what it had not answered fails. */
   server_crash: Record<string, never>
+  /** WebSocket: after the server's Nth text or binary message the app gets a close with `code`; the upstream's later messages never reach it. */
+  ws_close: { afterMessages: number; code: number }
+  /** WebSocket: these server messages (text or binary, counted from 1) never reach the app. */
+  ws_drop: { messages: number[] }
+  /** WebSocket: the server's Nth message and every server frame after it reach the app late (drawn like a latency). */
+  ws_delay: { fromMessage: number; distribution: LatencyDistribution }
 }
 
 /** How a rule chooses among the requests its target matches. All given shapes must agree. */
@@ -87,8 +93,8 @@ interface FaultRuleBase extends FaultSchedule {
 /** One fault rule, its options typed by its kind. */
 export type FaultRule = { [K in RuleFaultKind]: FaultRuleBase & { fault: K; options: FaultOptionsByKind[K] } }[RuleFaultKind]
 
-/** The kinds a faults file's rule takes: a WebSocket session's faults are forked in (trace/fault-kinds.ts). */
-export type RuleFaultKind = Exclude<FaultKind, WebSocketFaultKind>
+/** The kinds a faults file's rule takes: every kind (ws_* select WebSocket sessions, the others HTTP requests and MCP messages). */
+export type RuleFaultKind = FaultKind
 
 /** A value read from an exchange: a JSON path in a body, or a header. */
 export type ValueRef = { from: 'json'; path: string } | { from: 'header'; name: string }

@@ -180,15 +180,38 @@ contracts: [no-duplicate-effects]
   assert.throws(() => parseFaults('rules: [{ id: r, target: { mcp: { tool: x }, url: /y }, fault: timeout }]'), { code: ErrorCodes.INVALID_FAULTS })
 })
 
-test("a WebSocket session's faults (ws_close, ws_drop, ws_delay) are forked in, not ruled: TR_INVALID_FAULTS says how", () => {
-  for (const fault of ['ws_close', 'ws_drop', 'ws_delay']) {
-    assert.throws(
-      () => faultsFromObject({ rules: [{ id: 'c', target: { url: '/v1/realtime' }, fault }] }),
-      (err: Error & { code?: string }) =>
-        err.code === ErrorCodes.INVALID_FAULTS &&
-        err.message.includes(
-          `is ${fault}, which acts on a recorded WebSocket session. Fork it in: tr-proxy fork TRACE --to NEW --patch '#SEQ fault=${fault}@N'.`,
-        ),
-    )
-  }
+test("a faults file's WebSocket rules (ws_close, ws_drop, ws_delay): options with defaults, each problem TR_INVALID_FAULTS naming the fix", () => {
+  const c = faultsFromObject({
+    rules: [
+      { id: 'c', target: { url: '/v1/realtime' }, fault: 'ws_close', options: { afterMessages: 3, code: 4000 } },
+      { id: 'c0', target: { url: '/v1/realtime' }, fault: 'ws_close' },
+      { id: 'd', target: { url: '/v1/realtime' }, fault: 'ws_drop', options: { messages: [5, 2, 5] } },
+      { id: 'l', target: { url: '/v1/realtime' }, fault: 'ws_delay', options: { fromMessage: 2, minMs: 100, maxMs: 300 } },
+      { id: 'l0', target: { url: '/v1/realtime' }, fault: 'ws_delay' },
+    ],
+  })
+  assert.deepEqual(
+    c.rules.map((r) => [r.fault, r.options]),
+    [
+      ['ws_close', { afterMessages: 3, code: 4000 }],
+      ['ws_close', { afterMessages: 1, code: 1011 }],
+      ['ws_drop', { messages: [2, 5] }],
+      ['ws_delay', { fromMessage: 2, distribution: { kind: 'uniform', minMs: 100, maxMs: 300 } }],
+      ['ws_delay', { fromMessage: 1, distribution: { kind: 'fixed', ms: 1000 } }],
+    ],
+  )
+  const bad = (fault: string, options: unknown, message: RegExp) =>
+    assert.throws(() => faultsFromObject({ rules: [{ id: 'x', target: { url: '/v1/realtime' }, fault, options }] }), {
+      code: ErrorCodes.INVALID_FAULTS,
+      message,
+    })
+  bad('ws_close', { code: 1005 }, /options\.code is 1005, not a close code an endpoint may send\. Use 1000-1003, 1007-1014 or 3000-4999/)
+  bad('ws_close', { afterMessages: 0 }, /options\.afterMessages .*Server messages count from 1/)
+  bad('ws_drop', { messages: [] }, /options\.messages is empty/)
+  bad('ws_drop', { at: 2 }, /at/)
+  bad('ws_delay', { ms: 4_000_000 }, /at most 3600000 ms/)
+  assert.throws(() => faultsFromObject({ rules: [{ id: 'x', target: { mcp: { tool: 't' } }, fault: 'ws_drop' }] }), {
+    code: ErrorCodes.INVALID_FAULTS,
+    message: /does not apply to an MCP target/,
+  })
 })

@@ -14,7 +14,6 @@ import {
   parseJsonPath,
   SERVER_ERROR_STATUSES,
   ToolReplayError,
-  WEBSOCKET_FAULT_KINDS,
 } from '../trace/index.ts'
 import {
   CONTRACT_KINDS,
@@ -35,6 +34,7 @@ import {
 } from './fault-rules.ts'
 import { compileTarget, type Target, type TargetSpec, TargetSyntaxError } from './fault-target.ts'
 import { describe, editDistance, plain } from './fault-values.ts'
+import { WEBSOCKET_OPTION_KEYS, websocketFaultOptions } from './websocket-fault-options.ts'
 
 /** Reads and validates a faults file; `.json` is read as JSON, anything else as YAML. */
 export async function readFaultsFile(path: string): Promise<FaultsConfig> {
@@ -161,8 +161,6 @@ class FaultsReader {
     const ruleId = id as string
     if (!(FAULT_KINDS as readonly unknown[]).includes(o.fault))
       fail('fault', o.fault === undefined ? 'is missing' : `is ${describe(o.fault)}`, `Use one of ${FAULT_KINDS.join(', ')}.`)
-    if ((WEBSOCKET_FAULT_KINDS as readonly unknown[]).includes(o.fault))
-      fail('fault', `is ${o.fault}, which acts on a recorded WebSocket session`, `Fork it in: tr-proxy fork TRACE --to NEW --patch '#SEQ fault=${o.fault}@N'.`)
     const fault = o.fault as RuleFaultKind
     const target = this.target(o.target, where('target'), ruleId)
     const mcp = 'mcp' in target.spec
@@ -267,6 +265,7 @@ class FaultsReader {
       stream_error: ['afterEvents', 'afterBytes', 'code'],
       tool_error: ['text'],
       server_crash: [],
+      ...WEBSOCKET_OPTION_KEYS,
     }
     this.keys(o, at, known[kind], rule)
     const code = (fallback: FaultErrorCode): FaultErrorCode => {
@@ -323,6 +322,9 @@ class FaultsReader {
         return { text: (o.text as string | undefined) ?? 'The tool failed.' }
       },
       server_crash: () => ({}),
+      ws_close: () => websocketFaultOptions('ws_close', o, at, rule, this),
+      ws_drop: () => websocketFaultOptions('ws_drop', o, at, rule, this),
+      ws_delay: () => websocketFaultOptions('ws_delay', o, at, rule, this),
     }
     const options = out[kind]() as FaultOptionsByKind[K]
     if (kind === 'schema_drift' && (options as FaultOptionsByKind['schema_drift']).changes.length === 0)

@@ -11,7 +11,7 @@ export { assertContracts, checkContracts, coverageFromTrace, formatContractRepor
 export type { MissReason, RuleCoverage } from './fault-coverage.ts'
 export { assertAllRulesFired, FaultCoverage, formatCoverage, unfiredReason, unfiredRules } from './fault-coverage.ts'
 export type { ActionContext, FaultAction, FaultDecision, FaultFailure } from './fault-decision.ts'
-export { describeDecision, faultAction, faultRecord, forwards, phaseOf, sampleLatency } from './fault-decision.ts'
+export { describeDecision, faultAction, faultRecord, forwards, isWebSocketRule, phaseOf, sampleLatency } from './fault-decision.ts'
 export { FAULTS_OPTIONS } from './fault-options.ts'
 export type { FaultRequest } from './fault-planner.ts'
 export { FaultPlanner } from './fault-planner.ts'

@@ -101,7 +101,8 @@ export type ExchangeOrigin = 'recorded' | 'patched' | 'live'
 
 /**
  * The faults Tool Replay can inject at the HTTP boundary (and, `tool_error` and `server_crash`, into MCP stdio servers;
- * `ws_close`, `ws_drop` and `ws_delay` into a recorded WebSocket session: trace/websocket-fault-patch.ts).
+ * `ws_close`, `ws_drop` and `ws_delay` into a WebSocket session, live from a faults file or forked into a recorded one:
+ * trace/websocket-fault-patch.ts).
  */
 export const FAULT_KINDS = [
   'response_lost',
@@ -145,6 +146,17 @@ export interface ExchangeFault {
   /** The invocation key's header value, when the rule keys by a header. */
   key?: string
   upstream: Outcome | null
+  /** A faulted WebSocket session: the session as the upstream had it (`websocket` is the app's). */
+  websocket?: WebSocketUpstream
+}
+
+/**
+ * A faulted WebSocket session as the upstream's side had it: every message both ways, each payload named by its
+ * digest and size. The payloads the app got are the exchange's own; the ones it never got are not kept.
+ */
+export interface WebSocketUpstream {
+  messages: Array<Pick<WebSocketMessage, 'from' | 'opcode' | 'atMs' | 'close'> & { digest: string; size: number }>
+  end?: WebSocketEnd
 }
 
 export interface Exchange {

@@ -25,8 +25,9 @@ export const FAULT_DEFAULTS = {
 } as const
 
 /**
- * Kinds that act on a recorded WebSocket session, forked in (`#N fault=ws_close@3:1011`): the server closes the session
- * with a code after its Nth message, its Nth message is dropped, or it comes late. A faults file's rules do not take them.
+ * Kinds that act on a WebSocket session: the server closes the session with a code after its Nth message, its Nth
+ * message is dropped, or it comes late. A faults file's rule injects them into a live session as it is relayed
+ * (capture/websocket-fault-relay.ts); a fork patch (`#N fault=ws_close@3:1011`) into a recorded one.
  */
 export const WEBSOCKET_FAULT_KINDS = ['ws_close', 'ws_drop', 'ws_delay'] as const satisfies readonly FaultKind[]
 export type WebSocketFaultKind = (typeof WEBSOCKET_FAULT_KINDS)[number]

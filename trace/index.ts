@@ -52,6 +52,7 @@ export type {
   WebSocketMessage,
   WebSocketOpcode,
   WebSocketSession,
+  WebSocketUpstream,
 } from './exchange.ts'
 export { CLIENT_ABORT_CODE, ERROR_PHASES, FAULT_KINDS, FAULT_PHASES, OUTPUT_TAIL_BYTES, TRACE_FORMAT_VERSION, WEBSOCKET_OPCODES } from './exchange.ts'
 /** The fault kinds' defaults, server_error's statuses and the errors failing kinds give (for rules and fork patches). */
@@ -205,3 +206,5 @@ export {
   websocketBodyRefs,
   websocketMatchKey,
 } from './websocket.ts'
+export type { WebSocketFaultPlan } from './websocket-fault-patch.ts'
+export { liveWebSocketView, websocketUpstream } from './websocket-fault-patch.ts'

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { realtimeTrace, weatherConversation } from '../e2e/fixtures/realtime-session.ts'
-import { bodyBytes } from './body.ts'
-import type { Exchange, Trace, WebSocketMessage } from './exchange.ts'
+import { bodyBytes, bodyFromChunks } from './body.ts'
+import type { Exchange, Trace, WebSocketMessage, WebSocketSession } from './exchange.ts'
 import { forkTrace } from './patch.ts'
 import { readClosePayload } from './websocket.ts'
+import { liveWebSocketView, websocketUpstream } from './websocket-fault-patch.ts'
 
 const source = () => realtimeTrace('rt', [weatherConversation()])
 const fork = (t: Trace, ...patches: string[]) => forkTrace(t, { name: 'rt-fault', sourceDigest: 'sha256:0', patches })
@@ -88,4 +89,52 @@ test('WebSocket faults fail closed with TR_INVALID_PATCH naming what is wrong', 
   const { websocket: _session, ...upgrade } = src.exchanges[0] as Exchange
   const http: Trace = { ...src, exchanges: [upgrade] }
   assert.throws(() => fork(http, '#0 fault=ws_drop@1'), /ws_drop acts on a WebSocket session, and this exchange is not one/)
+})
+
+/** A live session by hand: [from, atMs] per text message; payloads are the index. */
+function liveSession(spec: Array<['client' | 'server', number]>): WebSocketSession {
+  return {
+    messages: spec.map(([from, atMs], i) => {
+      const b = bodyFromChunks([{ bytes: Buffer.from(String(i)), atMs }])
+      return { from, opcode: 'text' as const, atMs, body: b.ref }
+    }),
+  }
+}
+const shape = (ws: WebSocketSession | undefined) => ws?.messages.map((m) => `${m.from[0]}${m.opcode === 'close' ? `:close${m.close?.code}` : ''}@${m.atMs}`)
+
+test("a faults file's WebSocket fault as the app got it (liveWebSocketView): close, drop, delay; the upstream's side untouched", () => {
+  const up = liveSession([
+    ['server', 1],
+    ['client', 2],
+    ['server', 3],
+    ['server', 4],
+    ['client', 100],
+    ['server', 101],
+  ])
+  const before = JSON.stringify(up)
+  const bodies = new Map<string, Uint8Array>()
+  const closed = liveWebSocketView(up, { kind: 'ws_close', after: 2, code: 1012, reason: 'Tool Replay fault ws_close (rule "r")' }, bodies)
+  assert.deepEqual(shape(closed), ['s@1', 'c@2', 's@3', 's:close1012@3', 'c:close1012@3'])
+  assert.equal(closed?.messages[3]?.close?.reason, 'Tool Replay fault ws_close (rule "r")')
+  assert.ok(bodies.has(closed?.messages[3]?.body.digest ?? ''), 'the close payload is among the bodies')
+  assert.deepEqual(shape(liveWebSocketView(up, { kind: 'ws_drop', messages: [2, 4, 9] }, bodies)), ['s@1', 'c@2', 's@4', 'c@100'])
+  // Delayed from the 3rd server message by 200 ms: the client's message at 100 was sent before they arrived (at
+  // 204 and 301), so it stays before them; the client's own times are kept.
+  assert.deepEqual(shape(liveWebSocketView(up, { kind: 'ws_delay', from: 3, ms: 200 }, bodies)), ['s@1', 'c@2', 's@3', 'c@100', 's@204', 's@301'])
+  // A client message sent just as a delayed message arrived (a timer may fire a ms early) still comes after it.
+  const tight = liveSession([
+    ['server', 10],
+    ['client', 409],
+  ])
+  assert.deepEqual(shape(liveWebSocketView(tight, { kind: 'ws_delay', from: 1, ms: 400 }, bodies)), ['s@410', 'c@409'])
+  // The session ended before the fault's message: it did not apply.
+  assert.equal(liveWebSocketView(up, { kind: 'ws_close', after: 5, code: 1011, reason: 'x' }, bodies), undefined)
+  assert.equal(liveWebSocketView(up, { kind: 'ws_drop', messages: [5] }, bodies), undefined)
+  assert.equal(JSON.stringify(up), before, "the upstream's session is left as it is")
+  const record = websocketUpstream(up)
+  assert.deepEqual(
+    record.messages.map((m) => [m.from, m.atMs, m.size]),
+    up.messages.map((m) => [m.from, m.atMs, m.body.size]),
+  )
+  assert.equal(record.messages[0]?.digest, up.messages[0]?.body.digest)
 })

@@ -11,7 +11,7 @@
  * which session was faulted and how.
  */
 import { bodyFromChunks } from './body.ts'
-import type { Exchange, Trace, WebSocketMessage } from './exchange.ts'
+import type { Exchange, Trace, WebSocketMessage, WebSocketSession, WebSocketUpstream } from './exchange.ts'
 import { FAULT_DEFAULTS, WEBSOCKET_FAULT_CLOSE_CODE, type WebSocketFaultKind } from './fault-kinds.ts'
 import { closePayload, isSendableCloseCode } from './websocket.ts'
 
@@ -53,7 +53,6 @@ export function validateWebSocketFault(x: Exchange, a: WebSocketFaultArgs, fail:
 export function applyWebSocketFault(trace: Pick<Trace, 'bodies'>, x: Exchange, patchId: string, a: WebSocketFaultArgs): void {
   const ws = x.websocket as NonNullable<Exchange['websocket']>
   const target = serverMessages(ws.messages)[a.at - 1] as number
-  const at = ws.messages[target] as WebSocketMessage
   if (a.fault === 'ws_drop') {
     ws.messages.splice(target, 1)
     return
@@ -68,13 +67,87 @@ export function applyWebSocketFault(trace: Pick<Trace, 'bodies'>, x: Exchange, p
     return
   }
   const code = a.value ?? WEBSOCKET_FAULT_CLOSE_CODE
-  const reason = `Tool Replay fault ws_close (fork patch ${patchId})`
+  closeAfter(trace.bodies, ws, target, code, `Tool Replay fault ws_close (fork patch ${patchId})`)
+}
+
+/** Ends `ws` after its message at `target` with the server's close (`code`, `reason`) and the client's answer. */
+function closeAfter(bodies: Map<string, Uint8Array>, ws: WebSocketSession, target: number, code: number, reason: string): void {
+  const at = ws.messages[target] as WebSocketMessage
   const close = (from: 'client' | 'server', why: string): WebSocketMessage => {
     const body = bodyFromChunks([{ bytes: closePayload(code, why), atMs: at.atMs }])
-    trace.bodies.set(body.ref.digest, body.bytes)
+    bodies.set(body.ref.digest, body.bytes)
     return { from, opcode: 'close', atMs: at.atMs, body: body.ref, close: { code, reason: why } }
   }
   // The client answers a close with its own (RFC 6455 5.5.1); what anyone said after the close is not kept.
   ws.messages = [...ws.messages.slice(0, target + 1), close('server', reason), close('client', '')]
   delete ws.end
+}
+
+/** How early a timer may fire against the clock the recorder reads (libuv's loop time is cached per tick). */
+const TIMER_SLACK_MS = 2
+
+/**
+ * A WebSocket fault as a faults file's rule injects it into a live session (capture/websocket-fault-relay.ts
+ * carries it out as the session is relayed). Messages count the server's text and binary messages from 1.
+ * - `ws_close`: after message `after` the app gets a close (`code`, `reason`); the upstream's later messages never reach it;
+ * - `ws_drop`: the listed messages never reach the app;
+ * - `ws_delay`: message `from` and every server frame after it reach the app `ms` late.
+ */
+export type WebSocketFaultPlan =
+  | { kind: 'ws_close'; after: number; code: number; reason: string }
+  | { kind: 'ws_drop'; messages: number[] }
+  | { kind: 'ws_delay'; from: number; ms: number }
+
+/**
+ * The session the app got, from the session as the upstream had it (`upstream`, left as it is) and the fault that
+ * acted on it live; close payloads it makes go to `bodies`. Undefined when the session ended before the fault's
+ * message (the fault did not apply). Unlike a fork's `ws_delay`, the client's messages keep their times: live, the
+ * client answered what it got when it got it.
+ */
+export function liveWebSocketView(upstream: WebSocketSession, plan: WebSocketFaultPlan, bodies: Map<string, Uint8Array>): WebSocketSession | undefined {
+  const positions = serverMessages(upstream.messages)
+  const ws: WebSocketSession = { messages: upstream.messages.map((m) => ({ ...m })), ...(upstream.end ? { end: { ...upstream.end } } : {}) }
+  if (plan.kind === 'ws_close') {
+    const target = positions[plan.after - 1]
+    if (target === undefined) return undefined
+    closeAfter(bodies, ws, target, plan.code, plan.reason)
+    return ws
+  }
+  if (plan.kind === 'ws_drop') {
+    const gone = new Set(plan.messages.map((n) => positions[n - 1]).filter((i) => i !== undefined))
+    if (gone.size === 0) return undefined
+    ws.messages = ws.messages.filter((_, i) => !gone.has(i))
+    return ws
+  }
+  const target = positions[plan.from - 1]
+  if (target === undefined) return undefined
+  // The order the app saw: a delayed server message goes before a client message sent after it arrived late. Its
+  // key allows for a timer firing up to TIMER_SLACK_MS early, and never goes below its own upstream time, so the
+  // server's messages keep their order; the sort is stable.
+  const keyed = ws.messages.map((m, i) => {
+    if (i < target || m.from !== 'server') return { m, key: m.atMs }
+    const key = Math.max(m.atMs, m.atMs + plan.ms - TIMER_SLACK_MS)
+    m.atMs += plan.ms
+    m.body = { ...m.body, chunks: m.body.chunks.map((c) => ({ ...c, atMs: c.atMs + plan.ms })) }
+    return { m, key }
+  })
+  ws.messages = keyed.sort((a, b) => a.key - b.key).map((k) => k.m)
+  const last = ws.messages[ws.messages.length - 1]
+  if (ws.end && last && ws.end.atMs < last.atMs) ws.end.atMs = last.atMs
+  return ws
+}
+
+/** The upstream's side of a faulted session as its fault record keeps it: the messages, payloads by digest and size. */
+export function websocketUpstream(session: WebSocketSession): WebSocketUpstream {
+  return {
+    messages: session.messages.map((m) => ({
+      from: m.from,
+      opcode: m.opcode,
+      atMs: m.atMs,
+      digest: m.body.digest,
+      size: m.body.size,
+      ...(m.close ? { close: m.close } : {}),
+    })),
+    ...(session.end ? { end: session.end } : {}),
+  }
 }

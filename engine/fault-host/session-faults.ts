@@ -17,6 +17,7 @@ import {
   type FaultsConfig,
   faultRecord,
   faultsFromObject,
+  isWebSocketRule,
   type RuleCoverage,
   readFaultsFile,
   resolveSeed,
@@ -29,14 +30,18 @@ import {
   type Exchange,
   type HeaderPairs,
   headerValue,
+  liveWebSocketView,
   type Outcome,
   type RecordedError,
   type RecordedRequest,
+  type WebSocketFaultPlan,
+  websocketUpstream,
 } from '../../trace/index.ts'
 import { redactBody } from '../body-redaction.ts'
 import type { CapturedRequest, Decision, ExchangeRecorder, Playback } from '../decision.ts'
 import type { Redactor } from '../redaction.ts'
 import { clientAbortError } from '../transport-rules.ts'
+import type { WebSocketRecorder } from '../websocket-recorder.ts'
 import { FaultRelay } from './fault-relay.ts'
 
 /** The clock a faulted run follows: schedules (`window`, `quota`) and fault waits. */
@@ -84,6 +89,12 @@ function isFaultsConfig(v: FaultsInput): v is FaultsConfig {
   const c = v as Partial<FaultsConfig>
   return typeof c.source === 'string' && Array.isArray(c.rules) && c.rules.every((r) => typeof r?.target?.matches === 'function')
 }
+
+/** A decision of a ws_* rule. */
+type WebSocketFaultDecision = FaultDecision & { action: { do: 'websocket'; plan: WebSocketFaultPlan } }
+
+/** Makes a live session's WebSocket recorder; `finalize` rewrites its exchange before it is written. */
+export type WebSocketRecorderFactory = (finalize?: (exchange: Exchange, bodies: Map<string, Uint8Array>) => Exchange) => WebSocketRecorder
 
 /** What a session lends the fault injector for one request. */
 export interface FaultHost {
@@ -157,10 +168,43 @@ export class SessionFaults {
     return this.#planner.decide(request, atMs)
   }
 
+  /**
+   * The recorder of a WebSocket session that goes live: when a ws_* rule selects it, its fault goes on the recorder
+   * (the capture path carries it out) and the exchange is finalized as the app got it (finalizeWebSocket).
+   */
+  websocketRecorder(request: CapturedRequest, atMs: number, make: WebSocketRecorderFactory): WebSocketRecorder {
+    const decision = this.#planner.decide(request, atMs, true)
+    if (decision?.action.do !== 'websocket') return make()
+    const faulted = decision as WebSocketFaultDecision
+    const recorder = make((x, bodies) => this.finalizeWebSocket(faulted, x, bodies))
+    recorder.fault = faulted.action.plan
+    return recorder
+  }
+
+  /**
+   * A faulted WebSocket session's exchange as it is written: the session the app got, with the fault record keeping
+   * the 101 and the session as the upstream had it. A session that ended before the fault's message was not
+   * faulted: written as it was, and the rule's coverage says why.
+   */
+  finalizeWebSocket(
+    decision: FaultDecision & { action: { do: 'websocket'; plan: WebSocketFaultPlan } },
+    x: Exchange,
+    bodies: Map<string, Uint8Array>,
+  ): Exchange {
+    const upstream = x.websocket
+    const app = upstream && liveWebSocketView(upstream, decision.action.plan, bodies)
+    if (!upstream || !app) {
+      this.#planner.settle(decision, false, 'the session ended before the message the fault acts on')
+      return x
+    }
+    this.#planner.settle(decision, true)
+    return { ...x, websocket: app, fault: { ...faultRecord(decision, x.outcome), websocket: websocketUpstream(upstream) } }
+  }
+
   /** Counts a request strict replay served: the rules whose target it matches, and the fault it was recorded with. */
   replayed(request: CapturedRequest, exchange: Exchange): void {
     for (const r of this.config.rules) {
-      if (!r.target.matches(request.method, request.url)) continue
+      if (isWebSocketRule(r) !== (exchange.websocket !== undefined) || !r.target.matches(request.method, request.url)) continue
       if (r.key && headerValue(request.headers, r.key.header) === undefined) continue
       ;(this.#replayed.get(r.id) as ReplayCount).eligible++
     }

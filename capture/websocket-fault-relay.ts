@@ -1,0 +1,98 @@
+/**
+ * Carries out a fault rule's WebSocket fault on a live session, the same for every path that relays or taps one
+ * (capture/websocket-session.ts): the server's bytes are read frame by frame and passed on to the app re-framed,
+ * less the dropped messages, later from the delayed message on, or ending with a close after the closing message.
+ * The engine decided the fault (Session.handleWebSocket puts it on the recorder) and derives from the upstream's
+ * frames what the app got (trace/websocket-fault-patch.ts liveWebSocketView); this module only acts on bytes.
+ *
+ * @note Frames are re-encoded unmasked, as a server sends them; permessage-deflate is negotiated off while recording,
+ * so no frame carries RSV bits. A stream the parser cannot read is passed on as it is from there, unfaulted.
+ */
+import { closePayload, type WebSocketFaultPlan } from '../trace/index.ts'
+import { encodeFrame, FrameParser, OPCODE } from './websocket-frames.ts'
+
+/** Where a faulted server stream goes: the app's side of the session. */
+export interface FaultedStreamSink {
+  /** Passes bytes on to the app; false when its side asks to wait. */
+  deliver(bytes: Buffer): boolean
+  /** `ws_close` sent its close: the upstream's later frames are swallowed, and the path bounds the wait for the end. */
+  closed(): void
+}
+
+/** The server's side of a faulted session. */
+export interface FaultedServerStream {
+  /** Takes the upstream's bytes; false when the app's side asks to wait. */
+  push(chunk: Buffer): boolean
+  /** Resolves once every delayed frame went out (at once when none waits). */
+  drained(): Promise<void>
+  /** Drops what still waits (the session is gone). */
+  stop(): void
+}
+
+/** Applies `plan` to the upstream's frames as they arrive; every wait is a timer that `stop` clears. */
+export function faultServerStream(plan: WebSocketFaultPlan, maxPayload: number, sink: FaultedStreamSink): FaultedServerStream {
+  const parser = new FrameParser(maxPayload)
+  const timers = new Set<NodeJS.Timeout>()
+  let idle: Array<() => void> = []
+  let broken = false
+  let closed = false
+  /** The server's data messages begun so far, and the one the current frame belongs to. */
+  let count = 0
+  let current = 0
+  const settle = () => {
+    if (timers.size > 0) return
+    for (const r of idle) r()
+    idle = []
+  }
+  const later = (bytes: Buffer, ms: number) => {
+    const t = setTimeout(() => {
+      timers.delete(t)
+      sink.deliver(bytes)
+      settle()
+    }, ms)
+    timers.add(t)
+  }
+  const frame = (opcode: number, fin: boolean, payload: Uint8Array): boolean => {
+    const data = opcode === OPCODE.text || opcode === OPCODE.binary
+    if (data) current = ++count
+    const ofMessage = data || opcode === OPCODE.continuation
+    if (plan.kind === 'ws_drop' && ofMessage && plan.messages.includes(current)) return true
+    const bytes = encodeFrame(opcode, payload, fin)
+    if (plan.kind === 'ws_delay' && count >= plan.from) {
+      later(bytes, plan.ms)
+      return true
+    }
+    const ok = sink.deliver(bytes)
+    if (plan.kind === 'ws_close' && ofMessage && fin && current === plan.after) {
+      sink.deliver(encodeFrame(OPCODE.close, closePayload(plan.code, plan.reason)))
+      closed = true
+      sink.closed()
+    }
+    return ok
+  }
+  return {
+    push(chunk) {
+      if (closed) return true
+      if (broken) return sink.deliver(chunk)
+      let frames: ReturnType<FrameParser['push']>
+      try {
+        frames = parser.push(chunk)
+      } catch {
+        broken = true
+        return sink.deliver(chunk)
+      }
+      let ok = true
+      for (const f of frames) {
+        if (closed) break
+        ok = frame(f.opcode, f.fin, f.payload) && ok
+      }
+      return ok
+    },
+    drained: () => (timers.size === 0 ? Promise.resolve() : new Promise<void>((resolve) => idle.push(resolve))),
+    stop() {
+      for (const t of timers) clearTimeout(t)
+      timers.clear()
+      settle()
+    },
+  }
+}
