@@ -96,6 +96,8 @@ function fileExchange(x: Exchange, body: (ref: BodyRef, headers: HeaderPairs, fi
     call: f.call,
     ...(f.key !== undefined ? { key: f.key } : {}),
     upstream: f.upstream ? fileOutcome(f.upstream, 'fault.upstream') : null,
+    // A faulted WebSocket session: what the upstream sent (times, digests and sizes; plain values, kept as they are).
+    ...(f.websocket ? { websocket: f.websocket } : {}),
   }
   return {
     seq: x.seq,

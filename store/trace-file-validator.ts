@@ -19,8 +19,10 @@ import {
   ToolReplayError,
   TRACE_FORMAT_VERSION,
   type TraceMeta,
+  WEBSOCKET_OPCODES,
   type WebSocketMessage,
   type WebSocketSession,
+  type WebSocketUpstream,
 } from '../trace/index.ts'
 import { REF_VERSION, TRACE_FILE_FORMAT, TRACE_FILE_VERSIONS } from './trace-file-format.ts'
 
@@ -221,7 +223,7 @@ export class Validator {
   }
 
   fault(v: unknown, path: string, body: (b: unknown, p: string) => BodyRef): ExchangeFault {
-    const o = this.object(v, path, ['rule', 'kind', 'phase', 'seed', 'call', 'upstream'], ['key'])
+    const o = this.object(v, path, ['rule', 'kind', 'phase', 'seed', 'call', 'upstream'], ['key', 'websocket'])
     if (!(FAULT_KINDS as readonly unknown[]).includes(o.kind)) this.fail(`${path}.kind`, `must be one of ${FAULT_KINDS.join(', ')}`)
     if (!(FAULT_PHASES as readonly unknown[]).includes(o.phase)) this.fail(`${path}.phase`, `must be one of ${FAULT_PHASES.join(', ')}`)
     const call = this.int(o.call, `${path}.call`)
@@ -234,6 +236,42 @@ export class Validator {
       call,
       ...(o.key !== undefined ? { key: this.string(o.key, `${path}.key`) } : {}),
       upstream: o.upstream === null ? null : this.outcome(o.upstream, `${path}.upstream`, body),
+      ...(o.websocket !== undefined ? { websocket: this.upstreamWebSocket(o.websocket, `${path}.websocket`) } : {}),
+    }
+  }
+
+  /** A faulted session as the upstream had it: each message's head with the digest and size of its payload. */
+  upstreamWebSocket(v: unknown, path: string): WebSocketUpstream {
+    const o = this.object(v, path, ['messages'], ['end'])
+    const messages = this.array(o.messages, `${path}.messages`).map((m, i) => {
+      const p = `${path}.messages[${i}]`
+      const f = this.object(m, p, ['from', 'opcode', 'atMs', 'digest', 'size'], ['close'])
+      if (f.from !== 'client' && f.from !== 'server') this.fail(`${p}.from`, 'must be "client" or "server"')
+      if (!(WEBSOCKET_OPCODES as readonly unknown[]).includes(f.opcode)) this.fail(`${p}.opcode`, `must be one of ${WEBSOCKET_OPCODES.join(', ')}`)
+      const digest = this.string(f.digest, `${p}.digest`)
+      if (!/^[0-9a-f]{64}$/.test(digest)) this.fail(`${p}.digest`, 'must be a SHA-256 in hex')
+      const message: WebSocketUpstream['messages'][number] = {
+        from: f.from as 'client' | 'server',
+        opcode: f.opcode as WebSocketMessage['opcode'],
+        atMs: this.number(f.atMs, `${p}.atMs`),
+        digest,
+        size: this.int(f.size, `${p}.size`),
+      }
+      if (f.close !== undefined) {
+        const c = this.object(f.close, `${p}.close`, ['code', 'reason'])
+        message.close = { code: this.int(c.code, `${p}.close.code`), reason: this.string(c.reason, `${p}.close.reason`) }
+      }
+      return message
+    })
+    if (o.end === undefined) return { messages }
+    const e = this.object(o.end, `${path}.end`, ['code', 'message', 'atMs'])
+    return {
+      messages,
+      end: {
+        code: this.string(e.code, `${path}.end.code`),
+        message: this.string(e.message, `${path}.end.message`),
+        atMs: this.number(e.atMs, `${path}.end.atMs`),
+      },
     }
   }
 

@@ -274,6 +274,36 @@ describe('trace files', () => {
     )
   })
 
+  test('a faulted WebSocket session keeps what the upstream sent (fault.websocket) through a trace file', async () => {
+    const base = jsonTrace('wsf', 1)
+    const w = websocketExchange(1)
+    const outcome = w.exchange.outcome
+    const upstream = {
+      messages: (w.exchange.websocket?.messages ?? []).map((m) => ({ from: m.from, opcode: m.opcode, atMs: m.atMs, digest: m.body.digest, size: m.body.size })),
+    }
+    const faulted: Exchange = {
+      ...w.exchange,
+      fault: { rule: 'r1', kind: 'ws_drop', phase: 'mid-body', seed: '7', call: 1, upstream: outcome, websocket: upstream },
+    }
+    const trace: Trace = { meta: base.meta, exchanges: [...base.exchanges, faulted], bodies: new Map([...base.bodies, ...w.bodies]) }
+    const file = join(root, 'wsf', 'wsf.trace.json')
+    await writeTraceFile(file, trace)
+    const text = await readFile(file, 'utf8')
+    const back = await readTraceFile(file)
+    assert.deepEqual(back.exchanges[1]?.fault?.websocket, upstream)
+    assert.deepEqual(back.exchanges, trace.exchanges)
+    // (The streamed writer refers to the repeated empty 101 body by ref, a version-2 file; exportTrace writes it
+    // inline, version 1: both read back to this trace, with the same digest.)
+    assert.equal(traceDigest(back), traceDigest(trace))
+    assert.equal(exportTrace(back).text, exportTrace(trace).text)
+    const doc = JSON.parse(text)
+    doc.exchanges[1].fault.websocket.messages[0].digest = 'nope'
+    assert.throws(
+      () => parseTraceFile(JSON.stringify(doc), new Map(), { file: 'f.json' }),
+      expectCode(ErrorCodes.TRACE_FILE_INVALID, 'fault.websocket.messages[0].digest'),
+    )
+  })
+
   test('a faulted exchange keeps its fault record and what the upstream really sent; re-export is byte-identical', async () => {
     const base = jsonTrace('faulted', 1)
     const f = faultedExchange(1)
