@@ -168,6 +168,8 @@ export interface WebSocketPlayOptions {
   maxPayload: number
   /** A client message the recording cannot answer: the path counts it (Session.refuse) before the close goes out. */
   onMiss(error: ToolReplayError): void
+  /** Bytes the client wrote before the session was handed here (held by the path), read first. */
+  written?: readonly Uint8Array[]
 }
 
 /** The session's timers: every one is cleared when the socket closes, so none outlives it. */
@@ -318,17 +320,16 @@ export function playWebSocket(socket: Duplex, conversation: WebSocketConversatio
     }
     schedule(turn.messages, conversation.finished)
   }
-  socket.on(
-    'data',
-    clientReader(options.maxPayload, {
-      ping: (payload) => write(encodeFrame(OPCODE.pong, payload)),
-      message: fromClient,
-      refuse: (code, reason) => close(closePayload(code, reason)),
-    }),
-  )
+  const read = clientReader(options.maxPayload, {
+    ping: (payload) => write(encodeFrame(OPCODE.pong, payload)),
+    message: fromClient,
+    refuse: (code, reason) => close(closePayload(code, reason)),
+  })
+  socket.on('data', read)
   socket.on('error', () => socket.destroy())
   socket.on('end', () => (closing ? socket.destroy() : close(new Uint8Array())))
   socket.resume()
   schedule(conversation.opening(), conversation.finished)
+  for (const bytes of options.written ?? []) read(Buffer.from(bytes))
   return done
 }

@@ -206,3 +206,41 @@ test('`ws` under install(): an upgrade the server refuses (401) is recorded as t
     await counting?.close()
   }
 })
+
+test('`ws` under install(): a client that speaks first, on open, before any server message, replays strictly', { timeout: 30_000 }, async () => {
+  // As the Realtime SDKs do (session.update on open). The server says nothing until asked.
+  const server = createServer()
+  const wss = new WebSocketServer({ server })
+  wss.on('connection', (s) => s.on('message', (data) => (String(data) === 'bye' ? s.close(4000, 'later') : s.send(`echo ${String(data)}`))))
+  const up = await listenCounting(server, wss)
+  const store = createMemoryStore()
+  const speakFirst = async (mode: 'record' | 'replay') => {
+    const tr = await install({ mode, trace: 'ws-first', store })
+    const ws = new WebSocket(`ws://127.0.0.1:${up.port}/first`)
+    const got: string[] = []
+    ws.on('open', () => ws.send('session.update'))
+    ws.on('message', (data) => {
+      got.push(String(data))
+      ws.send('bye')
+    })
+    await Promise.race([
+      new Promise<void>((resolve) => ws.on('close', (code, reason) => resolve(void got.push(`close ${code} ${String(reason)}`)))),
+      new Promise((r) => setTimeout(r, 5000)),
+    ])
+    return { got, summary: await tr.close() }
+  }
+  let counting: Awaited<ReturnType<typeof countingListener>> | undefined
+  try {
+    const rec = await speakFirst('record')
+    assert.deepEqual(rec.got, ['echo session.update', 'close 4000 later'])
+    await up.close()
+    counting = await countingListener(up.port)
+    const rep = await speakFirst('replay')
+    assert.deepEqual(rep.got, rec.got)
+    assert.equal(rep.summary.ok, true, JSON.stringify(rep.summary))
+    assert.equal(counting.connections, 0)
+  } finally {
+    await up.close().catch(() => {})
+    await counting?.close()
+  }
+})

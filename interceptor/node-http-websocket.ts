@@ -150,13 +150,23 @@ function play(c: NodeWebSocketContext, upgrade: Upgrade, decision: Extract<WebSo
   }
   const conversation = new WebSocketConversation(ws, `GET ${url}`, c.session.trace)
   watchUpgrade(upgrade.request, {
-    // Played once the app has the socket and listens: what it sends first is answered, nothing is read early.
-    switched: () => () =>
-      void playWebSocket(upgrade.server, conversation, {
-        pace: c.pace,
-        maxPayload: c.maxBodyBytes,
-        onMiss: (error) => c.session.refuse({ method: 'GET', url }, error),
-      }),
+    // Played once the app has the socket and listens. What the app writes while its listeners run (`ws` emits
+    // 'open' there, and a client may speak first) is held from before it gets the socket and read first: the
+    // server side flows to msw's own reader, so bytes no listener of ours heard would be lost.
+    switched: () => {
+      const written: Buffer[] = []
+      const hold = (chunk: Buffer) => void written.push(chunk)
+      upgrade.server.on('data', hold)
+      return () => {
+        upgrade.server.off('data', hold)
+        void playWebSocket(upgrade.server, conversation, {
+          pace: c.pace,
+          maxPayload: c.maxBodyBytes,
+          onMiss: (error) => c.session.refuse({ method: 'GET', url }, error),
+          written,
+        })
+      }
+    },
   })
   const headers = switchedHeaders(ws.head, c.request.headers.get('sec-websocket-key') ?? '')
   c.controller.respondWith(new FetchResponse(null, { status: 101, statusText: ws.head.statusText || 'Switching Protocols', headers }))
