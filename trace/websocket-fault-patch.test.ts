@@ -121,12 +121,13 @@ test("a faults file's WebSocket fault as the app got it (liveWebSocketView): clo
   // Delayed from the 3rd server message by 200 ms: the client's message at 100 was sent before they arrived (at
   // 204 and 301), so it stays before them; the client's own times are kept.
   assert.deepEqual(shape(liveWebSocketView(up, { kind: 'ws_delay', from: 3, ms: 200 }, bodies)), ['s@1', 'c@2', 's@3', 'c@100', 's@204', 's@301'])
-  // A client message sent just as a delayed message arrived (a timer may fire a ms early) still comes after it.
+  // A client message sent just as a delayed message arrived (a timer may fire a ms early) still comes after it, and
+  // the delayed message takes the answer's time: times never go back (the store refuses a session whose do).
   const tight = liveSession([
     ['server', 10],
     ['client', 409],
   ])
-  assert.deepEqual(shape(liveWebSocketView(tight, { kind: 'ws_delay', from: 1, ms: 400 }, bodies)), ['s@410', 'c@409'])
+  assert.deepEqual(shape(liveWebSocketView(tight, { kind: 'ws_delay', from: 1, ms: 400 }, bodies)), ['s@409', 'c@409'])
   // The session ended before the fault's message: it did not apply.
   assert.equal(liveWebSocketView(up, { kind: 'ws_close', after: 5, code: 1011, reason: 'x' }, bodies), undefined)
   assert.equal(liveWebSocketView(up, { kind: 'ws_drop', messages: [5] }, bodies), undefined)

@@ -132,9 +132,25 @@ export function liveWebSocketView(upstream: WebSocketSession, plan: WebSocketFau
     return { m, key }
   })
   ws.messages = keyed.sort((a, b) => a.key - b.key).map((k) => k.m)
+  settleEarlyTimers(ws.messages)
   const last = ws.messages[ws.messages.length - 1]
   if (ws.end && last && ws.end.atMs < last.atMs) ws.end.atMs = last.atMs
   return ws
+}
+
+/**
+ * A delayed message the app answered before its modelled time (the timer fired early): its time becomes its
+ * answer's, never below its own upstream time (the sort's key saw to that), so times never go back.
+ */
+function settleEarlyTimers(messages: WebSocketMessage[]): void {
+  for (let i = messages.length - 2; i >= 0; i--) {
+    const m = messages[i] as WebSocketMessage
+    const next = (messages[i + 1] as WebSocketMessage).atMs
+    // Only a delayed message can be later than the one after it: every other message's sort key is its time.
+    if (m.atMs <= next) continue
+    m.atMs = next
+    m.body = { ...m.body, chunks: m.body.chunks.map((c) => ({ ...c, atMs: Math.min(c.atMs, next) })) }
+  }
 }
 
 /** The upstream's side of a faulted session as its fault record keeps it: the messages, payloads by digest and size. */
