@@ -126,8 +126,10 @@ function checkRecorded(exchanges: Exchange[], fault: string): void {
 
 describe('faults-file WebSocket faults through the proxy: live, recorded with their fault record, replayed strictly', { timeout: 120_000 }, () => {
   for (const c of CASES) {
-    test(`${c.fault}: the app gets the fault live and again in strict replay; 0 connections on replay`, async () => {
+    test(`${c.fault}: the app gets the fault live and again in strict replay; 0 connections on replay`, async (t) => {
       const server = await startServer()
+      // A failed assertion must not leave the server holding the file open (close runs twice on success: harmless).
+      t.after(() => server.close())
       const store = createMemoryStore()
       const trace = `ws-${c.fault}`
       const rec = await proxyFor(store, trace, server.port, 'record', rules(c))
@@ -166,8 +168,9 @@ describe('faults-file WebSocket faults through the proxy: live, recorded with th
 
 describe('faults-file WebSocket faults in process (install() with `ws`): the same faults, the same replay', { timeout: 120_000 }, () => {
   for (const c of CASES) {
-    test(`${c.fault}: live under install({ faults }), then strict replay with the server stopped`, async () => {
+    test(`${c.fault}: live under install({ faults }), then strict replay with the server stopped`, async (t) => {
       const server = await startServer()
+      t.after(() => server.close())
       const store = createMemoryStore()
       const trace = `ws-ip-${c.fault}`
       const url = `ws://127.0.0.1:${server.port}/live`
@@ -180,16 +183,6 @@ describe('faults-file WebSocket faults in process (install() with `ws`): the sam
       }
       assert.deepEqual(live.got, c.expected)
       checkRecorded((await store.readTrace(trace)).exchanges, c.fault)
-      if (process.env.DEBUG_WSF)
-        console.error(
-          JSON.stringify(
-            (await store.readTrace(trace)).exchanges.map((x) => [
-              x.websocket?.messages.map((m) => `${m.from} ${m.opcode} ${Math.round(m.atMs)}`),
-              x.fault?.websocket?.messages.map((m) => `${m.from} ${m.opcode} ${Math.round(m.atMs)}`),
-              x.websocket?.end,
-            ]),
-          ),
-        )
       await server.close()
       const counting = await countingListener(server.port)
       try {
