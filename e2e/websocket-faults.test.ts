@@ -23,8 +23,8 @@ const storeDir = tempDir('tr-ws-faults-')
 
 /**
  * A hello on connection (server message 1), then on `go` four more (ev 1..4: server messages 2 to 5); on `bye`, a
- * close with 4000 "done". The app speaks only after the hello: in process, a message sent at once on `open` is lost
- * in strict replay (a limit of the node:http path this file does not change, see the report).
+ * close with 4000 "done". The app speaks after the hello (a client that speaks first on `open` is covered by
+ * e2e/interceptor-ws.test.ts).
  */
 async function startServer(): Promise<CountingWebSocketServer> {
   const server = createServer((_req, res) => res.end('ok'))
@@ -201,4 +201,35 @@ describe('faults-file WebSocket faults in process (install() with `ws`): the sam
       }
     })
   }
+})
+
+test('a ws_* rule on an upgrade the upstream refuses (401): the refusal is recorded as the app got it, and coverage says the fault had no session to act on', async (t) => {
+  let upgrades = 0
+  const server = createServer((_req, res) => res.end('ok'))
+  server.on('upgrade', (_req, socket) => {
+    upgrades++
+    socket.end('HTTP/1.1 401 Unauthorized\r\ncontent-length: 6\r\nconnection: close\r\n\r\nno key')
+  })
+  const upstream = await listenCounting(server, new WebSocketServer({ noServer: true }))
+  t.after(() => upstream.close())
+  const store = createMemoryStore()
+  const rec = await proxyFor(store, 'ws-refused', upstream.port, 'record', rules(CASES[0]))
+  const status = await new Promise<number>((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${rec.port}/live`)
+    ws.on('unexpected-response', (_req, res) => {
+      res.resume()
+      resolve(res.statusCode ?? 0)
+    })
+    ws.on('open', () => reject(new Error('the upgrade was refused upstream; the client must not open')))
+    ws.on('error', reject)
+  })
+  await rec.close()
+  assert.equal(status, 401)
+  assert.equal(upgrades, 1)
+  const [rule] = rec.session.faults?.coverage() ?? []
+  assert.deepEqual([rule?.eligible, rule?.triggered, rule?.missed['not-applicable']], [1, 0, 1], JSON.stringify(rule))
+  assert.match(rule?.notes.join(' ') ?? '', /did not switch protocols/)
+  const [x] = (await store.readTrace('ws-refused')).exchanges
+  assert.equal(x?.outcome.kind === 'response' && x.outcome.response.status, 401)
+  assert.equal(x?.fault, undefined, 'no fault record: nothing was faulted')
 })

@@ -176,8 +176,27 @@ export class SessionFaults {
     const decision = this.#planner.decide(request, atMs, true)
     if (decision?.action.do !== 'websocket') return make()
     const faulted = decision as WebSocketFaultDecision
-    const recorder = make((x, bodies) => this.finalizeWebSocket(faulted, x, bodies))
+    let settled = false
+    const recorder = make((x, bodies) => {
+      settled = true
+      return this.finalizeWebSocket(faulted, x, bodies)
+    })
     recorder.fault = faulted.action.plan
+    // An upgrade the upstream refused (401, say) or never answered is an HTTP exchange: no session, no fault.
+    const noSession = () => {
+      if (settled) return
+      settled = true
+      this.#planner.settle(faulted, false, 'the upstream did not switch protocols: there was no session to fault')
+    }
+    const { http, end } = { http: recorder.http.bind(recorder), end: recorder.end.bind(recorder) }
+    recorder.http = () => {
+      noSession()
+      return http()
+    }
+    recorder.end = async (error) => {
+      await end(error)
+      noSession()
+    }
     return recorder
   }
 
