@@ -100,3 +100,25 @@ test('a redactor remembers the values it replaced, so free text stored with a tr
   r.body(new TextEncoder().encode('{"password":"body-secret-1","password":"body-secret-2"}'), [['content-type', 'application/json']])
   assert.deepEqual(r.replacedValues().sort(), ['Bearer sk-remembered-1234', 'body-secret-1', 'body-secret-2', 'query-secret-99', 'url-password'])
 })
+
+test('a credential in a WebSocket subprotocol name is redacted (OpenAI Realtime, Kubernetes, Deepgram), the other names kept', () => {
+  const r = new Redactor()
+  const offered: HeaderPairs = [
+    ['Sec-WebSocket-Protocol', 'realtime, openai-insecure-api-key.sk-proj-SECRET1234, openai-beta.realtime-v1'],
+    ['sec-websocket-protocol', 'base64url.bearer.authorization.k8s.io.ZXlKaGJHY2lPaUpT,base64.binary.k8s.io'],
+    ['sec-websocket-protocol', 'token, 0123456789abcdef0123456789abcdef01234567'],
+  ]
+  assert.deepEqual(
+    r.headers(offered).map(([, v]) => v),
+    [
+      `realtime, openai-insecure-api-key.${REDACTED}, openai-beta.realtime-v1`,
+      `base64url.bearer.authorization.k8s.io.${REDACTED},base64.binary.k8s.io`,
+      `token, ${REDACTED}`,
+    ],
+  )
+  assert.deepEqual(r.replacedValues().sort(), ['0123456789abcdef0123456789abcdef01234567', 'ZXlKaGJHY2lPaUpT', 'sk-proj-SECRET1234'])
+  const plain: HeaderPairs = [['Sec-WebSocket-Protocol', 'realtime']]
+  assert.equal(r.headers(plain), plain, 'no credential: the same pairs')
+  const done = r.headers(offered)
+  assert.deepEqual(r.headers(done), done, 'idempotent')
+})

@@ -78,6 +78,13 @@ export class Redactor {
     let out: HeaderPairs | undefined
     for (let i = 0; i < pairs.length; i++) {
       const [k, v] = pairs[i] as [string, string]
+      if (k.length === SUBPROTOCOLS.length && k.toLowerCase() === SUBPROTOCOLS) {
+        const kept = redactSubprotocols(v, (secret) => this.#remember(secret))
+        if (kept === v) continue
+        out ??= pairs.map(([name, value]) => [name, value])
+        out[i] = [k, kept]
+        continue
+      }
       if (!this.#headerLengths.has(k.length)) continue
       const lower = k.toLowerCase()
       if (!this.#headers.has(lower)) continue
@@ -157,6 +164,36 @@ export class Redactor {
 
 /** How many replaced values a redactor keeps for scrubbing free text. */
 const REMEMBERED_VALUES = 10_000
+
+const SUBPROTOCOLS = 'sec-websocket-protocol'
+
+/**
+ * Subprotocol names that carry a credential, where a WebSocket client cannot set `Authorization` (browsers): the
+ * OpenAI Realtime API's `openai-insecure-api-key.KEY` and Kubernetes' `base64url.bearer.authorization.k8s.io.TOKEN`
+ * keep their prefix; the name after a bare `token` or `bearer` (Deepgram's `['token', KEY]`) is the secret whole.
+ */
+const CREDENTIAL_SUBPROTOCOL = /^(openai-insecure-api-key\.|base64url\.bearer\.authorization\.k8s\.io\.)(.+)$/i
+const CREDENTIAL_NEXT = /^(token|bearer)$/i
+
+/**
+ * A `Sec-WebSocket-Protocol` value with the credentials in its names replaced by "[REDACTED]" (the other names and
+ * the separators stay: a replayed 101 still names the subprotocol the server chose); `replaced` hears each secret.
+ * Returns `value` itself when it holds none.
+ */
+export function redactSubprotocols(value: string, replaced: (secret: string) => void = () => {}): string {
+  const names = value.split(',')
+  let changed = false
+  for (let i = 0; i < names.length; i++) {
+    const name = (names[i] as string).trim()
+    const prefixed = CREDENTIAL_SUBPROTOCOL.exec(name)
+    const secret = prefixed ? (prefixed[2] as string) : i > 0 && CREDENTIAL_NEXT.test((names[i - 1] as string).trim()) ? name : undefined
+    if (secret === undefined || secret === REDACTED || secret === '') continue
+    replaced(secret)
+    names[i] = (names[i] as string).replace(name, prefixed ? `${prefixed[1]}${REDACTED}` : REDACTED)
+    changed = true
+  }
+  return changed ? names.join(',') : value
+}
 
 /** The value of a Set-Cookie field (between the first `=` and the first `;`). */
 function cookieValue(field: string): string {

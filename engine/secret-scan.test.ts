@@ -82,6 +82,7 @@ test('redacted-by-default headers, query parameters and configured body paths mu
     reqHeaders: [
       ['Authorization', '[REDACTED]'],
       ['cookie', '[REDACTED]'],
+      ['sec-websocket-protocol', 'realtime, openai-insecure-api-key.[REDACTED]'],
     ],
     reqBody: Buffer.from('{"api_key":"[REDACTED]"}'),
     resHeaders: [['set-cookie', 'sid=[REDACTED]; Path=/; HttpOnly']],
@@ -92,6 +93,7 @@ test('redacted-by-default headers, query parameters and configured body paths mu
     reqHeaders: [
       ['Authorization', 'Basic dXNlcjpwYXNz'],
       ['x-tenant-secret', 'tenant-7'],
+      ['sec-websocket-protocol', 'token, 0123456789abcdef0123456789abcdef01234567'],
     ],
     reqBody: Buffer.from('{"api_key":"not-a-known-shape"}'),
     resHeaders: [['set-cookie', 'sid=abc123; Path=/']],
@@ -102,6 +104,7 @@ test('redacted-by-default headers, query parameters and configured body paths mu
     'request url query Token: unredacted-query',
     'request header authorization: unredacted-header',
     'request header x-tenant-secret: unredacted-header',
+    'request header sec-websocket-protocol: unredacted-header',
     'request body $.api_key: unredacted-body-path',
     'response header set-cookie: unredacted-header',
   ])

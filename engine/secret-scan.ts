@@ -29,7 +29,7 @@ import {
   readJsonText,
   type Trace,
 } from '../trace/index.ts'
-import { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_QUERY_PARAMS, REDACTED, type RedactionOptions } from './redaction.ts'
+import { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_QUERY_PARAMS, REDACTED, type RedactionOptions, redactSubprotocols } from './redaction.ts'
 
 /** Kinds of findings. */
 export type SecretKind =
@@ -198,6 +198,8 @@ class Scanner {
         const secret = lower === 'set-cookie' ? (/^[^=]*=([^;]*)/.exec(value)?.[1] ?? value) : value
         if (secret !== REDACTED && secret !== '') this.add(at, 'unredacted-header', secret)
       }
+      // A WebSocket credential in a subprotocol name, whatever its shape (redaction.ts redactSubprotocols).
+      if (lower === 'sec-websocket-protocol') redactSubprotocols(value, (secret) => this.add(at, 'unredacted-header', secret))
       this.text(value, at)
     }
   }
