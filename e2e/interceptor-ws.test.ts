@@ -244,3 +244,40 @@ test('`ws` under install(): a client that speaks first, on open, before any serv
     await counting?.close()
   }
 })
+
+test('`ws` under install(): a session open when the run ended replays open until the run ends (no drop the app never saw)', { timeout: 30_000 }, async () => {
+  const server = createServer()
+  const wss = new WebSocketServer({ server })
+  wss.on('connection', (s) => s.on('message', (data) => s.send(`echo ${String(data)}`)))
+  const up = await listenCounting(server, wss)
+  const store = createMemoryStore()
+  const keepOpen = async (mode: 'record' | 'replay') => {
+    const tr = await install({ mode, trace: 'ws-open', store })
+    const ws = new WebSocket(`ws://127.0.0.1:${up.port}/open`)
+    const got: string[] = []
+    ws.on('open', () => ws.send('hi'))
+    ws.on('message', (data) => got.push(String(data)))
+    ws.on('close', (code) => got.push(`close ${code}`))
+    // The app holds the session while the run goes on; the run ends before it closes.
+    await new Promise((r) => setTimeout(r, 500))
+    const before = [...got]
+    const summary = await tr.close()
+    ws.terminate()
+    return { got: before, summary }
+  }
+  let counting: Awaited<ReturnType<typeof countingListener>> | undefined
+  try {
+    const rec = await keepOpen('record')
+    assert.deepEqual(rec.got, ['echo hi'])
+    assert.equal((await store.readTrace('ws-open')).exchanges[0]?.websocket?.end?.code, 'TR_SESSION_CLOSED')
+    await up.close()
+    counting = await countingListener(up.port)
+    const rep = await keepOpen('replay')
+    assert.deepEqual(rep.got, ['echo hi'], 'the replayed session stays open as the recorded one did (was: close 1006 at once)')
+    assert.equal(rep.summary.ok, true, JSON.stringify(rep.summary))
+    assert.equal(counting.connections, 0)
+  } finally {
+    await up.close().catch(() => {})
+    await counting?.close()
+  }
+})

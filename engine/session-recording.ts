@@ -9,6 +9,7 @@ import type { CapturedRequest, ExchangeRecorder } from './decision.ts'
 import { createExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
 import type { Redactor } from './redaction.ts'
 import { createWebSocketRecorder, type WebSocketRecorder } from './websocket-recorder.ts'
+import { RUN_ENDED_CODE } from './websocket-replay.ts'
 
 /** What a recording needs from its session. */
 export interface SessionRecordingContext {
@@ -110,7 +111,7 @@ export class SessionRecording {
     const open: OpenRecorder = {
       recorder: PASSTHROUGH_RECORDER,
       settled,
-      cut: () => recorder.end({ code: 'TR_SESSION_CLOSED', message: 'The session closed while the WebSocket was open; the trace keeps what had arrived.' }),
+      cut: () => recorder.end({ code: RUN_ENDED_CODE, message: 'The session closed while the WebSocket was open; the trace keeps what had arrived.' }),
     }
     this.#open.add(open)
     void settled.then(() => this.#open.delete(open))

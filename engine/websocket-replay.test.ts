@@ -83,3 +83,10 @@ test('client messages a replay never received are unused ledger entries (TR_REPL
   c.client('text', enc.encode('{"type":"response.create"}'))
   assert.deepEqual(usage.unused(), [])
 })
+
+test('a recording the run cut with the socket open (TR_SESSION_CLOSED) replays open; a reset is played as one', () => {
+  const cut = { ...playback(), end: { code: 'TR_SESSION_CLOSED', message: 'The session closed while the WebSocket was open.', atMs: 900 } }
+  assert.equal(new WebSocketConversation(cut, 'GET https://api.test/rt', 't').end, undefined)
+  const reset = { ...playback(), end: { code: 'ECONNRESET', message: 'reset', atMs: 60 } }
+  assert.equal(new WebSocketConversation(reset, 'GET https://api.test/rt', 't').end?.code, 'ECONNRESET')
+})

@@ -126,9 +126,13 @@ export class WebSocketConversation {
     return this.#received
   }
 
-  /** How the recorded session ended without a close handshake, if it did. */
+  /**
+   * How the recorded session ended without a close handshake, if the app saw it end so. A recording the run cut
+   * with the socket still open (TR_SESSION_CLOSED) did not end for the app: the replayed session stays open too.
+   */
   get end(): WebSocketEnd | undefined {
-    return this.#playback.end
+    const end = this.#playback.end
+    return end?.code === RUN_ENDED_CODE ? undefined : end
   }
 
   /** A text or binary (or close) message from the client: its recorded answer, or a miss. */
@@ -155,6 +159,9 @@ export class WebSocketConversation {
     }
   }
 }
+
+/** How a recording ends that the run cut with the socket open (engine/session-recording.ts). */
+export const RUN_ENDED_CODE = 'TR_SESSION_CLOSED'
 
 /** The close code a miss ends a replayed session with (1008: policy violation, RFC 6455 7.4.1). */
 export const MISS_CLOSE_CODE = 1008
