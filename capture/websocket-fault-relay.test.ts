@@ -85,3 +85,25 @@ test('faultServerStream: a stream it cannot read (a frame over the limit) passes
   s.push(next)
   assert.deepEqual(Buffer.concat(raw), Buffer.concat([big, next]))
 })
+
+test('faultServerStream: when the stream breaks, the bytes of a frame begun in an earlier chunk pass on too, none lost', () => {
+  const raw: Buffer[] = []
+  const s = faultServerStream({ kind: 'ws_drop', messages: [9] }, 8, { deliver: (b) => raw.push(b) > 0, closed: () => {} })
+  const small = encodeFrame(OPCODE.binary, Buffer.from([1, 2, 3, 4, 5]))
+  const big = encodeFrame(OPCODE.binary, Buffer.alloc(20, 7))
+  // The small frame's first bytes come in one read; the rest with the frame over the limit in the next.
+  s.push(small.subarray(0, 3))
+  s.push(Buffer.concat([small.subarray(3), big]))
+  assert.deepEqual(Buffer.concat(raw), Buffer.concat([small, big]))
+})
+
+test('faultServerStream: under ws_delay, bytes of a stream that broke wait behind the frames already held, in order', async () => {
+  const raw: Buffer[] = []
+  const s = faultServerStream({ kind: 'ws_delay', from: 1, ms: 30 }, 8, { deliver: (b) => raw.push(b) > 0, closed: () => {} })
+  const held = encodeFrame(OPCODE.text, Buffer.from('1'))
+  const big = encodeFrame(OPCODE.text, Buffer.from('0123456789'))
+  s.push(held)
+  s.push(big)
+  await s.drained()
+  assert.deepEqual(Buffer.concat(raw), Buffer.concat([held, big]))
+})

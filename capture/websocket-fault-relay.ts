@@ -6,7 +6,8 @@
  * frames what the app got (trace/websocket-fault-patch.ts liveWebSocketView); this module only acts on bytes.
  *
  * @note Frames are re-encoded unmasked, as a server sends them; permessage-deflate is negotiated off while recording,
- * so no frame carries RSV bits. A stream the parser cannot read is passed on as it is from there, unfaulted.
+ * so no frame carries RSV bits. A stream the parser cannot read is passed on as it is from the frame it could not
+ * read (bytes of it that came in earlier reads included), unfaulted, though behind the frames a ws_delay holds.
  */
 import { closePayload, type WebSocketFaultPlan } from '../trace/index.ts'
 import { encodeFrame, FrameParser, OPCODE } from './websocket-frames.ts'
@@ -39,6 +40,15 @@ export function faultServerStream(plan: WebSocketFaultPlan, maxPayload: number, 
   /** The server's data messages begun so far, and the one the current frame belongs to. */
   let count = 0
   let current = 0
+  const tail = unsentTail(parser)
+  /** Raw bytes of a stream the parser cannot read: behind the frames a ws_delay holds, else at once. */
+  const passRaw = (bytes: Buffer): boolean => {
+    if (plan.kind === 'ws_delay' && count >= plan.from) {
+      later(bytes, plan.ms)
+      return true
+    }
+    return sink.deliver(bytes)
+  }
   const settle = () => {
     if (timers.size > 0) return
     for (const r of idle) r()
@@ -73,14 +83,16 @@ export function faultServerStream(plan: WebSocketFaultPlan, maxPayload: number, 
   return {
     push(chunk) {
       if (closed) return true
-      if (broken) return sink.deliver(chunk)
+      if (broken) return passRaw(chunk)
       let frames: ReturnType<FrameParser['push']>
       try {
         frames = parser.push(chunk)
       } catch {
+        // From the frame begun before this chunk (the frames this push completed were not passed on either).
         broken = true
-        return sink.deliver(chunk)
+        return passRaw(tail.with(chunk))
       }
+      tail.keep(chunk)
       let ok = true
       for (const f of frames) {
         if (closed) break
@@ -94,5 +106,23 @@ export function faultServerStream(plan: WebSocketFaultPlan, maxPayload: number, 
       timers.clear()
       settle()
     },
+  }
+}
+
+/** The bytes pushed into `parser` that it still holds (a frame begun, not yet passed on): what a break must still pass on. */
+function unsentTail(parser: FrameParser): { keep(chunk: Buffer): void; with(chunk: Buffer): Buffer } {
+  const tail: Buffer[] = []
+  let size = 0
+  return {
+    keep(chunk) {
+      tail.push(chunk)
+      size += chunk.byteLength
+      while (tail.length > 0 && size - (tail[0] as Buffer).byteLength >= parser.buffered) size -= (tail.shift() as Buffer).byteLength
+      if (size > parser.buffered) {
+        tail[0] = (tail[0] as Buffer).subarray(size - parser.buffered)
+        size = parser.buffered
+      }
+    },
+    with: (chunk) => Buffer.concat([...tail, chunk]),
   }
 }

@@ -49,6 +49,11 @@ export class FrameParser {
     this.#max = maxPayload
   }
 
+  /** Bytes taken that no returned frame holds yet (the start of the next frame). */
+  get buffered(): number {
+    return this.#buffered
+  }
+
   /** Takes the next bytes; returns the frames they completed. */
   push(chunk: Uint8Array): WebSocketFrame[] {
     if (chunk.byteLength > 0) {
