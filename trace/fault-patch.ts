@@ -114,6 +114,10 @@ export function validateFaultPatch(x: Exchange, text: string, a: FaultPatchActio
     return
   }
   if (BEFORE_FORWARD_KINDS.has(a.fault)) return
+  if (x.websocket && a.fault !== 'latency')
+    fail(
+      `${a.fault} acts on an HTTP response, and this exchange is a WebSocket session: fork ws_close@N, ws_drop@N or ws_delay@N (N: the server message) to end, lose or delay what the server said`,
+    )
   const outcome = x.outcome
   if (outcome.kind !== 'response') fail(`${a.fault} acts on a response, and this exchange recorded ${outcome.error.code}`)
   const type = outcome.kind === 'response' ? headerValue(outcome.response.headers, 'content-type') : undefined

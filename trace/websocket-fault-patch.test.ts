@@ -70,6 +70,8 @@ test('WebSocket faults fail closed with TR_INVALID_PATCH naming what is wrong', 
     ['#0 fault=ws_drop@2:5', /ws_drop takes only the message/],
     ['#0 fault=ws_delay@0', /server messages count from 1/],
     ['#0 fault=latency@5:3', /only a WebSocket fault takes a second number/],
+    ['#0 fault=response_lost', /response_lost acts on an HTTP response, and this exchange is a WebSocket session: fork ws_close@N/],
+    ['#0 fault=stream_cut@2', /stream_cut acts on an HTTP response, and this exchange is a WebSocket session/],
   ]
   for (const [patch, message] of cases) {
     assert.throws(
