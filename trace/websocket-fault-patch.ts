@@ -13,7 +13,7 @@
 import { bodyFromChunks } from './body.ts'
 import type { Exchange, Trace, WebSocketMessage, WebSocketSession, WebSocketUpstream } from './exchange.ts'
 import { FAULT_DEFAULTS, WEBSOCKET_FAULT_CLOSE_CODE, type WebSocketFaultKind } from './fault-kinds.ts'
-import { closePayload, isSendableCloseCode } from './websocket.ts'
+import { closePayload, isSendableCloseCode, readClosePayload } from './websocket.ts'
 
 /** A WebSocket fault as a fork patch gives it: the kind, the server message it acts at, and its value (code, ms). */
 export interface WebSocketFaultArgs {
@@ -76,7 +76,8 @@ function closeAfter(bodies: Map<string, Uint8Array>, ws: WebSocketSession, targe
   const close = (from: 'client' | 'server', why: string): WebSocketMessage => {
     const body = bodyFromChunks([{ bytes: closePayload(code, why), atMs: at.atMs }])
     bodies.set(body.ref.digest, body.bytes)
-    return { from, opcode: 'close', atMs: at.atMs, body: body.ref, close: { code, reason: why } }
+    // The reason as the frame carries it (a close frame's reason is cut to 123 bytes), not as the rule spelled it.
+    return { from, opcode: 'close', atMs: at.atMs, body: body.ref, close: readClosePayload(body.bytes) ?? { code, reason: why } }
   }
   // The client answers a close with its own (RFC 6455 5.5.1); what anyone said after the close is not kept.
   ws.messages = [...ws.messages.slice(0, target + 1), close('server', reason), close('client', '')]
