@@ -41,3 +41,33 @@ test('coverage counts eligible, selected and triggered per rule and explains eac
       err.message.endsWith('Faults seed 42; rerun: tr-proxy record --seed 42 -- npm test.'),
   )
 })
+
+test('a rule whose target matched only requests of the other kind says so: an HTTP fault on a WebSocket session, a ws_* fault on HTTP', () => {
+  const planner = new FaultPlanner(
+    faultsFromObject({
+      rules: [
+        { id: 'slow-live', target: { url: '/live' }, fault: 'latency', options: { ms: 5 } },
+        { id: 'cut-api', target: { url: '/api' }, fault: 'ws_close', options: { afterMessages: 1 } },
+      ],
+    }),
+    { seed: '1' },
+  )
+  for (let i = 0; i < 2; i++) {
+    assert.equal(planner.decide({ method: 'GET', url: 'ws://s.test/live', headers: [] }, 0, true), undefined)
+    assert.equal(planner.decide({ method: 'GET', url: 'http://s.test/api', headers: [] }, 0), undefined)
+  }
+  const [live, api] = planner.coverage
+  assert.deepEqual([live?.eligible, api?.eligible], [0, 0])
+  assert.throws(
+    () => assertAllRulesFired(planner.coverage, { seed: planner.seed, rerun: 'tr-proxy record -- npm test' }),
+    (err: unknown) =>
+      isToolReplayError(err, ErrorCodes.FAULT_NOT_FIRED) &&
+      err.message.includes(
+        'its target * /live matched no request it applies to: a WebSocket session matched its target, and latency acts on HTTP responses only: use ws_close, ws_drop or ws_delay for a session',
+      ) &&
+      err.message.includes(
+        'its target * /api matched no request it applies to: an HTTP request matched its target, and ws_close acts on WebSocket sessions only',
+      ),
+  )
+  assert.equal(live?.notes.length, 1, 'the note is kept once')
+})

@@ -63,6 +63,12 @@ export class FaultCoverage {
     if (c.notes.length < MAX_NOTES) c.notes.push(note)
   }
 
+  /** A note with no count (a request the rule does not apply to matched its target), kept once. */
+  noted(rule: string, note: string): void {
+    const c = this.#get(rule)
+    if (c.notes.length < MAX_NOTES && !c.notes.includes(note)) c.notes.push(note)
+  }
+
   /** A copy of every rule's counters, in file order. */
   snapshot(): RuleCoverage[] {
     return [...this.#rules.values()].map((c) => ({ ...c, missed: { ...c.missed }, notes: [...c.notes] }))
@@ -82,6 +88,7 @@ export function unfiredRules(coverage: ReadonlyArray<RuleCoverage>): RuleCoverag
 
 /** Why a rule never fired, and what to check. */
 export function unfiredReason(c: RuleCoverage): string {
+  if (c.eligible === 0 && c.notes.length > 0) return `its target ${c.target} matched no request it applies to: ${c.notes.join('; ')}`
   if (c.eligible === 0) return `its target ${c.target} matched no request: check the method and URL pattern`
   // Coverage read back from a replayed trace: nobody selected anything, the notes say why nothing fired.
   if (c.selected === null && c.notes.length > 0) return c.notes.join('; ')

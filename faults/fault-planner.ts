@@ -35,6 +35,11 @@ interface RuleState {
 
 const MAX_KEYS = 100_000
 
+/** What a rule's coverage says when its target matched a request of the other kind (it counts neither). */
+const SESSION_UNDER_HTTP_RULE = (kind: string) =>
+  `a WebSocket session matched its target, and ${kind} acts on HTTP responses only: use ws_close, ws_drop or ws_delay for a session`
+const HTTP_UNDER_SESSION_RULE = (kind: string) => `an HTTP request matched its target, and ${kind} acts on WebSocket sessions only`
+
 /**
  * @example
  * const planner = new FaultPlanner(config, { seed: '42' })
@@ -68,7 +73,11 @@ export class FaultPlanner {
   decide(request: FaultRequest, atMs: number, websocket = false): FaultDecision | undefined {
     let chosen: FaultDecision | undefined
     for (const rule of this.#rules) {
-      if (isWebSocketRule(rule) !== websocket || !rule.target.matches(request.method, request.url)) continue
+      if (!rule.target.matches(request.method, request.url)) continue
+      if (isWebSocketRule(rule) !== websocket) {
+        this.#coverage.noted(rule.id, websocket ? SESSION_UNDER_HTTP_RULE(rule.fault) : HTTP_UNDER_SESSION_RULE(rule.fault))
+        continue
+      }
       const state = this.#state.get(rule.id) as RuleState
       const invocation = this.#invocation(rule, state, request)
       if (invocation === undefined) continue
