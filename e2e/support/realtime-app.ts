@@ -71,11 +71,17 @@ const out = []
 const timer = setTimeout(() => { console.error('timed out: ' + out.join('|')); process.exit(4) }, 15000)
 rt.on('error', (err) => { console.error('realtime error: ' + err.message); process.exit(3) })
 rt.on('session.created', () => rt.send({ type: 'session.update', session: { type: 'realtime', instructions: 'Be brief.', tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }] } }))
+let askedAt = 0
 rt.on('session.updated', () => {
+  askedAt = performance.now()
   rt.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Weather in Paris?' }] } })
   rt.send({ type: 'response.create' })
 })
-rt.on('response.output_text.delta', (e) => out.push('delta:' + e.delta))
+rt.on('response.output_text.delta', (e) => {
+  // The wait the app saw for its first answer (stderr): what a delay fault changes, measured where the app reads.
+  if (!out.some((line) => line.startsWith('delta:'))) console.error('first delta after ' + Math.round(performance.now() - askedAt) + ' ms')
+  out.push('delta:' + e.delta)
+})
 rt.on('response.function_call_arguments.done', (e) => {
   out.push('call:' + e.name + ' ' + e.arguments)
   const { city } = JSON.parse(e.arguments)
