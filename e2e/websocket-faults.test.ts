@@ -122,6 +122,12 @@ function checkRecorded(exchanges: Exchange[], fault: string): void {
   assert.ok(x?.fault?.websocket?.messages.every((m) => /^[0-9a-f]{64}$/.test(m.digest)))
   const app = x?.websocket?.messages.filter(server).length
   assert.equal(app, fault === 'ws_delay' ? 5 : 3)
+  if (fault === 'ws_close') {
+    // The app's answer to the close is kept as it sent it (the upstream got the same bytes).
+    const answer = x?.websocket?.messages.at(-1)
+    assert.equal(answer?.from === 'client' && answer.opcode, 'close')
+    assert.equal(answer?.body.digest, x?.fault?.websocket?.messages.find((m) => m.from === 'client' && m.opcode === 'close')?.digest)
+  }
 }
 
 describe('faults-file WebSocket faults through the proxy: live, recorded with their fault record, replayed strictly', { timeout: 120_000 }, () => {

@@ -4,7 +4,7 @@ import { realtimeTrace, weatherConversation } from '../e2e/fixtures/realtime-ses
 import { bodyBytes, bodyFromChunks } from './body.ts'
 import type { Exchange, Trace, WebSocketMessage, WebSocketSession } from './exchange.ts'
 import { forkTrace } from './patch.ts'
-import { readClosePayload } from './websocket.ts'
+import { closePayload, readClosePayload } from './websocket.ts'
 import { liveWebSocketView, websocketUpstream } from './websocket-fault-patch.ts'
 
 const source = () => realtimeTrace('rt', [weatherConversation()])
@@ -119,11 +119,28 @@ test("a faults file's WebSocket fault as the app got it (liveWebSocketView): clo
   assert.deepEqual(shape(closed), ['s@1', 'c@2', 's@3', 's:close1012@3', 'c:close1012@3'])
   assert.equal(closed?.messages[3]?.close?.reason, 'Tool Replay fault ws_close (rule "r")')
   assert.ok(bodies.has(closed?.messages[3]?.body.digest ?? ''), 'the close payload is among the bodies')
+  // The app's own answer to the close, as the upstream got it (a live fault): kept as the app sent it.
+  const echo = bodyFromChunks([{ bytes: closePayload(1012, 'Tool Replay fault ws_close (rule "r")'), atMs: 5 }])
+  const answered = {
+    ...up,
+    messages: [
+      ...up.messages.slice(0, 4),
+      { from: 'client' as const, opcode: 'close' as const, atMs: 5, body: echo.ref, close: { code: 1012, reason: 'Tool Replay fault ws_close (rule "r")' } },
+    ],
+  }
+  const real = liveWebSocketView(answered, { kind: 'ws_close', after: 2, code: 1012, reason: 'Tool Replay fault ws_close (rule "r")' }, bodies)
+  assert.deepEqual(shape(real), ['s@1', 'c@2', 's@3', 's:close1012@3', 'c:close1012@5'])
+  assert.equal(real?.messages[4]?.body.digest, echo.ref.digest)
   // A reason past a close frame's 123 bytes: the trace says what the frame carried, as the app got it.
   const long = liveWebSocketView(up, { kind: 'ws_close', after: 2, code: 1012, reason: `Tool Replay fault ws_close (rule "${'r'.repeat(150)}")` }, bodies)
   const sent = long?.messages[3]
   assert.equal(Buffer.byteLength(sent?.close?.reason ?? ''), 120)
-  assert.equal(sent?.close?.reason, Buffer.from(bodies.get(sent?.body.digest ?? '') ?? []).subarray(2).toString('utf8'))
+  assert.equal(
+    sent?.close?.reason,
+    Buffer.from(bodies.get(sent?.body.digest ?? '') ?? [])
+      .subarray(2)
+      .toString('utf8'),
+  )
   assert.deepEqual(shape(liveWebSocketView(up, { kind: 'ws_drop', messages: [2, 4, 9] }, bodies)), ['s@1', 'c@2', 's@4', 'c@100'])
   // Delayed from the 3rd server message by 200 ms: the client's message at 100 was sent before they arrived (at
   // 204 and 301), so it stays before them; the client's own times are kept.

@@ -70,8 +70,11 @@ export function applyWebSocketFault(trace: Pick<Trace, 'bodies'>, x: Exchange, p
   closeAfter(trace.bodies, ws, target, code, `Tool Replay fault ws_close (fork patch ${patchId})`)
 }
 
-/** Ends `ws` after its message at `target` with the server's close (`code`, `reason`) and the client's answer. */
-function closeAfter(bodies: Map<string, Uint8Array>, ws: WebSocketSession, target: number, code: number, reason: string): void {
+/**
+ * Ends `ws` after its message at `target` with the server's close (`code`, `reason`) and the client's answer: `answer`
+ * when the client's own close is known (a live fault), else a close with the same code.
+ */
+function closeAfter(bodies: Map<string, Uint8Array>, ws: WebSocketSession, target: number, code: number, reason: string, answer?: WebSocketMessage): void {
   const at = ws.messages[target] as WebSocketMessage
   const close = (from: 'client' | 'server', why: string): WebSocketMessage => {
     const body = bodyFromChunks([{ bytes: closePayload(code, why), atMs: at.atMs }])
@@ -80,7 +83,9 @@ function closeAfter(bodies: Map<string, Uint8Array>, ws: WebSocketSession, targe
     return { from, opcode: 'close', atMs: at.atMs, body: body.ref, close: readClosePayload(body.bytes) ?? { code, reason: why } }
   }
   // The client answers a close with its own (RFC 6455 5.5.1); what anyone said after the close is not kept.
-  ws.messages = [...ws.messages.slice(0, target + 1), close('server', reason), close('client', '')]
+  const server = close('server', reason)
+  const client = answer && answer.atMs >= server.atMs ? { ...answer } : close('client', '')
+  ws.messages = [...ws.messages.slice(0, target + 1), server, client]
   delete ws.end
 }
 
@@ -111,7 +116,9 @@ export function liveWebSocketView(upstream: WebSocketSession, plan: WebSocketFau
   if (plan.kind === 'ws_close') {
     const target = positions[plan.after - 1]
     if (target === undefined) return undefined
-    closeAfter(bodies, ws, target, plan.code, plan.reason)
+    // The app's own answer to the close, as it sent it (the relay passed it on to the upstream).
+    const answer = ws.messages.slice(target + 1).find((m) => m.from === 'client' && m.opcode === 'close')
+    closeAfter(bodies, ws, target, plan.code, plan.reason, answer)
     return ws
   }
   if (plan.kind === 'ws_drop') {
