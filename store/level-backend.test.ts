@@ -72,13 +72,20 @@ test('an import staged in seq order closes with the count it staged; staged out 
   await backend.beginTrace('resent', { name: 'resent', format: 1 }, new Date().toISOString(), owner, { recorded: false })
   await backend.appendChunk('resent', ...chunk([0, 1]))
   await backend.appendChunk('resent', ...chunk([0, 1]))
+  await backend.beginTrace('stale', { name: 'stale', format: 1 }, new Date().toISOString(), owner, { recorded: false })
+  await backend.appendChunk('stale', ...chunk([0, 1]))
   await backend.close()
   // An exchange key the staging never wrote: closing by a scan would count it, closing by the staged count does not.
   const db = new Level<string, string>(dir)
   await db.put(storeKeys.exchange('ordered', 7), JSON.stringify({ ...chunk([7])[0][0], seq: 7 }))
+  // As a writer that does not keep `ordered` appends seq 8: the count moves, `ordered` stays as it was.
+  const stale = JSON.parse(await db.get(storeKeys.meta('stale')))
+  await db.put(storeKeys.meta('stale'), JSON.stringify({ ...stale, count: 9 }))
+  await db.put(storeKeys.exchange('stale', 8), JSON.stringify({ ...chunk([8])[0][0], seq: 8 }))
   await db.close()
   backend = await LevelBackend.open(dir)
-  for (const id of ['ordered', 'mixed', 'resent']) await backend.closeRecording(id, { overwrite: false })
-  assert.deepEqual(await Promise.all(['ordered', 'mixed', 'resent'].map(async (id) => (await backend.traceInfo(id))?.count)), [3, 3, 2])
+  const ids = ['ordered', 'mixed', 'resent', 'stale']
+  for (const id of ids) await backend.closeRecording(id, { overwrite: false })
+  assert.deepEqual(await Promise.all(ids.map(async (id) => (await backend.traceInfo(id))?.count)), [3, 3, 2, 3])
   await backend.close()
 })

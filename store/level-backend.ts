@@ -259,7 +259,7 @@ export class LevelBackend implements StoreOps {
         indexed: true,
         recorded: options?.recorded !== false,
         owner,
-        ordered: 0,
+        ordered: { exchanges: 0, count: 0 },
       }
       if (options?.durability === 'fsync') stored.durability = 'fsync'
       await this.#db.put(storeKeys.meta(id), json(stored))
@@ -465,7 +465,7 @@ export class LevelBackend implements StoreOps {
           status: 'complete',
           // Staged in seq order (an import), the count is known; otherwise a retried or late append may have
           // rewritten a seq, and only the exchanges themselves tell.
-          count: ordered ?? (await this.#reads.countExchanges(id)),
+          count: ordered !== undefined && ordered.count === stored.count ? ordered.exchanges : await this.#reads.countExchanges(id),
         }),
       })
       await this.#syncedBatch(ops)
@@ -632,12 +632,16 @@ export function isLockedError(err: unknown): boolean {
 /**
  * Counts a stored exchange into its recording's meta: `count` is one past the highest seq, and `ordered` the
  * number of exchanges while every seq is above all earlier ones (so none can be a rewrite of one already there:
- * a resent batch after a lost answer drops it, and closing then counts the exchanges).
+ * a resent batch after a lost answer drops it, and closing then counts the exchanges), with the `count` it
+ * was kept at: a store written meanwhile by a version that does not keep it shows as a `count` that moved.
  */
 function countIn(stored: StoredMeta, x: Exchange): void {
-  if (stored.ordered !== undefined && x.seq >= (stored.count ?? 0)) stored.ordered++
+  const before = stored.count ?? 0
+  const ordered = stored.ordered
+  // Trusted only while it was kept by every write that moved `count` (a writer that knows nothing of it would not).
+  if (ordered !== undefined && ordered.count === before && x.seq >= before) stored.ordered = { exchanges: ordered.exchanges + 1, count: x.seq + 1 }
   else delete stored.ordered
-  stored.count = Math.max(stored.count ?? 0, x.seq + 1)
+  stored.count = Math.max(before, x.seq + 1)
   stored.bodyBytes = (stored.bodyBytes ?? 0) + bodyBytesOf(x)
 }
 
