@@ -10,7 +10,7 @@
  *   <cache>/tmp/                                  restored files and staged pushes, removed after use
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { mkdir, mkdtemp, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rename, rm, stat } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
@@ -95,22 +95,12 @@ export class AssetRepo {
    */
   async writeFiles(commit: string, paths: readonly string[], into: string, files: ReadonlyMap<string, string>): Promise<void> {
     if (paths.length === 0) return
-    const oids = paths.map((p) => files.get(p) as string)
-    await this.#prefetch(commit, new Set(oids))
-    const r = await git(['cat-file', '--batch'], { gitDir: this.gitDir, input: `${oids.join('\n')}\n`, binary: true })
-    const out = r.bytes as Buffer
-    let at = 0
-    for (const [i, path] of paths.entries()) {
-      const eol = out.indexOf(0x0a, at)
-      const header = out.subarray(at, eol).toString('utf8')
-      const m = /^([0-9a-f]+) blob (\d+)$/.exec(header)
-      if (!m || m[1] !== oids[i])
-        throw new ToolReplayError(ErrorCodes.ASSETS_GIT_FAILED, `git cat-file could not read ${path} (${header}) from the assets cache of ${this.remote}.`)
-      const size = Number(m[2])
+    await this.#prefetch(commit, new Set(paths.map((p) => files.get(p) as string)))
+    // One `cat-file` per file, its output streamed to the file: a trace file of any size is never held in memory.
+    for (const path of paths) {
       const target = join(into, ...path.split('/'))
       await mkdir(dirname(target), { recursive: true })
-      await writeFile(target, out.subarray(eol + 1, eol + 1 + size))
-      at = eol + 1 + size + 1
+      await git(['cat-file', 'blob', files.get(path) as string], { gitDir: this.gitDir, outFile: target })
     }
   }
 

@@ -4,6 +4,8 @@
  * fails with TR_ASSETS_GIT_FAILED naming the command and git's own message.
  */
 import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { createWriteStream } from 'node:fs'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 
 /** How long one git command may take (a fetch of a big tag included), in ms. */
@@ -31,17 +33,15 @@ export interface GitOptions {
   timeoutMs?: number
   /** Exit codes that are answers, not failures (`rev-parse --verify` exits 1 for "no such ref"). */
   okCodes?: number[]
-  /** Keep stdout as bytes (`bytes`), not text: object contents. */
-  binary?: boolean
+  /** Write stdout to this file as it comes (an object of any size, in bounded memory), not into the result. */
+  outFile?: string
 }
 
 /** What a git call returned. */
 export interface GitResult {
   code: number
-  /** stdout as text ('' with `binary`). */
+  /** stdout as text ('' with `outFile`). */
   stdout: string
-  /** stdout as bytes, with `binary`. */
-  bytes?: Buffer
   stderr: string
 }
 
@@ -60,6 +60,15 @@ export function git(args: readonly string[], options: GitOptions = {}): Promise<
   })
   return new Promise((resolve, reject) => {
     const child = spawn('git', argv, { env, stdio: ['pipe', 'pipe', 'pipe'] })
+    const file = options.outFile === undefined ? undefined : createWriteStream(options.outFile)
+    // The file is whole once its stream finished (and failed if it could not be written).
+    const written = file
+      ? once(file, 'finish').then(
+          () => undefined,
+          (e: Error) => e,
+        )
+      : Promise.resolve(undefined)
+    if (file) child.stdout.pipe(file)
     const out: Buffer[] = []
     const err: Buffer[] = []
     let timedOut = false
@@ -67,18 +76,21 @@ export function git(args: readonly string[], options: GitOptions = {}): Promise<
       timedOut = true
       child.kill('SIGKILL')
     }, options.timeoutMs ?? GIT_TIMEOUT_MS)
-    child.stdout.on('data', (c: Buffer) => out.push(c))
+    if (!file) child.stdout.on('data', (c: Buffer) => out.push(c))
     child.stderr.on('data', (c: Buffer) => err.push(c))
     child.on('error', (e: NodeJS.ErrnoException) => {
       clearTimeout(timer)
       const why = e.code === 'ENOENT' ? 'git is not installed (install it: apt-get install git, or your platform’s package)' : e.message
       reject(new ToolReplayError(ErrorCodes.ASSETS_GIT_FAILED, `Cannot run git ${args[0]}: ${why}.`, { cause: e }))
     })
-    child.on('close', (code) => {
+    child.on('close', async (code) => {
       clearTimeout(timer)
-      const bytes = Buffer.concat(out)
-      const result: GitResult = { code: code ?? -1, stdout: options.binary ? '' : bytes.toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }
-      if (options.binary) result.bytes = bytes
+      const failed = await written
+      if (failed) {
+        reject(new ToolReplayError(ErrorCodes.STORE_IO, `Cannot write ${options.outFile} from git ${args[0]}: ${failed.message}.`, { cause: failed }))
+        return
+      }
+      const result: GitResult = { code: code ?? -1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }
       if (timedOut) reject(gitFailed(args, result, `timed out after ${options.timeoutMs ?? GIT_TIMEOUT_MS} ms`))
       else if (result.code === 0 || options.okCodes?.includes(result.code)) resolve(result)
       else reject(gitFailed(args, result))

@@ -9,7 +9,7 @@
 import { readdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { type RedactionOptions, type SecretFinding, scanTrace } from '../engine/index.ts'
-import { readTraceFile, type TraceStore, writeTraceFile } from '../store/index.ts'
+import { storedTraceSource, TraceFileReader, type TraceStore, withWriteErrors, writeTraceFileFrom } from '../store/index.ts'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
 import { type AssetRepo, withAssetRepo } from './asset-cache.ts'
 import { git } from './git.ts'
@@ -102,11 +102,13 @@ async function pointerForPush(options: PushOptions): Promise<AssetsPointer> {
   }
 }
 
-/** Exports each trace as `<dir>/<name>.trace.json` under `staged`; returns name → file digest. */
+/** Exports each trace as `<dir>/<name>.trace.json` under `staged` (streamed from the store); returns name → file digest. */
 async function stage(store: TraceStore, names: string[], dir: string, staged: string): Promise<Map<string, string>> {
   const digests = new Map<string, string>()
   for (const name of names) {
-    const written = await writeTraceFile(join(staged, traceFilePath(dir, name)), await store.readTrace(name))
+    const file = join(staged, traceFilePath(dir, name))
+    const reader = await store.openTrace(name)
+    const written = await withWriteErrors(file, () => writeTraceFileFrom(file, storedTraceSource(reader)))
     digests.set(name, written.digest)
   }
   return digests
@@ -115,9 +117,17 @@ async function stage(store: TraceStore, names: string[], dir: string, staged: st
 /** Scans what is about to be committed, read back from the staged files; any finding stops the push. */
 async function scanStaged(staged: string, dir: string, names: string[], redaction: RedactionOptions | undefined): Promise<void> {
   const findings: PushFinding[] = []
+  const options = redaction ? { redaction } : {}
   for (const name of names) {
-    const trace = await readTraceFile(join(staged, traceFilePath(dir, name)))
-    findings.push(...scanTrace(trace, redaction ? { redaction } : {}).map((f) => ({ ...f, source: traceFilePath(dir, name) })))
+    const source = traceFilePath(dir, name)
+    // A streamed read, an exchange (and the bodies it references) at a time: the metadata is scanned once,
+    // and each exchange's findings are the ones that name it.
+    const reader = await TraceFileReader.open(join(staged, source), { refBytes: true })
+    const found = scanTrace({ meta: reader.meta, exchanges: [], bodies: new Map() }, options)
+    for await (const { exchange, bodies } of reader.exchanges()) {
+      found.push(...scanTrace({ meta: reader.meta, exchanges: [exchange], bodies }, options).filter((f) => f.seq !== undefined))
+    }
+    findings.push(...found.map((f) => ({ ...f, source })))
   }
   if (findings.length === 0) return
   const n = findings.length

@@ -6,11 +6,14 @@
  *
  * Order, so a failure leaves the store as it was: fetch and check every trace (its file's SHA-256s, its digest
  * against the pointer's), then check the store for local traces that would be replaced, then import.
+ *
+ * Traces of any length: each file is read as a stream, twice (once to check it, once to import what must be),
+ * and never held whole, nor is the store's trace it is compared with (its digest is taken as an export takes it).
  */
-import { readFile, rm } from 'node:fs/promises'
+import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { exportTrace, readTraceFile, type TraceStore, traceDigest, traceFileBlobDigests } from '../store/index.ts'
-import { ErrorCodes, isToolReplayError, ToolReplayError, type Trace } from '../trace/index.ts'
+import { storedTraceSource, TraceFileReader, type TraceStore, traceFileBlobDigestsIn, traceFileDigest } from '../store/index.ts'
+import { ErrorCodes, isToolReplayError, ToolReplayError } from '../trace/index.ts'
 import { withAssetRepo } from './asset-cache.ts'
 import { blobPath, traceFilePath } from './layout.ts'
 import { type AssetsPointer, gitRemote, readPointer } from './pointer.ts'
@@ -45,30 +48,36 @@ export async function restoreAssets(options: RestoreOptions): Promise<RestoreRes
     )
   }
   const names = Object.keys(pointer.traces).sort()
-  const { traces, fetched } = await fetchTraces(pointer, tag, names, options)
-  const plan: RestoreResult['traces'] = []
-  for (const trace of traces) {
-    const name = trace.meta.name
-    const digest = pointer.traces[name] as string
-    const local = (await options.store.hasTrace(name)) ? exportTrace(await options.store.readTrace(name)).digest : undefined
-    if (local !== undefined && local !== digest && !options.force) {
-      throw new ToolReplayError(
-        ErrorCodes.TRACE_EXISTS,
-        `The store's trace "${name}" differs from the one the assets pointer pins (store ${local.slice(0, 12)}, pinned ${digest.slice(0, 12)}): a local recording not pushed yet? Push it (\`tr-proxy assets push ${name}\`), or restore --force to replace it with the pinned one.`,
-        { details: { trace: name, store: local, pinned: digest } },
-      )
+  return withFetchedTraces(pointer, tag, names, options, async (files, fetched) => {
+    for (const [i, name] of names.entries()) await verifyTraceFile(files[i] as string, name, pointer, tag)
+    const plan: RestoreResult['traces'] = []
+    for (const name of names) {
+      const digest = pointer.traces[name] as string
+      const local = await storedDigest(options.store, name)
+      if (local !== undefined && local !== digest && !options.force) {
+        throw new ToolReplayError(
+          ErrorCodes.TRACE_EXISTS,
+          `The store's trace "${name}" differs from the one the assets pointer pins (store ${local.slice(0, 12)}, pinned ${digest.slice(0, 12)}): a local recording not pushed yet? Push it (\`tr-proxy assets push ${name}\`), or restore --force to replace it with the pinned one.`,
+          { details: { trace: name, store: local, pinned: digest } },
+        )
+      }
+      plan.push({ name, digest, action: local === undefined ? 'imported' : local === digest ? 'unchanged' : 'replaced' })
     }
-    plan.push({ name, digest, action: local === undefined ? 'imported' : local === digest ? 'unchanged' : 'replaced' })
-  }
-  for (const [i, trace] of traces.entries()) {
-    const step = plan[i] as RestoreResult['traces'][number]
-    if (step.action !== 'unchanged') await importTrace(options.store, trace, step.action === 'replaced')
-  }
-  return { remote: pointer.remote, tag, fetched, traces: plan }
+    for (const [i, step] of plan.entries()) {
+      if (step.action !== 'unchanged') await importTraceFile(options.store, files[i] as string, step.digest, step.action === 'replaced')
+    }
+    return { remote: pointer.remote, tag, fetched, traces: plan }
+  })
 }
 
-/** Fetches the tag and the named traces' files into the cache, and reads each one back fully verified. */
-async function fetchTraces(pointer: AssetsPointer, tag: string, names: string[], options: RestoreOptions): Promise<{ traces: Trace[]; fetched: boolean }> {
+/** Fetches the tag and the named traces' files (and the blobs they name) into a folder of the cache, for `use`. */
+async function withFetchedTraces<T>(
+  pointer: AssetsPointer,
+  tag: string,
+  names: string[],
+  options: RestoreOptions,
+  use: (files: string[], fetched: boolean) => Promise<T>,
+): Promise<T> {
   return withAssetRepo(
     options.cacheDir,
     gitRemote(pointer.remote, options.pointerFile),
@@ -94,16 +103,17 @@ async function fetchTraces(pointer: AssetsPointer, tag: string, names: string[],
         )
         // Only the blobs these traces name: the rest of the tag stays on the remote.
         const blobs = new Set<string>()
-        for (const n of names) for (const d of await blobsOf(join(into, traceFilePath(pointer.dir, n)))) blobs.add(blobPath(pointer.dir, d))
+        for (const n of names) for (const d of await traceFileBlobDigestsIn(join(into, traceFilePath(pointer.dir, n)))) blobs.add(blobPath(pointer.dir, d))
         await repo.writeFiles(
           commit,
           [...blobs].filter((p) => files.has(p)),
           into,
           files,
         )
-        const traces: Trace[] = []
-        for (const n of names) traces.push(await verifiedTrace(join(into, traceFilePath(pointer.dir, n)), n, pointer, tag))
-        return { traces, fetched }
+        return await use(
+          names.map((n) => join(into, traceFilePath(pointer.dir, n))),
+          fetched,
+        )
       } finally {
         await rm(into, { recursive: true, force: true })
       }
@@ -112,31 +122,42 @@ async function fetchTraces(pointer: AssetsPointer, tag: string, names: string[],
   )
 }
 
-async function blobsOf(file: string): Promise<string[]> {
-  return [...traceFileBlobDigests(await readFile(file, 'utf8'))]
-}
-
-/** Reads a restored trace file (every body's SHA-256 and the file's digest checked) and holds it to the pointer. */
-async function verifiedTrace(file: string, name: string, pointer: AssetsPointer, tag: string): Promise<Trace> {
-  const trace = await readTraceFile(file)
-  const digest = traceDigest(trace)
+/** Reads a restored trace file through (every body's SHA-256 and the file's digest checked) and holds it to the pointer. */
+async function verifyTraceFile(file: string, name: string, pointer: AssetsPointer, tag: string): Promise<void> {
+  const reader = await TraceFileReader.open(file)
   const pinned = pointer.traces[name] as string
-  if (trace.meta.name !== name || digest !== pinned) {
+  // The digest the file records is checked against its content once every exchange was read.
+  for await (const _ of reader.exchanges());
+  if (reader.meta.name !== name || reader.digest !== pinned) {
     throw new ToolReplayError(
       ErrorCodes.TRACE_DIGEST_MISMATCH,
-      `Tag "${tag}" of ${pointer.remote} holds a trace "${name}" that is not the one the assets pointer pins (digest ${digest.slice(0, 12)}, pinned ${pinned.slice(0, 12)}${trace.meta.name !== name ? `; the file names it "${trace.meta.name}"` : ''}): was the tag moved? Pin the tag your recordings were pushed under, or push again.`,
-      { details: { tag, trace: name, digest, pinned } },
+      `Tag "${tag}" of ${pointer.remote} holds a trace "${name}" that is not the one the assets pointer pins (digest ${reader.digest.slice(0, 12)}, pinned ${pinned.slice(0, 12)}${reader.meta.name !== name ? `; the file names it "${reader.meta.name}"` : ''}): was the tag moved? Pin the tag your recordings were pushed under, or push again.`,
+      { details: { tag, trace: name, digest: reader.digest, pinned } },
     )
   }
-  return trace
 }
 
-async function importTrace(store: TraceStore, trace: Trace, replace: boolean): Promise<void> {
+/** The trace-file digest of the store's trace `name` (what an export of it would record), or undefined when it has none. */
+async function storedDigest(store: TraceStore, name: string): Promise<string | undefined> {
+  if (!(await store.hasTrace(name))) return undefined
+  return traceFileDigest(storedTraceSource(await store.openTrace(name)))
+}
+
+/** Streams a verified trace file into the store (staged, then committed under its name). */
+async function importTraceFile(store: TraceStore, file: string, digest: string, replace: boolean): Promise<void> {
+  const reader = await TraceFileReader.open(file, { refBytes: true })
+  const stage = await store.stageTrace(reader.meta)
   try {
-    await store.putTrace(trace, { overwrite: replace })
+    for await (const { exchange, bodies } of reader.exchanges()) await stage.add(exchange, bodies)
+  } catch (err) {
+    await stage.discard()
+    throw err
+  }
+  try {
+    await stage.commit({ overwrite: replace })
   } catch (err) {
     // Another restore of the same tag into this store got there first: fine when it wrote the same trace.
     if (!isToolReplayError(err, ErrorCodes.TRACE_EXISTS)) throw err
-    if (exportTrace(await store.readTrace(trace.meta.name)).digest !== traceDigest(trace)) throw err
+    if ((await storedDigest(store, reader.meta.name)) !== digest) throw err
   }
 }

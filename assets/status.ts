@@ -4,7 +4,7 @@
  * here and not pushed) or none (restore it); whether the cache holds the tag; with `remote`, whether the
  * assets repository has it.
  */
-import { exportTrace, type TraceStore } from '../store/index.ts'
+import { storedTraceSource, type TraceStore, traceFileDigest } from '../store/index.ts'
 import { cacheRepoPaths, localTagCommit } from './asset-cache.ts'
 import { git } from './git.ts'
 import { gitRemote, readPointer } from './pointer.ts'
@@ -48,7 +48,9 @@ export async function assetsStatus(options: StatusOptions): Promise<AssetsStatus
   const traces: TraceAssetState[] = []
   for (const name of Object.keys(pointer.traces).sort()) {
     const pinned = pointer.traces[name] as string
-    const local = options.store && (await options.store.hasTrace(name)) ? exportTrace(await options.store.readTrace(name)).digest : undefined
+    // Streamed, as an export takes it: a trace of any length is compared without holding it.
+    const local =
+      options.store && (await options.store.hasTrace(name)) ? await traceFileDigest(storedTraceSource(await options.store.openTrace(name))) : undefined
     traces.push({ name, pinned, ...(local !== undefined ? { local } : {}), state: local === undefined ? 'missing' : local === pinned ? 'same' : 'changed' })
   }
   const tag = pointer.tag

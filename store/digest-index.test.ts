@@ -47,3 +47,13 @@ test('keys that are not hex SHA-256 digests still work (upper case, short, other
   assert.equal(index.has(digest(3)), false, 'lower case is another key')
   assert.equal(index.size, 4)
 })
+
+test('memory follows the entries: pages are added as it grows, never a doubled copy of everything', () => {
+  const index = new DigestIndex(3)
+  const n = 300_000
+  for (let i = 0; i < n; i++) index.add(digest(i), i, -i, i / 2)
+  for (let i = 0; i < n; i += 997) assert.deepEqual([index.get(digest(i), 0), index.get(digest(i), 1), index.get(digest(i), 2)], [i, -i, i / 2])
+  // 56 bytes of entry each (32 of digest, 3 numbers), less than a page to spare, and a table of at most 8 bytes each.
+  const bound = (n + 65_536) * 56 + n * 8
+  assert.ok(index.bytes <= bound, `${index.bytes} bytes for ${n} entries (bound ${bound})`)
+})

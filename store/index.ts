@@ -34,6 +34,8 @@ export {
   TraceFileReader,
   traceDigest,
   traceFileBlobDigests,
+  traceFileBlobDigestsIn,
+  traceFileDigest,
   traceSource,
   withWriteErrors,
   writeTraceFile,

@@ -3,8 +3,10 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
+import { Level } from 'level'
 import { ErrorCodes, isToolReplayError } from '../trace/index.ts'
 import { jsonExchange } from './fixtures/exchanges.ts'
+import { LevelBackend, storeKeys } from './level-backend.ts'
 import { openStore } from './level-store.ts'
 
 const root = await mkdtemp(join(tmpdir(), 'tr-backend-'))
@@ -51,4 +53,39 @@ test('an append sent after close() is refused even while earlier appends are sti
     [0],
   )
   await store.close()
+})
+
+test('an import staged in seq order closes with the count it staged; staged out of order or resent, the exchanges are counted', async () => {
+  const dir = join(root, 'count')
+  const owner = { pid: process.pid, host: 'test' }
+  const chunk = (seqs: number[]) => {
+    const xs = seqs.map((s) => jsonExchange(s, s, 'c'))
+    return [xs.map((x) => x.exchange), new Map(xs.flatMap((x) => [...x.bodies]))] as const
+  }
+  let backend = await LevelBackend.open(dir)
+  await backend.beginTrace('ordered', { name: 'ordered', format: 1 }, new Date().toISOString(), owner, { recorded: false })
+  await backend.appendChunk('ordered', ...chunk([0, 1]))
+  await backend.appendChunk('ordered', ...chunk([2]))
+  await backend.beginTrace('mixed', { name: 'mixed', format: 1 }, new Date().toISOString(), owner, { recorded: false })
+  await backend.appendChunk('mixed', ...chunk([0, 2]))
+  await backend.appendChunk('mixed', ...chunk([1]))
+  await backend.beginTrace('resent', { name: 'resent', format: 1 }, new Date().toISOString(), owner, { recorded: false })
+  await backend.appendChunk('resent', ...chunk([0, 1]))
+  await backend.appendChunk('resent', ...chunk([0, 1]))
+  await backend.beginTrace('stale', { name: 'stale', format: 1 }, new Date().toISOString(), owner, { recorded: false })
+  await backend.appendChunk('stale', ...chunk([0, 1]))
+  await backend.close()
+  // An exchange key the staging never wrote: closing by a scan would count it, closing by the staged count does not.
+  const db = new Level<string, string>(dir)
+  await db.put(storeKeys.exchange('ordered', 7), JSON.stringify({ ...chunk([7])[0][0], seq: 7 }))
+  // As a writer that does not keep `ordered` appends seq 8: the count moves, `ordered` stays as it was.
+  const stale = JSON.parse(await db.get(storeKeys.meta('stale')))
+  await db.put(storeKeys.meta('stale'), JSON.stringify({ ...stale, count: 9 }))
+  await db.put(storeKeys.exchange('stale', 8), JSON.stringify({ ...chunk([8])[0][0], seq: 8 }))
+  await db.close()
+  backend = await LevelBackend.open(dir)
+  const ids = ['ordered', 'mixed', 'resent', 'stale']
+  for (const id of ids) await backend.closeRecording(id, { overwrite: false })
+  assert.deepEqual(await Promise.all(ids.map(async (id) => (await backend.traceInfo(id))?.count)), [3, 3, 2, 3])
+  await backend.close()
 })

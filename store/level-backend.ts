@@ -259,6 +259,7 @@ export class LevelBackend implements StoreOps {
         indexed: true,
         recorded: options?.recorded !== false,
         owner,
+        ordered: { exchanges: 0, count: 0 },
       }
       if (options?.durability === 'fsync') stored.durability = 'fsync'
       await this.#db.put(storeKeys.meta(id), json(stored))
@@ -309,8 +310,7 @@ export class LevelBackend implements StoreOps {
             for (const sha of await this.#storedPieces(a.exchange, own)) pieces.add(sha)
           }
           ops.push(...own)
-          stored.count = Math.max(stored.count ?? 0, a.exchange.seq + 1)
-          stored.bodyBytes = (stored.bodyBytes ?? 0) + bodyBytesOf(a.exchange)
+          countIn(stored, a.exchange)
           touched.set(a.id, stored)
           written.push(a)
         } catch (err) {
@@ -455,7 +455,7 @@ export class LevelBackend implements StoreOps {
       if (options?.overwrite === false && current !== undefined && current !== id) throw traceExists(stored.name, this.location)
       this.#openRecordings.delete(id)
       const ops = await this.#replaceOps(stored.name, id)
-      const { owner: _owner, durability: _durability, ...rest } = stored
+      const { owner: _owner, durability: _durability, ordered, ...rest } = stored
       ops.push({
         type: 'put',
         key: storeKeys.meta(id),
@@ -463,7 +463,9 @@ export class LevelBackend implements StoreOps {
           ...rest,
           meta: options?.app ? { ...rest.meta, app: options.app } : rest.meta,
           status: 'complete',
-          count: await this.#reads.countExchanges(id),
+          // Staged in seq order (an import), the count is known; otherwise a retried or late append may have
+          // rewritten a seq, and only the exchanges themselves tell.
+          count: ordered !== undefined && ordered.count === stored.count ? ordered.exchanges : await this.#reads.countExchanges(id),
         }),
       })
       await this.#syncedBatch(ops)
@@ -479,8 +481,7 @@ export class LevelBackend implements StoreOps {
       for (const x of exchanges) {
         assertSeq(x, stored.name)
         ops.push(...(await this.#exchangeOps(id, stored.name, x, bodies, new Map(), present)))
-        stored.count = Math.max(stored.count ?? 0, x.seq + 1)
-        stored.bodyBytes = (stored.bodyBytes ?? 0) + bodyBytesOf(x)
+        countIn(stored, x)
       }
       ops.push({ type: 'put', key: storeKeys.meta(id), value: json(stored) })
       await this.#db.batch(ops)
@@ -626,6 +627,22 @@ function bodyMissing(x: Exchange, name: string, what: string): ToolReplayError {
 export function isLockedError(err: unknown): boolean {
   const e = err as { code?: string; cause?: { code?: string } } | undefined
   return e?.code === 'LEVEL_LOCKED' || e?.cause?.code === 'LEVEL_LOCKED'
+}
+
+/**
+ * Counts a stored exchange into its recording's meta: `count` is one past the highest seq, and `ordered` the
+ * number of exchanges while every seq is above all earlier ones (so none can be a rewrite of one already there:
+ * a resent batch after a lost answer drops it, and closing then counts the exchanges), with the `count` it
+ * was kept at: a store written meanwhile by a version that does not keep it shows as a `count` that moved.
+ */
+function countIn(stored: StoredMeta, x: Exchange): void {
+  const before = stored.count ?? 0
+  const ordered = stored.ordered
+  // Trusted only while it was kept by every write that moved `count` (a writer that knows nothing of it would not).
+  if (ordered !== undefined && ordered.count === before && x.seq >= before) stored.ordered = { exchanges: ordered.exchanges + 1, count: x.seq + 1 }
+  else delete stored.ordered
+  stored.count = Math.max(before, x.seq + 1)
+  stored.bodyBytes = (stored.bodyBytes ?? 0) + bodyBytesOf(x)
 }
 
 function bodyBytesOf(x: Exchange): number {

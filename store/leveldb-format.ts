@@ -13,20 +13,41 @@ export interface Entry {
   value: Uint8Array
 }
 
-const CRC32C_TABLE = (() => {
-  const table = new Uint32Array(256)
+/**
+ * CRC-32C tables for slicing by 8 (eight bytes per step): table k (at k * 256) is the CRC of a byte followed by
+ * k zero bytes. Byte at a time, the CRC of a 4 KiB block cost about what reading it did; this is some 4x faster.
+ */
+const CRC32C_TABLES = (() => {
+  const t = new Uint32Array(8 * 256)
   for (let n = 0; n < 256; n++) {
     let c = n
     for (let k = 0; k < 8; k++) c = c & 1 ? 0x82f63b78 ^ (c >>> 1) : c >>> 1
-    table[n] = c >>> 0
+    t[n] = c >>> 0
   }
-  return table
+  for (let n = 0; n < 256; n++)
+    for (let k = 1; k < 8; k++) t[k * 256 + n] = ((t[(k - 1) * 256 + n] as number) >>> 8) ^ (t[(t[(k - 1) * 256 + n] as number) & 0xff] as number)
+  return t
 })()
+const CRC32C_TABLE = CRC32C_TABLES.subarray(0, 256)
 
 /** CRC-32C (Castagnoli), as LevelDB uses. */
 export function crc32c(bytes: Uint8Array, start = 0, end = bytes.byteLength): number {
+  const t = CRC32C_TABLES
   let crc = 0xffffffff
-  for (let i = start; i < end; i++) crc = (CRC32C_TABLE[(crc ^ (bytes[i] as number)) & 0xff] as number) ^ (crc >>> 8)
+  let i = start
+  for (; i + 8 <= end; i += 8) {
+    const lo = (crc ^ ((bytes[i] as number) | ((bytes[i + 1] as number) << 8) | ((bytes[i + 2] as number) << 16) | ((bytes[i + 3] as number) << 24))) >>> 0
+    crc =
+      (t[1792 + (lo & 0xff)] as number) ^
+      (t[1536 + ((lo >>> 8) & 0xff)] as number) ^
+      (t[1280 + ((lo >>> 16) & 0xff)] as number) ^
+      (t[1024 + (lo >>> 24)] as number) ^
+      (t[768 + (bytes[i + 4] as number)] as number) ^
+      (t[512 + (bytes[i + 5] as number)] as number) ^
+      (t[256 + (bytes[i + 6] as number)] as number) ^
+      (t[bytes[i + 7] as number] as number)
+  }
+  for (; i < end; i++) crc = (t[(crc ^ (bytes[i] as number)) & 0xff] as number) ^ (crc >>> 8)
   return (crc ^ 0xffffffff) >>> 0
 }
 

@@ -57,6 +57,66 @@ export function blockEntries(block: Uint8Array): Array<[key: Uint8Array, value: 
   return out
 }
 
+/**
+ * The first entry of a block whose user key is >= `key` (latin1 bytes), or undefined when every entry is below
+ * it: a point read, as LevelDB's Get seeks. The restart array is binary-searched for the last restart whose key
+ * is below `key`, and only the entries from there on are decoded (at most one restart interval, 16 entries by
+ * default), where `blockEntries` decodes the whole block. Throws a string saying why when the block does not parse.
+ */
+export function seekEntry(block: Uint8Array, key: Uint8Array): Entry | undefined {
+  if (block.byteLength < 4) throw 'block too short'
+  const view = new DataView(block.buffer, block.byteOffset, block.byteLength)
+  const restarts = view.getUint32(block.byteLength - 4, true)
+  const limit = block.byteLength - 4 - 4 * restarts
+  if (restarts === 0 || limit < 0) throw 'bad restart array'
+  // A restart's entry shares nothing with the one before: its key is whole in the block.
+  let lo = 0
+  let hi = restarts - 1
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1
+    const p = view.getUint32(limit + 4 * mid, true)
+    const a = varint(block, p, limit)
+    const b = a && varint(block, a[1], limit)
+    const c = b && varint(block, b[1], limit)
+    if (!a || !b || !c || a[0] !== 0 || b[0] < 8 || c[1] + b[0] > limit) throw 'bad restart entry'
+    if (compareBytes(block, c[1], c[1] + b[0] - 8, key) < 0) lo = mid
+    else hi = mid - 1
+  }
+  let p = view.getUint32(limit + 4 * lo, true)
+  let prev = new Uint8Array(0)
+  while (p < limit) {
+    const a = varint(block, p, limit)
+    const b = a && varint(block, a[1], limit)
+    const c = b && varint(block, b[1], limit)
+    if (!a || !b || !c) throw 'bad entry header'
+    const [shared, nonShared, valueLength] = [a[0], b[0], c[0]]
+    const start = c[1]
+    if (shared > prev.byteLength || start + nonShared + valueLength > limit) throw 'bad entry length'
+    const k = new Uint8Array(shared + nonShared)
+    k.set(prev.subarray(0, shared))
+    k.set(block.subarray(start, start + nonShared), shared)
+    if (k.byteLength < 8) throw 'bad internal key'
+    if (compareBytes(k, 0, k.byteLength - 8, key) >= 0) {
+      const ik = parseInternalKey(k)
+      if (!ik) throw 'bad internal key'
+      return { ...ik, value: block.subarray(start + nonShared, start + nonShared + valueLength) }
+    }
+    prev = k
+    p = start + nonShared + valueLength
+  }
+  return undefined
+}
+
+/** Bytes `a[start, end)` against `b`, as LevelDB's bytewise comparator orders them. */
+function compareBytes(a: Uint8Array, start: number, end: number, b: Uint8Array): number {
+  const n = Math.min(end - start, b.byteLength)
+  for (let i = 0; i < n; i++) {
+    const d = (a[start + i] as number) - (b[i] as number)
+    if (d !== 0) return d
+  }
+  return end - start - b.byteLength
+}
+
 /** Checks a block's trailer and returns its contents, decompressed; throws a string saying why. */
 export function blockContents(raw: Uint8Array, size: number): Uint8Array {
   if (raw.byteLength < size + TRAILER) throw 'block cut short'
@@ -254,11 +314,30 @@ export class TableFile {
     try {
       return decodeEntries(blockEntries(blockContents(raw, h.size)))
     } catch (why) {
-      throw new TableDamage(
-        this.name,
-        `data block ${i + 1} of ${this.#index.length} (bytes ${h.offset}-${h.offset + h.size + TRAILER}) is damaged (${String(why)})`,
-      )
+      throw this.#damage(i, why)
     }
+  }
+
+  /**
+   * Data block `i`'s contents, checked (CRC-32C) and decompressed, for a point read (`seekEntry`); after `load()`.
+   * Read on its own, not as part of a scan: the read-ahead of a scan of this table is left as it is.
+   */
+  async contents(i: number): Promise<Uint8Array> {
+    const h = (this.#index[i] as IndexEntry).handle
+    const raw = await this.#raw(h, false)
+    try {
+      return blockContents(raw, h.size)
+    } catch (why) {
+      throw this.#damage(i, why)
+    }
+  }
+
+  #damage(i: number, why: unknown): TableDamage {
+    const h = (this.#index[i] as IndexEntry).handle
+    return new TableDamage(
+      this.name,
+      `data block ${i + 1} of ${this.#index.length} (bytes ${h.offset}-${h.offset + h.size + TRAILER}) is damaged (${String(why)})`,
+    )
   }
 
   /** A block's bytes and trailer: from the read-ahead window, or read (with read-ahead when reading in order). */

@@ -36,6 +36,13 @@ export interface StoredMeta {
   owner?: RecordingOwner
   /** Set while a recording asked for synced appends (store/durability.ts); dropped when it closes. */
   durability?: 'fsync'
+  /**
+   * While a recording is open: how many exchanges it holds, kept while each came with a seq above every earlier
+   * one (an import stages them so), so closing it need not count them with a scan of every exchange. Dropped
+   * at the first that did not (a recording's appends land as their exchanges finish): closing then counts.
+   * `count` is the recording's count it was kept at: it is trusted only while the two agree.
+   */
+  ordered?: { exchanges: number; count: number }
 }
 
 const pad = (seq: number) => String(seq).padStart(10, '0')

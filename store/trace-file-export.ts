@@ -324,6 +324,18 @@ export async function writeTraceFileFrom(path: string, source: TraceSource, opti
   }
 }
 
+/**
+ * The digest a trace file of `source` would record (writeTraceFileFrom's, exportTrace's), taken a window of
+ * exchanges at a time without writing the file: every body read (and verified by the source) as an export
+ * reads it, memory bounded as an export's is.
+ */
+export async function traceFileDigest(source: TraceSource, options: TraceFileOptions = {}): Promise<string> {
+  const files = new FileExchanges(source.meta.name, options)
+  const digester = new TraceDigester()
+  for await (const { x, bytes } of withBodies(source, files)) digester.add(modelExchange(files.render(x, bytes, new Map())))
+  return digester.digest(source.meta)
+}
+
 /** Exchanges fetched ahead of the one being written, and the bytes of their bodies fetched at once. */
 const READ_AHEAD = { exchanges: 64, bytes: 8 * 1024 * 1024 }
 

@@ -90,7 +90,7 @@ export class TraceFileReader {
     const v = this.#v
     const ledger = new StreamLedger(this.path, this.#options.cacheBytes ?? 32 * 1024 * 1024)
     const digester = new TraceDigester()
-    const seqs = new Set<number>()
+    const seqs = new SeqsSeen()
     // A problem found by trace/validate.ts waits for the digest: an edited file says so first, as parseTraceFile does.
     let problem: (() => never) | undefined
     try {
@@ -105,9 +105,8 @@ export class TraceFileReader {
         if (problem) continue
         const found = exchangeProblem(x, ledger.current)
         if (found) problem = () => v.fail(`${path}.${found.path}`, found.problem)
-        else if (seqs.has(x.seq)) problem = () => v.fail(`${path}.seq`, `repeats seq ${x.seq}; every exchange of a trace has its own`)
+        else if (!seqs.add(x.seq)) problem = () => v.fail(`${path}.seq`, `repeats seq ${x.seq}; every exchange of a trace has its own`)
         if (problem) continue
-        seqs.add(x.seq)
         if (this.#options.refBytes) await ledger.refBytes(x, v)
         yield { exchange: x, bodies: ledger.current, canonical }
       }
@@ -117,6 +116,48 @@ export class TraceFileReader {
     const actual = digester.digest(this.meta)
     if (actual !== this.digest) throw digestMismatch(this.path, this.digest, actual)
     problem?.()
+  }
+}
+
+/**
+ * The seqs read so far, to refuse a repeat: runs of consecutive seqs while they rise (a file's usual order, so
+ * a million exchanges numbered 0.. hold one run, not a Set of a million numbers), a Set from the first seq that
+ * is below one already read.
+ */
+class SeqsSeen {
+  readonly #starts: number[] = []
+  readonly #ends: number[] = []
+  #set: Set<number> | undefined
+
+  /** Notes `seq`; false when it was read before. */
+  add(seq: number): boolean {
+    if (this.#set) {
+      if (this.#set.has(seq)) return false
+      this.#set.add(seq)
+      return true
+    }
+    const last = this.#ends.length - 1
+    const end = this.#ends[last]
+    if (end === undefined || seq > end) {
+      if (end !== undefined && seq === end + 1) this.#ends[last] = seq
+      else {
+        this.#starts.push(seq)
+        this.#ends.push(seq)
+      }
+      return true
+    }
+    // Below the last one: inside a run is a repeat; otherwise seqs no longer rise, and a Set takes over.
+    let lo = 0
+    let hi = last
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if ((this.#ends[mid] as number) < seq) lo = mid + 1
+      else hi = mid
+    }
+    if ((this.#starts[lo] as number) <= seq) return false
+    this.#set = new Set([seq])
+    for (const [i, start] of this.#starts.entries()) for (let n = start; n <= (this.#ends[i] as number); n++) this.#set.add(n)
+    return true
   }
 }
 

@@ -149,3 +149,27 @@ describe('a staged trace was not recorded here', () => {
     }
   })
 })
+
+test('a repeated seq is refused wherever it comes: in a rising run, after a gap, once seqs stop rising', async () => {
+  const base = jsonTrace('seqs', 1)
+  const x = base.exchanges[0] as Exchange
+  const read = async (seqs: number[]) => {
+    const file = join(root, `seqs-${seqs.join('-')}.trace.json`)
+    await writeTraceFile(file, { ...base, exchanges: seqs.map((seq) => ({ ...x, seq })) })
+    const reader = await TraceFileReader.open(file)
+    try {
+      for await (const _ of reader.exchanges());
+      return 'ok'
+    } catch (err) {
+      assert.ok(isToolReplayError(err, ErrorCodes.TRACE_FILE_INVALID), String(err))
+      return /repeats seq (\d+)/.exec(err.message)?.[1]
+    }
+  }
+  assert.equal(await read([0, 1, 2, 3]), 'ok')
+  assert.equal(await read([0, 1, 2, 1]), '1')
+  assert.equal(await read([0, 5, 9, 5]), '5')
+  assert.equal(await read([3, 7, 4, 0, 8]), 'ok')
+  assert.equal(await read([3, 7, 4, 0, 4]), '4')
+  assert.equal(await read([3, 7, 4, 0, 7]), '7')
+  assert.equal(await read([0, 1, 2, 10, 11, 5, 6, 11]), '11')
+})

@@ -20,6 +20,7 @@
  * last exchange is read, before a caller commits anything. Memory is bounded by the biggest exchange and
  * the number of distinct bodies, not by the file.
  */
+import { createReadStream } from 'node:fs'
 import { ErrorCodes, exchangeProblem, parseJson, ToolReplayError, type Trace } from '../trace/index.ts'
 import { traceSource, type WrittenTraceFile, writeTraceFileFrom } from './trace-file-export.ts'
 import { type TraceFileOptions, traceDigest } from './trace-file-format.ts'
@@ -27,7 +28,7 @@ import { TraceFileReader } from './trace-file-read.ts'
 import { checkHeader, digestMismatch, mapLedger, Validator } from './trace-file-validator.ts'
 
 export type { ExportedTrace, TraceSource, WrittenTraceFile } from './trace-file-export.ts'
-export { exportTrace, storedTraceSource, traceSource, writeTraceFileFrom } from './trace-file-export.ts'
+export { exportTrace, storedTraceSource, traceFileDigest, traceSource, writeTraceFileFrom } from './trace-file-export.ts'
 export type { TraceFileOptions } from './trace-file-format.ts'
 export { DEFAULT_INLINE_LIMIT, TRACE_FILE_FORMAT, TRACE_FILE_VERSIONS, TraceDigester, traceDigest } from './trace-file-format.ts'
 export type { TraceFileExchange, TraceFileReadOptions } from './trace-file-read.ts'
@@ -96,6 +97,22 @@ export function parseTraceFile(text: string, blobs: ReadonlyMap<string, Uint8Arr
     seqs.add(x.seq)
   })
   return { meta, exchanges, bodies }
+}
+
+/**
+ * traceFileBlobDigests of the file at `path`, read as a stream (a piece at a time, with enough of the piece
+ * before it kept to find a name cut in two), so a file of any size is scanned in bounded memory.
+ */
+export async function traceFileBlobDigestsIn(path: string): Promise<Set<string>> {
+  const out = new Set<string>()
+  let carry = ''
+  for await (const piece of createReadStream(path, { encoding: 'utf8', highWaterMark: 1024 * 1024 })) {
+    const text = carry + (piece as string)
+    for (const d of traceFileBlobDigests(text)) out.add(d)
+    // Longer than one `"blob": "blobs/<sha256>"`, so a name cut at the end is whole in the next text.
+    carry = text.slice(-128)
+  }
+  return out
 }
 
 /** The digests of the bodies a trace file keeps in `blobs/` beside it (what to fetch or copy along with the file). */

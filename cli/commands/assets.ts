@@ -3,6 +3,7 @@ import { type AssetsStatus, assetsStatus, defaultAssetsCacheDir, POINTER_FILE, t
 import type { TraceStore } from '../../store/index.ts'
 import { ErrorCodes, isToolReplayError, ToolReplayError } from '../../trace/index.ts'
 import { table } from '../format.ts'
+import { boundHeapGrowth } from '../heap-growth.ts'
 import { withExistingStore, withStore } from '../open-store.ts'
 import type { Io } from '../output.ts'
 import { redactionFromArgs, redactionOptions } from '../redaction-flags.ts'
@@ -37,6 +38,7 @@ export const assetsCommand: CommandModule = {
       .option('check-remote', { type: 'boolean', describe: 'status: also ask the remote whether it has the pinned tag' })
       .option('exit-code', { type: 'boolean', describe: `status: exit ${DIFF_EXIT_DIFFERENT} when anything differs (as diff --exit-code)` }),
   run: async (args, io) => {
+    boundHeapGrowth()
     const action = String(args.action)
     checkFlags(args, action)
     const traces = ((args.traces as unknown[] | undefined) ?? []).map(String)

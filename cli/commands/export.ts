@@ -1,5 +1,6 @@
 import { resolve } from 'node:path'
 import { storedTraceSource, withWriteErrors, writeTraceFileFrom } from '../../store/index.ts'
+import { boundHeapGrowth } from '../heap-growth.ts'
 import { withReadOnlyStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
 
@@ -16,8 +17,9 @@ export const exportCommand: CommandModule = {
         default: false,
         describe: 'Export the newest recording of that name that never completed (labelled partial in the file)',
       }),
-  run: async (args, io) =>
-    withReadOnlyStore(args, async (store) => {
+  run: async (args, io) => {
+    boundHeapGrowth()
+    return withReadOnlyStore(args, async (store) => {
       const partial = args.partial === true
       const reader = await store.openTrace(String(args.trace), { partial })
       const stored = reader.info.meta
@@ -29,5 +31,6 @@ export const exportCommand: CommandModule = {
       if (args.json) io.out(JSON.stringify({ ok: true, file, digest: result.digest, exchanges: result.exchanges }))
       else io.out(`Exported trace "${meta.name}" (${result.exchanges} exchanges, digest ${result.digest.slice(0, 12)}) to ${file}`)
       return 0
-    }),
+    })
+  },
 }

@@ -1,6 +1,7 @@
 import { Redactor, redactTrace } from '../../engine/index.ts'
 import { type StagedTrace, TraceDigester, TraceFileReader, type TraceStore, traceExists } from '../../store/index.ts'
 import { assertTraceName, ErrorCodes, type Exchange, ToolReplayError, type TraceMeta } from '../../trace/index.ts'
+import { boundHeapGrowth } from '../heap-growth.ts'
 import { withStore } from '../open-store.ts'
 import { redactedNote, redactionFromArgs, redactionOptions } from '../redaction-flags.ts'
 import { traceFilesIn } from '../trace-args.ts'
@@ -17,6 +18,7 @@ export const importCommand: CommandModule = {
       .option('as', { type: 'string', describe: 'Store it under this name instead of the name in the file (one file only)' })
       .option('force', { type: 'boolean', default: false, describe: 'Replace existing traces of those names' }),
   run: async (args, io) => {
+    boundHeapGrowth()
     const files = traceFilesIn((args.files as string[]).map(String), 'import')
     if (typeof args.as === 'string' && files.length !== 1) {
       throw new ToolReplayError(ErrorCodes.USAGE, `--as names one trace, but ${files.length} trace files were given. Import them one at a time to rename them.`)
