@@ -15,6 +15,12 @@ const root = await mkdtemp(join(tmpdir(), 'tr-files-stream-'))
 after(() => rm(root, { recursive: true, force: true }))
 
 const SLOW = { timeout: 115_000 }
+/**
+ * The RSS bound separates cli/heap-growth.ts's effect on Node 22 only (213-214 MB with it, 262 without). V8's heap
+ * sizing differs on 24 and 26 (measured at load 6: 352 vs 391 MB and 257-276 vs 331 MB), where no fixed bound
+ * tells the two apart; the 128 MB heap cap above is what proves the import streams there.
+ */
+const HEAP_SIZING = process.versions.node.startsWith('22.') ? false : "the bound is Node 22's: V8's heap sizing differs on this version (see HEAP_SIZING)"
 /** Prints the process's peak RSS (MiB) on stderr as it exits. */
 const PEAK_RSS = `data:text/javascript,process.on('exit',()=>process.stderr.write('peak-rss-mb='+Math.round(process.resourceUsage().maxRSS/1024)+'\\n'))`
 
@@ -35,7 +41,7 @@ describe('trace files in a small heap', () => {
     assert.ok((await readFile(again)).equals(await readFile(file)), 're-export is byte-identical')
   })
 
-  test('a 60k-exchange import, with the heap left to its defaults, peaks below 240 MB RSS', SLOW, async (t) => {
+  test('a 60k-exchange import, with the heap left to its defaults, peaks below 240 MB RSS', { ...SLOW, skip: HEAP_SIZING }, async (t) => {
     const file = join(root, 'rss.trace.json')
     await generate(file, 'rss', 60_000)
     const imported = await cli(['import', file, '--store', join(root, 'store-rss')], [`--import=${PEAK_RSS}`])
