@@ -29,30 +29,42 @@ export class TableDamage extends Error {
   }
 }
 
-/** The entries of a block, in order; throws a string saying why when the block does not parse. */
-export function blockEntries(block: Uint8Array): Array<[key: Uint8Array, value: Uint8Array]> {
+/** A block's restart array: how many restarts, and where the entries end. Throws a string saying why. */
+function restartArray(block: Uint8Array): { view: DataView; restarts: number; limit: number } {
   if (block.byteLength < 4) throw 'block too short'
   const view = new DataView(block.buffer, block.byteOffset, block.byteLength)
   const restarts = view.getUint32(block.byteLength - 4, true)
   const limit = block.byteLength - 4 - 4 * restarts
   if (restarts === 0 || limit < 0) throw 'bad restart array'
+  return { view, restarts, limit }
+}
+
+/** The entry at `p`: its key made whole from `prev`'s shared bytes, its value (a view) and where the next begins. */
+function entryAt(block: Uint8Array, p: number, limit: number, prev: Uint8Array): { key: Uint8Array; value: Uint8Array; next: number } {
+  const a = varint(block, p, limit)
+  const b = a && varint(block, a[1], limit)
+  const c = b && varint(block, b[1], limit)
+  if (!a || !b || !c) throw 'bad entry header'
+  const [shared, nonShared, valueLength] = [a[0], b[0], c[0]]
+  const start = c[1]
+  if (shared > prev.byteLength || start + nonShared + valueLength > limit) throw 'bad entry length'
+  const key = new Uint8Array(shared + nonShared)
+  key.set(prev.subarray(0, shared))
+  key.set(block.subarray(start, start + nonShared), shared)
+  const next = start + nonShared + valueLength
+  return { key, value: block.subarray(start + nonShared, next), next }
+}
+
+/** The entries of a block, in order; throws a string saying why when the block does not parse. */
+export function blockEntries(block: Uint8Array): Array<[key: Uint8Array, value: Uint8Array]> {
+  const { limit } = restartArray(block)
   const out: Array<[Uint8Array, Uint8Array]> = []
   let prev: Uint8Array = new Uint8Array(0)
-  let p = 0
-  while (p < limit) {
-    const a = varint(block, p, limit)
-    const b = a && varint(block, a[1], limit)
-    const c = b && varint(block, b[1], limit)
-    if (!a || !b || !c) throw 'bad entry header'
-    const [shared, nonShared, valueLength] = [a[0], b[0], c[0]]
-    const start = c[1]
-    if (shared > prev.byteLength || start + nonShared + valueLength > limit) throw 'bad entry length'
-    const key = new Uint8Array(shared + nonShared)
-    key.set(prev.subarray(0, shared))
-    key.set(block.subarray(start, start + nonShared), shared)
-    out.push([key, block.subarray(start + nonShared, start + nonShared + valueLength)])
-    prev = key
-    p = start + nonShared + valueLength
+  for (let p = 0; p < limit; ) {
+    const e = entryAt(block, p, limit, prev)
+    out.push([e.key, e.value])
+    prev = e.key
+    p = e.next
   }
   return out
 }
@@ -64,11 +76,7 @@ export function blockEntries(block: Uint8Array): Array<[key: Uint8Array, value: 
  * default), where `blockEntries` decodes the whole block. Throws a string saying why when the block does not parse.
  */
 export function seekEntry(block: Uint8Array, key: Uint8Array): Entry | undefined {
-  if (block.byteLength < 4) throw 'block too short'
-  const view = new DataView(block.buffer, block.byteOffset, block.byteLength)
-  const restarts = view.getUint32(block.byteLength - 4, true)
-  const limit = block.byteLength - 4 - 4 * restarts
-  if (restarts === 0 || limit < 0) throw 'bad restart array'
+  const { view, restarts, limit } = restartArray(block)
   // A restart's entry shares nothing with the one before: its key is whole in the block.
   let lo = 0
   let hi = restarts - 1
@@ -82,27 +90,17 @@ export function seekEntry(block: Uint8Array, key: Uint8Array): Entry | undefined
     if (compareBytes(block, c[1], c[1] + b[0] - 8, key) < 0) lo = mid
     else hi = mid - 1
   }
-  let p = view.getUint32(limit + 4 * lo, true)
-  let prev = new Uint8Array(0)
-  while (p < limit) {
-    const a = varint(block, p, limit)
-    const b = a && varint(block, a[1], limit)
-    const c = b && varint(block, b[1], limit)
-    if (!a || !b || !c) throw 'bad entry header'
-    const [shared, nonShared, valueLength] = [a[0], b[0], c[0]]
-    const start = c[1]
-    if (shared > prev.byteLength || start + nonShared + valueLength > limit) throw 'bad entry length'
-    const k = new Uint8Array(shared + nonShared)
-    k.set(prev.subarray(0, shared))
-    k.set(block.subarray(start, start + nonShared), shared)
-    if (k.byteLength < 8) throw 'bad internal key'
-    if (compareBytes(k, 0, k.byteLength - 8, key) >= 0) {
-      const ik = parseInternalKey(k)
+  let prev: Uint8Array = new Uint8Array(0)
+  for (let p = view.getUint32(limit + 4 * lo, true); p < limit; ) {
+    const e = entryAt(block, p, limit, prev)
+    if (e.key.byteLength < 8) throw 'bad internal key'
+    if (compareBytes(e.key, 0, e.key.byteLength - 8, key) >= 0) {
+      const ik = parseInternalKey(e.key)
       if (!ik) throw 'bad internal key'
-      return { ...ik, value: block.subarray(start + nonShared, start + nonShared + valueLength) }
+      return { ...ik, value: e.value }
     }
-    prev = k
-    p = start + nonShared + valueLength
+    prev = e.key
+    p = e.next
   }
   return undefined
 }
