@@ -11,7 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
-import { cli, generate } from './support/big-trace-file.ts'
+import { cli, generate, PEAK_RSS, peakRssMb } from './support/big-trace-file.ts'
 import { type GitDaemon, startGitDaemon } from './support/git-daemon.ts'
 
 const root = await mkdtemp(join(tmpdir(), 'tr-push-memory-'))
@@ -21,8 +21,6 @@ after(async () => {
   await rm(root, { recursive: true, force: true })
 })
 
-/** Prints the process's peak RSS (MiB) on stderr as it exits. */
-const PEAK_RSS = `data:text/javascript,process.on('exit',()=>process.stderr.write('peak-rss-mb='+Math.round(process.resourceUsage().maxRSS/1024)+'\\n'))`
 /**
  * A ceiling with room for a loaded machine's allocator and for V8's heap sizing, which differs by Node version
  * (at load 6: ~195-215 MB on Node 22, 309-314 on Node 24). The heap cap is what the code before streaming fails.
@@ -42,10 +40,10 @@ test('a 60k-exchange trace is pushed with a 64 MB heap, in bounded RSS, under it
 
   const pointer = join(root, 'tool-replay.assets.json')
   const push = ['assets', 'push', 'big', '--remote', daemon.url('recordings'), '--store', store, '--pointer', pointer, '--cache', join(root, 'cache')]
-  const pushed = await cli(push, ['--max-old-space-size=64', `--import=${PEAK_RSS}`])
+  const pushed = await cli(push, ['--max-old-space-size=64', PEAK_RSS])
   assert.equal(pushed.code, 0, pushed.stderr.slice(-2000))
   assert.deepEqual(JSON.parse(readFileSync(pointer, 'utf8')).traces, { big: digest })
-  const peak = Number(/peak-rss-mb=(\d+)/.exec(pushed.stderr)?.[1])
+  const peak = peakRssMb(pushed.stderr)
   t.diagnostic(`push peak RSS ${peak} MB`)
   assert.ok(peak > 0 && peak < RSS_LIMIT_MB, `push peaked at ${peak} MB RSS (limit ${RSS_LIMIT_MB})`)
 })

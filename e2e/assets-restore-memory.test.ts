@@ -12,7 +12,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
-import { cli, generate } from './support/big-trace-file.ts'
+import { cli, generate, PEAK_RSS, peakRssMb } from './support/big-trace-file.ts'
 import { type GitDaemon, startGitDaemon } from './support/git-daemon.ts'
 
 const root = await mkdtemp(join(tmpdir(), 'tr-restore-memory-'))
@@ -22,8 +22,6 @@ after(async () => {
   await rm(root, { recursive: true, force: true })
 })
 
-/** Prints the process's peak RSS (MiB) on stderr as it exits. */
-const PEAK_RSS = `data:text/javascript,process.on('exit',()=>process.stderr.write('peak-rss-mb='+Math.round(process.resourceUsage().maxRSS/1024)+'\\n'))`
 /**
  * A ceiling with room for a loaded machine's allocator and for V8's heap sizing, which differs by Node version
  * (at load 6: ~195-215 MB on Node 22, 309-314 on Node 24). The heap cap is what the code before streaming fails.
@@ -50,10 +48,10 @@ test('a 60k-exchange trace restores with a 128 MB heap, in bounded RSS, and expo
 
   const store = join(root, 'store')
   const restore = ['assets', 'restore', '--store', store, '--pointer', pointer, '--cache', join(root, 'cache'), '--json']
-  const restored = await cli(restore, ['--max-old-space-size=128', `--import=${PEAK_RSS}`])
+  const restored = await cli(restore, ['--max-old-space-size=128', PEAK_RSS])
   assert.equal(restored.code, 0, restored.stderr.slice(-2000))
   assert.deepEqual(JSON.parse(restored.stdout).traces, [{ name: 'big', digest, action: 'imported' }])
-  const peak = Number(/peak-rss-mb=(\d+)/.exec(restored.stderr)?.[1])
+  const peak = peakRssMb(restored.stderr)
   t.diagnostic(`restore peak RSS ${peak} MB`)
   assert.ok(peak > 0 && peak < RSS_LIMIT_MB, `restore peaked at ${peak} MB RSS (limit ${RSS_LIMIT_MB})`)
 

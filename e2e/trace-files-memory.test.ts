@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
-import { cli, generate } from './support/big-trace-file.ts'
+import { cli, generate, PEAK_RSS, peakRssMb } from './support/big-trace-file.ts'
 
 const root = await mkdtemp(join(tmpdir(), 'tr-files-stream-'))
 after(() => rm(root, { recursive: true, force: true }))
@@ -21,8 +21,6 @@ const SLOW = { timeout: 115_000 }
  * tells the two apart; the 128 MB heap cap above is what proves the import streams there.
  */
 const HEAP_SIZING = process.versions.node.startsWith('22.') ? false : "the bound is Node 22's: V8's heap sizing differs on this version (see HEAP_SIZING)"
-/** Prints the process's peak RSS (MiB) on stderr as it exits. */
-const PEAK_RSS = `data:text/javascript,process.on('exit',()=>process.stderr.write('peak-rss-mb='+Math.round(process.resourceUsage().maxRSS/1024)+'\\n'))`
 
 describe('trace files in a small heap', () => {
   test('a 60k-exchange file imports and exports with a 128 MB heap and re-exports to the same bytes', SLOW, async () => {
@@ -44,9 +42,9 @@ describe('trace files in a small heap', () => {
   test('a 60k-exchange import, with the heap left to its defaults, peaks below 240 MB RSS', { ...SLOW, skip: HEAP_SIZING }, async (t) => {
     const file = join(root, 'rss.trace.json')
     await generate(file, 'rss', 60_000)
-    const imported = await cli(['import', file, '--store', join(root, 'store-rss')], [`--import=${PEAK_RSS}`])
+    const imported = await cli(['import', file, '--store', join(root, 'store-rss')], [PEAK_RSS])
     assert.equal(imported.code, 0, imported.stderr.slice(-2000))
-    const peak = Number(/peak-rss-mb=(\d+)/.exec(imported.stderr)?.[1])
+    const peak = peakRssMb(imported.stderr)
     t.diagnostic(`import peak RSS ${peak} MB`)
     // About 215 MB here. With V8's own heap growth (cli/heap-growth.ts) it reached about 260 MB, and about 320
     // before the reader's per-body index and seqs were trimmed: its live heap is under 100 MB throughout.

@@ -57,3 +57,11 @@ export function cli(args: string[], nodeArgs: string[] = []): Promise<{ code: nu
     })
   })
 }
+
+/** A Node flag that prints the process's peak RSS (MiB) on stderr as it exits: pass it in `cli`'s nodeArgs. */
+export const PEAK_RSS = `--import=data:text/javascript,process.on('exit',()=>process.stderr.write('peak-rss-mb='+Math.round(process.resourceUsage().maxRSS/1024)+'\\n'))`
+
+/** The peak RSS (MiB) a process run with PEAK_RSS printed; NaN when it printed none. */
+export function peakRssMb(stderr: string): number {
+  return Number(/peak-rss-mb=(\d+)/.exec(stderr)?.[1])
+}
