@@ -25,6 +25,9 @@ import { redactBody } from './body-redaction.ts'
 import type { CapturedRequest, ExchangeRecorder } from './decision.ts'
 import type { Redactor } from './redaction.ts'
 
+/** How a recording ends that the run cut while it was still open: a response not finished, a WebSocket still open. */
+export const RUN_ENDED_CODE = 'TR_SESSION_CLOSED'
+
 /** A recorder that stores nothing (passthrough). */
 export const PASSTHROUGH_RECORDER: ExchangeRecorder = {
   recording: false,
@@ -130,7 +133,7 @@ export function createExchangeRecorder(ctx: RecorderContext, request: CapturedRe
         return { kind: 'error', error: e }
       }),
   }
-  const cut = () => recorder.fail({ code: 'TR_SESSION_CLOSED', message: 'The session closed before this response finished; the trace keeps what had arrived.' })
+  const cut = () => recorder.fail({ code: RUN_ENDED_CODE, message: 'The session closed before this response finished; the trace keeps what had arrived.' })
   return { recorder, settled, cut }
 }
 

@@ -6,10 +6,9 @@
 import type { BodyManifest, TraceRecording } from '../store/index.ts'
 import { type AppRun, type Exchange, websocketBodyRefs } from '../trace/index.ts'
 import type { CapturedRequest, ExchangeRecorder } from './decision.ts'
-import { createExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER } from './exchange-recorder.ts'
+import { createExchangeRecorder, type OpenRecorder, PASSTHROUGH_RECORDER, RUN_ENDED_CODE } from './exchange-recorder.ts'
 import type { Redactor } from './redaction.ts'
-import { createWebSocketRecorder, type WebSocketRecorder } from './websocket-recorder.ts'
-import { RUN_ENDED_CODE } from './websocket-replay.ts'
+import { createWebSocketRecorder, type WebSocketRecorder, type WebSocketRecorderHooks } from './websocket-recorder.ts'
 
 /** What a recording needs from its session. */
 export interface SessionRecordingContext {
@@ -86,7 +85,7 @@ export class SessionRecording {
     startMs: number,
     live: boolean,
     http: () => ExchangeRecorder,
-    finalize: (exchange: Exchange, bodies: Map<string, Uint8Array>) => Exchange = (x) => x,
+    hooks: WebSocketRecorderHooks = {},
   ): WebSocketRecorder {
     let settle = () => {}
     const settled = new Promise<void>((resolve) => (settle = resolve))
@@ -96,10 +95,13 @@ export class SessionRecording {
         maxBytes: this.#ctx.maxBodyBytes,
         write: (exchange, written) => {
           const bodies = new Map(written)
-          const x = finalize(exchange, bodies)
+          const x = hooks.finalize ? hooks.finalize(exchange, bodies) : exchange
           return this.write(live ? { ...x, origin: 'live' } : x, bodies)
         },
-        http,
+        http: () => {
+          hooks.unswitched?.()
+          return http()
+        },
         now: this.#ctx.now,
       },
       request,

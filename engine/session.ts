@@ -204,7 +204,7 @@ export class Session {
       this.#recorded--
       return upgradeRefused()
     }
-    const make: WebSocketRecorderFactory = (finalize) => store.websocket(request, seq, startMs, live, http, finalize)
+    const make: WebSocketRecorderFactory = (hooks) => store.websocket(request, seq, startMs, live, http, hooks)
     const recorder = this.#faults ? this.#faults.websocketRecorder(request, startMs, make) : make()
     return { kind: 'forward', recorder }
   }

@@ -38,6 +38,14 @@ export interface WebSocketRecorder {
   end(error?: { code: string; message: string }): Promise<void>
 }
 
+/** What a session's owner hears from its recorder (a fault rule's, engine/fault-host/session-faults.ts). */
+export interface WebSocketRecorderHooks {
+  /** Rewrites the session's exchange before it is written (a switched session only). */
+  finalize?(exchange: Exchange, bodies: Map<string, Uint8Array>): Exchange
+  /** The upstream did not switch protocols (it refused, or never answered): the exchange is an HTTP one. Once at most. */
+  unswitched?(): void
+}
+
 /** A recorder that stores nothing (passthrough). */
 export function passthroughWebSocketRecorder(http: ExchangeRecorder): WebSocketRecorder {
   return { recording: false, http: () => http, opened() {}, frame() {}, end: async () => {} }

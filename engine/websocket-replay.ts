@@ -18,6 +18,7 @@ import {
   type WebSocketOpcode,
   websocketMatchKey,
 } from '../trace/index.ts'
+import { RUN_ENDED_CODE } from './exchange-recorder.ts'
 import type { LedgerEntry } from './ledger.ts'
 
 /** A recorded message ready to send: its frames' payloads (one per recorded frame). */
@@ -159,9 +160,6 @@ export class WebSocketConversation {
     }
   }
 }
-
-/** How a recording ends that the run cut with the socket open (engine/session-recording.ts). */
-export const RUN_ENDED_CODE = 'TR_SESSION_CLOSED'
 
 /** The close code a miss ends a replayed session with (1008: policy violation, RFC 6455 7.4.1). */
 export const MISS_CLOSE_CODE = 1008

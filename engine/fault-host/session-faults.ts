@@ -41,7 +41,7 @@ import { redactBody } from '../body-redaction.ts'
 import type { CapturedRequest, Decision, ExchangeRecorder, Playback } from '../decision.ts'
 import type { Redactor } from '../redaction.ts'
 import { clientAbortError } from '../transport-rules.ts'
-import type { WebSocketRecorder } from '../websocket-recorder.ts'
+import type { WebSocketRecorder, WebSocketRecorderHooks } from '../websocket-recorder.ts'
 import { FaultRelay } from './fault-relay.ts'
 
 /** The clock a faulted run follows: schedules (`window`, `quota`) and fault waits. */
@@ -93,8 +93,8 @@ function isFaultsConfig(v: FaultsInput): v is FaultsConfig {
 /** A decision of a ws_* rule. */
 type WebSocketFaultDecision = FaultDecision & { action: { do: 'websocket'; plan: WebSocketFaultPlan } }
 
-/** Makes a live session's WebSocket recorder; `finalize` rewrites its exchange before it is written. */
-export type WebSocketRecorderFactory = (finalize?: (exchange: Exchange, bodies: Map<string, Uint8Array>) => Exchange) => WebSocketRecorder
+/** Makes a live session's WebSocket recorder, with what its owner hears from it. */
+export type WebSocketRecorderFactory = (hooks?: WebSocketRecorderHooks) => WebSocketRecorder
 
 /** What a session lends the fault injector for one request. */
 export interface FaultHost {
@@ -176,27 +176,12 @@ export class SessionFaults {
     const decision = this.#planner.decide(request, atMs, true)
     if (decision?.action.do !== 'websocket') return make()
     const faulted = decision as WebSocketFaultDecision
-    let settled = false
-    const recorder = make((x, bodies) => {
-      settled = true
-      return this.finalizeWebSocket(faulted, x, bodies)
+    const recorder = make({
+      finalize: (x, bodies) => this.finalizeWebSocket(faulted, x, bodies),
+      // An upgrade the upstream refused (401, say) or never answered is an HTTP exchange: no session, no fault.
+      unswitched: () => this.#planner.settle(faulted, false, 'the upstream did not switch protocols: there was no session to fault'),
     })
     recorder.fault = faulted.action.plan
-    // An upgrade the upstream refused (401, say) or never answered is an HTTP exchange: no session, no fault.
-    const noSession = () => {
-      if (settled) return
-      settled = true
-      this.#planner.settle(faulted, false, 'the upstream did not switch protocols: there was no session to fault')
-    }
-    const { http, end } = { http: recorder.http.bind(recorder), end: recorder.end.bind(recorder) }
-    recorder.http = () => {
-      noSession()
-      return http()
-    }
-    recorder.end = async (error) => {
-      await end(error)
-      noSession()
-    }
     return recorder
   }
 
