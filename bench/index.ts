@@ -15,7 +15,7 @@
  *   BENCH_ROUNDS=N                         rounds per comparison (default 3 quick, 5 full)
  *
  * Suites (bench/suites/*.ts, each runnable alone with node --conditions=tool-replay-source):
- * in-process, in-process-no-als, sse-in-process, proxy-get, proxy-sse, proxy-sse-live, proxy-record, cold-start, import.
+ * in-process, in-process-no-als, sse-in-process, proxy-get, proxy-sse, proxy-sse-live, proxy-record, proxy-mixed, cold-start, import.
  */
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -27,7 +27,18 @@ import { formatTable, type Metric, QUICK, type SuiteResult } from './lib/harness
 import { formatProfile } from './lib/profile.ts'
 import { NODE_ARGS } from './lib/servers.ts'
 
-const SUITES = ['in-process', 'in-process-no-als', 'sse-in-process', 'proxy-get', 'proxy-sse', 'proxy-sse-live', 'proxy-record', 'cold-start', 'import']
+const SUITES = [
+  'in-process',
+  'in-process-no-als',
+  'sse-in-process',
+  'proxy-get',
+  'proxy-sse',
+  'proxy-sse-live',
+  'proxy-record',
+  'proxy-mixed',
+  'cold-start',
+  'import',
+]
 
 const jsonArg = process.argv.slice(2).find((a) => a === '--json' || a.startsWith('--json='))
 /** `--quick` is BENCH_QUICK=1 (what `npm run bench:quick` passes). */

@@ -2,7 +2,7 @@
  * What replay serves from, and what it plays: a trace held in memory when it is small, else the store's index with
  * bodies read as they are played; the playback of one recorded exchange (its answer, its WebSocket messages).
  */
-import type { TraceReader, TraceStore } from '../store/index.ts'
+import { INLINE_BODY_MAX, type TraceReader, type TraceStore } from '../store/index.ts'
 import {
   type BodyRef,
   bodyBytes,
@@ -42,7 +42,10 @@ export interface ReplaySource {
   labels?: Record<string, string>
 }
 
-/** Opens what replay serves from: the trace in memory when it is small, else the store's index and lazy bodies. */
+/**
+ * Opens what replay serves from: the trace in memory when it is small; its exchanges in memory with the bodies
+ * that fit when only its bodies are big; else the store's index, exchanges and bodies read as they are played.
+ */
 export async function openReplaySource(store: TraceStore, name: string, identity: IdentityOptions, preload: 'auto' | 'none'): Promise<ReplaySource> {
   const reader = await store.openTrace(name)
   const { count, bodyBytes: total, indexed } = reader.info
@@ -50,18 +53,20 @@ export async function openReplaySource(store: TraceStore, name: string, identity
     const trace = await reader.readAll()
     return { index: new MemoryReplayIndex(trace, identity), bodies: trace.bodies, invalid: invalidExchanges(trace), ...labelsOf(trace.meta) }
   }
-  if (indexed && isDefaultIdentity(identity)) return { index: new StoreReplayIndex(reader), bodies: new Map(), reader, ...labelsOf(reader.info.meta) }
-  // Custom identity rules (or a trace from before the index): identities are computed here, from the
-  // exchanges and request bodies; response bodies still stay in the store until played.
-  const exchanges: Exchange[] = []
-  const bodies = new Map<string, Uint8Array>()
-  for await (const x of reader.exchanges()) {
-    exchanges.push(x)
-    if (x.request.body && !bodies.has(x.request.body.digest))
-      bodies.set(x.request.body.digest, await reader.bodyBytes(x.request.body, `exchange #${x.seq} request`))
-  }
-  const trace: Trace = { meta: reader.info.meta, exchanges, bodies }
-  return { index: new MemoryReplayIndex(trace, identity), bodies, reader, ...labelsOf(reader.info.meta) }
+  const few = preload === 'auto' && count <= MEMORY_MAX_EXCHANGES
+  if (!few && indexed && isDefaultIdentity(identity)) return { index: new StoreReplayIndex(reader), bodies: new Map(), reader, ...labelsOf(reader.info.meta) }
+  // The exchanges in memory and identities computed here, from them and the request bodies (custom identity
+  // rules, a trace from before the index, or a trace whose bodies alone are too big to hold: a store read
+  // per request would cost it several times over). Small response bodies are held too, up to the bodies'
+  // budget; the rest stay in the store until played.
+  let budget = few ? MEMORY_MAX_BODY_BYTES : 0
+  const trace = await reader.readAll((ref, _use, x) => {
+    if (x.request.body?.digest === ref.digest) return true
+    if (ref.size > INLINE_BODY_MAX || ref.size > budget) return false
+    budget -= ref.size
+    return true
+  })
+  return { index: new MemoryReplayIndex(trace, identity), bodies: trace.bodies, reader, ...labelsOf(reader.info.meta) }
 }
 
 /**

@@ -76,9 +76,10 @@ export interface SessionOptions extends Pick<Declared, 'recordAs' | 'tail' | 'ke
   /** Labels stored with a recorded trace, e.g. { recordedWith: 'proxy' }. */
   labels?: Record<string, string>
   /**
-   * 'auto' (default): a trace of up to 50,000 exchanges and 64 MiB of bodies is replayed from memory, a bigger
-   * one through the store's index with bodies read as played. 'none': always through the store (memory stays
-   * flat; each request costs a store read).
+   * 'auto' (default): a trace of up to 50,000 exchanges and 64 MiB of bodies is replayed from memory; up to
+   * 50,000 exchanges with bigger bodies, the exchanges and small bodies are held and the rest read as played; a
+   * bigger trace goes through the store's index with bodies read as played. 'none': always through the store
+   * (memory stays flat; each request costs a store read).
    */
   preload?: 'auto' | 'none'
   /** Fault rules and their seed: requests that go live may be faulted (see session-faults.ts). */

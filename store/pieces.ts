@@ -16,13 +16,21 @@ export function piecePath(piecesDir: string, sha: string): string {
   return join(piecesDir, sha.slice(0, 2), sha)
 }
 
-/** Reads a piece; undefined when it is not there. */
-export async function readPiece(location: string, piecesDir: string, sha: string): Promise<Uint8Array | undefined> {
+/**
+ * Reads a piece; undefined when it is not there. `knownDirs` caches the folders already found real (as for
+ * writes): two `lstat`s per read cost a replay of big bodies a tenth of its time.
+ */
+export async function readPiece(location: string, piecesDir: string, sha: string, knownDirs: Set<string>): Promise<Uint8Array | undefined> {
   const path = piecePath(piecesDir, sha)
+  const dir = join(piecesDir, sha.slice(0, 2))
   try {
-    await assertRealDir(piecesDir, location)
-    await assertRealDir(join(piecesDir, sha.slice(0, 2)), location)
+    if (!knownDirs.has(dir)) {
+      await assertRealDir(piecesDir, location)
+      await assertRealDir(dir, location)
+    }
     const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW)
+    // Both folders exist now, and were real when checked.
+    knownDirs.add(dir)
     try {
       return new Uint8Array(await fh.readFile())
     } finally {

@@ -67,6 +67,8 @@ export class StoreReads {
   readonly location: string
   readonly #kv: KvRead
   readonly #piecesDir: string
+  /** Piece folders found real (not links) on an earlier read. */
+  readonly #pieceDirs = new Set<string>()
 
   constructor(location: string, kv: KvRead, piecesDir: string) {
     this.location = location
@@ -171,7 +173,7 @@ export class StoreReads {
   }
 
   piece(sha: string): Promise<Uint8Array | undefined> {
-    return readPiece(this.location, this.#piecesDir, sha)
+    return readPiece(this.location, this.#piecesDir, sha, this.#pieceDirs)
   }
 
   /** Where a piece lives (for messages and gc). */

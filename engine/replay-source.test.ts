@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { createMemoryStore, type TraceReader, type TraceStore } from '../store/index.ts'
+import { bodyFromBytes, type Exchange, type Trace } from '../trace/index.ts'
+import type { PlaybackChunk } from './decision.ts'
+import { openReplaySource, playbackOf } from './replay-source.ts'
+
+const enc = new TextEncoder()
+const BIG = 65 * 1024 * 1024
+
+/** 40 small JSON answers and one of 65 MiB: few exchanges, but more body bytes than replay holds. */
+function bigBodiedTrace(): Trace {
+  const bodies = new Map<string, Uint8Array>()
+  const exchanges: Exchange[] = []
+  const answer = (seq: number, path: string, bytes: Uint8Array): Exchange => {
+    const b = bodyFromBytes(bytes)
+    bodies.set(b.ref.digest, b.bytes)
+    return {
+      seq,
+      request: { method: 'GET', url: `http://api.test${path}`, headers: [], body: null },
+      outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: [], trailers: [], body: b.ref } },
+      timing: { startMs: seq, headersMs: 1 },
+    }
+  }
+  for (let i = 0; i < 40; i++) exchanges.push(answer(i, `/small/${i}`, enc.encode(JSON.stringify({ i }))))
+  exchanges.push(answer(40, '/big', new Uint8Array(BIG).fill(7)))
+  return { meta: { name: 't', format: 1 }, exchanges, bodies }
+}
+
+/** The store, counting what its trace reader is asked per request. */
+async function countingStore(): Promise<{ store: TraceStore; asked: Record<string, number> }> {
+  const store = createMemoryStore()
+  await store.putTrace(bigBodiedTrace())
+  const asked: Record<string, number> = { lookup: 0, exchange: 0, bodyPieces: 0 }
+  const openTrace = store.openTrace.bind(store)
+  store.openTrace = async (name, selector) => {
+    const reader = await openTrace(name, selector)
+    for (const method of ['lookup', 'exchange', 'bodyPieces'] as const) {
+      const original = (reader[method] as (...args: unknown[]) => unknown).bind(reader)
+      ;(reader as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+        asked[method] = (asked[method] ?? 0) + 1
+        return original(...args)
+      }
+    }
+    return reader as TraceReader
+  }
+  return { store, asked }
+}
+
+const get = (path: string) => ({ method: 'GET', url: `http://api.test${path}`, headers: [], body: null })
+
+async function played(chunks: PlaybackChunk[] | AsyncIterable<PlaybackChunk>): Promise<number[]> {
+  const sizes: number[] = []
+  for await (const c of chunks) sizes.push(c.bytes.byteLength)
+  return sizes
+}
+
+test('a trace of few exchanges with big bodies is looked up in memory; only the big body is read from the store when played', async () => {
+  const { store, asked } = await countingStore()
+  const source = await openReplaySource(store, 't', {}, 'auto')
+  // What the requests cost from here (opening read the small bodies once).
+  for (const k of Object.keys(asked)) asked[k] = 0
+  for (let i = 0; i < 40; i++) {
+    const take = source.index.take(get(`/small/${i}`))
+    assert.ok(!(take instanceof Promise), `request ${i} waited on the store to be looked up`)
+    assert.equal(take.kind, 'match')
+    if (take.kind !== 'match') return
+    const playback = playbackOf(source, 't', take.exchange, () => {})
+    assert.ok(Array.isArray(playback.chunks), `the answer to request ${i} was not held`)
+    assert.deepEqual(await played(playback.chunks), [JSON.stringify({ i }).length])
+  }
+  const take = await source.index.take(get('/big'))
+  assert.equal(take.kind, 'match')
+  if (take.kind !== 'match') return
+  const sizes = await played(playbackOf(source, 't', take.exchange, () => {}).chunks)
+  assert.equal(
+    sizes.reduce((n, s) => n + s, 0),
+    BIG,
+  )
+  assert.deepEqual(asked, { lookup: 0, exchange: 0, bodyPieces: 1 })
+  await store.close()
+})
+
+test("preload: 'none' still reads the same trace through the store per request", async () => {
+  const { store, asked } = await countingStore()
+  const source = await openReplaySource(store, 't', {}, 'none')
+  const take = source.index.take(get('/small/3'))
+  assert.ok(take instanceof Promise)
+  assert.equal((await take).kind, 'match')
+  assert.equal(asked.lookup, 1)
+  assert.equal(asked.exchange, 1)
+  await store.close()
+})
