@@ -5,7 +5,7 @@
  * user or a sync tool controls them), so a link is refused with TR_STORE_IO naming it.
  */
 import { randomBytes } from 'node:crypto'
-import { constants } from 'node:fs'
+import { constants, readFile } from 'node:fs'
 import { lstat, mkdir, open, rename, unlink, utimes, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ErrorCodes, ToolReplayError } from '../trace/index.ts'
@@ -28,14 +28,13 @@ export async function readPiece(location: string, piecesDir: string, sha: string
       await assertRealDir(piecesDir, location)
       await assertRealDir(dir, location)
     }
-    const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW)
-    // Both folders exist now, and were real when checked.
+    // fs.readFile's callback form: the promise API's FileHandle costs its close on the main thread.
+    const bytes = await new Promise<Buffer>((resolve, reject) =>
+      readFile(path, { flag: constants.O_RDONLY | constants.O_NOFOLLOW }, (err, b) => (err ? reject(err) : resolve(b))),
+    )
+    // Both folders exist, and were real when checked.
     knownDirs.add(dir)
-    try {
-      return new Uint8Array(await fh.readFile())
-    } finally {
-      await fh.close()
-    }
+    return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
     if (code === 'ENOENT') return undefined
