@@ -29,9 +29,9 @@ export async function readPiece(location: string, piecesDir: string, sha: string
       await assertRealDir(dir, location)
     }
     // fs.readFile's callback form: the promise API's FileHandle costs its close on the main thread.
-    const bytes = await new Promise<Buffer>((resolve, reject) =>
-      readFile(path, { flag: constants.O_RDONLY | constants.O_NOFOLLOW }, (err, b) => (err ? reject(err) : resolve(b))),
-    )
+    // Node takes numeric open flags here too; its typings name only the string ones.
+    const flag = (constants.O_RDONLY | constants.O_NOFOLLOW) as unknown as string
+    const bytes = await new Promise<Buffer>((resolve, reject) => readFile(path, { flag }, (err, b) => (err ? reject(err) : resolve(b))))
     // Both folders exist, and were real when checked.
     knownDirs.add(dir)
     return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
