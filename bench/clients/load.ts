@@ -1,12 +1,14 @@
 /**
  * The load generator of the proxy benchmarks, run as a child process so the measured server has the bench
- * process to itself: `node load.ts '<json>'` prints `{ total, ms, rps, errors }`.
+ * process to itself: `node load.ts '<json>'` prints `{ total, ms, rps, errors }`; `node load.ts --serve` takes
+ * a job per line on stdin and answers each with a line, for the whole of a suite.
  * - `{ kind: 'autocannon', url, path, host?, amount, connections }`: autocannon's programmatic API; `path` may be
  *   absolute-form (`http://bench.test/kb`, as HTTP_PROXY clients send it), kept verbatim in the request line.
  * - `{ kind: 'undici', url, ca?, proxy?, amount, connections }`: undici `request` in `connections` keep-alive
  *   loops, through a `ProxyAgent` (CONNECT, then TLS to the proxy's leaf) when `proxy` is given. autocannon
  *   cannot CONNECT, so HTTPS rows use this on every side.
  */
+import { createInterface } from 'node:readline'
 import autocannon from 'autocannon'
 import { Agent, ProxyAgent, request } from 'undici'
 
@@ -81,5 +83,13 @@ async function undiciLoops(job: UndiciJob) {
   return { total: done, ms, rps: (done / ms) * 1000, errors }
 }
 
-const job = JSON.parse(process.argv[2] as string) as CannonJob | UndiciJob
-process.stdout.write(JSON.stringify(job.kind === 'autocannon' ? await cannon(job) : await undiciLoops(job)))
+const run = (job: CannonJob | UndiciJob) => (job.kind === 'autocannon' ? cannon(job) : undiciLoops(job))
+
+if (process.argv[2] === '--serve') {
+  // One process for a whole suite: a job per line on stdin, its result a line on stdout. The generator's code
+  // stays compiled from run to run (a fresh process per run measured its own warm-up: a bare node:http server
+  // at a third of what the same client shows it once warm).
+  for await (const line of createInterface({ input: process.stdin })) {
+    if (line.trim() !== '') process.stdout.write(`${JSON.stringify(await run(JSON.parse(line) as CannonJob | UndiciJob))}\n`)
+  }
+} else process.stdout.write(JSON.stringify(await run(JSON.parse(process.argv[2] as string) as CannonJob | UndiciJob)))

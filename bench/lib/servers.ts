@@ -9,6 +9,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https'
 import { type AddressInfo, createServer as createNetServer } from 'node:net'
 import { join } from 'node:path'
+import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { getLocal, type Mockttp } from 'mockttp'
 import talkbackModule from 'talkback'
@@ -129,6 +130,42 @@ export async function runChild<T>(script: string, args: string[], env?: NodeJS.P
     return JSON.parse(out) as T
   } catch {
     throw new Error(`bench: ${script} printed no JSON: ${out}\n${err}`)
+  }
+}
+
+/**
+ * A bench script kept running for a whole suite (`--serve`: a JSON job per line in, a JSON result per line out),
+ * so its code stays compiled between runs. Each job waits at most `timeoutMs` for its answer.
+ */
+export function serveChild<J, T>(script: string, timeoutMs = 180_000): { run(job: J): Promise<T>; close(): Promise<void> } {
+  const path = fileURLToPath(new URL(`../${script}`, import.meta.url))
+  const child = spawn(process.execPath, [...NODE_ARGS, path, '--serve'], { stdio: ['pipe', 'pipe', 'pipe'] })
+  const lines = createInterface({ input: child.stdout })
+  let err = ''
+  child.stderr.on('data', (c: Buffer) => (err += c))
+  const waiting: Array<{ resolve(line: string): void; reject(e: Error): void }> = []
+  lines.on('line', (line) => waiting.shift()?.resolve(line))
+  child.on('exit', (code) => {
+    for (const w of waiting.splice(0)) w.reject(new Error(`bench: ${script} exited ${code}: ${err}`))
+  })
+  return {
+    async run(job) {
+      let timer: NodeJS.Timeout | undefined
+      const line = new Promise<string>((resolve, reject) => {
+        waiting.push({ resolve, reject })
+        timer = setTimeout(() => reject(new Error(`bench: ${script} gave no answer in ${timeoutMs} ms: ${err}`)), timeoutMs)
+      })
+      child.stdin.write(`${JSON.stringify(job)}\n`)
+      try {
+        return JSON.parse(await line) as T
+      } finally {
+        clearTimeout(timer)
+      }
+    },
+    async close() {
+      child.stdin.end()
+      if (child.exitCode === null) await once(child, 'exit')
+    },
   }
 }
 

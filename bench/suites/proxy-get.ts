@@ -1,8 +1,9 @@
 /**
  * Proxy replay throughput: GET of a 1 KB body with 50 keep-alive connections, plain HTTP and HTTPS through
  * CONNECT, against a bare server (the limit) and the proxies a user would pick instead, interleaved in rounds.
- * Every server runs in this process; the load runs in a child process (bench/clients/load.ts), the same
- * client for every side of a wire: autocannon for plain HTTP, undici keep-alive loops for HTTPS (autocannon
+ * Every server runs in this process; the load runs in one child process for the whole suite (bench/clients/load.ts
+ * --serve, so the generator is warm from run to run, as an independent harness is), the same client for every
+ * side of a wire: autocannon for plain HTTP, undici keep-alive loops for HTTPS (autocannon
  * cannot CONNECT). Each side gets the same warm-up, then the same number of requests; req/s is that number
  * over the time the client took.
  *
@@ -36,7 +37,7 @@ import { type CertificateAuthority, loadCertificateAuthority, parseReverse, star
 import { request } from 'undici'
 import { interleave, median, PROFILE, pick, runSuite, type Side } from '../lib/harness.ts'
 import { profiled, summarizeProfile } from '../lib/profile.ts'
-import { assertCleanReplay, repeatedGetTrace, runChild, startBare, startMockttp, startTalkback, testPki } from '../lib/servers.ts'
+import { assertCleanReplay, repeatedGetTrace, serveChild, startBare, startMockttp, startTalkback, testPki } from '../lib/servers.ts'
 
 const CONNECTIONS = 50
 const AMOUNT = Number(process.env.BENCH_AMOUNT ?? pick(5000, 30000))
@@ -55,6 +56,9 @@ interface Load {
 }
 
 const NEW_HOSTS = 30
+
+/** The load generator, one process for the suite (Job is defined below; the answer is a Load). */
+const loadClient = serveChild<object, Load>('clients/load.ts')
 
 /** ms from sending CONNECT to a finished TLS handshake with the proxy's leaf for `host`. */
 async function handshakeMs(port: number, host: string, caPem: string): Promise<number> {
@@ -104,7 +108,7 @@ const peerErrors: Record<string, number> = {}
 async function load(job: Job, peer?: string): Promise<number> {
   let rps = Number.NaN
   for (const amount of [WARM, AMOUNT]) {
-    const r = await runChild<Load>('clients/load.ts', [JSON.stringify({ ...job, amount, connections: CONNECTIONS })])
+    const r = await loadClient.run({ ...job, amount, connections: CONNECTIONS })
     const lost = amount - r.total
     if (peer && lost <= amount / 100) {
       if (lost > 0 || r.errors > 0) peerErrors[peer] = (peerErrors[peer] ?? 0) + Math.max(lost, r.errors)
@@ -240,5 +244,6 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
   await mock.server.stop()
   bareHttp.close()
   bareHttps.close()
+  await loadClient.close()
   await rm(dir, { recursive: true, force: true })
 })
