@@ -265,10 +265,17 @@ describe('tr-proxy CLI (in-process)', () => {
     await s.close()
     await rm(join(damaged, 'CURRENT'))
     const before = await snapshot(damaged)
-    for (const argv of [['ls'], ['show', 'a'], ['record', '--trace', 'x', '--', 'true']]) {
-      const c = capture()
-      assert.equal(await runCli(['--store', damaged, ...argv], c.io), EXIT_CODES[ErrorCodes.STORE_CORRUPT], argv.join(' '))
-      assert.match(c.err.join('\n'), /TR_STORE_CORRUPT: .*no CURRENT file.*Nothing was changed/)
+    // At once: each open waits a second to see that the damage stays (another process may be creating the store).
+    const commands = [['ls'], ['show', 'a'], ['record', '--trace', 'x', '--', 'true']]
+    const runs = await Promise.all(
+      commands.map(async (argv) => {
+        const c = capture()
+        return { argv, code: await runCli(['--store', damaged, ...argv], c.io), err: c.err.join('\n') }
+      }),
+    )
+    for (const { argv, code, err } of runs) {
+      assert.equal(code, EXIT_CODES[ErrorCodes.STORE_CORRUPT], argv.join(' '))
+      assert.match(err, /TR_STORE_CORRUPT: .*no CURRENT file.*Nothing was changed/)
     }
     assert.deepEqual(await snapshot(damaged), before, 'every file is exactly as it was')
   })

@@ -22,6 +22,7 @@ import { runCli } from '../cli/index.ts'
 import { openStore } from '../store/index.ts'
 import { bodyFromBytes, type Exchange, TRACE_FORMAT_VERSION } from '../trace/index.ts'
 import { bodyAt, pathOf, sharedPaths } from './fixtures/gc/live-bodies.ts'
+import { agePieces } from './support/files-under.ts'
 import { tempDir } from './support/proxy-harness.ts'
 
 const REQUESTS = Number(process.env.GC_LIVE_REQUESTS ?? 200)
@@ -71,7 +72,7 @@ async function storeWithGarbage(): Promise<string> {
   await store.close()
   // gc keeps piece files written since a running recording began, less 2 s of clock slack (store/gc.ts): the
   // old trace's pieces must be older than that, or gc rightly keeps them whatever the recording does.
-  await delay(2500)
+  assert.ok((await agePieces(dir, 60_000)) > 0, 'the old trace has piece files')
   return dir
 }
 

@@ -14,6 +14,7 @@ import { runCli } from '../cli/index.ts'
 import { diskUsage, openStore, type TraceStore } from '../store/index.ts'
 import { bodyFromBytes, type Exchange, TRACE_FORMAT_VERSION } from '../trace/index.ts'
 import { bodyOf } from './fixtures/gc/bodies.ts'
+import { agePieces } from './support/files-under.ts'
 import { tempDir } from './support/proxy-harness.ts'
 
 const RECORDER = fileURLToPath(new URL('./fixtures/gc/recorder.ts', import.meta.url))
@@ -69,7 +70,7 @@ test('gc after rm of 100 traces returns their space, and a recording running mea
   // The recorder owns the store from now on: rm and gc reach it over its socket, between its writes.
   // gc keeps every piece written since a running recording began, less 2 s of clock slack (store/gc.ts): the
   // deleted traces' pieces must be older than that, or gc rightly keeps them for the recording that starts now.
-  await new Promise((resolve) => setTimeout(resolve, 2500))
+  assert.ok((await agePieces(dir, 60_000)) > 0, 'the traces have piece files')
   const recorder = spawn(process.execPath, ['--conditions=tool-replay-source', RECORDER, dir], { stdio: ['pipe', 'pipe', 'inherit'] })
   t.after(() => recorder.kill())
   const lines = createInterface({ input: recorder.stdout })[Symbol.asyncIterator]()

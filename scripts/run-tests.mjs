@@ -1,14 +1,15 @@
 #!/usr/bin/env node
 // Runs the test suite with Node's built-in runner (type stripping, no build step).
 //   node scripts/run-tests.mjs [unit|e2e|all] [extra node --test args]
-//   node scripts/run-tests.mjs FILE.test.ts ... [extra node --test args]   (those files only, as `all` runs them)
+//   node scripts/run-tests.mjs FILE.test.ts ... [extra node --test args]   (those files only, each in its own process)
 // Unit tests live beside the code (*.test.ts); end-to-end tests in e2e/.
-// `all` and `e2e` run each file in its own process, two at a time. `unit` is the edit loop: the beside-code
-// files in one process (no start-up per file: ~23 s instead of ~100 s on 2 cores), leaving out the few that
-// spawn processes or wait seconds on real time (SLOW_UNITS; `all` runs them).
+// `unit` is the edit loop: the beside-code files in one process (no start-up per file), leaving out the few that
+// spawn processes or wait seconds on real time (SLOW_UNITS). `all` runs those same files the same way, in one
+// process beside the packed package's build, then every other file (SLOW_UNITS, e2e) in its own process, two at a
+// time; `e2e` and named files run each file in its own process, two at a time.
 // First: on a Node too old for the sources it stops here, saying what to run instead.
 import './require-node.mjs'
-import { spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -31,6 +32,7 @@ const SLOW_UNITS = new Set([
   'engine/arrival-order.test.ts', // waits out turn timeouts on the real clock (~14 s)
   'assets/cache-lock.test.ts', // lock holders in child processes
   'scripts/check-layers.test.ts', // copies the checkout to break it
+  'scripts/check-sizes.test.ts', // parses every source of the checkout with TypeScript, and runs the script (~2 s)
 ])
 const dirs = which === 'unit' ? unitDirs : which === 'e2e' ? ['e2e'] : [...unitDirs, 'e2e']
 
@@ -55,8 +57,9 @@ if (files.length === 0) {
   console.error('No test files found.')
   process.exit(1)
 }
-const isolation = which === 'unit' ? ['--experimental-test-isolation=none'] : ['--test-concurrency=2']
-const args = ['--conditions=tool-replay-source', '--test', ...isolation, '--test-timeout=120000', ...extra, ...files]
+// `all`: the files `unit` runs, in one process as `unit` runs them (one start-up instead of ~130), beside the build.
+const batched = which === 'all' ? files.filter((f) => !f.startsWith('e2e') && !SLOW_UNITS.has(f)) : which === 'unit' ? files : []
+const isolated = files.filter((f) => !batched.includes(f))
 // Every process the run starts (each test file, each CLI and SDK process a test spawns) shares Node's compile
 // cache, so a module compiled once is not compiled again by the next process: most of the suite's CPU is such
 // starts. Node 22 caches JavaScript; Node 24 and later also the type-stripped sources. Unless the caller chose.
@@ -70,18 +73,39 @@ if (process.versions.node.startsWith('22.')) {
   const stripCache = new URL('./strip-cache.mjs', import.meta.url).href
   env.NODE_OPTIONS = [env.NODE_OPTIONS, `--import="${stripCache}"`].filter(Boolean).join(' ')
 }
-buildPackedOnce(files, env)
 // Bounded: a file that never ends (a hook waiting on a process that will not exit) must fail the run in time
 // for CI's limit, not hold it. Each test has its own 120 s; the whole run gets RUN_LIMIT_MIN minutes.
 const RUN_LIMIT_MIN = Number(process.env.TOOL_REPLAY_TEST_RUN_LIMIT_MIN ?? 25)
-const r = spawnSync(process.execPath, args, { stdio: 'inherit', env, timeout: RUN_LIMIT_MIN * 60_000, killSignal: 'SIGTERM' })
-if (r.error?.code === 'ETIMEDOUT') {
-  console.error(
-    `The test run passed its limit of ${RUN_LIMIT_MIN} minutes and was stopped: a file above did not end (set TOOL_REPLAY_TEST_RUN_LIMIT_MIN to allow more).`,
-  )
-  process.exit(1)
+const deadline = Date.now() + RUN_LIMIT_MIN * 60_000
+const [built, inOne] = await Promise.all([buildPackedOnce(isolated, env), runFiles(batched, ['--experimental-test-isolation=none'])])
+const apart = built ? await runFiles(isolated, ['--test-concurrency=2']) : 1
+process.exit(inOne || apart)
+
+/** Runs `selected` in one `node --test` (0 when there are none); its exit status, or 1 when the run limit stops it. */
+function runFiles(selected, isolation) {
+  if (selected.length === 0) return Promise.resolve(0)
+  const args = ['--conditions=tool-replay-source', '--test', ...isolation, '--test-timeout=120000', ...extra, ...selected]
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { stdio: 'inherit', env })
+    let stopped = false
+    const timer = setTimeout(
+      () => {
+        stopped = true
+        child.kill('SIGTERM')
+      },
+      Math.max(0, deadline - Date.now()),
+    )
+    child.on('close', (status) => {
+      clearTimeout(timer)
+      if (stopped) {
+        console.error(
+          `The test run passed its limit of ${RUN_LIMIT_MIN} minutes and was stopped: a file above did not end (set TOOL_REPLAY_TEST_RUN_LIMIT_MIN to allow more).`,
+        )
+      }
+      resolve(stopped ? 1 : (status ?? 1))
+    })
+  })
 }
-process.exit(r.status ?? 1)
 
 /**
  * The files that install the packed package (e2e/support/packed-package.ts, through promoted-project.ts too)
@@ -89,20 +113,24 @@ process.exit(r.status ?? 1)
  * starts: otherwise the first two such files (two run at once) both build it from cold, inside their own test
  * timeout, beside the rest of the suite (a timeout at load 13-16).
  */
-function buildPackedOnce(selected, childEnv) {
+async function buildPackedOnce(selected, childEnv) {
   const users = selected.filter((f) => f.startsWith('e2e') && /support\/(packed-package|promoted-project)\.ts/.test(readFileSync(f, 'utf8')))
-  if (users.length === 0) return
+  if (users.length === 0) return true
   const packed = pathToFileURL(join(import.meta.dirname, '..', 'e2e', 'support', 'packed-package.ts')).href
   const t0 = performance.now()
-  const built = spawnSync(
-    process.execPath,
-    ['--conditions=tool-replay-source', '--input-type=module', '-e', `await (await import(${JSON.stringify(packed)})).packedTarball()`],
-    { stdio: 'inherit', env: childEnv },
-  )
-  if (built.status !== 0) {
+  const status = await new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      ['--conditions=tool-replay-source', '--input-type=module', '-e', `await (await import(${JSON.stringify(packed)})).packedTarball()`],
+      { stdio: 'inherit', env: childEnv },
+    )
+    child.on('close', (code) => resolve(code))
+  })
+  if (status !== 0) {
     console.error(`Failed to build the packed package that ${users.join(', ')} install: see the output above, or run npm run build.`)
-    process.exit(1)
+    return false
   }
   const s = (performance.now() - t0) / 1000
   if (s >= 1) console.error(`Built the packed package once for ${users.length} test files (${s.toFixed(1)} s), before the tests.`)
+  return true
 }

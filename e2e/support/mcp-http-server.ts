@@ -83,13 +83,15 @@ export async function startWeatherServer(port = 0): Promise<McpHttpServer> {
 /** The agent: lists the tools, asks for the forecast, decides; its client opens the background GET stream. */
 export async function umbrellaAgent(url: string): Promise<{ tools: string[]; forecast: string; advice: string }> {
   const client = new Client({ name: 'umbrella-agent', version: '1.0.0' })
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)))
+  // The SDK reopens a background stream that ended after 1 s, then 1.5 s more; here after 100 ms, then 150 ms.
+  const reconnectionOptions = { initialReconnectionDelay: 100, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1.5, maxRetries: 2 }
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { reconnectionOptions }))
   const tools = (await client.listTools()).tools.map((t) => t.name)
   const result = await client.callTool({ name: 'forecast', arguments: { city: 'Oslo' } })
   const forecast = (result.content as Array<{ text: string }>)[0]?.text ?? ''
   // A session that lasts (an agent thinks between calls): longer than the SDK waits to reopen a stream that ended
-  // (1 s), so a background stream replayed as a failure would ask again for a GET never recorded.
-  await new Promise((r) => setTimeout(r, 1500))
+  // (both tries, 250 ms), so a background stream replayed as a failure would ask again for a GET never recorded.
+  await new Promise((r) => setTimeout(r, 400))
   await client.close()
   return { tools, forecast, advice: forecast.includes('rain') ? 'take an umbrella' : 'leave the umbrella' }
 }
