@@ -117,7 +117,10 @@ function unsentTail(parser: FrameParser): { keep(chunk: Buffer): void; with(chun
     keep(chunk) {
       tail.push(chunk)
       size += chunk.byteLength
-      while (tail.length > 0 && size - (tail[0] as Buffer).byteLength >= parser.buffered) size -= (tail.shift() as Buffer).byteLength
+      // Whole chunks the parser passed on leave in one splice (a shift each is quadratic in a long tail).
+      let passed = 0
+      while (passed < tail.length && size - (tail[passed] as Buffer).byteLength >= parser.buffered) size -= (tail[passed++] as Buffer).byteLength
+      tail.splice(0, passed)
       if (size > parser.buffered) {
         tail[0] = (tail[0] as Buffer).subarray(size - parser.buffered)
         size = parser.buffered

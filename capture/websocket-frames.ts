@@ -44,6 +44,8 @@ export class FrameParser {
   readonly #max: number
   readonly #chunks: Buffer[] = []
   #buffered = 0
+  /** Bytes the frame being read needs in all, once its header was read (0: not known). */
+  #need = 0
 
   constructor(maxPayload: number) {
     this.#max = maxPayload
@@ -61,6 +63,8 @@ export class FrameParser {
       this.#buffered += chunk.byteLength
     }
     const out: WebSocketFrame[] = []
+    // The next frame's size is known and not all of it is here: nothing to read yet.
+    if (this.#buffered < this.#need) return out
     for (;;) {
       const frame = this.#next()
       if (!frame) return out
@@ -90,7 +94,11 @@ export class FrameParser {
     }
     if (length > this.#max) throw protocolError(`a frame of ${length} bytes is over the ${this.#max}-byte limit`)
     const headerSize = offset + (masked ? 4 : 0)
-    if (this.#buffered < headerSize + length) return undefined
+    if (this.#buffered < headerSize + length) {
+      this.#need = headerSize + length
+      return undefined
+    }
+    this.#need = 0
     const whole = this.#take(headerSize + length)
     const payload = Buffer.from(whole.subarray(headerSize))
     if (masked) {
@@ -100,29 +108,38 @@ export class FrameParser {
     return { fin: (b0 & 0x80) !== 0, opcode: b0 & 0x0f, payload }
   }
 
-  /** Up to `n` bytes from the front, without consuming them. */
+  /** Up to `n` bytes from the front, without consuming them: joins only the chunks that hold them (linear input). */
   #peek(n: number): Buffer {
     const head = this.#chunks[0] as Buffer
     if (head.byteLength >= n || this.#chunks.length === 1) return head.subarray(0, n)
-    return Buffer.concat(this.#chunks, Math.min(n, this.#buffered)).subarray(0, n)
+    const parts: Buffer[] = []
+    let have = 0
+    for (const c of this.#chunks) {
+      parts.push(c)
+      have += c.byteLength
+      if (have >= n) break
+    }
+    return Buffer.concat(parts, Math.min(n, have))
   }
 
-  /** Exactly `n` bytes from the front, consumed. */
+  /** Exactly `n` bytes from the front, consumed (the whole chunks taken leave the list in one splice). */
   #take(n: number): Buffer {
     const parts: Buffer[] = []
     let need = n
+    let whole = 0
     while (need > 0) {
-      const head = this.#chunks[0] as Buffer
+      const head = this.#chunks[whole] as Buffer
       if (head.byteLength <= need) {
         parts.push(head)
-        this.#chunks.shift()
+        whole++
         need -= head.byteLength
       } else {
         parts.push(head.subarray(0, need))
-        this.#chunks[0] = head.subarray(need)
+        this.#chunks[whole] = head.subarray(need)
         need = 0
       }
     }
+    this.#chunks.splice(0, whole)
     this.#buffered -= n
     return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, n)
   }

@@ -41,3 +41,20 @@ test('a failure reaches the reader after the queued chunks; a reader that stops 
   assert.equal(abandoned.closed, true)
   assert.equal(abandoned.push(chunk(1)), undefined, 'pushes after the reader left are dropped')
 })
+
+test('linear in its chunks: 256 KiB queued a byte at a time is read in order without moving the queue per chunk', async () => {
+  // Each read shifted the queue: a queue past V8's fast left-trim moved whole per chunk (quadratic, minutes here).
+  const channel = new ChunkChannel()
+  const n = 256 * 1024
+  for (let i = 0; i < n; i++) assert.equal(channel.push({ bytes: new Uint8Array([i & 0xff]), atMs: 0 }), undefined)
+  channel.end()
+  const t0 = performance.now()
+  let i = 0
+  for await (const c of channel) {
+    assert.equal(c.bytes[0], i & 0xff)
+    i++
+  }
+  assert.equal(i, n)
+  const ms = performance.now() - t0
+  assert.ok(ms < 20_000, `${n} one-byte chunks took ${ms.toFixed(0)} ms to read`)
+})

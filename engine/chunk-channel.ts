@@ -15,7 +15,9 @@ const HIGH_WATER_BYTES = 1024 * 1024
  * await channel.push({ bytes, atMs }) // then channel.end() or channel.fail(err)
  */
 export class ChunkChannel implements AsyncIterable<PlaybackChunk> {
-  readonly #queue: PlaybackChunk[] = []
+  readonly #queue: Array<PlaybackChunk | undefined> = []
+  /** The next chunk to read in #queue (a shift per chunk moves a long queue whole: quadratic in its length). */
+  #head = 0
   #queued = 0
   #ended = false
   #error: Error | undefined
@@ -68,8 +70,13 @@ export class ChunkChannel implements AsyncIterable<PlaybackChunk> {
   async *[Symbol.asyncIterator](): AsyncGenerator<PlaybackChunk> {
     try {
       while (true) {
-        const next = this.#queue.shift()
+        const next = this.#queue[this.#head]
         if (next) {
+          this.#queue[this.#head++] = undefined
+          if (this.#head >= 1024 && this.#head * 2 >= this.#queue.length) {
+            this.#queue.splice(0, this.#head)
+            this.#head = 0
+          }
           this.#queued -= next.bytes.byteLength
           this.#release()
           yield next
@@ -83,6 +90,7 @@ export class ChunkChannel implements AsyncIterable<PlaybackChunk> {
       // Reached on the end, on a failure and when the reader stops early: a waiting producer must not hang.
       this.#closed = true
       this.#queue.length = 0
+      this.#head = 0
       this.#queued = 0
       this.#release()
     }
