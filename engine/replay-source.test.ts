@@ -91,3 +91,32 @@ test("preload: 'none' still reads the same trace through the store per request",
   assert.equal(asked.exchange, 1)
   await store.close()
 })
+
+test('request bodies too big to hold together send the trace back to the store index, so memory stays bounded', async () => {
+  const store = createMemoryStore()
+  const bodies = new Map<string, Uint8Array>()
+  const exchanges: Exchange[] = [0, 1].map((seq) => {
+    const upload = bodyFromBytes(new Uint8Array(40 * 1024 * 1024).fill(seq + 1))
+    const answer = bodyFromBytes(enc.encode('{"ok":true}'))
+    bodies.set(upload.ref.digest, upload.bytes)
+    bodies.set(answer.ref.digest, answer.bytes)
+    return {
+      seq,
+      request: { method: 'POST', url: `http://api.test/upload/${seq}`, headers: [['content-type', 'application/octet-stream']], body: upload.ref },
+      outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: [], trailers: [], body: answer.ref } },
+      timing: { startMs: seq, headersMs: 1 },
+    }
+  })
+  await store.putTrace({ meta: { name: 'uploads', format: 1 }, exchanges, bodies })
+  const source = await openReplaySource(store, 'uploads', {}, 'auto')
+  assert.equal(source.bodies.size, 0, 'no body held: 80 MiB of uploads is over the budget')
+  const take = source.index.take({
+    method: 'POST',
+    url: 'http://api.test/upload/1',
+    headers: [['content-type', 'application/octet-stream']],
+    body: new Uint8Array(40 * 1024 * 1024).fill(2),
+  })
+  assert.ok(take instanceof Promise, 'looked up through the store index')
+  assert.equal((await take).kind, 'match')
+  await store.close()
+})

@@ -54,18 +54,27 @@ export async function openReplaySource(store: TraceStore, name: string, identity
     return { index: new MemoryReplayIndex(trace, identity), bodies: trace.bodies, invalid: invalidExchanges(trace), ...labelsOf(trace.meta) }
   }
   const few = preload === 'auto' && count <= MEMORY_MAX_EXCHANGES
-  if (!few && indexed && isDefaultIdentity(identity)) return { index: new StoreReplayIndex(reader), bodies: new Map(), reader, ...labelsOf(reader.info.meta) }
+  const storeIndexed = indexed && isDefaultIdentity(identity)
+  const throughStore = (): ReplaySource => ({ index: new StoreReplayIndex(reader), bodies: new Map(), reader, ...labelsOf(reader.info.meta) })
+  if (!few && storeIndexed) return throughStore()
   // The exchanges in memory and identities computed here, from them and the request bodies (custom identity
   // rules, a trace from before the index, or a trace whose bodies alone are too big to hold: a store read
-  // per request would cost it several times over). Small response bodies are held too, up to the bodies'
-  // budget; the rest stay in the store until played.
+  // per request would cost it several times over). Small response bodies are held too; all within the
+  // bodies' budget, the rest stay in the store until played. Request bodies over the budget send a trace the
+  // store indexes back to its index (custom identity rules need them all, as before).
   let budget = few ? MEMORY_MAX_BODY_BYTES : 0
+  let over = false
   const trace = await reader.readAll((ref, _use, x) => {
-    if (x.request.body?.digest === ref.digest) return true
-    if (ref.size > INLINE_BODY_MAX || ref.size > budget) return false
+    const request = x.request.body?.digest === ref.digest
+    if (request && !storeIndexed) return true
+    if (ref.size > budget || (!request && ref.size > INLINE_BODY_MAX)) {
+      over ||= request
+      return false
+    }
     budget -= ref.size
     return true
   })
+  if (over) return throughStore()
   return { index: new MemoryReplayIndex(trace, identity), bodies: trace.bodies, reader, ...labelsOf(reader.info.meta) }
 }
 
