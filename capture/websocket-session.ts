@@ -227,6 +227,18 @@ function clientReader(maxPayload: number, on: ClientFrames): (chunk: Buffer) => 
       return
     }
     for (const f of frames) {
+      // What RFC 6455 (5.4, 5.5) makes a protocol error, a server closes with 1002: a fragmented or long control
+      // frame, a new message inside a fragmented one, a continuation of none, a reserved opcode.
+      const control = f.opcode >= 0x8
+      const broken = control
+        ? !f.fin || f.payload.byteLength > 125 || (f.opcode !== OPCODE.ping && f.opcode !== OPCODE.pong && f.opcode !== OPCODE.close)
+        : f.opcode === OPCODE.continuation
+          ? fragments === undefined
+          : fragments !== undefined || (f.opcode !== OPCODE.text && f.opcode !== OPCODE.binary)
+      if (broken) {
+        on.refuse(1002, 'protocol error')
+        return
+      }
       if (f.opcode === OPCODE.ping) on.ping(f.payload)
       else if (f.opcode === OPCODE.close) on.message('close', f.payload)
       else if (f.opcode === OPCODE.text || f.opcode === OPCODE.binary) {
