@@ -31,10 +31,13 @@ function parseArgs(argv) {
   return { out: resolve(out) }
 }
 
-/** Every file the package runs by path: the exports map's entries, the CLI (bin/tr-proxy.js), the case runner's child and the sealed run's helper. */
+/**
+ * Every file the package runs by path: the exports map's entries, the CLI (bin/tr-proxy.js loads cli/main.ts, and
+ * cli/malloc-arenas.ts before it), the case runner's child and the sealed run's helper.
+ */
 function entryPoints() {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
-  const entries = new Set(['cli/main.ts', 'cases/runner-process.ts', 'seal/namespace-helper.ts'])
+  const entries = new Set(['cli/main.ts', 'cli/malloc-arenas.ts', 'cases/runner-process.ts', 'seal/namespace-helper.ts'])
   for (const conditions of Object.values(pkg.exports)) {
     const source = conditions['tool-replay-source']
     if (typeof source === 'string') entries.add(source.replace(/^\.\//, ''))

@@ -10,6 +10,8 @@ export { checkStore } from './fsck.ts'
 export type { OpenStoreOptions } from './level-store.ts'
 /** Opens the LevelDB store, its default location, and the socket processes share it through. */
 export { defaultStoreDir, openStore, openStoreOps, storeSocketPath } from './level-store.ts'
+/** Synchronous block reads for point lookups, for a process that runs one export (cli/commands/export.ts). */
+export { useSyncPointReads } from './leveldb-table.ts'
 /** An in-process store for tests and benchmarks. */
 export { createMemoryStore } from './memory-store.ts'
 /** This user's private directory in the temp dir (sockets too long for their store; shared sessions). */

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, test } from 'node:test'
 import { Level } from 'level'
-import { TableFile } from './leveldb-table.ts'
+import { TableFile, useSyncPointReads } from './leveldb-table.ts'
 import { FileView } from './leveldb-view.ts'
 import { inspectStore } from './store-files.ts'
 
@@ -124,4 +124,33 @@ test('FileView reads what LevelDB reads: tables at several levels, deletions, ov
       .filter((k) => k > 'k!01000!é' && k < 'k!02')
       .slice(0, 50),
   )
+})
+
+test('with useSyncPointReads, a point read reads its block without waiting for libuv (and reads the same)', async () => {
+  const dir = join(root, 'sync-reads')
+  const db = new Level<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' })
+  await db.open()
+  const value = (n: number) => Buffer.alloc(300, n)
+  await db.batch(Array.from({ length: 400 }, (_, n) => ({ type: 'put' as const, key: `k${String(n).padStart(4, '0')}`, value: value(n) })))
+  await (db as unknown as { compactRange(a: string, b: string): Promise<void> }).compactRange('\u0000', '\uffff')
+  await db.close()
+  const files = await inspectStore(dir)
+  const view = await FileView.live(dir, files.manifest?.tables ?? [], files.liveLogs, files.names)
+  try {
+    // Opens the table's handle (asynchronously, once).
+    assert.deepEqual(await view.get('k0000'), new Uint8Array(value(0)))
+    useSyncPointReads()
+    // A key in another block (300-byte values: ~13 to a 4 KB block): its read settles before the event loop turns.
+    let turned = false
+    setImmediate(() => {
+      turned = true
+    })
+    const got = await view.get('k0399')
+    assert.equal(turned, false, 'the block was read through the event loop')
+    assert.deepEqual(got, new Uint8Array(value(399)))
+    for (const n of [1, 57, 200, 398]) assert.deepEqual(await view.get(`k${String(n).padStart(4, '0')}`), new Uint8Array(value(n)))
+    assert.equal(await view.get('k0400'), undefined)
+  } finally {
+    await view.close()
+  }
 })

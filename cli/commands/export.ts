@@ -1,5 +1,5 @@
 import { resolve } from 'node:path'
-import { storedTraceSource, withWriteErrors, writeTraceFileFrom } from '../../store/index.ts'
+import { storedTraceSource, useSyncPointReads, withWriteErrors, writeTraceFileFrom } from '../../store/index.ts'
 import { boundHeapGrowth } from '../heap-growth.ts'
 import { withReadOnlyStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
@@ -19,6 +19,8 @@ export const exportCommand: CommandModule = {
       }),
   run: async (args, io) => {
     boundHeapGrowth()
+    // A body per exchange, each a block read: synchronous reads here (this process runs this one command).
+    useSyncPointReads()
     return withReadOnlyStore(args, async (store) => {
       const partial = args.partial === true
       const reader = await store.openTrace(String(args.trace), { partial })

@@ -61,7 +61,7 @@ export async function commandsFor(argv: readonly string[]): Promise<CommandModul
 }
 
 /** The first word, when only the global options (`--store DIR`, `--store=DIR`, `--json`, `--no-json`) come before it. */
-function commandWord(argv: readonly string[]): string | undefined {
+export function commandWord(argv: readonly string[]): string | undefined {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string
     if (a === '--store') i++
