@@ -45,6 +45,10 @@ test('bin/tr-proxy.js in a checkout runs the sources even when an older dist/ ex
   writeFileSync(join(copy, 'package.json'), '{"type":"module"}')
   writeFileSync(join(copy, 'cli', 'main.ts'), "export async function runCli(): Promise<number> { console.log('sources'); return 0 }\n")
   writeFileSync(join(copy, 'dist', 'cli', 'main.js'), "export async function runCli() { console.log('stale dist'); return 0 }\n")
+  // The bin asks cli/malloc-arenas first (a re-launch for the streaming commands): a stub that does nothing.
+  const noRelaunch = 'export function relaunchForStreaming() {}\n'
+  writeFileSync(join(copy, 'cli', 'malloc-arenas.ts'), noRelaunch)
+  writeFileSync(join(copy, 'dist', 'cli', 'malloc-arenas.js'), "export function relaunchForStreaming() { console.log('stale dist') }\n")
   const inCheckout = spawnSync(process.execPath, [join(copy, 'bin', 'tr-proxy.js')], { encoding: 'utf8' })
   assert.equal(inCheckout.stdout.trim(), 'sources', inCheckout.stderr)
   // A published package has no sources beside the bin: then dist/ is what runs.
@@ -54,5 +58,6 @@ test('bin/tr-proxy.js in a checkout runs the sources even when an older dist/ ex
   copyFileSync(join(ROOT, 'bin', 'tr-proxy.js'), join(published, 'bin', 'tr-proxy.js'))
   writeFileSync(join(published, 'package.json'), '{"type":"module"}')
   writeFileSync(join(published, 'dist', 'cli', 'main.js'), "export async function runCli() { console.log('dist'); return 0 }\n")
+  writeFileSync(join(published, 'dist', 'cli', 'malloc-arenas.js'), noRelaunch)
   assert.equal(spawnSync(process.execPath, [join(published, 'bin', 'tr-proxy.js')], { encoding: 'utf8' }).stdout.trim(), 'dist')
 })
