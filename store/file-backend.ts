@@ -80,8 +80,8 @@ export class FileBackend implements StoreOps {
   identityKeys(id: string, afterKey: string, limit: number): Promise<Array<[string, number[]]>> {
     return this.#io(() => this.#reads.identityKeys(id, afterKey, limit))
   }
-  body(digest: string): Promise<StoredBody | undefined> {
-    return this.#io(() => this.#reads.body(digest))
+  body(digest: string, size?: number): Promise<StoredBody | undefined> {
+    return this.#io(() => this.#reads.body(digest, size))
   }
   piece(sha: string): Promise<Uint8Array | undefined> {
     return this.#reads.piece(sha)

@@ -167,8 +167,8 @@ export class LevelBackend implements StoreOps {
     return this.#io(() => this.#reads.identityKeys(id, afterKey, limit))
   }
 
-  body(digest: string): Promise<StoredBody | undefined> {
-    return this.#io(() => this.#reads.body(digest))
+  body(digest: string, size?: number): Promise<StoredBody | undefined> {
+    return this.#io(() => this.#reads.body(digest, size))
   }
 
   piece(sha: string): Promise<Uint8Array | undefined> {

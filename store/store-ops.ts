@@ -115,7 +115,11 @@ export interface StoreOps {
   lookup(id: string, key: string): Promise<number[]>
   /** Up to `limit` identity keys of trace `id` after `afterKey` (exclusive), each with its seqs. */
   identityKeys(id: string, afterKey: string, limit: number): Promise<Array<[key: string, seqs: number[]]>>
-  body(digest: string): Promise<StoredBody | undefined>
+  /**
+   * A stored body; `size`, when the caller knows it, says where to look first (a body over INLINE_BODY_MAX is
+   * stored as pieces: its manifest is read without first missing the inline key).
+   */
+  body(digest: string, size?: number): Promise<StoredBody | undefined>
   piece(sha256: string): Promise<Uint8Array | undefined>
   putPiece(sha256: string, bytes: Uint8Array): Promise<void>
   beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner, options?: BeginOptions): Promise<void>

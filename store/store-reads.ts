@@ -5,7 +5,7 @@
  */
 import { ErrorCodes, type Exchange, ToolReplayError } from '../trace/index.ts'
 import { piecePath, readPiece } from './pieces.ts'
-import { type BodyManifest, ownerAlive, type RecordingOwner, type StoredBody, type TraceInfo, type TraceSummary } from './store-ops.ts'
+import { type BodyManifest, INLINE_BODY_MAX, ownerAlive, type RecordingOwner, type StoredBody, type TraceInfo, type TraceSummary } from './store-ops.ts'
 
 /** A key range: at least `gte` or `gt`, always below `lt`. Keys are the store's utf8 keys. */
 export interface KvRange {
@@ -164,12 +164,21 @@ export class StoreReads {
     return out
   }
 
-  async body(digest: string): Promise<StoredBody | undefined> {
+  async body(digest: string, size?: number): Promise<StoredBody | undefined> {
+    const piecesFirst = size !== undefined && size > INLINE_BODY_MAX
+    if (piecesFirst) {
+      const pieces = await this.#manifest(digest)
+      if (pieces) return pieces
+    }
     const bytes = await this.#kv.get(storeKeys.body(digest))
     if (bytes !== undefined) return { kind: 'bytes', bytes: new Uint8Array(bytes) }
-    const manifest = await this.#kv.get(storeKeys.manifest(digest))
-    if (manifest !== undefined) return { kind: 'pieces', manifest: this.parse<BodyManifest>(storeKeys.manifest(digest), manifest) }
-    return undefined
+    return piecesFirst ? undefined : this.#manifest(digest)
+  }
+
+  async #manifest(digest: string): Promise<StoredBody | undefined> {
+    const key = storeKeys.manifest(digest)
+    const manifest = await this.#kv.get(key)
+    return manifest === undefined ? undefined : { kind: 'pieces', manifest: this.parse<BodyManifest>(key, manifest) }
   }
 
   piece(sha: string): Promise<Uint8Array | undefined> {

@@ -89,7 +89,7 @@ export class TraceReader {
    * whole body against its digest once the last piece arrived (a mismatch there is thrown at the end).
    */
   async *bodyPieces(ref: BodyRef, use: BodyUse): AsyncGenerator<Uint8Array> {
-    const stored = await this.#ops.body(ref.digest)
+    const stored = await this.#ops.body(ref.digest, ref.size)
     if (stored === undefined) throw this.#corrupt(`${use} references body ${ref.digest}, which the store does not hold`, ref)
     if (stored.kind === 'bytes') {
       if (stored.bytes.byteLength !== ref.size || sha256(stored.bytes) !== ref.digest) throw this.#damagedBody(ref, use, stored.bytes)

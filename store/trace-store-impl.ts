@@ -257,7 +257,7 @@ export function routedOps(location: string, run: RunOps): StoreOps {
     exchanges: (id, from, limit) => run((o) => o.exchanges(id, from, limit)),
     lookup: (id, key) => run((o) => o.lookup(id, key)),
     identityKeys: (id, after, limit) => run((o) => o.identityKeys(id, after, limit)),
-    body: (digest) => run((o) => o.body(digest)),
+    body: (digest, size) => run((o) => o.body(digest, size)),
     piece: (sha) => run((o) => o.piece(sha)),
     putPiece: (sha, bytes) => run((o) => o.putPiece(sha, bytes)),
     beginTrace: (id, meta, createdAt, owner, options) => run((o) => o.beginTrace(id, meta, createdAt, owner, options)),
