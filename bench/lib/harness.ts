@@ -114,6 +114,32 @@ export interface Metric {
   note?: string
 }
 
+/**
+ * A time row (lower is better): side `ours` against side `peer` of one interleave() run's `ms` (`peerName`: how
+ * the table names the peer, default its side's name), medians shown, the ratio paired per round. `more` adds a
+ * target, a note or anything else of the row.
+ */
+export function timeRow(
+  report: SuiteReport,
+  ms: Record<string, number[]>,
+  row: { id: string; metric: string; ours: string; peer: string; ratioText: string; peerName?: string },
+  more: Partial<Metric> = {},
+): void {
+  const m = (side: string) => median(ms[side] as number[])
+  report.row({
+    id: row.id,
+    metric: row.metric,
+    ours: m(row.ours),
+    unit: 'ms',
+    peer: { name: row.peerName ?? row.peer, value: m(row.peer) },
+    ratio: m(row.ours) / m(row.peer),
+    ratioOf: 'ours/peer',
+    ratioText: row.ratioText,
+    rounds: { ours: ms[row.ours] as number[], peer: ms[row.peer] as number[] },
+    ...more,
+  })
+}
+
 /** Fills the paired ratio (see `ratioOf`) and `pass` from the target and the conditions. */
 export function judged(m: Metric): Metric {
   const ours = m.rounds?.ours ?? []

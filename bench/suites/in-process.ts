@@ -38,7 +38,7 @@ import { install } from 'tool-replay/interceptor'
 import { openStore } from 'tool-replay/store'
 import { Agent, MockAgent } from 'undici'
 import { RecordFloor } from '../lib/floors.ts'
-import { interleave, type Metric, median, PROFILE, pick, promiseCostMs, runSuite, type Side } from '../lib/harness.ts'
+import { interleave, type Metric, PROFILE, pick, promiseCostMs, runSuite, type Side, timeRow } from '../lib/harness.ts'
 import { recordInto, replayRateRow, replaySide, snapshotSide, viaDispatcher } from '../lib/in-process.ts'
 import { profiled, summarizeProfile } from '../lib/profile.ts'
 import { type Call, drive, type FetchLike, startWorkloadServer, workload } from '../lib/workload.ts'
@@ -168,31 +168,24 @@ await runSuite('in-process', 'In-process replay and record: 2,000 mixed fetch ca
     'msw 2 setupServer': msw,
     'nock back lockdown': nockBack,
   })
-  const m = (name: string) => median(ms[name] as number[])
-  const rounds = (o: string, p: string) => ({ ours: ms[o] as number[], peer: ms[p] as number[] })
   const replayRow = (id: string, name: string, peer: string, target: boolean) => replayRateRow(report, ms, CALLS, { id, name, peer, target })
   replayRow('inproc.replay.memory.vs-snapshot', 'replay (memory store)', 'SnapshotAgent', true)
   replayRow('inproc.replay.level.vs-snapshot', 'replay (LevelDB store)', 'SnapshotAgent', true)
   replayRow('inproc.replay.memory.vs-mockagent', 'replay (memory store)', 'MockAgent', false)
   replayRow('inproc.replay.global.vs-msw', 'replay (install, global fetch)', 'msw 2 setupServer', false)
   replayRow('inproc.replay.global.vs-nock', 'replay (install, global fetch)', 'nock back lockdown', false)
-  /** A time row: side `name` against side `peer` (lower is better). */
-  const timeRow = (id: string, metric: string, name: string, peer: string, ratioText: string, more: Partial<Metric> = {}) =>
-    report.row({
-      id,
-      metric,
-      ours: m(name),
-      unit: 'ms',
-      peer: { name: peer, value: m(peer) },
-      ratio: m(name) / m(peer),
-      ratioOf: 'ours/peer',
-      ratioText,
-      rounds: rounds(name, peer),
-      ...more,
-    })
+  const timeRowOf = (id: string, metric: string, name: string, peer: string, ratioText: string, more: Partial<Metric> = {}) =>
+    timeRow(report, ms, { id, metric, ours: name, peer, ratioText }, more)
   const recordTarget = { target: { kind: 'max', value: 1.1, text: '<= 1.10x' } } as const
-  timeRow('inproc.record.memory.vs-live', 'in-process record (memory store) vs live fetch (time)', 'record (memory store)', 'live', 'x live time', recordTarget)
-  timeRow(
+  timeRowOf(
+    'inproc.record.memory.vs-live',
+    'in-process record (memory store) vs live fetch (time)',
+    'record (memory store)',
+    'live',
+    'x live time',
+    recordTarget,
+  )
+  timeRowOf(
     'inproc.record.level.vs-live',
     'in-process record (LevelDB store) vs live fetch (time)',
     'record (LevelDB store)',
@@ -200,7 +193,7 @@ await runSuite('in-process', 'In-process replay and record: 2,000 mixed fetch ca
     'x live time',
     recordTarget,
   )
-  timeRow(
+  timeRowOf(
     'inproc.record.floor.vs-live',
     'in-process record floor (copy and SHA-256 of both bodies, no store) vs live fetch (time)',
     'record floor',
@@ -210,7 +203,7 @@ await runSuite('in-process', 'In-process replay and record: 2,000 mixed fetch ca
       note: 'about the least an in-process recorder costs on this workload; not ours, no target',
     },
   )
-  timeRow(
+  timeRowOf(
     'inproc.record.memory.vs-floor',
     'in-process record (memory store) vs the record floor (time)',
     'record (memory store)',

@@ -18,7 +18,7 @@ import { join } from 'node:path'
 import { type Mode, openSession, type SessionOptions } from 'tool-replay'
 import { loadCertificateAuthority, startProxy } from 'tool-replay/proxy'
 import { openStore } from 'tool-replay/store'
-import { interleave, median, pick, runSuite } from '../lib/harness.ts'
+import { interleave, pick, runSuite, timeRow } from '../lib/harness.ts'
 import { startMixedServer } from '../lib/mixed.ts'
 import { assertCleanReplay, runChild } from '../lib/servers.ts'
 
@@ -63,28 +63,20 @@ await runSuite('proxy-mixed', `Proxy replay of a mixed load: ${REQUESTS} request
     "strict replay, preload 'none'": () => viaProxy('replay', 'none'),
     live: async () => (await client()).ms,
   })
-  const m = (name: string) => median(ms[name] as number[])
-  report.row({
+  timeRow(report, ms, {
     id: 'proxy.mixed.replay.vs-live',
-    metric: `proxy strict replay of the mixed load (LevelDB store) vs live (time)`,
-    ours: m('strict replay'),
-    unit: 'ms',
-    peer: { name: 'live', value: m('live') },
-    ratio: m('strict replay') / m('live'),
-    ratioOf: 'ours/peer',
+    metric: 'proxy strict replay of the mixed load (LevelDB store) vs live (time)',
+    ours: 'strict replay',
+    peer: 'live',
     ratioText: 'x live time',
-    rounds: { ours: ms['strict replay'] as number[], peer: ms.live as number[] },
   })
-  report.row({
+  timeRow(report, ms, {
     id: 'proxy.mixed.replay.vs-store-reads',
-    metric: `proxy strict replay of the mixed load vs the same read through the store per request (preload 'none') (time)`,
-    ours: m('strict replay'),
-    unit: 'ms',
-    peer: { name: "preload 'none'", value: m("strict replay, preload 'none'") },
-    ratio: m('strict replay') / m("strict replay, preload 'none'"),
-    ratioOf: 'ours/peer',
+    metric: "proxy strict replay of the mixed load vs the same read through the store per request (preload 'none') (time)",
+    ours: 'strict replay',
+    peer: "strict replay, preload 'none'",
+    peerName: "preload 'none'",
     ratioText: "x preload 'none' time",
-    rounds: { ours: ms['strict replay'] as number[], peer: ms["strict replay, preload 'none'"] as number[] },
   })
   await store.close()
   upstream.close()

@@ -17,7 +17,7 @@ import { join } from 'node:path'
 import { createMemoryStore, type Mode, openSession, type SessionOptions, type TraceStore } from 'tool-replay'
 import { loadCertificateAuthority, startProxy } from 'tool-replay/proxy'
 import { openStore } from 'tool-replay/store'
-import { interleave, median, PROFILE, runSuite, type Side } from '../lib/harness.ts'
+import { interleave, PROFILE, runSuite, type Side, timeRow } from '../lib/harness.ts'
 import { profiled, summarizeProfile } from '../lib/profile.ts'
 import { runChild } from '../lib/servers.ts'
 import { startWorkloadServer, workload } from '../lib/workload.ts'
@@ -54,45 +54,32 @@ await runSuite('proxy-record', `Record vs live through the proxy: ${CALLS} mixed
     passthrough: viaProxy('passthrough', memory),
     'live, no proxy': async () => (await client()).ms,
   })
-  const m = (name: string) => median(ms[name] as number[])
   for (const [id, name] of [
     ['proxy.record.level.vs-passthrough', 'record (LevelDB store)'],
     ['proxy.record.memory.vs-passthrough', 'record (memory store)'],
   ] as const) {
-    report.row({
-      id,
-      metric: `proxy ${name} vs the same proxy passing through (time)`,
-      ours: m(name),
-      unit: 'ms',
-      peer: { name: 'passthrough', value: m('passthrough') },
-      ratio: m(name) / m('passthrough'),
-      ratioOf: 'ours/peer',
-      ratioText: 'x passthrough time',
-      target: { kind: 'max', value: 1.1, text: '<= 1.10x' },
-      rounds: { ours: ms[name] as number[], peer: ms.passthrough as number[] },
-    })
+    timeRow(
+      report,
+      ms,
+      { id, metric: `proxy ${name} vs the same proxy passing through (time)`, ours: name, peer: 'passthrough', ratioText: 'x passthrough time' },
+      { target: { kind: 'max', value: 1.1, text: '<= 1.10x' } },
+    )
   }
-  report.row({
+  timeRow(report, ms, {
     id: 'proxy.record.fsync.vs-write',
     metric: 'proxy record (LevelDB store) with --durability fsync vs the default (time: the cost of a synced group commit per answer)',
-    ours: m('record (LevelDB store, durability fsync)'),
-    unit: 'ms',
-    peer: { name: 'durability write', value: m('record (LevelDB store)') },
-    ratio: m('record (LevelDB store, durability fsync)') / m('record (LevelDB store)'),
-    ratioOf: 'ours/peer',
+    ours: 'record (LevelDB store, durability fsync)',
+    peer: 'record (LevelDB store)',
+    peerName: 'durability write',
     ratioText: 'x default durability time',
-    rounds: { ours: ms['record (LevelDB store, durability fsync)'] as number[], peer: ms['record (LevelDB store)'] as number[] },
   })
-  report.row({
+  timeRow(report, ms, {
     id: 'proxy.record.level.vs-direct',
     metric: 'proxy record (LevelDB store) vs live without the proxy (time)',
-    ours: m('record (LevelDB store)'),
-    unit: 'ms',
-    peer: { name: 'direct', value: m('live, no proxy') },
-    ratio: m('record (LevelDB store)') / m('live, no proxy'),
-    ratioOf: 'ours/peer',
+    ours: 'record (LevelDB store)',
+    peer: 'live, no proxy',
+    peerName: 'direct',
     ratioText: 'x direct time',
-    rounds: { ours: ms['record (LevelDB store)'] as number[], peer: ms['live, no proxy'] as number[] },
   })
   if (PROFILE) {
     const { file } = await profiled('proxy record (LevelDB store)', oursSides['record (LevelDB store)'] as Side)
