@@ -7,7 +7,7 @@ import { duplexPair } from 'node:stream'
 import { test } from 'node:test'
 import { WebSocketConversation, type WebSocketPlayback } from '../engine/index.ts'
 import { DEFAULT_PACE } from './pacing.ts'
-import { encodeFrame, FrameParser, OPCODE } from './websocket-frames.ts'
+import { encodeFrame, FrameParser, OPCODE, type WebSocketFrame } from './websocket-frames.ts'
 import { playWebSocket } from './websocket-session.ts'
 
 const enc = new TextEncoder()
@@ -21,8 +21,8 @@ const recorded = (): WebSocketPlayback => ({
   ],
 })
 
-/** Plays the recording, writes `frames` as the client, and gives the close code the server answered with. */
-async function closeCodeFor(frames: Buffer[]): Promise<number | undefined> {
+/** The recording played on one end of an in-memory socket pair; the client's end and the server frames it reads. */
+function playedTo(onFrame: (f: WebSocketFrame) => void) {
   const [server, client] = duplexPair()
   const played = playWebSocket(server, new WebSocketConversation(recorded(), 'GET ws://api.test/rt', 't'), {
     pace: DEFAULT_PACE,
@@ -30,21 +30,37 @@ async function closeCodeFor(frames: Buffer[]): Promise<number | undefined> {
     onMiss: () => {},
   })
   const parser = new FrameParser(1024 * 1024)
-  const code = new Promise<number | undefined>((resolve) => {
-    client.on('data', (chunk: Buffer) => {
-      for (const f of parser.push(chunk)) if (f.opcode === OPCODE.close) resolve(f.payload.byteLength >= 2 ? Buffer.from(f.payload).readUInt16BE(0) : undefined)
-    })
-    client.on('close', () => resolve(undefined))
+  client.on('data', (chunk: Buffer) => {
+    for (const f of parser.push(chunk)) onFrame(f)
   })
-  for (const f of frames) client.write(f)
+  const end = async () => {
+    client.destroy()
+    server.destroy()
+    await played
+  }
+  return { client, end }
+}
+
+/** Waits for `answer` at most 3 s (undefined then). */
+async function within<T>(answer: Promise<T>): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 3000)))
-  const answer = await Promise.race([code, timeout])
+  const got = await Promise.race([answer, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), 3000)))])
   clearTimeout(timer)
-  client.destroy()
-  server.destroy()
-  await played
-  return answer === 'timeout' ? undefined : answer
+  return got
+}
+
+/** Plays the recording, writes `frames` as the client, and gives the close code the server answered with. */
+async function closeCodeFor(frames: Buffer[]): Promise<number | undefined> {
+  let answered = (_code: number | undefined) => {}
+  const code = new Promise<number | undefined>((resolve) => (answered = resolve))
+  const session = playedTo((f) => {
+    if (f.opcode === OPCODE.close) answered(f.payload.byteLength >= 2 ? Buffer.from(f.payload).readUInt16BE(0) : undefined)
+  })
+  session.client.on('close', () => answered(undefined))
+  for (const f of frames) session.client.write(f)
+  const got = await within(code)
+  await session.end()
+  return got
 }
 
 const frame = (opcode: number, text: string, fin = true) => encodeFrame(opcode, enc.encode(text), fin, true)
@@ -61,27 +77,18 @@ test('a client that breaks the framing rules gets close 1002, as from a server',
 })
 
 test('a message in fragments, with a ping between them, is read whole and answered', async () => {
-  const [server, client] = duplexPair()
-  const played = playWebSocket(server, new WebSocketConversation(recorded(), 'GET ws://api.test/rt', 't'), {
-    pace: DEFAULT_PACE,
-    maxPayload: 1024 * 1024,
-    onMiss: () => {},
-  })
-  const parser = new FrameParser(1024 * 1024)
   const texts: string[] = []
-  const answered = new Promise<void>((resolve) =>
-    client.on('data', (chunk: Buffer) => {
-      for (const f of parser.push(chunk)) if (f.opcode === OPCODE.text) texts.push(Buffer.from(f.payload).toString()) && resolve()
-    }),
-  )
-  client.write(frame(OPCODE.text, 'hel', false))
-  client.write(frame(OPCODE.ping, 'p'))
-  client.write(frame(OPCODE.continuation, 'lo'))
-  let timer: NodeJS.Timeout | undefined
-  await Promise.race([answered, new Promise((resolve) => (timer = setTimeout(resolve, 3000)))])
-  clearTimeout(timer)
+  let answered = () => {}
+  const answer = new Promise<void>((resolve) => (answered = resolve))
+  const session = playedTo((f) => {
+    if (f.opcode !== OPCODE.text) return
+    texts.push(Buffer.from(f.payload).toString())
+    answered()
+  })
+  session.client.write(frame(OPCODE.text, 'hel', false))
+  session.client.write(frame(OPCODE.ping, 'p'))
+  session.client.write(frame(OPCODE.continuation, 'lo'))
+  await within(answer)
   assert.deepEqual(texts, ['world'])
-  client.destroy()
-  server.destroy()
-  await played
+  await session.end()
 })
