@@ -173,30 +173,56 @@ export class JsonObjectStream {
       }
       this.#begin(chunk, i, base, S.Value)
     }
-    for (; i < chunk.length; i++) {
-      const b = chunk[i] as number
-      if (this.#inString) {
-        if (this.#escape) this.#escape = false
-        else if (b === BACKSLASH) this.#escape = true
-        else if (b === QUOTE) {
-          this.#inString = false
-          if (this.#depth === 0 && !this.#scalar) return this.#finish(chunk, i + 1, base, out) - 1
+    // The state lives in locals while the loop runs (every byte of the file passes here) and goes back on exit.
+    let depth = this.#depth
+    let inString = this.#inString
+    let escaped = this.#escape
+    let scalar = this.#scalar
+    let end = -1
+    const n = chunk.length
+    for (; i < n; i++) {
+      if (inString) {
+        // A string's bytes in a loop of their own: most of a file is strings.
+        if (escaped) {
+          escaped = false
+          continue
+        }
+        for (; i < n; i++) {
+          const c = chunk[i] as number
+          if (c === BACKSLASH) {
+            if (++i === n) escaped = true
+          } else if (c === QUOTE) break
+        }
+        if (i >= n) break
+        inString = false
+        if (depth === 0 && !scalar) {
+          end = i + 1
+          break
         }
         continue
       }
-      if (this.#scalar) {
-        if (isSpace(b) || b === COMMA || b === RBRACE || b === RBRACKET) return this.#finish(chunk, i, base, out) - 1
-        continue
-      }
-      if (b === QUOTE) this.#inString = true
-      else if (b === LBRACE || b === LBRACKET) this.#depth++
+      const b = chunk[i] as number
+      if (scalar) {
+        if (isSpace(b) || b === COMMA || b === RBRACE || b === RBRACKET) {
+          end = i
+          break
+        }
+      } else if (b === QUOTE) inString = true
+      else if (b === LBRACE || b === LBRACKET) depth++
       else if (b === RBRACE || b === RBRACKET) {
-        this.#depth--
-        if (this.#depth === 0) return this.#finish(chunk, i + 1, base, out) - 1
-        if (this.#depth < 0) throw new JsonStreamError('Unexpected close', base + i)
-      } else if (this.#depth === 0 && !isSpace(b)) this.#scalar = true
+        depth--
+        if (depth === 0) {
+          end = i + 1
+          break
+        }
+        if (depth < 0) throw new JsonStreamError('Unexpected close', base + i)
+      } else if (depth === 0 && !isSpace(b)) scalar = true
     }
-    return i - 1
+    this.#depth = depth
+    this.#inString = inString
+    this.#escape = escaped
+    this.#scalar = scalar
+    return end === -1 ? i - 1 : this.#finish(chunk, end, base, out) - 1
   }
 
   /** The value ends before `end`: parse it and emit it; returns `end`. */

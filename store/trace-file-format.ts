@@ -69,10 +69,39 @@ export class TraceDigester {
 
 /**
  * canonicalJson for plain values (strings, finite numbers, booleans, null, arrays, objects: what the
- * validator builds an exchange of), with no intermediate arrays: the digest of a million exchanges is
- * mostly this. Anything else (an exact number from parseJson) goes to canonicalJson itself.
+ * validator builds an exchange of): the digest of a million exchanges is mostly this. A value whose objects
+ * all hold their keys in sorted order (the validator builds them so) is one JSON.stringify, which then
+ * writes exactly canonicalJson's text; anything else is walked here (an exact number from parseJson goes to
+ * canonicalJson itself).
  */
 export function canonicalPlain(value: unknown): string {
+  return sortedPlain(value) ? JSON.stringify(value) : walkedCanonical(value)
+}
+
+/**
+ * True when JSON.stringify writes `value` canonically: only strings, finite numbers, booleans, null, arrays
+ * and plain objects whose keys (undefined members aside, which both leave out) are in ascending order. An
+ * object with index-like keys lists them first, in numeric order, so "10" before "9" fails the check.
+ */
+function sortedPlain(value: unknown): boolean {
+  if (typeof value === 'string' || typeof value === 'boolean' || value === null) return true
+  if (typeof value === 'number') return Number.isFinite(value)
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (value[i] !== undefined && !sortedPlain(value[i])) return false
+    return true
+  }
+  if (typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return false
+  let previous: string | undefined
+  for (const k in value) {
+    if (previous !== undefined && !(previous < k)) return false
+    previous = k
+    const v = (value as Record<string, unknown>)[k]
+    if (v !== undefined && !sortedPlain(v)) return false
+  }
+  return true
+}
+
+function walkedCanonical(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value)
   if (typeof value === 'number' || typeof value === 'boolean' || value === null) return canonicalJson(value)
   if (Array.isArray(value)) {
@@ -96,24 +125,59 @@ export function canonicalPlain(value: unknown): string {
  * of scalars stays on one line: a trace file reads like a transcript and a re-recording diffs line by line.
  */
 export function formatJson(value: unknown, indent = ''): string {
+  // Loops and appends, not entries/filter/map/join: an export formats every exchange of a trace.
   if (value === null || typeof value !== 'object') return JSON.stringify(value)
   const inner = `${indent}  `
   if (Array.isArray(value)) {
-    if (value.length === 0) return '[]'
-    const flat = value.every((v) => v === null || typeof v !== 'object')
+    const n = value.length
+    if (n === 0) return '[]'
+    let flat = true
+    for (let i = 0; i < n && flat; i++) flat = isScalar(value[i])
     if (flat) {
-      const line = `[${value.map((v) => JSON.stringify(v)).join(', ')}]`
+      let line = '['
+      for (let i = 0; i < n; i++) line += (i === 0 ? '' : ', ') + (JSON.stringify(value[i]) ?? '')
+      line += ']'
       if (line.length + indent.length <= 120) return line
     }
-    return `[\n${value.map((v) => inner + formatJson(v, inner)).join(',\n')}\n${indent}]`
+    let out = '[\n'
+    for (let i = 0; i < n; i++) out += (i === 0 ? '' : ',\n') + inner + formatJson(value[i], inner)
+    return `${out}\n${indent}]`
   }
-  const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined)
-  if (entries.length === 0) return '{}'
-  if (entries.length <= 4 && entries.every(([, v]) => v === null || typeof v !== 'object')) {
-    const line = `{ ${entries.map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`).join(', ')} }`
+  const o = value as Record<string, unknown>
+  let count = 0
+  let scalars = true
+  for (const k in o) {
+    const v = o[k]
+    if (v === undefined) continue
+    count++
+    if (!isScalar(v)) scalars = false
+  }
+  if (count === 0) return '{}'
+  if (count <= 4 && scalars) {
+    let line = '{ '
+    let first = true
+    for (const k in o) {
+      const v = o[k]
+      if (v === undefined) continue
+      line += `${first ? '' : ', '}${JSON.stringify(k)}: ${JSON.stringify(v)}`
+      first = false
+    }
+    line += ' }'
     if (line.length + indent.length <= 120) return line
   }
-  return `{\n${entries.map(([k, v]) => `${inner}${JSON.stringify(k)}: ${formatJson(v, inner)}`).join(',\n')}\n${indent}}`
+  let out = '{\n'
+  let first = true
+  for (const k in o) {
+    const v = o[k]
+    if (v === undefined) continue
+    out += `${first ? '' : ',\n'}${inner}${JSON.stringify(k)}: ${formatJson(v, inner)}`
+    first = false
+  }
+  return `${out}\n${indent}}`
+}
+
+function isScalar(v: unknown): boolean {
+  return v === null || typeof v !== 'object'
 }
 
 /**

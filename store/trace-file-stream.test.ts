@@ -71,6 +71,29 @@ describe('streamed trace files (unit)', () => {
     assert.equal(new TraceDigester().digest(trace.meta), traceDigest({ meta: trace.meta, exchanges: [] }))
   })
 
+  test('canonicalPlain is canonicalJson on the sorted fast path and off it', async () => {
+    // The exchanges a reader builds have sorted keys (one JSON.stringify); the model's own do not.
+    const file = join(root, 'sorted.trace.json')
+    const trace = richTrace()
+    await writeTraceFile(file, trace)
+    const reader = await TraceFileReader.open(file)
+    for await (const { exchange, canonical } of reader.exchanges()) {
+      assert.equal(canonical, canonicalJson(exchange))
+      assert.equal(canonical, JSON.stringify(exchange), `exchange ${exchange.seq} is built with sorted keys`)
+    }
+    const odd = [
+      { b: 1, a: [{ d: 2, c: 'x' }] },
+      { a: 1, b: { 10: 'ten', 9: 'nine' } },
+      { a: undefined, b: [undefined, -0, 1e21, 'é\u2028"'], c: null },
+      { z: { y: { x: { w: 1, v: 2 } } } },
+      [1, 'two', { b: true, a: false }],
+      { a: 1, b: 2 },
+    ]
+    for (const v of odd) assert.equal(canonicalPlain(v), canonicalJson(v), JSON.stringify(v))
+    assert.throws(() => canonicalPlain({ a: Number.NaN }), TypeError)
+    assert.throws(() => canonicalPlain({ a: () => 1 }), TypeError)
+  })
+
   test('a stored trace streamed to a file gives exportTrace bytes; the reader hands back every body, refs re-read from the file', async () => {
     const trace = richTrace()
     const store = createMemoryStore()

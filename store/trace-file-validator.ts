@@ -159,37 +159,42 @@ export class Validator {
     return sortKeysDeep(meta) as TraceMeta
   }
 
-  /** With `ledger` undefined only the refs are read (export's digest); otherwise bytes are decoded and verified. */
+  /**
+   * With `ledger` undefined only the refs are read (export's digest); otherwise bytes are decoded and verified.
+   * Every object is built with its keys in sorted order (checks run in field order first), so the trace digest
+   * takes the exchange's canonical JSON in one JSON.stringify (canonicalPlain's fast path).
+   */
   exchange(v: unknown, path: string, ledger: BodyLedger | undefined): Exchange {
     const o = this.object(v, path, ['seq', 'request', 'outcome', 'timing'], ['origin', 'patchId', 'fault', 'websocket'])
     const req = this.object(o.request, `${path}.request`, ['method', 'url', 'headers', 'body'], ['httpVersion'])
     const body = (b: unknown, p: string) => this.body(b, p, ledger)
-    const x: Exchange = {
-      seq: this.int(o.seq, `${path}.seq`),
-      request: {
-        method: this.string(req.method, `${path}.request.method`),
-        url: this.string(req.url, `${path}.request.url`),
-        headers: this.headers(req.headers, `${path}.request.headers`),
-        body: req.body === null ? null : body(req.body, `${path}.request.body`),
-      },
-      outcome: this.outcome(o.outcome, `${path}.outcome`, body),
-      timing: (() => {
-        const t = this.object(o.timing, `${path}.timing`, ['startMs', 'headersMs'])
-        return { startMs: this.number(t.startMs, `${path}.timing.startMs`), headersMs: this.number(t.headersMs, `${path}.timing.headersMs`) }
-      })(),
+    const seq = this.int(o.seq, `${path}.seq`)
+    const method = this.string(req.method, `${path}.request.method`)
+    const url = this.string(req.url, `${path}.request.url`)
+    const headers = this.headers(req.headers, `${path}.request.headers`)
+    const requestBody = req.body === null ? null : body(req.body, `${path}.request.body`)
+    const outcome = this.outcome(o.outcome, `${path}.outcome`, body)
+    const t = this.object(o.timing, `${path}.timing`, ['startMs', 'headersMs'])
+    const startMs = this.number(t.startMs, `${path}.timing.startMs`)
+    const timing = { headersMs: this.number(t.headersMs, `${path}.timing.headersMs`), startMs }
+    if (req.httpVersion !== undefined && req.httpVersion !== '2') this.fail(`${path}.request.httpVersion`, 'must be "2" or absent')
+    const request: Exchange['request'] =
+      req.httpVersion === undefined ? { body: requestBody, headers, method, url } : { body: requestBody, headers, httpVersion: '2', method, url }
+    if (o.origin !== undefined && !ORIGINS.has(o.origin as string)) this.fail(`${path}.origin`, 'must be "recorded", "patched" or "live"')
+    const patchId = o.patchId === undefined ? undefined : this.string(o.patchId, `${path}.patchId`)
+    const fault = o.fault === undefined ? undefined : this.fault(o.fault, `${path}.fault`, body)
+    const websocket = o.websocket === undefined ? undefined : this.websocket(o.websocket, `${path}.websocket`, body)
+    if (fault === undefined && o.origin === undefined && patchId === undefined && websocket === undefined) return { outcome, request, seq, timing }
+    return {
+      ...(fault !== undefined ? { fault } : {}),
+      ...(o.origin !== undefined ? { origin: o.origin as Exchange['origin'] & string } : {}),
+      outcome,
+      ...(patchId !== undefined ? { patchId } : {}),
+      request,
+      seq,
+      timing,
+      ...(websocket !== undefined ? { websocket } : {}),
     }
-    if (req.httpVersion !== undefined) {
-      if (req.httpVersion !== '2') this.fail(`${path}.request.httpVersion`, 'must be "2" or absent')
-      x.request.httpVersion = '2'
-    }
-    if (o.origin !== undefined) {
-      if (!ORIGINS.has(o.origin as string)) this.fail(`${path}.origin`, 'must be "recorded", "patched" or "live"')
-      x.origin = o.origin as Exchange['origin'] & string
-    }
-    if (o.patchId !== undefined) x.patchId = this.string(o.patchId, `${path}.patchId`)
-    if (o.fault !== undefined) x.fault = this.fault(o.fault, `${path}.fault`, body)
-    if (o.websocket !== undefined) x.websocket = this.websocket(o.websocket, `${path}.websocket`, body)
-    return x
   }
 
   /** A WebSocket session's shape; its rules (order, opcodes, close codes) are trace/validate.ts's, checked after. */
@@ -198,28 +203,28 @@ export class Validator {
     const messages = this.array(o.messages, `${path}.messages`).map((m, i): WebSocketMessage => {
       const p = `${path}.messages[${i}]`
       const f = this.object(m, p, ['from', 'opcode', 'atMs', 'body'], ['close'])
-      const message: WebSocketMessage = {
-        from: this.string(f.from, `${p}.from`) as WebSocketMessage['from'],
-        opcode: this.string(f.opcode, `${p}.opcode`) as WebSocketMessage['opcode'],
-        atMs: this.number(f.atMs, `${p}.atMs`),
-        body: body(f.body, `${p}.body`),
-      }
-      if (f.close !== undefined) {
-        const c = this.object(f.close, `${p}.close`, ['code', 'reason'])
-        message.close = { code: this.int(c.code, `${p}.close.code`), reason: this.string(c.reason, `${p}.close.reason`) }
-      }
-      return message
+      const from = this.string(f.from, `${p}.from`) as WebSocketMessage['from']
+      const opcode = this.string(f.opcode, `${p}.opcode`) as WebSocketMessage['opcode']
+      const atMs = this.number(f.atMs, `${p}.atMs`)
+      const b = body(f.body, `${p}.body`)
+      if (f.close === undefined) return { atMs, body: b, from, opcode }
+      return { atMs, body: b, close: this.close(f.close, `${p}.close`), from, opcode }
     })
-    if (o.end === undefined) return { messages }
-    const e = this.object(o.end, `${path}.end`, ['code', 'message', 'atMs'])
-    return {
-      messages,
-      end: {
-        code: this.string(e.code, `${path}.end.code`),
-        message: this.string(e.message, `${path}.end.message`),
-        atMs: this.number(e.atMs, `${path}.end.atMs`),
-      },
-    }
+    return o.end === undefined ? { messages } : { end: this.end(o.end, `${path}.end`), messages }
+  }
+
+  /** A close frame's code and reason. */
+  close(v: unknown, path: string): { code: number; reason: string } {
+    const c = this.object(v, path, ['code', 'reason'])
+    return { code: this.int(c.code, `${path}.code`), reason: this.string(c.reason, `${path}.reason`) }
+  }
+
+  /** How a WebSocket session ended. */
+  end(v: unknown, path: string): { atMs: number; code: string; message: string } {
+    const e = this.object(v, path, ['code', 'message', 'atMs'])
+    const code = this.string(e.code, `${path}.code`)
+    const message = this.string(e.message, `${path}.message`)
+    return { atMs: this.number(e.atMs, `${path}.atMs`), code, message }
   }
 
   fault(v: unknown, path: string, body: (b: unknown, p: string) => BodyRef): ExchangeFault {
@@ -228,15 +233,20 @@ export class Validator {
     if (!(FAULT_PHASES as readonly unknown[]).includes(o.phase)) this.fail(`${path}.phase`, `must be one of ${FAULT_PHASES.join(', ')}`)
     const call = this.int(o.call, `${path}.call`)
     if (call < 1) this.fail(`${path}.call`, 'must be >= 1')
+    const rule = this.string(o.rule, `${path}.rule`)
+    const seed = this.string(o.seed, `${path}.seed`)
+    const key = o.key === undefined ? undefined : this.string(o.key, `${path}.key`)
+    const upstream = o.upstream === null ? null : this.outcome(o.upstream, `${path}.upstream`, body)
+    const websocket = o.websocket === undefined ? undefined : this.upstreamWebSocket(o.websocket, `${path}.websocket`)
     return {
-      rule: this.string(o.rule, `${path}.rule`),
+      call,
+      ...(key !== undefined ? { key } : {}),
       kind: o.kind as ExchangeFault['kind'],
       phase: o.phase as ExchangeFault['phase'],
-      seed: this.string(o.seed, `${path}.seed`),
-      call,
-      ...(o.key !== undefined ? { key: this.string(o.key, `${path}.key`) } : {}),
-      upstream: o.upstream === null ? null : this.outcome(o.upstream, `${path}.upstream`, body),
-      ...(o.websocket !== undefined ? { websocket: this.upstreamWebSocket(o.websocket, `${path}.websocket`) } : {}),
+      rule,
+      seed,
+      upstream,
+      ...(websocket !== undefined ? { websocket } : {}),
     }
   }
 
@@ -250,6 +260,7 @@ export class Validator {
       if (!(WEBSOCKET_OPCODES as readonly unknown[]).includes(f.opcode)) this.fail(`${p}.opcode`, `must be one of ${WEBSOCKET_OPCODES.join(', ')}`)
       const digest = this.string(f.digest, `${p}.digest`)
       if (!/^[0-9a-f]{64}$/.test(digest)) this.fail(`${p}.digest`, 'must be a SHA-256 in hex')
+      // Kept in the order the file has them: the writer copies fault.websocket as it is.
       const message: WebSocketUpstream['messages'][number] = {
         from: f.from as 'client' | 'server',
         opcode: f.opcode as WebSocketMessage['opcode'],
@@ -257,10 +268,7 @@ export class Validator {
         digest,
         size: this.int(f.size, `${p}.size`),
       }
-      if (f.close !== undefined) {
-        const c = this.object(f.close, `${p}.close`, ['code', 'reason'])
-        message.close = { code: this.int(c.code, `${p}.close.code`), reason: this.string(c.reason, `${p}.close.reason`) }
-      }
+      if (f.close !== undefined) message.close = this.close(f.close, `${p}.close`)
       return message
     })
     if (o.end === undefined) return { messages }
@@ -285,28 +293,21 @@ export class Validator {
     const o = this.object(v, path, ['kind', 'error'])
     const e = this.object(o.error, `${path}.error`, ['code', 'message', 'phase'], ['partial'])
     if (!PHASES.has(e.phase as string)) this.fail(`${path}.error.phase`, `must be one of ${[...PHASES].join(', ')}`)
-    return {
-      kind: 'error',
-      error: {
-        code: this.string(e.code, `${path}.error.code`),
-        message: this.string(e.message, `${path}.error.message`),
-        phase: e.phase as 'connect',
-        ...(e.partial !== undefined ? { partial: this.response(e.partial, `${path}.error.partial`, body) } : {}),
-      },
-    }
+    const code = this.string(e.code, `${path}.error.code`)
+    const message = this.string(e.message, `${path}.error.message`)
+    const phase = e.phase as 'connect'
+    if (e.partial === undefined) return { error: { code, message, phase }, kind: 'error' }
+    return { error: { code, message, partial: this.response(e.partial, `${path}.error.partial`, body), phase }, kind: 'error' }
   }
 
   response(v: unknown, path: string, body: (b: unknown, p: string) => BodyRef): RecordedResponse {
     const o = this.object(v, path, ['status', 'statusText', 'headers', 'trailers', 'body'])
     const status = this.int(o.status, `${path}.status`)
     if (status < 100 || status > 999) this.fail(`${path}.status`, 'must be an HTTP status (100-999)')
-    return {
-      status,
-      statusText: this.string(o.statusText, `${path}.statusText`),
-      headers: this.headers(o.headers, `${path}.headers`),
-      trailers: this.headers(o.trailers, `${path}.trailers`),
-      body: body(o.body, `${path}.body`),
-    }
+    const statusText = this.string(o.statusText, `${path}.statusText`)
+    const headers = this.headers(o.headers, `${path}.headers`)
+    const trailers = this.headers(o.trailers, `${path}.trailers`)
+    return { body: body(o.body, `${path}.body`), headers, status, statusText, trailers }
   }
 
   body(v: unknown, path: string, ledger: BodyLedger | undefined): BodyRef {
@@ -328,12 +329,13 @@ export class Validator {
         if (bytes.byteLength === 0) this.fail(`${path}.events[${i}].text`, 'must not be empty')
         return { atMs: this.number(eo.atMs, `${path}.events[${i}].atMs`), bytes }
       })
-      chunks = parts.map((p) => ({ size: p.bytes.byteLength, atMs: p.atMs }))
+      chunks = parts.map((p) => ({ atMs: p.atMs, size: p.bytes.byteLength }))
       if (ledger) bytes = new Uint8Array(Buffer.concat(parts.map((p) => p.bytes)))
     } else {
       chunks = this.array(o.chunks, `${path}.chunks`).map((c, i) => {
         const co = this.object(c, `${path}.chunks[${i}]`, ['size', 'atMs'])
-        return { size: this.int(co.size, `${path}.chunks[${i}].size`), atMs: this.number(co.atMs, `${path}.chunks[${i}].atMs`) }
+        const size = this.int(co.size, `${path}.chunks[${i}].size`)
+        return { atMs: this.number(co.atMs, `${path}.chunks[${i}].atMs`), size }
       })
       if (ledger) bytes = this.#bytes(o, kind, path, digest, size, ledger)
     }
@@ -342,7 +344,7 @@ export class Validator {
       this.checkBytes(bytes, path, digest, size)
       ledger.add(digest, bytes)
     }
-    return { digest, size, chunks }
+    return { chunks, digest, size }
   }
 
   /** The bytes a body of this form holds; undefined for a ref (hashed where its bytes were) and a blob read later. */
