@@ -74,7 +74,9 @@ export function blockEntries(block: Uint8Array): Array<[key: Uint8Array, value: 
  * The first entry of a block whose user key is >= `key` (latin1 bytes), or undefined when every entry is below
  * it: a point read, as LevelDB's Get seeks. The restart array is binary-searched for the last restart whose key
  * is below `key`, and only the entries from there on are decoded (at most one restart interval, 16 entries by
- * default), where `blockEntries` decodes the whole block. Throws a string saying why when the block does not parse.
+ * default), where `blockEntries` decodes the whole block. Each entry's key is rebuilt in one scratch buffer and
+ * compared there (an export makes a point read per body: no allocation per entry). Throws a string saying why
+ * when the block does not parse.
  */
 export function seekEntry(block: Uint8Array, key: Uint8Array): Entry | undefined {
   const { view, restarts, limit } = restartArray(block)
@@ -83,27 +85,60 @@ export function seekEntry(block: Uint8Array, key: Uint8Array): Entry | undefined
   let hi = restarts - 1
   while (lo < hi) {
     const mid = (lo + hi + 1) >>> 1
-    const p = view.getUint32(limit + 4 * mid, true)
-    const a = varint(block, p, limit)
-    const b = a && varint(block, a[1], limit)
-    const c = b && varint(block, b[1], limit)
-    if (!a || !b || !c || a[0] !== 0 || b[0] < 8 || c[1] + b[0] > limit) throw 'bad restart entry'
-    if (compareBytes(block, c[1], c[1] + b[0] - 8, key) < 0) lo = mid
+    const shared = readVarint(block, view.getUint32(limit + 4 * mid, true), limit)
+    const nonShared = readVarint(block, varintEnd, limit)
+    readVarint(block, varintEnd, limit)
+    if (shared !== 0 || nonShared < 8 || varintEnd + nonShared > limit) throw 'bad restart entry'
+    if (compareBytes(block, varintEnd, varintEnd + nonShared - 8, key) < 0) lo = mid
     else hi = mid - 1
   }
-  let prev: Uint8Array = new Uint8Array(0)
+  let length = 0
   for (let p = view.getUint32(limit + 4 * lo, true); p < limit; ) {
-    const e = entryAt(block, p, limit, prev)
-    if (e.key.byteLength < 8) throw 'bad internal key'
-    if (compareBytes(e.key, 0, e.key.byteLength - 8, key) >= 0) {
-      const ik = parseInternalKey(e.key)
+    const shared = readVarint(block, p, limit)
+    const nonShared = readVarint(block, varintEnd, limit)
+    const valueLength = readVarint(block, varintEnd, limit)
+    const start = varintEnd
+    if (shared > length || start + nonShared + valueLength > limit) throw 'bad entry length'
+    length = shared + nonShared
+    if (scratch.byteLength < length) scratch = growScratch(scratch, length)
+    scratch.set(block.subarray(start, start + nonShared), shared)
+    if (length < 8) throw 'bad internal key'
+    p = start + nonShared + valueLength
+    if (compareBytes(scratch, 0, length - 8, key) >= 0) {
+      const ik = parseInternalKey(scratch.subarray(0, length))
       if (!ik) throw 'bad internal key'
-      return { ...ik, value: e.value }
+      return { ...ik, value: block.subarray(start + nonShared, p) }
     }
-    prev = e.key
-    p = e.next
   }
   return undefined
+}
+
+/** The key seekEntry is rebuilding (keys share prefixes with the entry before them). */
+let scratch: Uint8Array = new Uint8Array(256)
+
+function growScratch(old: Uint8Array, length: number): Uint8Array {
+  const grown = new Uint8Array(Math.max(length, old.byteLength * 2))
+  grown.set(old)
+  return grown
+}
+
+/** Where the varint readVarint read last ended. */
+let varintEnd = 0
+
+/** The varint at `p` (sets varintEnd past it), as `varint` reads it but with no array per call; throws a string when it runs past `end`. */
+function readVarint(bytes: Uint8Array, p: number, end: number): number {
+  let result = 0
+  let mul = 1
+  for (let i = 0; i < 10 && p < end; i++) {
+    const b = bytes[p++] as number
+    result += (b & 0x7f) * mul
+    if ((b & 0x80) === 0) {
+      varintEnd = p
+      return result
+    }
+    mul *= 128
+  }
+  throw 'bad entry header'
 }
 
 /** Bytes `a[start, end)` against `b`, as LevelDB's bytewise comparator orders them. */
@@ -148,6 +183,7 @@ function handleAt(bytes: Uint8Array, p: number): [Handle, number] | undefined {
 /** A table's bloom filter block (table/filter_block.cc): one filter per 2 KiB of data-block offsets. */
 interface Filter {
   data: Uint8Array
+  view: DataView
   offsets: number
   count: number
   baseLg: number
@@ -178,17 +214,22 @@ function leveldbHash(bytes: Uint8Array, seed: number): number {
   return h
 }
 
-/** The bloom filter's answer (util/bloom.cc KeyMayMatch): false means the key is certainly absent. */
-function bloomMayMatch(key: Uint8Array, filter: Uint8Array): boolean {
-  if (filter.byteLength < 2) return false
-  const bits = (filter.byteLength - 1) * 8
-  const k = filter[filter.byteLength - 1] as number
+/** A key's hash for the bloom filters (the same in every table: a point read takes it once). */
+export function bloomHash(key: Uint8Array): number {
+  return leveldbHash(key, 0xbc9f1d34)
+}
+
+/** The bloom filter's answer (util/bloom.cc KeyMayMatch) for a key of this bloomHash: false means the key is certainly absent. */
+function bloomMayMatch(hash: number, filter: Uint8Array, start: number, limit: number): boolean {
+  if (limit - start < 2) return false
+  const bits = (limit - start - 1) * 8
+  const k = filter[limit - 1] as number
   if (k > 30) return true
-  let h = leveldbHash(key, 0xbc9f1d34)
+  let h = hash
   const delta = ((h >>> 17) | (h << 15)) >>> 0
   for (let j = 0; j < k; j++) {
     const bit = h % bits
-    if (((filter[bit >>> 3] as number) & (1 << (bit % 8))) === 0) return false
+    if (((filter[start + (bit >>> 3)] as number) & (1 << (bit % 8))) === 0) return false
     h = (h + delta) >>> 0
   }
   return true
@@ -212,7 +253,10 @@ export class TableFile {
   readonly #metaHandle: Handle
   #index: IndexEntry[] = []
   #loaded: Promise<void> | undefined
+  #indexRead = false
   #filter: Promise<Filter | undefined> | undefined
+  /** The filter once read: null when the table has none. */
+  #filterRead: Filter | null | undefined
   /** Bytes read ahead while blocks are read in order (a scan), so a scan reads the file in big reads. */
   #window: { offset: number; bytes: Uint8Array } | undefined
   #lastBlock = -2
@@ -265,22 +309,40 @@ export class TableFile {
       out.push({ last: parsed.key, handle: handle[0] })
     }
     this.#index = out
+    this.#indexRead = true
   }
 
-  /** False when block `i` certainly does not hold `key` (a latin1 user key), by the table's bloom filter. */
-  async mayContain(i: number, key: string): Promise<boolean> {
+  /**
+   * False when block `i` certainly does not hold the key of this bloomHash, by the table's bloom filter. A
+   * boolean at once when the index and filter were read (every read after the first: a point read asks each
+   * table it passes), else a promise.
+   */
+  mayContain(i: number, hash: number): boolean | Promise<boolean> {
+    if (this.#indexRead && this.#filterRead !== undefined) return this.#mayContain(this.#filterRead, i, hash)
+    return this.#readFilter().then((f) => this.#mayContain(f, i, hash))
+  }
+
+  async #readFilter(): Promise<Filter | null> {
     await this.load()
     this.#filter ??= withHandle(this.path, (fh) => readFilter(fh, this.#metaHandle, this.size))
-    const f = await this.#filter
+    this.#filterRead = (await this.#filter) ?? null
+    return this.#filterRead
+  }
+
+  #mayContain(f: Filter | null, i: number, hash: number): boolean {
     const entry = this.#index[i]
-    if (f === undefined || entry === undefined) return true
+    if (f === null || entry === undefined) return true
     const index = Math.floor(entry.handle.offset / 2 ** f.baseLg)
     if (index >= f.count) return true
-    const view = new DataView(f.data.buffer, f.data.byteOffset, f.data.byteLength)
-    const start = view.getUint32(f.offsets + index * 4, true)
-    const limit = view.getUint32(f.offsets + index * 4 + 4, true)
-    if (start <= limit && limit <= f.offsets) return bloomMayMatch(Buffer.from(key, 'latin1'), f.data.subarray(start, limit))
+    const start = f.view.getUint32(f.offsets + index * 4, true)
+    const limit = f.view.getUint32(f.offsets + index * 4 + 4, true)
+    if (start <= limit && limit <= f.offsets) return bloomMayMatch(hash, f.data, start, limit)
     return start !== limit
+  }
+
+  /** True once `load()` has read the index. */
+  get loaded(): boolean {
+    return this.#indexRead
   }
 
   /** How many data blocks the index lists (after `load()`). */
@@ -370,7 +432,13 @@ async function readFilter(fh: FileHandle, meta: Handle, size: number): Promise<F
     if (data.byteLength < 5) return undefined
     const offsets = new DataView(data.buffer, data.byteOffset, data.byteLength).getUint32(data.byteLength - 5, true)
     if (offsets > data.byteLength - 5) return undefined
-    return { data, offsets, count: (data.byteLength - 5 - offsets) / 4, baseLg: data[data.byteLength - 1] as number }
+    return {
+      data,
+      view: new DataView(data.buffer, data.byteOffset, data.byteLength),
+      offsets,
+      count: (data.byteLength - 5 - offsets) / 4,
+      baseLg: data[data.byteLength - 1] as number,
+    }
   } catch {
     return undefined
   }

@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import type { Entry } from './leveldb-format.ts'
 import { parseBatch, readLogFile } from './leveldb-log.ts'
 import type { LiveTable } from './leveldb-manifest.ts'
-import { scanBlocks, seekEntry, TableDamage, TableFile } from './leveldb-table.ts'
+import { bloomHash, scanBlocks, seekEntry, TableDamage, TableFile } from './leveldb-table.ts'
 
 /** A range of latin1 keys. */
 export interface RawRange {
@@ -27,8 +27,8 @@ interface Source {
   largest: string
   /** A cursor at the first entry at or after `start`. */
   cursor(view: FileView, start: string): Cursor
-  /** False when the source certainly does not hold `key` (bloom filters), so a point read skips it. */
-  mayContain?(key: string): Promise<boolean>
+  /** False when the source certainly does not hold `key` (of this bloomHash), by bloom filters, so a point read skips it. */
+  mayContain?(key: string, hash: number): boolean | Promise<boolean>
   /** The first entry at or after `key` (`bytes` is the same key), decoding no more of a block than that (tables). */
   seek?(view: FileView, key: string, bytes: Uint8Array): Promise<Entry | undefined>
 }
@@ -125,8 +125,15 @@ export class FileView {
   async newest(key: string): Promise<Entry | undefined> {
     let best: Entry | undefined
     let bytes: Uint8Array | undefined
+    let hash: number | undefined
     for (const s of this.#sources) {
-      if (key < s.smallest || key > s.largest || (s.mayContain && !(await s.mayContain(key)))) continue
+      if (key < s.smallest || key > s.largest) continue
+      if (s.mayContain) {
+        bytes ??= Buffer.from(key, 'latin1')
+        hash ??= bloomHash(bytes)
+        const may = s.mayContain(key, hash)
+        if (may === false || (may !== true && !(await may))) continue
+      }
       let e: Entry | undefined
       if (s.seek) e = await s.seek(this, key, (bytes ??= Buffer.from(key, 'latin1')))
       else {
@@ -308,12 +315,14 @@ function chainSource(tables: RangedTable[]): Source {
   return {
     smallest: (tables[0] as RangedTable).smallest,
     largest: (tables.at(-1) as RangedTable).largest,
-    async mayContain(key) {
+    mayContain(key, hash) {
       const t = tables[firstTableFrom(tables, key)]
       if (t === undefined || key < t.smallest) return false
-      await t.file.load()
-      const block = t.file.seekBlock(key)
-      return block < t.file.blocks && (await t.file.mayContain(block, key))
+      const inTable = (): boolean | Promise<boolean> => {
+        const block = t.file.seekBlock(key)
+        return block < t.file.blocks && t.file.mayContain(block, hash)
+      }
+      return t.file.loaded ? inTable() : t.file.load().then(inTable)
     },
     async seek(view, key, bytes) {
       for (let t = firstTableFrom(tables, key), b = -1; t < tables.length; ) {
