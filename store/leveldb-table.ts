@@ -151,8 +151,11 @@ function compareBytes(a: Uint8Array, start: number, end: number, b: Uint8Array):
   return end - start - b.byteLength
 }
 
-/** Checks a block's trailer and returns its contents, decompressed; throws a string saying why. */
-export function blockContents(raw: Uint8Array, size: number): Uint8Array {
+/**
+ * Checks a block's trailer and returns its contents, decompressed; throws a string saying why. With `reuse`,
+ * a compressed block is decompressed into one buffer kept for the next call (valid until then).
+ */
+export function blockContents(raw: Uint8Array, size: number, reuse = false): Uint8Array {
   if (raw.byteLength < size + TRAILER) throw 'block cut short'
   const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength)
   if (crc32c(raw, 0, size + 1) !== unmaskCrc(view.getUint32(size + 1, true))) throw 'block checksum mismatch'
@@ -161,12 +164,26 @@ export function blockContents(raw: Uint8Array, size: number): Uint8Array {
   if (type === 0) return data
   if (type === 1) {
     try {
-      return snappy().uncompress(data)
+      return reuse ? uncompressReused(data) : snappy().uncompress(data)
     } catch {
       throw 'compressed block does not decompress'
     }
   }
   throw `unknown block compression ${type}`
+}
+
+/** The buffer uncompressReused writes into. */
+let contentsScratch = new Uint8Array(64 * 1024)
+
+/** snappyjs's decompressor writing into contentsScratch, so a point read allocates no block. */
+function uncompressReused(data: Uint8Array): Uint8Array {
+  const d = new (snappyDecompressor())(data)
+  const length = d.readUncompressedLength()
+  if (length < 0) throw new Error('bad length')
+  if (contentsScratch.byteLength < length) contentsScratch = new Uint8Array(Math.max(length, contentsScratch.byteLength * 2))
+  const out = contentsScratch.subarray(0, length)
+  if (!d.uncompressToBuffer(out)) throw new Error('bad stream')
+  return out
 }
 
 interface Handle {
@@ -393,6 +410,23 @@ export class TableFile {
     }
   }
 
+  /**
+   * The first entry at or after `key` in data block `i`, its value a copy: the block is read, decompressed into
+   * a buffer kept for the next read and searched with no wait between, so nothing else reuses that buffer
+   * meanwhile. For sync point reads (an export: a block per body, nowhere near the last), where keeping each
+   * block allocated 4 KiB per body for the collector to find.
+   */
+  async seek(i: number, key: Uint8Array): Promise<Entry | undefined> {
+    const h = (this.#index[i] as IndexEntry).handle
+    const raw = await this.#raw(h, false)
+    try {
+      const e = seekEntry(blockContents(raw, h.size, true), key)
+      return e && { ...e, value: e.value.slice() }
+    } catch (why) {
+      throw this.#damage(i, why)
+    }
+  }
+
   #damage(i: number, why: unknown): TableDamage {
     const h = (this.#index[i] as IndexEntry).handle
     return new TableDamage(
@@ -492,6 +526,8 @@ function decodeEntries(raw: Array<[Uint8Array, Uint8Array]>): Entry[] {
 }
 
 let pointReadsSync = false
+/** Point reads decompress into one buffer and copy the value out (TableFile.seek), instead of keeping each block. */
+export let blocksReused = false
 
 /**
  * From now on, this process reads the single blocks of point reads (a body by its digest) synchronously. An
@@ -502,6 +538,7 @@ let pointReadsSync = false
  */
 export function useSyncPointReads(): void {
   pointReadsSync = true
+  blocksReused = true
 }
 
 async function readAt(fh: FileHandle, offset: number, length: number, sync = false): Promise<Uint8Array> {
@@ -551,6 +588,14 @@ export function scanBlocks(bytes: Uint8Array, maxBlock = 4 * 1024 * 1024): { ent
     if (end === -1) return { entries, end: start }
     start = end + TRAILER
   }
+}
+
+type Decompressor = new (data: Uint8Array) => { readUncompressedLength(): number; uncompressToBuffer(out: Uint8Array): boolean }
+let decompressorClass: Decompressor | undefined
+/** snappyjs's decompressor class (the module behind its `uncompress`), loaded at first use. */
+function snappyDecompressor(): Decompressor {
+  decompressorClass ??= (createRequire(import.meta.url)('snappyjs/snappy_decompressor') as { SnappyDecompressor: Decompressor }).SnappyDecompressor
+  return decompressorClass
 }
 
 /** snappyjs, loaded the first time a compressed block is read (fsck and read-only commands, not every import). */

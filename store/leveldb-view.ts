@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import type { Entry } from './leveldb-format.ts'
 import { parseBatch, readLogFile } from './leveldb-log.ts'
 import type { LiveTable } from './leveldb-manifest.ts'
-import { bloomHash, scanBlocks, seekEntry, TableDamage, TableFile } from './leveldb-table.ts'
+import { blocksReused, bloomHash, scanBlocks, seekEntry, TableDamage, TableFile } from './leveldb-table.ts'
 
 /** A range of latin1 keys. */
 export interface RawRange {
@@ -246,6 +246,7 @@ export class FileView {
    * export (a body per exchange, in digest order nowhere near exchange order) cost a block read per body.
    */
   async seekIn(file: TableFile, i: number, key: Uint8Array): Promise<Entry | undefined> {
+    if (blocksReused && !this.#rescue) return file.seek(i, key)
     const id = `${file.name}:${i}`
     let contents = this.#contents.get(id)
     if (contents === undefined) {
