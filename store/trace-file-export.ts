@@ -373,10 +373,14 @@ async function* withBodies(source: TraceSource, files: FileExchanges): AsyncGene
   yield* drain()
 }
 
-/** A file written through a stream in batches, waiting whenever the stream is full. */
+/**
+ * A file written through a stream in batches, waiting whenever the stream is full. Each text is encoded as it
+ * comes: an exchange's text is a tree of the many small strings formatJson appended, and a batch of such
+ * trees kept until the flush survived every young collection on the way (copied each time).
+ */
 class TextSink {
   readonly #stream
-  #pending: string[] = []
+  #pending: Buffer[] = []
   #size = 0
 
   constructor(path: string) {
@@ -384,16 +388,17 @@ class TextSink {
   }
 
   async write(text: string): Promise<void> {
-    this.#pending.push(text)
-    this.#size += text.length
+    const bytes = Buffer.from(text, 'utf8')
+    this.#pending.push(bytes)
+    this.#size += bytes.byteLength
     if (this.#size >= WRITE_BATCH) await this.#flush()
   }
 
   async #flush(): Promise<void> {
-    const text = this.#pending.join('')
+    const bytes = Buffer.concat(this.#pending, this.#size)
     this.#pending = []
     this.#size = 0
-    if (!this.#stream.write(text)) await once(this.#stream, 'drain')
+    if (!this.#stream.write(bytes)) await once(this.#stream, 'drain')
   }
 
   async close(): Promise<void> {
