@@ -86,3 +86,40 @@ test('diffTraces tells two big account numbers apart (issue 7)', () => {
   assert.equal(d.differences.length, 1)
   assert.equal(d.differences[0]?.kind, 'response_changed')
 })
+
+test('parseJson without the reviver reads every number a double prints back the same; the others keep their text', () => {
+  // A seeded walk over number spellings: integers, fractions, exponents, trailing zeros, long and tiny ones.
+  let seed = 7
+  const next = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31
+    return seed % n
+  }
+  const digits = (n: number) => Array.from({ length: n }, () => String(next(10))).join('')
+  const spellings = ['0', '-0', '1.0', '0.000001', '0.0000001', '1e21', '1E5', '-0.5', '123456789012345', '1234567890123456', '12345678.12345678']
+  for (let i = 0; i < 5000; i++) {
+    const int = String(next(2) === 0 ? next(1000) : Number(`1${digits(next(20))}`))
+    const frac = next(3) === 0 ? '' : `.${digits(1 + next(18))}`
+    const exp = next(5) === 0 ? `e${next(2) === 0 ? '-' : ''}${next(30)}` : ''
+    spellings.push(`${next(4) === 0 ? '-' : ''}${int}${frac}${exp}`)
+  }
+  for (const n of spellings) {
+    const text = `{"n":${n},"a":[${n}]}`
+    const exact = JSON.parse(text, (_k, v, context?: { source?: string }) =>
+      typeof v === 'number' && context?.source !== undefined && context.source !== String(v) ? `raw:${context.source}` : v,
+    ) as { n: unknown }
+    const got = parseJson(text) as { n: unknown }
+    if (typeof exact.n === 'string') assert.ok(isExactNumber(got.n) && `raw:${got.n.rawJSON}` === exact.n, `${n} keeps its text`)
+    else assert.equal(got.n, exact.n, `${n} is a plain number`)
+    assert.equal(
+      canonicalJson(got),
+      canonicalJson(
+        JSON.parse(text, (_k, v, c?: { source?: string }) =>
+          typeof v === 'number' && c?.source !== undefined && c.source !== String(v)
+            ? (JSON as unknown as { rawJSON(t: string): unknown }).rawJSON(c.source)
+            : v,
+        ),
+      ),
+      n,
+    )
+  }
+})

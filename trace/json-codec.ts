@@ -29,9 +29,17 @@ function exactNumbers(this: unknown, _key: string, value: unknown, context?: { s
   return context.source === String(value) ? value : JSONX.rawJSON(context.source)
 }
 
+/**
+ * Number spellings a double may print differently (String(n) !== the text): an exponent, a fraction ending
+ * in 0, 16 or more digits and dots in a row (more significant digits than a double keeps), -0, and a fraction
+ * below 1e-6. Any other JSON number prints back as written, so text without these parses exactly without the
+ * reviver (which costs more than the parse). Matches inside strings only send the text the slow way.
+ */
+const INEXACT_NUMBER = /\d[eE]|\.\d*0(?!\d)|\d[\d.]{15}|-0(?![.\d])|\.0{6}/
+
 /** Parses JSON text, keeping every number's exact text where a double would change it. Throws SyntaxError. */
 export function parseJson(text: string): unknown {
-  return JSONX.parse(text, exactNumbers)
+  return INEXACT_NUMBER.test(text) ? JSONX.parse(text, exactNumbers) : JSON.parse(text)
 }
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
@@ -88,14 +96,20 @@ export function canonicalJson(value: unknown): string {
     return JSON.stringify(value)
   }
   if (JSONX.isRawJSON(value)) return canonicalNumber(value.rawJSON)
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`
+  // Loops and appends (every request identity and trace digest comes through here).
+  if (Array.isArray(value)) {
+    let out = '['
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + (value[i] === undefined ? 'null' : canonicalJson(value[i]))
+    return `${out}]`
+  }
   if (typeof value === 'object') {
-    const parts: string[] = []
-    for (const k of Object.keys(value).sort()) {
-      const v = (value as Record<string, unknown>)[k]
-      if (v !== undefined) parts.push(`${JSON.stringify(k)}:${canonicalJson(v)}`)
+    const o = value as Record<string, unknown>
+    let out = '{'
+    for (const k of Object.keys(o).sort()) {
+      const v = o[k]
+      if (v !== undefined) out += `${out.length === 1 ? '' : ','}${JSON.stringify(k)}:${canonicalJson(v)}`
     }
-    return `{${parts.join(',')}}`
+    return `${out}}`
   }
   throw new TypeError(`canonicalJson: a ${typeof value} is not representable as JSON`)
 }
