@@ -9,10 +9,11 @@
  */
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { seekEntry } from './leveldb-block.ts'
 import type { Entry } from './leveldb-format.ts'
 import { parseBatch, readLogFile } from './leveldb-log.ts'
 import type { LiveTable } from './leveldb-manifest.ts'
-import { blocksReused, bloomHash, scanBlocks, seekEntry, TableDamage, TableFile } from './leveldb-table.ts'
+import { blocksReused, bloomHash, scanBlocks, TableDamage, TableFile } from './leveldb-table.ts'
 
 /** A range of latin1 keys. */
 export interface RawRange {
