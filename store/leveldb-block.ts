@@ -4,7 +4,7 @@
  * whole (`blockEntries`) or searched for one key (`seekEntry`, a point read).
  */
 import { createRequire } from 'node:module'
-import { crc32c, type Entry, parseInternalKey, unmaskCrc, varint } from './leveldb-format.ts'
+import { crc32c, type Entry, parseInternalKey, unmaskCrc, varintAt, varintEnd } from './leveldb-format.ts'
 
 /** Bytes after every block: its compression type and the masked CRC-32C of the contents and that byte. */
 export const TRAILER = 5
@@ -18,15 +18,27 @@ function restartArray(block: Uint8Array): { view: DataView; restarts: number; li
   return { view, restarts, limit }
 }
 
+/** The header entryHeader read last: key bytes shared with the entry before, key bytes of its own, value length, where its own key bytes start. */
+const header = { shared: 0, nonShared: 0, valueLength: 0, start: 0 }
+
+/** Reads the header of the entry at `p` into `header` (no object per entry); throws a string when it is cut short or runs past `limit`. */
+function entryHeader(block: Uint8Array, p: number, limit: number): typeof header {
+  const shared = varintAt(block, p, limit)
+  const nonShared = shared < 0 ? -1 : varintAt(block, varintEnd, limit)
+  const valueLength = nonShared < 0 ? -1 : varintAt(block, varintEnd, limit)
+  if (valueLength < 0) throw 'bad entry header'
+  if (varintEnd + nonShared + valueLength > limit) throw 'bad entry length'
+  header.shared = shared
+  header.nonShared = nonShared
+  header.valueLength = valueLength
+  header.start = varintEnd
+  return header
+}
+
 /** The entry at `p`: its key made whole from `prev`'s shared bytes, its value (a view) and where the next begins. */
 function entryAt(block: Uint8Array, p: number, limit: number, prev: Uint8Array): { key: Uint8Array; value: Uint8Array; next: number } {
-  const a = varint(block, p, limit)
-  const b = a && varint(block, a[1], limit)
-  const c = b && varint(block, b[1], limit)
-  if (!a || !b || !c) throw 'bad entry header'
-  const [shared, nonShared, valueLength] = [a[0], b[0], c[0]]
-  const start = c[1]
-  if (shared > prev.byteLength || start + nonShared + valueLength > limit) throw 'bad entry length'
+  const { shared, nonShared, valueLength, start } = entryHeader(block, p, limit)
+  if (shared > prev.byteLength) throw 'bad entry length'
   const key = new Uint8Array(shared + nonShared)
   key.set(prev.subarray(0, shared))
   key.set(block.subarray(start, start + nonShared), shared)
@@ -63,20 +75,15 @@ export function seekEntry(block: Uint8Array, key: Uint8Array): Entry | undefined
   let hi = restarts - 1
   while (lo < hi) {
     const mid = (lo + hi + 1) >>> 1
-    const shared = readVarint(block, view.getUint32(limit + 4 * mid, true), limit)
-    const nonShared = readVarint(block, varintEnd, limit)
-    readVarint(block, varintEnd, limit)
-    if (shared !== 0 || nonShared < 8 || varintEnd + nonShared > limit) throw 'bad restart entry'
-    if (compareBytes(block, varintEnd, varintEnd + nonShared - 8, key) < 0) lo = mid
+    const { shared, nonShared, start } = entryHeader(block, view.getUint32(limit + 4 * mid, true), limit)
+    if (shared !== 0 || nonShared < 8) throw 'bad restart entry'
+    if (compareBytes(block, start, start + nonShared - 8, key) < 0) lo = mid
     else hi = mid - 1
   }
   let length = 0
   for (let p = view.getUint32(limit + 4 * lo, true); p < limit; ) {
-    const shared = readVarint(block, p, limit)
-    const nonShared = readVarint(block, varintEnd, limit)
-    const valueLength = readVarint(block, varintEnd, limit)
-    const start = varintEnd
-    if (shared > length || start + nonShared + valueLength > limit) throw 'bad entry length'
+    const { shared, nonShared, valueLength, start } = entryHeader(block, p, limit)
+    if (shared > length) throw 'bad entry length'
     length = shared + nonShared
     if (scratch.byteLength < length) scratch = growScratch(scratch, length)
     scratch.set(block.subarray(start, start + nonShared), shared)
@@ -98,25 +105,6 @@ function growScratch(old: Uint8Array, length: number): Uint8Array {
   const grown = new Uint8Array(Math.max(length, old.byteLength * 2))
   grown.set(old)
   return grown
-}
-
-/** Where the varint readVarint read last ended. */
-let varintEnd = 0
-
-/** The varint at `p` (sets varintEnd past it), as `varint` reads it but with no array per call; throws a string when it runs past `end`. */
-function readVarint(bytes: Uint8Array, p: number, end: number): number {
-  let result = 0
-  let mul = 1
-  for (let i = 0; i < 10 && p < end; i++) {
-    const b = bytes[p++] as number
-    result += (b & 0x7f) * mul
-    if ((b & 0x80) === 0) {
-      varintEnd = p
-      return result
-    }
-    mul *= 128
-  }
-  throw 'bad entry header'
 }
 
 /** Bytes `a[start, end)` against `b`, as LevelDB's bytewise comparator orders them. */

@@ -178,7 +178,7 @@ export class TableFile {
    * table it passes), else a promise.
    */
   mayContain(i: number, hash: number): boolean | Promise<boolean> {
-    if (this.#indexRead && this.#filterRead !== undefined) return this.#mayContain(this.#filterRead, i, hash)
+    if (this.#filterRead !== undefined) return this.#mayContain(this.#filterRead, i, hash)
     return this.#readFilter().then((f) => this.#mayContain(f, i, hash))
   }
 
@@ -369,19 +369,23 @@ function decodeEntries(raw: Array<[Uint8Array, Uint8Array]>): Entry[] {
 }
 
 let pointReadsSync = false
-/** Point reads decompress into one buffer and copy the value out (TableFile.seek), instead of keeping each block. */
-export let blocksReused = false
+
+/** True after useSyncPointReads: a point read then also decompresses into one buffer and copies the value out (TableFile.seek). */
+export function syncPointReads(): boolean {
+  return pointReadsSync
+}
 
 /**
  * From now on, this process reads the single blocks of point reads (a body by its digest) synchronously. An
  * export reads one such block per body, and the asynchronous read's round trip through libuv's pool cost
  * more than the read (a copy of ~4 KB from the page cache): 12 of the 106 s of a profiled million-exchange
- * export; 129/127 s became 107/93 s. For a process that runs one streaming command (tr-proxy export), as
- * cli/heap-growth.ts's setting; a server must not, since a read from a cold disk then holds its event loop.
+ * export; 129/127 s became 107/93 s. Each such block is also decompressed into one reused buffer and the
+ * value copied out (TableFile.seek), rather than 4 KiB per body left for the collector. For a process that
+ * runs one streaming command (tr-proxy export), as cli/heap-growth.ts's setting; a server must not, since a
+ * read from a cold disk then holds its event loop.
  */
 export function useSyncPointReads(): void {
   pointReadsSync = true
-  blocksReused = true
 }
 
 async function readAt(fh: FileHandle, offset: number, length: number, sync = false): Promise<Uint8Array> {

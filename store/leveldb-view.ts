@@ -13,7 +13,7 @@ import { seekEntry } from './leveldb-block.ts'
 import type { Entry } from './leveldb-format.ts'
 import { parseBatch, readLogFile } from './leveldb-log.ts'
 import type { LiveTable } from './leveldb-manifest.ts'
-import { blocksReused, bloomHash, scanBlocks, TableDamage, TableFile } from './leveldb-table.ts'
+import { bloomHash, scanBlocks, syncPointReads, TableDamage, TableFile } from './leveldb-table.ts'
 
 /** A range of latin1 keys. */
 export interface RawRange {
@@ -247,7 +247,7 @@ export class FileView {
    * export (a body per exchange, in digest order nowhere near exchange order) cost a block read per body.
    */
   async seekIn(file: TableFile, i: number, key: Uint8Array): Promise<Entry | undefined> {
-    if (blocksReused && !this.#rescue) return file.seek(i, key)
+    if (syncPointReads() && !this.#rescue) return file.seek(i, key)
     const id = `${file.name}:${i}`
     let contents = this.#contents.get(id)
     if (contents === undefined) {

@@ -46,7 +46,7 @@ export class TraceDigester {
 
   /** Adds the next exchange; returns its canonical JSON (to hand to another digester of the same exchange). */
   add(x: Exchange): string {
-    const text = canonicalPlain(x)
+    const text = canonicalJson(x)
     this.addCanonical(text)
     return text
   }
@@ -65,59 +65,6 @@ export class TraceDigester {
     this.#hash.update(`],"format":${canonicalJson(TRACE_FORMAT_VERSION)},"meta":${canonicalJson(meta)}}`)
     return this.#hash.digest('hex')
   }
-}
-
-/**
- * canonicalJson for plain values (strings, finite numbers, booleans, null, arrays, objects: what the
- * validator builds an exchange of): the digest of a million exchanges is mostly this. A value whose objects
- * all hold their keys in sorted order (the validator builds them so) is one JSON.stringify, which then
- * writes exactly canonicalJson's text; anything else is walked here (an exact number from parseJson goes to
- * canonicalJson itself).
- */
-export function canonicalPlain(value: unknown): string {
-  return sortedPlain(value) ? JSON.stringify(value) : walkedCanonical(value)
-}
-
-/**
- * True when JSON.stringify writes `value` canonically: only strings, finite numbers, booleans, null, arrays
- * and plain objects whose keys (undefined members aside, which both leave out) are in ascending order. An
- * object with index-like keys lists them first, in numeric order, so "10" before "9" fails the check.
- */
-function sortedPlain(value: unknown): boolean {
-  if (typeof value === 'string' || typeof value === 'boolean' || value === null) return true
-  if (typeof value === 'number') return Number.isFinite(value)
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (value[i] !== undefined && !sortedPlain(value[i])) return false
-    return true
-  }
-  if (typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return false
-  let previous: string | undefined
-  for (const k in value) {
-    if (previous !== undefined && !(previous < k)) return false
-    previous = k
-    const v = (value as Record<string, unknown>)[k]
-    if (v !== undefined && !sortedPlain(v)) return false
-  }
-  return true
-}
-
-function walkedCanonical(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value)
-  if (typeof value === 'number' || typeof value === 'boolean' || value === null) return canonicalJson(value)
-  if (Array.isArray(value)) {
-    let out = '['
-    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + (value[i] === undefined ? 'null' : canonicalPlain(value[i]))
-    return `${out}]`
-  }
-  if (typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return canonicalJson(value)
-  const o = value as Record<string, unknown>
-  let out = '{'
-  for (const k of Object.keys(o).sort()) {
-    const v = o[k]
-    if (v === undefined) continue
-    out += `${out.length === 1 ? '' : ','}${JSON.stringify(k)}:${canonicalPlain(v)}`
-  }
-  return `${out}}`
 }
 
 /**

@@ -162,7 +162,7 @@ export class Validator {
   /**
    * With `ledger` undefined only the refs are read (export's digest); otherwise bytes are decoded and verified.
    * Every object is built with its keys in sorted order (checks run in field order first), so the trace digest
-   * takes the exchange's canonical JSON in one JSON.stringify (canonicalPlain's fast path).
+   * takes the exchange's canonical JSON in one JSON.stringify (canonicalJson's fast path).
    */
   exchange(v: unknown, path: string, ledger: BodyLedger | undefined): Exchange {
     const o = this.object(v, path, ['seq', 'request', 'outcome', 'timing'], ['origin', 'patchId', 'fault', 'websocket'])

@@ -123,3 +123,30 @@ test('parseJson without the reviver reads every number a double prints back the 
     )
   }
 })
+
+test('canonicalJson gives the same text on its sorted one-stringify path and on the walk', () => {
+  // The same value with every object's keys inserted in reverse: unsorted, so it takes the walk.
+  const reversed = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(reversed)
+    if (v === null || typeof v !== 'object' || Object.getPrototypeOf(v) !== Object.prototype) return v
+    return Object.fromEntries(
+      Object.entries(v)
+        .reverse()
+        .map(([k, x]) => [k, reversed(x)]),
+    )
+  }
+  const values: Array<[unknown, string]> = [
+    [{ a: 1, b: [{ c: 'x', d: 2 }] }, '{"a":1,"b":[{"c":"x","d":2}]}'],
+    [{ a: 1, b: { 9: 'nine', 10: 'ten' } }, '{"a":1,"b":{"10":"ten","9":"nine"}}'],
+    [{ a: undefined, b: [undefined, -0, 1e21, 'é\u2028"'], c: null }, '{"b":[null,0,1e+21,"é\u2028\\""],"c":null}'],
+    [{ v: { w: 1, x: { y: { z: true } } }, z: [] }, '{"v":{"w":1,"x":{"y":{"z":true}}},"z":[]}'],
+    [{ n: parseJson('12345678901234567890'), m: 1 }, '{"m":1,"n":12345678901234567890}'],
+    [[1, 'two', { a: false, b: true }], '[1,"two",{"a":false,"b":true}]'],
+  ]
+  for (const [v, text] of values) {
+    assert.equal(canonicalJson(v), text)
+    assert.equal(canonicalJson(reversed(v)), text)
+  }
+  assert.throws(() => canonicalJson({ a: Number.NaN }), TypeError)
+  assert.throws(() => canonicalJson({ a: () => 1 }), TypeError)
+})

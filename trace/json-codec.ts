@@ -90,6 +90,36 @@ export function stringifyJson(value: unknown, space?: number): string {
  * double keeps all its digits (RFC 8785 would round it), so big IDs never collide.
  */
 export function canonicalJson(value: unknown): string {
+  // A value whose objects all hold their keys in sorted order (as the trace-file reader builds exchanges) is
+  // one JSON.stringify, which writes exactly this text; anything else is walked, and the walk checks no more.
+  return sortedPlain(value) ? JSON.stringify(value) : walkCanonical(value)
+}
+
+/**
+ * True when JSON.stringify writes `value` canonically: only strings, finite numbers, booleans, null, arrays
+ * and plain objects whose keys (undefined members aside, which both leave out) are in ascending order. An
+ * object with index-like keys lists them first, in numeric order, so "10" before "9" fails the check; an exact
+ * number (its prototype is null) fails it too.
+ */
+function sortedPlain(value: unknown): boolean {
+  if (typeof value === 'string' || typeof value === 'boolean' || value === null) return true
+  if (typeof value === 'number') return Number.isFinite(value)
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (value[i] !== undefined && !sortedPlain(value[i])) return false
+    return true
+  }
+  if (typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return false
+  let previous: string | undefined
+  for (const k in value) {
+    if (previous !== undefined && !(previous < k)) return false
+    previous = k
+    const v = (value as Record<string, unknown>)[k]
+    if (v !== undefined && !sortedPlain(v)) return false
+  }
+  return true
+}
+
+function walkCanonical(value: unknown): string {
   if (value === null || typeof value === 'boolean' || typeof value === 'string') return JSON.stringify(value)
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) throw new TypeError('canonicalJson: non-finite numbers are not JSON')
@@ -99,7 +129,7 @@ export function canonicalJson(value: unknown): string {
   // Loops and appends (every request identity and trace digest comes through here).
   if (Array.isArray(value)) {
     let out = '['
-    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + (value[i] === undefined ? 'null' : canonicalJson(value[i]))
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + (value[i] === undefined ? 'null' : walkCanonical(value[i]))
     return `${out}]`
   }
   if (typeof value === 'object') {
@@ -107,7 +137,7 @@ export function canonicalJson(value: unknown): string {
     let out = '{'
     for (const k of Object.keys(o).sort()) {
       const v = o[k]
-      if (v !== undefined) out += `${out.length === 1 ? '' : ','}${JSON.stringify(k)}:${canonicalJson(v)}`
+      if (v !== undefined) out += `${out.length === 1 ? '' : ','}${JSON.stringify(k)}:${walkCanonical(v)}`
     }
     return `${out}}`
   }
