@@ -22,8 +22,11 @@ export interface WireHead {
 export interface PlaybackTarget {
   /** True once the client is gone (aborted, socket closed): playback stops quietly. */
   readonly gone: boolean
-  /** The response head; `wire` when it comes live from a transport that kept its raw fields. */
-  head(head: ResponseHead, wire?: WireHead): void
+  /**
+   * The response head; `wire` when it comes live from a transport that kept its raw fields. `chunks`: how many
+   * chunks follow, when a played body of more than one is at hand (a path may answer such a body differently).
+   */
+  head(head: ResponseHead, wire?: WireHead, chunks?: number): void
   /** Hands one chunk over; returns a promise when the client asked to wait (back-pressure). */
   chunk(bytes: Uint8Array): void | Promise<void>
   /**
@@ -90,42 +93,21 @@ async function drive(playback: Playback, pace: Pace, target: PlaybackTarget): Pr
     target.fail(failed.error, false, failed.injected === true)
     return
   }
-  target.head(head)
-  const apart = keepsChunksApart(pace)
-  let previousAtMs = 0
-  /** Hands one chunk over after the waits it needs; false when the client went away. */
-  const deliver = async (chunk: PlaybackChunk, first: boolean): Promise<boolean> => {
-    // Apart from the one before it: only between chunks, never before the first.
-    if (apart && !first) {
-      const separated = target.separate(Math.max(0, chunk.atMs - previousAtMs))
-      if (separated) await separated
-      if (target.gone) return false
-    }
-    previousAtMs = chunk.atMs
-    const toChunk = until(chunk.atMs)
-    if (toChunk) await toChunk
-    if (target.gone) return false
-    const waiting = target.chunk(chunk.bytes)
-    if (waiting) await waiting
-    return !target.gone
-  }
   const chunks = playback.chunks
+  target.head(head, undefined, Array.isArray(chunks) && chunks.length > 1 ? chunks.length : undefined)
+  const delivery = new Delivery(target, keepsChunksApart(pace), until)
   if (Array.isArray(chunks)) {
     for (let i = 0; i < chunks.length; i++) {
-      const chunk = chunks[i] as PlaybackChunk
-      // The first chunk needs no wait unless paced: hand it over in this tick, as the socket would.
-      if (i === 0 && !until(chunk.atMs)) {
-        previousAtMs = chunk.atMs
-        const waiting = target.chunk(chunk.bytes)
-        if (waiting) await waiting
-        if (target.gone) return
-      } else if (!(await deliver(chunk, i === 0))) return
+      // The first chunk needs no wait unless paced: it goes in this tick, as the socket would hand it over.
+      let went = delivery.chunk(chunks[i] as PlaybackChunk, i === 0)
+      if (went !== true && went !== false) went = await went
+      if (!went) return
     }
   } else {
     let first = true
     try {
       for await (const chunk of chunks) {
-        if (!(await deliver(chunk, first))) return
+        if (!(await delivery.chunk(chunk, first))) return
         first = false
       }
     } catch (err) {
@@ -146,4 +128,46 @@ async function drive(playback: Playback, pace: Pace, target: PlaybackTarget): Pr
     // No timer: the client's own close or abort ends it, as it did when recorded.
     if (!target.gone) await new Promise<void>((resolve) => onGone(resolve))
   } else target.fail(playback.error, true, playback.injected === true)
+}
+
+/**
+ * Hands chunks over after the waits each needs: its separation from the one before (never before the first),
+ * its release time when paced, the client's back-pressure. A promise only when something had to be waited for,
+ * so a chunk that can go at once goes in this tick.
+ */
+class Delivery {
+  readonly #target: PlaybackTarget
+  readonly #apart: boolean
+  readonly #until: (atMs: number) => Promise<unknown> | undefined
+  #previousAtMs = 0
+
+  constructor(target: PlaybackTarget, apart: boolean, until: (atMs: number) => Promise<unknown> | undefined) {
+    this.#target = target
+    this.#apart = apart
+    this.#until = until
+  }
+
+  /** True once the chunk went, false when the client went away. */
+  chunk(chunk: PlaybackChunk, first: boolean): boolean | Promise<boolean> {
+    const target = this.#target
+    if (this.#apart && !first) {
+      const separated = target.separate(Math.max(0, chunk.atMs - this.#previousAtMs))
+      if (separated) return separated.then(() => !target.gone && this.#release(chunk))
+      if (target.gone) return false
+    }
+    return this.#release(chunk)
+  }
+
+  #release(chunk: PlaybackChunk): boolean | Promise<boolean> {
+    this.#previousAtMs = chunk.atMs
+    const toChunk = this.#until(chunk.atMs)
+    if (toChunk) return toChunk.then(() => !this.#target.gone && this.#hand(chunk))
+    return !this.#target.gone && this.#hand(chunk)
+  }
+
+  #hand(chunk: PlaybackChunk): boolean | Promise<boolean> {
+    const target = this.#target
+    const waiting = target.chunk(chunk.bytes)
+    return waiting ? waiting.then(() => !target.gone) : !target.gone
+  }
 }

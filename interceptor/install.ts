@@ -25,6 +25,7 @@ import {
 } from '../engine/index.ts'
 import { openStore, type TraceStore } from '../store/index.ts'
 import { ErrorCodes, IDENTITY_OPTIONS, type IdentityOptions, isToolReplayError, type OptionInputs, optionsFromCode, ToolReplayError } from '../trace/index.ts'
+import { wrapGlobalFetch } from './fetch-answer.ts'
 import { globalFetchIsCapturable, installGlobalDispatcher } from './global-dispatcher.ts'
 import { installHttp2Capture } from './http2-capture.ts'
 import type { NodeHttpCapture } from './node-http-capture.ts'
@@ -129,7 +130,7 @@ export async function install(options: InstallOptions): Promise<InterceptorSessi
     throw err
   }
   const dispatcher = createRecordReplayDispatcher({ session, ...(options.upstream ? { upstream: options.upstream } : {}), ...path })
-  const uninstallDispatcher = options.global === false ? () => {} : installGlobalDispatcher(dispatcher)
+  const uninstallDispatcher = options.global === false ? () => {} : both(installGlobalDispatcher(dispatcher), wrapGlobalFetch(dispatcher))
   const nodeHttp = await captureNodeHttp(options, { session, ...path }, async () => {
     // Nothing half-installed: the app's fetch must not keep going to a session that is gone.
     uninstallDispatcher()
@@ -223,6 +224,14 @@ async function captureNodeHttp(
       : new ToolReplayError(ErrorCodes.CAPTURE_UNAVAILABLE, `Cannot capture node:http requests: ${err instanceof Error ? err.message : String(err)}`, {
           cause: err,
         })
+  }
+}
+
+/** Runs both undo steps, the last one first. */
+function both(first: () => void, second: () => void): () => void {
+  return () => {
+    second()
+    first()
   }
 }
 

@@ -30,7 +30,7 @@ export class LateRequestDispatcher extends DispatcherShell {
     queueMicrotask(() => {
       sink.start()
       // One chunk, nothing recorded to wait for: no pacing applies.
-      void drivePlayback(refusalPlayback(error), { kind: 'none' }, fetchClient(sink))
+      void drivePlayback(refusalPlayback(error), { kind: 'none' }, fetchClient(sink, false))
     })
     return true
   }

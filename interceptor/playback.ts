@@ -3,14 +3,13 @@
  * lifecycle plays and tees into. A played response reaches it the way a socket would have delivered it: one
  * data callback per recorded chunk, each its own read for the app, stopping while the app is paused. fetch's
  * body is a node:stream Readable under the web stream; on Node 22 and 24 its read() hands over everything it
- * holds at once. There a played stream of several chunks makes that Readable hold one chunk at a time
- * (response-sink.ts holdOneChunk): the next chunk goes out when the app's reader pulls, so an app that awaits
- * I/O between reads still reads every chunk apart; a handler without that Readable gets the chunks a macrotask
- * apart (by then a pending read has taken the previous one). Node 26's read() hands over one chunk at a time:
- * there chunks go over without waiting, and each is still its own read (fetch's back-pressure pauses playback
- * as it would a socket).
+ * holds at once. There a played response makes that Readable keep its chunks apart (response-sink.ts
+ * keepChunksApart: one chunk per read()), so chunks go over without waiting and an app that awaits I/O between
+ * reads still reads every chunk apart; a handler without that Readable gets the chunks a macrotask apart (by
+ * then a pending read has taken the previous one). Node 26's read() hands over one chunk at a time itself.
+ * Either way fetch's back-pressure pauses playback as it would a socket.
  */
-import { type ClientTarget, drivePlayback, type Pace, toNodeError, type WireHead } from '../capture/index.ts'
+import { type ClientTarget, drivePlayback, keepsChunksApart, type Pace, toNodeError, type WireHead } from '../capture/index.ts'
 import type { Playback } from '../engine/index.ts'
 import type { HeaderPairs, RecordedError, ResponseHead } from '../trace/index.ts'
 import { type ParsedHeaders, parseHeaderPairs, type ResponseController, type ResponseSink } from './response-sink.ts'
@@ -73,20 +72,23 @@ export function nextRead(): Promise<void> | undefined {
  * The app's fetch as the client of a captured request: pauses become waits, an abort ends delivery and
  * reaches the app at once as its own AbortError, live failures reach it as undici reported them.
  */
-export function fetchClient(sink: ResponseSink): ClientTarget {
-  return new FetchClient(sink)
+export function fetchClient(sink: ResponseSink, apart: boolean): ClientTarget {
+  return new FetchClient(sink, apart)
 }
 
 /** One object per request, its methods shared (no closures made per request). */
-class FetchClient implements ClientTarget {
+export class FetchClient implements ClientTarget {
   readonly #sink: ResponseSink
   readonly #controller: ResponseController
   #gone: Array<() => void> | undefined
-  /** Undefined until the first separation; then true when the app's reader pulls each chunk (holdOneChunk). */
-  #pulls: boolean | undefined
+  /** True while a played response's chunks must reach the app apart: the pace is not `none`. */
+  readonly #apart: boolean
+  /** True once the app's body stream keeps every chunk its own read (keepChunksApart): no wait between chunks. */
+  #kept = false
 
-  constructor(sink: ResponseSink) {
+  constructor(sink: ResponseSink, apart: boolean) {
     this.#sink = sink
+    this.#apart = apart
     this.#controller = sink.controller
     this.#controller.onAbort((reason) => {
       const gone = this.#gone
@@ -104,9 +106,13 @@ class FetchClient implements ClientTarget {
     ;(this.#gone ??= []).push(fn)
   }
 
-  head(head: ResponseHead, wire?: WireHead): void {
+  head(head: ResponseHead, wire?: WireHead, _chunks?: number): void {
     if (wire) this.#sink.responseStart(head.status, wire.raw, head.statusText, wire.parsed ? () => wire.parsed as ParsedHeaders : undefined)
-    else this.#sink.responseStart(head.status, rawHeaderBuffers(head.headers), head.statusText, () => parseHeaderPairs(head.headers))
+    else {
+      this.#sink.responseStart(head.status, rawHeaderBuffers(head.headers), head.statusText, () => parseHeaderPairs(head.headers))
+      // A played response (a live one arrives as the network delivers it): its chunks stay apart in the body.
+      if (this.#apart && !readableKeepsChunksApart()) this.#kept = this.#sink.keepChunksApart()
+    }
   }
 
   chunk(bytes: Uint8Array): Promise<void> | undefined {
@@ -117,15 +123,9 @@ class FetchClient implements ClientTarget {
     return controller.paused ? this.#resumed() : undefined
   }
 
-  separate(): Promise<void> | undefined {
-    if (this.#pulls === undefined) {
-      // Asked only between chunks (never for a one-chunk answer, whose end must not wait for a read). The first
-      // chunk went out before the body held one chunk at a time: this first separation is still a macrotask.
-      this.#pulls = !readableKeepsChunksApart() && this.#sink.holdOneChunk()
-      return nextRead()
-    }
-    // Holding one chunk, the body asks for the next when its reader took this one: chunk() waits for that.
-    return this.#pulls ? undefined : nextRead()
+  separate(_gapMs?: number): Promise<void> | undefined {
+    // The body keeps chunks apart itself (and pauses playback while it holds enough): nothing to wait for.
+    return this.#kept ? undefined : nextRead()
   }
 
   end(trailers: HeaderPairs): void {
@@ -143,7 +143,7 @@ class FetchClient implements ClientTarget {
     else this.#sink.error(error)
   }
 
-  failLive(err: Error): void {
+  failLive(err: Error, _recorded?: RecordedError, _afterHead?: boolean): void {
     this.#sink.error(err)
   }
 
@@ -158,6 +158,6 @@ class FetchClient implements ClientTarget {
 
 /** Plays `playback` into `sink` at `pace`. Returns at once; delivery continues on timers and resumes. */
 export function playBack(playback: Playback, sink: ResponseSink, pace: Pace): void {
-  const client = fetchClient(sink)
+  const client = fetchClient(sink, keepsChunksApart(pace))
   void drivePlayback(playback, pace, client)?.catch((err: Error) => client.failWith(err))
 }

@@ -16,6 +16,7 @@ import {
   captureRequest,
   drivePlayback,
   forwardThroughDispatcher,
+  keepsChunksApart,
   LazyAgent,
   type PathOptions,
   refusalPlayback,
@@ -23,6 +24,7 @@ import {
 import type { Session, Ticket } from '../engine/index.ts'
 import { ErrorCodes, headerValue, ToolReplayError } from '../trace/index.ts'
 import { DispatcherShell } from './dispatcher-shell.ts'
+import { type FetchCall, PulledClient } from './fetch-answer.ts'
 import { runAsInternalConnection } from './internal-connection.ts'
 import { fetchClient } from './playback.ts'
 import { type BufferedBody, bufferBody, headerPairs, requestUrl } from './request-capture.ts'
@@ -78,12 +80,17 @@ export class RecordReplayDispatcher extends DispatcherShell {
   }
 
   override dispatch(opts: Dispatcher.DispatchOptions, handler: AnyDispatchHandler): boolean {
+    return this.dispatchFor(opts, handler, undefined)
+  }
+
+  /** dispatch() for one call of the wrapped global fetch (fetch-answer.ts), which may answer a played stream itself. */
+  dispatchFor(opts: Dispatcher.DispatchOptions, handler: AnyDispatchHandler, call: FetchCall | undefined): boolean {
     if ((opts.upgrade || opts.method === 'CONNECT') && !this.#closed) return this.#upgrade(opts, handler)
     // Its place in the order the engine sees requests: taken now, in the order the app dispatched them,
     // whatever order their bodies finish buffering in.
     const ticket = this.#session.arrival()
     // Deferred so handlers are never called re-entrantly from inside dispatch().
-    queueMicrotask(() => this.#start(opts, handler, ticket))
+    queueMicrotask(() => this.#start(opts, handler, ticket, call))
     return true
   }
 
@@ -130,9 +137,10 @@ export class RecordReplayDispatcher extends DispatcherShell {
     return upstream instanceof LazyAgent ? upstream.use(forward, fail) : forward(upstream)
   }
 
-  #start(opts: Dispatcher.DispatchOptions, handler: AnyDispatchHandler, ticket: Ticket): void {
+  #start(opts: Dispatcher.DispatchOptions, handler: AnyDispatchHandler, ticket: Ticket, call: FetchCall | undefined): void {
     const sink = createResponseSink(handler)
-    const client = fetchClient(sink)
+    const apart = keepsChunksApart(this.#capture.pace)
+    const client = call ? new PulledClient(sink, apart, call) : fetchClient(sink, apart)
     sink.start()
     if (this.#closed) {
       ticket.release()

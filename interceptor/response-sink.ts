@@ -96,11 +96,10 @@ export interface ResponseSink {
   end(rawTrailers: Buffer[]): void
   error(err: Error): void
   /**
-   * From now on the app's body stream holds one chunk at a time and asks for the next when its reader took it
-   * (see `holdOneChunk`): each `data` then returns false and the next waits for that ask. False when the
-   * handler keeps no such stream (not fetch's), or the response has not started.
+   * Makes the app's body stream keep each chunk handed over its own read (see `keepChunksApart`), for a response
+   * whose head went out and no chunk yet. False when the handler keeps no such stream (not fetch's).
    */
-  holdOneChunk(): boolean
+  keepChunksApart(): boolean
 }
 
 /** Headers as the controller API passes them: lowercase names, repeated fields as arrays. */
@@ -133,20 +132,25 @@ export function parseRawHeaders(raw: Buffer[]): ParsedHeaders {
   return out
 }
 
+/** How many played chunks fetch's body stream holds before it pauses playback (its own mark is 64 KiB). */
+const APART_CHUNKS = 16
+
 /**
- * Makes fetch's body stream hold one chunk at a time. fetch (Node's bundled undici 6 and 7, and undici 8) keeps
- * a response's bytes in a node:stream Readable, the handler's `body`, which asks for more (resume) until it holds
- * 64 KiB, and on Node 22 and 24 hands its reader everything it holds in one read: an app that does any I/O
- * between reads gets the chunks merged. At a high-water mark of 0 it asks only when its reader found it empty,
- * and each push returns false (fetch pauses): the next chunk goes out when the app pulls, one chunk per read.
- * @note `body` and `_readableState.highWaterMark` are fetch's and Node's internals, the same in every version
- * tried (Node 22, 24, 26; undici 8): read by shape, so another handler (or a future fetch) is left alone and
- * its playback keeps the macrotask rule.
+ * Makes fetch's body stream keep chunks apart. fetch (Node's bundled undici 6 and 7, and undici 8) keeps a
+ * response's bytes in a node:stream Readable, the handler's `body`, whose read() on Node 22 and 24 hands its
+ * reader everything it holds at once: an app that does any I/O between reads would get the chunks merged. In
+ * object mode it hands over one chunk per read(), so every chunk handed over is its own read for the app
+ * however it reads, and playback needs no wait between chunks; it pauses playback at APART_CHUNKS held chunks
+ * (push returns false) and resumes it as the app reads.
+ * @note `body` and `_readableState` are fetch's and Node's internals, the same in every version tried (Node 22,
+ * 24, 26; undici 8): read by shape, so another handler (or a future fetch) is left alone and its playback keeps
+ * the macrotask rule. Only an empty stream is switched: object mode counts chunks, not bytes.
  */
-function holdOneChunk(handler: object): boolean {
-  const state = (handler as { body?: { _readableState?: { highWaterMark?: unknown; objectMode?: unknown } } }).body?._readableState
-  if (!state || typeof state.highWaterMark !== 'number' || state.objectMode === true) return false
-  state.highWaterMark = 0
+function keepChunksApart(handler: object): boolean {
+  const state = (handler as { body?: { _readableState?: { highWaterMark?: unknown; objectMode?: unknown; length?: unknown } } }).body?._readableState
+  if (!state || typeof state.highWaterMark !== 'number' || state.objectMode !== false || state.length !== 0) return false
+  state.objectMode = true
+  state.highWaterMark = APART_CHUNKS
   return true
 }
 
@@ -181,8 +185,8 @@ abstract class HandlerSink implements ResponseSink {
   /** The app's handler object. */
   protected abstract get handler(): object
 
-  holdOneChunk(): boolean {
-    return !this.finished && holdOneChunk(this.handler)
+  keepChunksApart(): boolean {
+    return !this.finished && keepChunksApart(this.handler)
   }
 
   end(rawTrailers: Buffer[]): void {

@@ -8,6 +8,10 @@
  *   handed over together (its Readable's read() gives the reader all it holds), and the dispatcher API has no
  *   signal that the app has read, so a macrotask is the least that keeps reads apart; Node 26's read() gives one
  *   chunk at a time, and there the floor hands every chunk over at once.
+ * - `answerFetchFloor`: chunk-exact replay on the global fetch answered at the fetch level (as ours does there):
+ *   each call goes through Node's fetch with a dispatcher that answers the head and an empty body, and the app
+ *   gets a Response over a byte stream that hands it one chunk per read, from memory. No session, matching or
+ *   Response subclass; what a fetch-level answer that keeps fetch's byte stream costs at the least.
  * - `RecordFloor`: recording in-process. It forwards through an undici Agent and keeps what a recording needs
  *   of each exchange: a copy of the request body and of every response chunk as it passes, the SHA-256 of each
  *   whole body, the response body joined at its end; then it drops them (a store's write is not included).
@@ -69,6 +73,57 @@ export class ChunkFloor extends Dispatcher {
       setImmediate(next)
     })
     return true
+  }
+}
+
+/** A dispatcher answering every request with `statusCode`, `headers` and an empty body (legacy handler API, Node's fetch). */
+class HeadOnly {
+  get isMockActive(): boolean {
+    return true
+  }
+
+  dispatch(
+    _opts: Dispatcher.DispatchOptions,
+    handler: { onConnect?(abort: () => void): void; onHeaders?(...a: unknown[]): unknown; onComplete?(t: unknown[]): void },
+  ): boolean {
+    queueMicrotask(() => {
+      handler.onConnect?.(() => {})
+      handler.onHeaders?.(200, [Buffer.from('content-type'), Buffer.from('text/event-stream')], () => {}, 'OK')
+      handler.onComplete?.([])
+    })
+    return true
+  }
+}
+
+/**
+ * Makes the global fetch answer at the fetch level from memory (see the file comment) until the returned
+ * function runs.
+ */
+export function answerFetchFloor(answer: (path: string) => FloorResponse): () => void {
+  const original = globalThis.fetch
+  const dispatcher = new HeadOnly()
+  globalThis.fetch = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    const res = await original(input, { ...init, dispatcher } as RequestInit)
+    const chunks = answer(new URL(res.url).pathname).chunks
+    let i = 0
+    const body = new ReadableStream(
+      {
+        type: 'bytes',
+        pull(controller) {
+          const chunk = chunks[i++]
+          if (chunk) controller.enqueue(new Uint8Array(chunk))
+          else {
+            controller.close()
+            controller.byobRequest?.respond(0)
+          }
+        },
+      },
+      { highWaterMark: 0 },
+    )
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers })
+  }
+  return () => {
+    globalThis.fetch = original
   }
 }
 

@@ -1,0 +1,331 @@
+/**
+ * The global fetch answering a played stream itself. Through the dispatcher API every chunk of a body costs
+ * fetch its own round through a node:stream Readable, an async iterator and its byte stream (a dozen promises
+ * a read); a stream of 50 events replayed that way ran at a fifth of SnapshotAgent's one read. So `install()`
+ * wraps the global fetch: each call still goes through Node's fetch and this session's dispatcher (the request
+ * as fetch builds it, its identity, its turn, redirects, refusals, live requests: nothing changes there), with
+ * a dispatcher of its own (`FetchCall`) that knows the call. When the answer is a played body of several
+ * chunks, fetch gets the head and an empty body, and the call's Response carries a byte stream of the recorded
+ * chunks instead: each chunk one entry of the stream's queue (so each is its own read, however the app reads),
+ * the queue bounded (playback waits for the app's reads past 64 KiB held).
+ *
+ * What fetch's own Response would have shows the same: status, statusText, headers, `url`, `redirected` and
+ * `type` (a constructed Response has none of the last three: a subclass gives them back, clones too), a byte
+ * stream (BYOB readers work), an abort of the call's signal errors the body with its reason, a recorded
+ * failure mid-body errors it with fetch's `TypeError: terminated` and the failure as its cause. Left to fetch
+ * (answered as before): one-chunk bodies, live answers, bodies streamed from the store, encoded bodies (fetch
+ * decodes them), redirects, heads a constructed Response would refuse, a call with its own `dispatcher`, and
+ * `fetch(request)` without an init (a second init would reset the request's referrer).
+ */
+import type { Dispatcher } from 'undici'
+import type { WireHead } from '../capture/index.ts'
+import { toNodeError } from '../capture/index.ts'
+import type { HeaderPairs, RecordedError, ResponseHead } from '../trace/index.ts'
+import { FetchClient } from './playback.ts'
+import type { AnyDispatchHandler, ResponseSink } from './response-sink.ts'
+
+/** Where a call's requests go: the session's dispatcher, told which call each one belongs to. */
+export interface CallDispatch {
+  dispatchFor(opts: Dispatcher.DispatchOptions, handler: AnyDispatchHandler, call: FetchCall): boolean
+}
+
+/** What a played response keeps of fetch's own: the getters a constructed Response cannot be given. */
+interface Facts {
+  url: string
+  redirected: boolean
+  type: ResponseType
+}
+
+const facts = new WeakMap<object, Facts>()
+
+/** The Response of a played stream: fetch's url, redirected and type, on it and on its clones. */
+class PlayedResponse extends Response {
+  override clone(): Response {
+    const copy = super.clone()
+    const own = facts.get(this)
+    if (own) {
+      Object.setPrototypeOf(copy, PlayedResponse.prototype)
+      facts.set(copy, own)
+    }
+    return copy
+  }
+}
+// Getters, not fields: Response declares them as properties, and a getter on the prototype is what fetch's has.
+for (const key of ['url', 'redirected', 'type'] as const) {
+  const inherited = Object.getOwnPropertyDescriptor(Response.prototype, key)?.get
+  Object.defineProperty(PlayedResponse.prototype, key, {
+    configurable: true,
+    enumerable: true,
+    get(this: Response) {
+      const own = facts.get(this)
+      return own ? own[key] : inherited?.call(this)
+    },
+  })
+}
+Object.defineProperty(PlayedResponse, 'name', { value: 'Response' })
+
+/** One call of the global fetch: the dispatcher fetch uses for it, and the played body, once there is one. */
+export class FetchCall {
+  readonly #via: CallDispatch
+  /** The call's signal (init's, else the Request's): aborting it errors a played body. */
+  readonly signal: AbortSignal | null
+  /** The played body that replaces fetch's (set by PulledClient.head). */
+  body: ReadableStream<Uint8Array> | undefined
+
+  constructor(via: CallDispatch, signal: AbortSignal | null) {
+    this.#via = via
+    this.signal = signal
+  }
+
+  /** As the session's dispatcher answers it (fetch reads it to hand over request bodies as they are). */
+  get isMockActive(): boolean {
+    return true
+  }
+
+  dispatch(opts: Dispatcher.DispatchOptions, handler: AnyDispatchHandler): boolean {
+    return this.#via.dispatchFor(opts, handler, this)
+  }
+
+  /** fetch's Response, or the played one when this call's answer was a played stream. */
+  answer(res: Response): Response {
+    const body = this.body
+    if (!body) return res
+    const out = new PlayedResponse(body, { status: res.status, statusText: res.statusText, headers: res.headers })
+    facts.set(out, { url: res.url, redirected: res.redirected, type: res.type })
+    return out
+  }
+}
+
+/**
+ * Wraps the global fetch so each call gets its FetchCall; returns the function that puts the original back
+ * (when nothing wrapped it since; a wrapper kept by someone goes straight to the original from then on).
+ */
+export function wrapGlobalFetch(via: CallDispatch): () => void {
+  const original = globalThis.fetch
+  let on = true
+  const fetch = function fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+    if (!on || !ownDispatcherFits(input, init)) return original(input, init)
+    const call = new FetchCall(via, signalOf(input, init))
+    const withCall = init == null ? { dispatcher: call } : Object.create(init, { dispatcher: { value: call, enumerable: true } })
+    return original(input, withCall).then((res) => call.answer(res))
+  }
+  Object.defineProperty(fetch, 'length', { value: original.length })
+  globalThis.fetch = fetch
+  return () => {
+    on = false
+    if (globalThis.fetch === fetch) globalThis.fetch = original
+  }
+}
+
+/**
+ * False where giving the call a dispatcher would change it: the app chose one, the init is not a dictionary
+ * (fetch rejects it itself), or a Request comes without a non-empty init (an init re-bases its referrer).
+ */
+function ownDispatcherFits(input: RequestInfo | URL, init: RequestInit | undefined): boolean {
+  if (init != null && (typeof init !== 'object' || (init as { dispatcher?: unknown }).dispatcher !== undefined)) return false
+  return !(input instanceof Request) || (init != null && Object.keys(init).length > 0)
+}
+
+function signalOf(input: RequestInfo | URL, init: RequestInit | undefined): AbortSignal | null {
+  if (init?.signal !== undefined) return init.signal
+  return input instanceof Request ? input.signal : null
+}
+
+/** How many bytes of played chunks the body holds before playback waits for the app's reads (fetch's own mark). */
+const HELD_BYTES = 64 * 1024
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+const REASON_PHRASE = /^[\t\x20-\x7e\x80-\xff]*$/
+const BAD_VALUE = /[\0\r\n]/
+
+/** True when a constructed Response takes this head as fetch's took it, and fetch would hand its body over as it is. */
+function answerable(head: ResponseHead): boolean {
+  // 3xx: fetch may follow it (and drops its body); 204/205/304 have none; below 200 a Response cannot be made.
+  if (head.status < 200 || head.status > 599 || (head.status >= 300 && head.status < 400) || head.status === 204 || head.status === 205) return false
+  if (!REASON_PHRASE.test(head.statusText)) return false
+  for (const [name, value] of head.headers) {
+    if (!TOKEN.test(name) || BAD_VALUE.test(value)) return false
+    // An encoded body is decoded by fetch: left to it.
+    if (name.length === 16 && name.toLowerCase() === 'content-encoding') return false
+  }
+  return true
+}
+
+/**
+ * The fetch client of one call of the wrapped fetch: as FetchClient until a played head of several chunks
+ * comes; from then on its chunks go into the call's own byte stream, one chunk per read the app makes (the
+ * stream holds none: a chunk goes to a pending read, else waits here, up to HELD_BYTES before playback waits).
+ */
+export class PulledClient extends FetchClient {
+  readonly #call: FetchCall
+  readonly #apart: boolean
+  #controller: ReadableByteStreamController | undefined
+  /** Chunks played and not yet read, and their bytes. */
+  readonly #held: Array<Uint8Array<ArrayBuffer>> = []
+  #heldBytes = 0
+  /** The app's reader waits for a chunk (the stream asked and nothing was held). */
+  #wanted = false
+  /** How the body ends once the held chunks are read: closed, or failed with this error. */
+  #ending: 'close' | Error | undefined
+  /** Playback waiting for the app to read (more than HELD_BYTES held). */
+  #waiting: (() => void) | undefined
+  #left = false
+  #onLeft: Array<() => void> | undefined
+  #unlisten: (() => void) | undefined
+
+  constructor(sink: ResponseSink, apart: boolean, call: FetchCall) {
+    super(sink, apart)
+    this.#call = call
+    this.#apart = apart
+    // Before the switch the app leaves through fetch (its abort); after it, through this call's own stream.
+    super.onGone(() => {
+      if (!this.#controller) this.#leave()
+    })
+  }
+
+  override get gone(): boolean {
+    return this.#controller ? this.#left : this.#left || super.gone
+  }
+
+  override onGone(fn: () => void): void {
+    ;(this.#onLeft ??= []).push(fn)
+  }
+
+  override head(head: ResponseHead, wire?: WireHead, chunks?: number): void {
+    if (wire || chunks === undefined || !this.#apart || this.#call.body || !answerable(head)) {
+      super.head(head, wire)
+      return
+    }
+    // fetch gets the head and an empty body; the app gets the call's Response (FetchCall.answer).
+    super.head(head)
+    super.end([])
+    this.#call.body = new ReadableStream(
+      {
+        type: 'bytes',
+        start: (controller) => {
+          this.#controller = controller
+        },
+        pull: () => this.#pull(),
+        cancel: () => this.#leave(),
+      },
+      { highWaterMark: 0 },
+    )
+    const signal = this.#call.signal
+    if (signal) {
+      const onAbort = () => this.#abort(signal.reason)
+      signal.addEventListener('abort', onAbort, { once: true })
+      this.#unlisten = () => signal.removeEventListener('abort', onAbort)
+    }
+  }
+
+  override chunk(bytes: Uint8Array): Promise<void> | undefined {
+    const controller = this.#controller
+    if (!controller) return super.chunk(bytes)
+    if (this.#left) return undefined
+    // A copy: a byte stream takes over the buffer it is given, and the recorded bytes are the store's.
+    const copy = new Uint8Array(bytes)
+    if (this.#wanted) {
+      this.#wanted = false
+      controller.enqueue(copy)
+      return undefined
+    }
+    this.#held.push(copy)
+    this.#heldBytes += copy.byteLength
+    if (this.#heldBytes < HELD_BYTES) return undefined
+    return new Promise<void>((resolve) => {
+      this.#waiting = resolve
+    })
+  }
+
+  override separate(gapMs: number): Promise<void> | undefined {
+    // The body hands over one chunk per read itself.
+    return this.#controller ? undefined : super.separate(gapMs)
+  }
+
+  override end(trailers: HeaderPairs): void {
+    if (!this.#controller) {
+      super.end(trailers)
+      return
+    }
+    this.#finish('close')
+  }
+
+  override fail(recorded: RecordedError, afterHead: boolean): void {
+    if (!this.#controller) {
+      super.fail(recorded, afterHead)
+      return
+    }
+    this.#finish(new TypeError('terminated', { cause: toNodeError(recorded) }))
+  }
+
+  override failLive(err: Error, recorded: RecordedError, afterHead: boolean): void {
+    if (!this.#controller) {
+      super.failLive(err, recorded, afterHead)
+      return
+    }
+    this.#finish(new TypeError('terminated', { cause: err }))
+  }
+
+  override failWith(err: Error): void {
+    if (!this.#controller) {
+      super.failWith(err)
+      return
+    }
+    this.#finish(new TypeError('terminated', { cause: err }))
+  }
+
+  /** The app's reader asks for a chunk: the oldest held one, else the end once everything was read. */
+  #pull(): void {
+    const next = this.#held.shift()
+    if (next === undefined) {
+      if (this.#ending) this.#finish(this.#ending)
+      else this.#wanted = true
+      return
+    }
+    this.#heldBytes -= next.byteLength
+    ;(this.#controller as ReadableByteStreamController).enqueue(next)
+    if (this.#heldBytes < HELD_BYTES) {
+      const waiting = this.#waiting
+      this.#waiting = undefined
+      waiting?.()
+    }
+  }
+
+  /** Ends the body as `ending` says once the app has read every held chunk (a failure, as fetch reports one, after them). */
+  #finish(ending: 'close' | Error): void {
+    if (this.#left) return
+    if (this.#held.length > 0) {
+      this.#ending = ending
+      return
+    }
+    this.#left = true
+    this.#unlisten?.()
+    const controller = this.#controller as ReadableByteStreamController
+    if (ending !== 'close') controller.error(ending)
+    else {
+      controller.close()
+      // A BYOB read waiting for a chunk is answered "done" only this way (as fetch closes its body).
+      controller.byobRequest?.respond(0)
+    }
+  }
+
+  /** An abort of the call's signal: the body fails with its reason at once, as fetch's does. */
+  #abort(reason: unknown): void {
+    if (this.#left) return
+    this.#controller?.error(reason ?? new DOMException('This operation was aborted', 'AbortError'))
+    this.#leave()
+  }
+
+  /** The app is gone (an abort, a cancel): playback stops, and whoever waits for that is told. */
+  #leave(): void {
+    if (this.#left) return
+    this.#left = true
+    this.#unlisten?.()
+    this.#held.length = 0
+    const waiting = this.#waiting
+    this.#waiting = undefined
+    waiting?.()
+    const fns = this.#onLeft
+    this.#onLeft = undefined
+    if (fns) for (const fn of fns) fn()
+  }
+}
