@@ -6,6 +6,9 @@
  */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { install } from '../interceptor/index.ts'
 import { createMemoryStore } from '../store/index.ts'
 import { bodyFromChunks, type Exchange, TRACE_FORMAT_VERSION, type Trace } from '../trace/index.ts'
@@ -176,5 +179,27 @@ test("fetch(request) without an init, and a call with its own dispatcher, keep f
   tr.assertDone()
   await tr.close()
   assert.equal(globalThis.fetch, before)
+  await store.close()
+})
+
+test('a played body the app never reads is not kept alive by a signal that outlives it', async () => {
+  setFlagsFromString('--expose-gc')
+  const gc = runInNewContext('gc') as () => void
+  const store = createMemoryStore()
+  await store.putTrace(trace('dropped', 3000))
+  const app = new AbortController()
+  const tr = await install({ mode: 'replay', trace: 'dropped', store, nodeHttp: false, http2: false, config: false })
+  let body: WeakRef<object> | undefined
+  await (async () => {
+    const res = await fetch('https://api.test/events', { signal: app.signal })
+    assert.notEqual(Object.getPrototypeOf(res), Response.prototype, 'a played Response')
+    body = new WeakRef(res.body as object)
+  })()
+  for (let i = 0; i < 20 && body?.deref(); i++) {
+    await sleep(10)
+    gc()
+  }
+  assert.equal(body?.deref(), undefined, "the app's long-lived signal still holds the unread body")
+  tr.uninstall()
   await store.close()
 })

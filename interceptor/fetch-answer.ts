@@ -131,6 +131,9 @@ function signalOf(input: RequestInfo | URL, init: RequestInit | undefined): Abor
   return input instanceof Request ? input.signal : null
 }
 
+/** Removes a call's abort listener from its signal once its client is collected. */
+const listeners = new FinalizationRegistry<() => void>((unlisten) => unlisten())
+
 /** How many bytes of played chunks the body holds before playback waits for the app's reads (fetch's own mark). */
 const HELD_BYTES = 64 * 1024
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
@@ -210,10 +213,27 @@ export class PulledClient extends FetchClient {
       { highWaterMark: 0 },
     )
     const signal = this.#call.signal
-    if (signal) {
-      const onAbort = () => this.#abort(signal.reason)
-      signal.addEventListener('abort', onAbort, { once: true })
-      this.#unlisten = () => signal.removeEventListener('abort', onAbort)
+    if (signal) this.#unlisten = PulledClient.#listen(signal, this)
+  }
+
+  /**
+   * Errors the body when `signal` aborts. The signal may outlive many calls (one per app): it holds the client
+   * weakly, and its listener goes when the client does (a body the app never read), as fetch's own listener
+   * does. Static, so that the listener's scope holds no client.
+   */
+  static #listen(signal: AbortSignal, client: PulledClient): () => void {
+    const ref = new WeakRef(client)
+    const onAbort = () => {
+      const alive = ref.deref()
+      if (alive) alive.#abort(signal.reason)
+    }
+    signal.addEventListener('abort', onAbort, { once: true })
+    const unlisten = () => signal.removeEventListener('abort', onAbort)
+    const token = {}
+    listeners.register(client, unlisten, token)
+    return () => {
+      listeners.unregister(token)
+      unlisten()
     }
   }
 
