@@ -76,17 +76,28 @@ export class ChunkFloor extends Dispatcher {
   }
 }
 
-/** A dispatcher answering every request with `statusCode`, `headers` and an empty body (legacy handler API, Node's fetch). */
+/** The handler Node's fetch gives a dispatcher: the legacy callbacks (Node 22, 24) or the controller API (Node 26). */
+type AnyHandler = Partial<Handler> & {
+  onConnect?(abort: () => void): void
+  onHeaders?(status: number, raw: Buffer[], resume: () => void, text: string): unknown
+  onComplete?(trailers: Buffer[]): void
+}
+
+/** A dispatcher answering every request with a 200 event-stream head and an empty body, in either handler API. */
 class HeadOnly {
   get isMockActive(): boolean {
     return true
   }
 
-  dispatch(
-    _opts: Dispatcher.DispatchOptions,
-    handler: { onConnect?(abort: () => void): void; onHeaders?(...a: unknown[]): unknown; onComplete?(t: unknown[]): void },
-  ): boolean {
+  dispatch(_opts: Dispatcher.DispatchOptions, handler: AnyHandler): boolean {
     queueMicrotask(() => {
+      if (handler.onResponseStart) {
+        const controller = new PlayController()
+        handler.onRequestStart?.(controller, {})
+        handler.onResponseStart(controller, 200, { 'content-type': 'text/event-stream' }, 'OK')
+        handler.onResponseEnd?.(controller, {})
+        return
+      }
       handler.onConnect?.(() => {})
       handler.onHeaders?.(200, [Buffer.from('content-type'), Buffer.from('text/event-stream')], () => {}, 'OK')
       handler.onComplete?.([])
