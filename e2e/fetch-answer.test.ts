@@ -65,6 +65,14 @@ function looks(res: Response) {
     name: res.constructor.name,
     isResponse: res instanceof Response,
     bodyUsed: res.bodyUsed,
+    immutable: (() => {
+      try {
+        res.headers.set('x-changed', 'yes')
+        return false
+      } catch {
+        return true
+      }
+    })(),
   }
 }
 

@@ -5,17 +5,18 @@
  * wraps the global fetch: each call still goes through Node's fetch and this session's dispatcher (the request
  * as fetch builds it, its identity, its turn, redirects, refusals, live requests: nothing changes there), with
  * a dispatcher of its own (`FetchCall`) that knows the call. When the answer is a played body of several
- * chunks, fetch gets the head and an empty body, and the call's Response carries a byte stream of the recorded
- * chunks instead: each chunk one entry of the stream's queue (so each is its own read, however the app reads),
- * the queue bounded (playback waits for the app's reads past 64 KiB held).
+ * chunks, fetch gets the head and an empty body, and the call's Response carries a byte stream that hands the
+ * app one recorded chunk per read, however it reads (chunks not yet read wait in the client; past 64 KiB of
+ * them, playback waits for reads).
  *
- * What fetch's own Response would have shows the same: status, statusText, headers, `url`, `redirected` and
- * `type` (a constructed Response has none of the last three: a subclass gives them back, clones too), a byte
- * stream (BYOB readers work), an abort of the call's signal errors the body with its reason, a recorded
- * failure mid-body errors it with fetch's `TypeError: terminated` and the failure as its cause. Left to fetch
- * (answered as before): one-chunk bodies, live answers, bodies streamed from the store, encoded bodies (fetch
- * decodes them), redirects, heads a constructed Response would refuse, a call with its own `dispatcher`, and
- * `fetch(request)` without an init (a second init would reset the request's referrer).
+ * What fetch's own Response would have shows the same: status, statusText, `url`, `redirected`, `type` and
+ * immutable headers (a constructed Response has no url, redirected or type of fetch's, and headers the app may
+ * change: a subclass gives fetch's back, on clones too), a byte stream (BYOB readers work), an abort of the
+ * call's signal errors the body with its reason, a recorded failure mid-body errors it with fetch's
+ * `TypeError: terminated` and the failure as its cause, after the chunks before it. Left to fetch (answered as
+ * before): one-chunk bodies, live answers, bodies streamed from the store, encoded bodies (fetch decodes them),
+ * redirects, heads a constructed Response would refuse, a call with its own `dispatcher`, and `fetch(request)`
+ * without an init (a second init would reset the request's referrer).
  */
 import type { Dispatcher } from 'undici'
 import type { WireHead } from '../capture/index.ts'
@@ -34,11 +35,13 @@ interface Facts {
   url: string
   redirected: boolean
   type: ResponseType
+  /** fetch's own headers: immutable, where a constructed Response's may be changed. */
+  headers: Headers
 }
 
 const facts = new WeakMap<object, Facts>()
 
-/** The Response of a played stream: fetch's url, redirected and type, on it and on its clones. */
+/** The Response of a played stream: fetch's url, redirected, type and headers, on it and on its clones. */
 class PlayedResponse extends Response {
   override clone(): Response {
     const copy = super.clone()
@@ -51,7 +54,7 @@ class PlayedResponse extends Response {
   }
 }
 // Getters, not fields: Response declares them as properties, and a getter on the prototype is what fetch's has.
-for (const key of ['url', 'redirected', 'type'] as const) {
+for (const key of ['url', 'redirected', 'type', 'headers'] as const) {
   const inherited = Object.getOwnPropertyDescriptor(Response.prototype, key)?.get
   Object.defineProperty(PlayedResponse.prototype, key, {
     configurable: true,
@@ -91,7 +94,7 @@ export class FetchCall {
     const body = this.body
     if (!body) return res
     const out = new PlayedResponse(body, { status: res.status, statusText: res.statusText, headers: res.headers })
-    facts.set(out, { url: res.url, redirected: res.redirected, type: res.type })
+    facts.set(out, { url: res.url, redirected: res.redirected, type: res.type, headers: res.headers })
     return out
   }
 }
