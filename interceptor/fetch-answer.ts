@@ -41,31 +41,42 @@ interface Facts {
 
 const facts = new WeakMap<object, Facts>()
 
-/** The Response of a played stream: fetch's url, redirected, type and headers, on it and on its clones. */
-class PlayedResponse extends Response {
-  override clone(): Response {
-    const copy = super.clone()
-    const own = facts.get(this)
-    if (own) {
-      Object.setPrototypeOf(copy, PlayedResponse.prototype)
-      facts.set(copy, own)
-    }
-    return copy
-  }
-}
-// Getters, not fields: Response declares them as properties, and a getter on the prototype is what fetch's has.
-for (const key of ['url', 'redirected', 'type', 'headers'] as const) {
-  const inherited = Object.getOwnPropertyDescriptor(Response.prototype, key)?.get
-  Object.defineProperty(PlayedResponse.prototype, key, {
-    configurable: true,
-    enumerable: true,
-    get(this: Response) {
+/**
+ * The Response class of played streams: fetch's url, redirected, type and headers, on it and on its clones.
+ * Made at the first played stream: naming `Response` loads Node's fetch (~40 ms), which importing the
+ * interceptor must not cost.
+ */
+let playedResponse: typeof Response | undefined
+
+function playedResponseClass(): typeof Response {
+  if (playedResponse) return playedResponse
+  class PlayedResponse extends Response {
+    override clone(): Response {
+      const copy = super.clone()
       const own = facts.get(this)
-      return own ? own[key] : inherited?.call(this)
-    },
-  })
+      if (own) {
+        Object.setPrototypeOf(copy, PlayedResponse.prototype)
+        facts.set(copy, own)
+      }
+      return copy
+    }
+  }
+  // Getters, not fields: Response declares them as properties, and a getter on the prototype is what fetch's has.
+  for (const key of ['url', 'redirected', 'type', 'headers'] as const) {
+    const inherited = Object.getOwnPropertyDescriptor(Response.prototype, key)?.get
+    Object.defineProperty(PlayedResponse.prototype, key, {
+      configurable: true,
+      enumerable: true,
+      get(this: Response) {
+        const own = facts.get(this)
+        return own ? own[key] : inherited?.call(this)
+      },
+    })
+  }
+  Object.defineProperty(PlayedResponse, 'name', { value: 'Response' })
+  playedResponse = PlayedResponse
+  return PlayedResponse
 }
-Object.defineProperty(PlayedResponse, 'name', { value: 'Response' })
 
 /** One call of the global fetch: the dispatcher fetch uses for it, and the played body, once there is one. */
 export class FetchCall {
@@ -93,7 +104,8 @@ export class FetchCall {
   answer(res: Response): Response {
     const body = this.body
     if (!body) return res
-    const out = new PlayedResponse(body, { status: res.status, statusText: res.statusText, headers: res.headers })
+    const Played = playedResponseClass()
+    const out = new Played(body, { status: res.status, statusText: res.statusText, headers: res.headers })
     facts.set(out, { url: res.url, redirected: res.redirected, type: res.type, headers: res.headers })
     return out
   }
