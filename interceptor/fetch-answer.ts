@@ -21,7 +21,7 @@
 import type { Dispatcher } from 'undici'
 import type { WireHead } from '../capture/index.ts'
 import { toNodeError } from '../capture/index.ts'
-import type { HeaderPairs, RecordedError, ResponseHead } from '../trace/index.ts'
+import { type HeaderPairs, headerValue, headFitsHttp, RECORDED_STATUS_MAX, RECORDED_STATUS_MIN, type RecordedError, type ResponseHead } from '../trace/index.ts'
 import { FetchClient } from './playback.ts'
 import type { AnyDispatchHandler, ResponseSink } from './response-sink.ts'
 
@@ -151,21 +151,19 @@ const listeners = new FinalizationRegistry<() => void>((unlisten) => unlisten())
 
 /** How many bytes of played chunks the body holds before playback waits for the app's reads (fetch's own mark). */
 const HELD_BYTES = 64 * 1024
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
-const REASON_PHRASE = /^[\t\x20-\x7e\x80-\xff]*$/
-const BAD_VALUE = /[\0\r\n]/
+
+/** A failure after the head as fetch reports it to the body's reader. */
+function terminated(cause: Error): TypeError {
+  return new TypeError('terminated', { cause })
+}
 
 /** True when a constructed Response takes this head as fetch's took it, and fetch would hand its body over as it is. */
 function answerable(head: ResponseHead): boolean {
-  // 3xx: fetch may follow it (and drops its body); 204/205/304 have none; below 200 a Response cannot be made.
-  if (head.status < 200 || head.status > 599 || (head.status >= 300 && head.status < 400) || head.status === 204 || head.status === 205) return false
-  if (!REASON_PHRASE.test(head.statusText)) return false
-  for (const [name, value] of head.headers) {
-    if (!TOKEN.test(name) || BAD_VALUE.test(value)) return false
-    // An encoded body is decoded by fetch: left to it.
-    if (name.length === 16 && name.toLowerCase() === 'content-encoding') return false
-  }
-  return true
+  const status = head.status
+  // 3xx: fetch may follow it (and drops its body); 204/205/304 have none; outside 200-599 a Response cannot be made.
+  if (status < RECORDED_STATUS_MIN || status > RECORDED_STATUS_MAX || (status >= 300 && status < 400) || status === 204 || status === 205) return false
+  // An encoded body is decoded by fetch: left to it.
+  return headerValue(head.headers, 'content-encoding') === undefined && headFitsHttp(head)
 }
 
 /**
@@ -175,7 +173,6 @@ function answerable(head: ResponseHead): boolean {
  */
 export class PulledClient extends FetchClient {
   readonly #call: FetchCall
-  readonly #apart: boolean
   #controller: ReadableByteStreamController | undefined
   /** Chunks played and not yet read, and their bytes. */
   readonly #held: Array<Uint8Array<ArrayBuffer>> = []
@@ -193,7 +190,6 @@ export class PulledClient extends FetchClient {
   constructor(sink: ResponseSink, apart: boolean, call: FetchCall) {
     super(sink, apart)
     this.#call = call
-    this.#apart = apart
     // Before the switch the app leaves through fetch (its abort); after it, through this call's own stream.
     super.onGone(() => {
       if (!this.#controller) this.#leave()
@@ -209,7 +205,7 @@ export class PulledClient extends FetchClient {
   }
 
   override head(head: ResponseHead, wire?: WireHead, chunks?: number): void {
-    if (wire || chunks === undefined || !this.#apart || this.#call.body || !answerable(head)) {
+    if (wire || chunks === undefined || !this.apart || this.#call.body || !answerable(head)) {
       super.head(head, wire)
       return
     }
@@ -271,9 +267,9 @@ export class PulledClient extends FetchClient {
     })
   }
 
-  override separate(gapMs: number): Promise<void> | undefined {
+  override separate(): Promise<void> | undefined {
     // The body hands over one chunk per read itself.
-    return this.#controller ? undefined : super.separate(gapMs)
+    return this.#controller ? undefined : super.separate()
   }
 
   override end(trailers: HeaderPairs): void {
@@ -289,15 +285,15 @@ export class PulledClient extends FetchClient {
       super.fail(recorded, afterHead)
       return
     }
-    this.#finish(new TypeError('terminated', { cause: toNodeError(recorded) }))
+    this.#finish(terminated(toNodeError(recorded)))
   }
 
-  override failLive(err: Error, recorded: RecordedError, afterHead: boolean): void {
+  override failLive(err: Error): void {
     if (!this.#controller) {
-      super.failLive(err, recorded, afterHead)
+      super.failLive(err)
       return
     }
-    this.#finish(new TypeError('terminated', { cause: err }))
+    this.#finish(terminated(err))
   }
 
   override failWith(err: Error): void {
@@ -305,7 +301,7 @@ export class PulledClient extends FetchClient {
       super.failWith(err)
       return
     }
-    this.#finish(new TypeError('terminated', { cause: err }))
+    this.#finish(terminated(err))
   }
 
   /** The app's reader asks for a chunk: the oldest held one, else the end once everything was read. */

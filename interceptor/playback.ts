@@ -82,13 +82,13 @@ export class FetchClient implements ClientTarget {
   readonly #controller: ResponseController
   #gone: Array<() => void> | undefined
   /** True while a played response's chunks must reach the app apart: the pace is not `none`. */
-  readonly #apart: boolean
+  protected readonly apart: boolean
   /** True once the app's body stream keeps every chunk its own read (keepChunksApart): no wait between chunks. */
   #kept = false
 
   constructor(sink: ResponseSink, apart: boolean) {
     this.#sink = sink
-    this.#apart = apart
+    this.apart = apart
     this.#controller = sink.controller
     this.#controller.onAbort((reason) => {
       const gone = this.#gone
@@ -106,12 +106,12 @@ export class FetchClient implements ClientTarget {
     ;(this.#gone ??= []).push(fn)
   }
 
-  head(head: ResponseHead, wire?: WireHead, _chunks?: number): void {
+  head(head: ResponseHead, wire?: WireHead): void {
     if (wire) this.#sink.responseStart(head.status, wire.raw, head.statusText, wire.parsed ? () => wire.parsed as ParsedHeaders : undefined)
     else {
       this.#sink.responseStart(head.status, rawHeaderBuffers(head.headers), head.statusText, () => parseHeaderPairs(head.headers))
       // A played response (a live one arrives as the network delivers it): its chunks stay apart in the body.
-      if (this.#apart && !readableKeepsChunksApart()) this.#kept = this.#sink.keepChunksApart()
+      if (this.apart && !readableKeepsChunksApart()) this.#kept = this.#sink.keepChunksApart()
     }
   }
 
@@ -123,7 +123,7 @@ export class FetchClient implements ClientTarget {
     return controller.paused ? this.#resumed() : undefined
   }
 
-  separate(_gapMs?: number): Promise<void> | undefined {
+  separate(): Promise<void> | undefined {
     // The body keeps chunks apart itself (and pauses playback while it holds enough): nothing to wait for.
     return this.#kept ? undefined : nextRead()
   }
@@ -143,7 +143,7 @@ export class FetchClient implements ClientTarget {
     else this.#sink.error(error)
   }
 
-  failLive(err: Error, _recorded?: RecordedError, _afterHead?: boolean): void {
+  failLive(err: Error): void {
     this.#sink.error(err)
   }
 

@@ -193,6 +193,7 @@ export {
   assertValidExchange,
   assertValidTrace,
   exchangeProblem,
+  headFitsHttp,
   invalidExchange,
   RECORDED_STATUS_MAX,
   RECORDED_STATUS_MIN,

@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import { bodyFromBytes, bodyFromChunks } from './body.ts'
 import { ErrorCodes, isToolReplayError } from './errors.ts'
 import type { Exchange, HeaderPairs } from './exchange.ts'
-import { assertValidExchange, assertValidTrace, exchangeProblem } from './validate.ts'
+import { assertValidExchange, assertValidTrace, exchangeProblem, headFitsHttp } from './validate.ts'
 
 const enc = new TextEncoder()
 const BODY = '{"ok":true}'
@@ -258,4 +258,29 @@ test('MCP stdio URLs are valid request URLs; a host that is not a server name is
     exchangeProblem({ ...base, request: { ...base.request, url: 'ftp://x/y' } })?.problem ?? '',
     /recorded requests are http:, https: or mcp\+stdio:/,
   )
+})
+
+test('headFitsHttp holds a head to the rules a recorded response is held to, and agrees with exchangeProblem', () => {
+  const heads: Array<[string, HeaderPairs, boolean]> = [
+    [
+      'OK',
+      [
+        ['content-type', 'text/event-stream'],
+        ['x-obs', 'caf\u00e9\tok'],
+      ],
+      true,
+    ],
+    ['', [], true],
+    ['OK', [['bad name', 'v']], false],
+    ['OK', [['x-split', 'a\nb']], false],
+    ['OK', [['x-nul', 'a\u0000']], false],
+    ['Caf\u0100', [], false],
+    ['O\u0001K', [], false],
+  ]
+  for (const [statusText, headers, fits] of heads) {
+    assert.equal(headFitsHttp({ statusText, headers }), fits, JSON.stringify([statusText, headers]))
+    const { x } = exchange(headers)
+    if (x.outcome.kind === 'response') x.outcome.response.statusText = statusText
+    assert.equal(exchangeProblem(x) === undefined, fits, `exchangeProblem on ${JSON.stringify([statusText, headers])}`)
+  }
 })

@@ -55,6 +55,17 @@ const ORIGINS = new Set(['recorded', 'patched', 'live'])
 const TRAILER_FORBIDDEN = /^(content-length|transfer-encoding|connection|keep-alive|proxy-connection|upgrade|te|trailer)$/i
 
 /**
+ * True when a response head's status text and fields follow the rules a recorded response is held to (field names
+ * are tokens; status text and values HTAB, SP, visible ASCII and obs-text): what fetch's Response constructor
+ * takes, for a head that did not come through the checks (one made by a fault, say).
+ */
+export function headFitsHttp(head: { statusText: string; headers: ReadonlyArray<readonly [string, string]> }): boolean {
+  if (!FIELD_VALUE.test(head.statusText)) return false
+  for (const [name, value] of head.headers) if (!TOKEN.test(name) || !FIELD_VALUE.test(value)) return false
+  return true
+}
+
+/**
  * The first problem of an exchange, or undefined when it is valid. Never throws, whatever `value` is
  * (the engine and the stores pass data that may come from an older or damaged store).
  * `bodies`, when given, is checked for the size of every body it holds; a body it lacks is not a problem
