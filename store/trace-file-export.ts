@@ -5,8 +5,8 @@
  */
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
-import { createReadStream, createWriteStream } from 'node:fs'
-import { mkdir, rename, stat, unlink, writeFile } from 'node:fs/promises'
+import { createWriteStream } from 'node:fs'
+import { mkdir, open, rename, stat, unlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import {
   type BodyRef,
@@ -288,20 +288,24 @@ const WRITE_BATCH = 1024 * 1024
 
 /**
  * Streams a trace file to `path`, an exchange at a time, and its blobs beside it; the bytes are exactly
- * exportTrace's. The exchanges go to a temp file first (the digest and version at the top of the file are
- * known only at the end), then head + exchanges + tail to a second temp file renamed over `path`: a reader
- * never sees half a file, and memory holds one exchange and the digests already written.
+ * exportTrace's. The file is written under a temp name and renamed over `path` (a reader never sees half a
+ * file): its head first, with a placeholder digest and version (known only at the end, and the same length:
+ * a SHA-256 in hex, one digit), then the exchanges and the tail, then the real head over the placeholder.
+ * Memory holds one exchange and the digests already written.
  */
 export async function writeTraceFileFrom(path: string, source: TraceSource, options: TraceFileOptions = {}): Promise<WrittenTraceFile> {
   const dir = dirname(path)
   await mkdir(dir, { recursive: true })
-  const part = join(dir, `.${randomBytes(6).toString('hex')}.exchanges.tmp`)
+  const part = join(dir, `.${randomBytes(6).toString('hex')}.tmp`)
+  const meta = sortKeysDeep(source.meta)
+  const placeholder = fileFrame(TRACE_FORMAT_VERSION, '0'.repeat(64), meta)
   let out: TextSink | undefined
   try {
     const files = new FileExchanges(source.meta.name, options)
     const digester = new TraceDigester()
     const blobNames: string[] = []
     out = new TextSink(part)
+    await out.write(placeholder.head)
     for await (const { x, bytes } of withBodies(source, files)) {
       const blobs = new Map<string, Uint8Array>()
       const fx = files.render(x, bytes, blobs)
@@ -312,15 +316,34 @@ export async function writeTraceFileFrom(path: string, source: TraceSource, opti
       }
       await out.write(digester.count === 1 ? fileElement(fx) : `,\n${fileElement(fx)}`)
     }
-    await out.close()
     const digest = digester.digest(source.meta)
-    const frame = fileFrame(files.refs ? REF_VERSION : TRACE_FORMAT_VERSION, digest, sortKeysDeep(source.meta))
-    await assemble(path, digester.count === 0 ? [{ text: frame.empty }] : [{ text: frame.head }, { file: part }, { text: frame.tail }])
+    const frame = fileFrame(files.refs ? REF_VERSION : TRACE_FORMAT_VERSION, digest, meta)
+    if (digester.count === 0) {
+      await out.abort()
+      await writeAtomic(path, frame.empty)
+    } else {
+      await out.write(frame.tail)
+      await out.close()
+      if (Buffer.byteLength(frame.head) !== Buffer.byteLength(placeholder.head)) throw new Error(`the head of ${path} changed length as it was written`)
+      await writeHead(part, frame.head)
+      await rename(part, path)
+    }
     return { path, digest, blobs: blobNames, exchanges: digester.count }
   } finally {
     // The stream opens its file asynchronously: it must be closed before the unlink, or it creates the file after.
     await out?.abort()
     await unlink(part).catch(() => {})
+  }
+}
+
+/** Writes `head` over the start of the file at `path`. */
+async function writeHead(path: string, head: string): Promise<void> {
+  const fh = await open(path, 'r+')
+  try {
+    const bytes = Buffer.from(head, 'utf8')
+    for (let at = 0; at < bytes.byteLength; ) at += (await fh.write(bytes, at, bytes.byteLength - at, at)).bytesWritten
+  } finally {
+    await fh.close()
   }
 }
 
@@ -413,24 +436,6 @@ class TextSink {
     const closed = once(this.#stream, 'close')
     this.#stream.destroy()
     await closed
-  }
-}
-
-/** Writes `parts` (text, or a file to copy in) to a temp file and renames it over `path`. */
-async function assemble(path: string, parts: Array<{ text: string } | { file: string }>): Promise<void> {
-  const tmp = join(dirname(path), `.${randomBytes(6).toString('hex')}.tmp`)
-  try {
-    const stream = createWriteStream(tmp)
-    for (const p of parts) {
-      const chunks = 'text' in p ? [p.text] : createReadStream(p.file)
-      for await (const chunk of chunks) if (!stream.write(chunk)) await once(stream, 'drain')
-    }
-    stream.end()
-    await once(stream, 'finish')
-    await rename(tmp, path)
-  } catch (err) {
-    await unlink(tmp).catch(() => {})
-    throw err
   }
 }
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
@@ -8,7 +8,7 @@ import { faultedExchange, jsonTrace, websocketExchange } from './fixtures/exchan
 import { JsonObjectStream } from './json-stream.ts'
 import { openStore } from './level-store.ts'
 import { createMemoryStore } from './memory-store.ts'
-import { exportTrace, storedTraceSource, TraceDigester, TraceFileReader, traceDigest, writeTraceFile, writeTraceFileFrom } from './trace-file.ts'
+import { exportTrace, storedTraceSource, TraceDigester, TraceFileReader, traceDigest, traceSource, writeTraceFile, writeTraceFileFrom } from './trace-file.ts'
 
 const root = await mkdtemp(join(tmpdir(), 'tr-file-stream-'))
 after(() => rm(root, { recursive: true, force: true }))
@@ -130,6 +130,33 @@ describe('streamed trace files (unit)', () => {
     const dir = join(root, 'failed')
     await assert.rejects(writeTraceFile(join(dir, 'lost.trace.json'), trace), (err) => isToolReplayError(err) && err.code === ErrorCodes.BODY_MISSING)
     assert.deepEqual(await readdir(dir), [])
+  })
+
+  test('a streamed file is written once, in place: the temp file it was written to is the file, renamed; an empty trace too', async () => {
+    // Copying a finished temp file behind its head wrote a big export twice and held both on the disk at once.
+    const trace = richTrace()
+    const dir = join(root, 'in-place')
+    const file = join(dir, 'rich.trace.json')
+    const inodes = new Set<number>()
+    const source = traceSource(trace)
+    const result = await writeTraceFileFrom(file, {
+      ...source,
+      exchanges: async function* () {
+        for await (const x of source.exchanges()) {
+          // While the exchanges are written: the one temp file there is.
+          for (const name of await readdir(dir)) inodes.add((await stat(join(dir, name))).ino)
+          yield x
+        }
+      },
+    })
+    assert.equal(inodes.size, 1, 'one temp file while writing')
+    assert.ok(inodes.has((await stat(file)).ino), 'the file is that temp file')
+    assert.equal(await readFile(file, 'utf8'), exportTrace(trace).text)
+    assert.equal(result.digest, exportTrace(trace).digest)
+    const empty = join(dir, 'empty.trace.json')
+    await writeTraceFileFrom(empty, traceSource({ meta: { name: 'empty', format: 1 }, exchanges: [], bodies: new Map() }))
+    assert.equal(await readFile(empty, 'utf8'), exportTrace({ meta: { name: 'empty', format: 1 }, exchanges: [], bodies: new Map() }).text)
+    assert.deepEqual((await readdir(dir)).sort(), ['empty.trace.json', 'rich.trace.json'])
   })
 })
 
