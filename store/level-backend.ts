@@ -342,8 +342,8 @@ export class LevelBackend implements StoreOps {
    * Which body keys of these exchanges are stored (or known to be); the result also collects keys this batch
    * adds. A body of at most REWRITE_MAX bytes whose bytes are in hand is not looked for: it is written (again, if
    * it was there: the same bytes under the same key). Such lookups read the store's tables at random, a block
-   * each, and LevelDB keeps the tables it reads mapped: a million-exchange import peaked at 498 MB RSS, 173 MB of
-   * it mapped table files, and at 334 MB (67 MB mapped) without them, faster too.
+   * each, and LevelDB keeps the tables it reads mapped: a million-exchange import peaked at 498 MB RSS (173 MB of
+   * mapped table files near its end) and at 356 MB without them (67 MB mapped, the node binary's 42 included), faster too.
    */
   async #present(exchanges: Array<[Exchange, ReadonlyMap<string, Uint8Array>]>): Promise<Set<string>> {
     const present = new Set<string>()
