@@ -21,10 +21,19 @@ interface InternalConnectionContext {
   run<T>(callback: () => T): T
 }
 
-/** Runs `connect` so the socket it opens is not intercepted by @mswjs/interceptors. */
+const socketPrototype = process.getBuiltinModule('node:net').Socket.prototype
+/** Node's own `Socket.prototype.connect` when this module loaded (a patch's replaces it; Node assigns its own, so it is writable). */
+const connectAtLoad = Object.getOwnPropertyDescriptor(socketPrototype, 'connect')?.writable === true ? socketPrototype.connect : undefined
+
+/**
+ * Runs `connect` so the socket it opens is not intercepted by @mswjs/interceptors. Only while something has
+ * replaced `Socket.prototype.connect` (msw's socket interceptor, applied by the node:http capture or an app's
+ * own msw): the context is an AsyncLocalStorage, and on Node 22 its first `run()` turns promise hooks on for
+ * the rest of the process, making every promise the app makes cost about four times as much.
+ */
 export function runAsInternalConnection<T>(connect: () => T): T {
   const context = (globalThis as { __MSW_INTERNAL_CONNECTION_CONTEXT?: InternalConnectionContext }).__MSW_INTERNAL_CONNECTION_CONTEXT
-  return context ? context.run(connect) : connect()
+  return context && socketPrototype.connect !== connectAtLoad ? context.run(connect) : connect()
 }
 
 type CreateConnection = (options: object, callback: (err: Error | null, socket: Duplex) => void) => Duplex | undefined
