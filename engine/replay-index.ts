@@ -55,7 +55,8 @@ export interface ReplayIndex {
 
 interface Queue {
   key: string
-  parts: IdentityParts
+  /** The identity's parts, computed when first asked for (a miss's candidates) when the store gave the key. */
+  parts: IdentityParts | undefined
   label: string
   exchanges: Exchange[]
   next: number
@@ -71,19 +72,28 @@ export class MemoryReplayIndex implements ReplayIndex {
   /** Exact request key → queue, so a request byte-identical to a recorded one skips computeIdentity. */
   readonly #exact = new Map<string, Queue>()
   readonly #exactHeaders: Set<string>
+  readonly #trace: Trace
   #remaining = 0
 
-  constructor(trace: Trace, identity: IdentityOptions) {
+  /**
+   * `keys`: each exchange's identity key by seq, as the store's index holds it (default identity options
+   * only), so opening a trace does not compute again what recording computed; an exchange without one has
+   * its identity computed here.
+   */
+  constructor(trace: Trace, identity: IdentityOptions, keys?: ReadonlyMap<number, string>) {
     this.#identity = identity
+    this.#trace = trace
     this.#exactHeaders = new Set(['content-type', ...(identity.includeHeaders ?? [])].map((h) => h.toLowerCase()))
     for (const exchange of trace.exchanges) {
       const { method, url, headers } = exchange.request
       const body = exchange.request.body ? bodyBytes(trace, exchange.request.body) : null
-      const id = computeIdentity({ method, url, headers, body }, identity)
-      let q = this.#queues.get(id.key)
+      const stored = keys?.get(exchange.seq)
+      const id = stored === undefined ? computeIdentity({ method, url, headers, body }, identity) : undefined
+      const key = id?.key ?? (stored as string)
+      let q = this.#queues.get(key)
       if (!q) {
-        q = { key: id.key, parts: id.parts, label: `${method} ${url}`, exchanges: [], next: 0 }
-        this.#queues.set(id.key, q)
+        q = { key, parts: id?.parts, label: `${method} ${url}`, exchanges: [], next: 0 }
+        this.#queues.set(key, q)
       }
       q.exchanges.push(exchange)
       this.#remaining++
@@ -133,8 +143,15 @@ export class MemoryReplayIndex implements ReplayIndex {
   candidates(parts: IdentityParts): Candidate[] {
     return rank(
       parts,
-      [...this.#queues.values()].map((q) => ({ label: q.label, parts: q.parts })),
+      [...this.#queues.values()].map((q) => ({ label: q.label, parts: this.#partsOf(q) })),
     )
+  }
+
+  #partsOf(q: Queue): IdentityParts {
+    if (q.parts) return q.parts
+    const { method, url, headers, body } = (q.exchanges[0] as Exchange).request
+    q.parts = computeIdentity({ method, url, headers, body: body ? bodyBytes(this.#trace, body) : null }, this.#identity).parts
+    return q.parts
   }
 
   unused(): UnusedRecording[] {

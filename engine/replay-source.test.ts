@@ -3,6 +3,7 @@ import { test } from 'node:test'
 import { createMemoryStore, type TraceReader, type TraceStore } from '../store/index.ts'
 import { bodyFromBytes, type Exchange, type Trace } from '../trace/index.ts'
 import type { PlaybackChunk } from './decision.ts'
+import type { Take } from './replay-index.ts'
 import { openReplaySource, playbackOf } from './replay-source.ts'
 
 const enc = new TextEncoder()
@@ -119,4 +120,49 @@ test('request bodies too big to hold together send the trace back to the store i
   assert.ok(take instanceof Promise, 'looked up through the store index')
   assert.equal((await take).kind, 'match')
   await store.close()
+})
+
+test("a trace the store indexed is looked up by the store's identity keys, not identities computed again as it opens", async () => {
+  const store = createMemoryStore()
+  const ok = bodyFromBytes(enc.encode('{}'))
+  const at = (seq: number, url: string): Exchange => ({
+    seq,
+    request: { method: 'GET', url, headers: [], body: null },
+    outcome: { kind: 'response', response: { status: 200, statusText: 'OK', headers: [], trailers: [], body: ok.ref } },
+    timing: { startMs: seq, headersMs: 1 },
+  })
+  await store.putTrace({
+    meta: { name: 't', format: 1 },
+    exchanges: [at(0, 'http://api.test/a'), at(1, 'http://api.test/q?a=1&b=2')],
+    bodies: new Map([[ok.ref.digest, ok.bytes]]),
+  })
+  // The key the store holds for /q is replaced: only an index that reads the store's keys is misled by it.
+  const openTrace = store.openTrace.bind(store)
+  let asked = 0
+  store.openTrace = async (name, selector) => {
+    const reader = await openTrace(name, selector)
+    const keys = reader.identityKeys.bind(reader)
+    reader.identityKeys = async function* () {
+      asked++
+      for await (const [key, seqs] of keys()) yield [seqs.includes(1) ? 'f'.repeat(64) : key, seqs]
+    }
+    return reader
+  }
+  const source = await openReplaySource(store, 't', {}, 'auto')
+  assert.equal(asked, 1)
+  const take = (url: string) => source.index.take({ method: 'GET', url, headers: [], body: null }) as Take
+  assert.equal(take('http://api.test/a').kind, 'match')
+  // The same request as recorded is found by its bytes; one whose query is in another order has its identity
+  // computed, which is not the (replaced) key the store gave: a miss, whose candidates are computed when asked.
+  assert.equal(take('http://api.test/q?a=1&b=2').kind, 'match')
+  const miss = take('http://api.test/q?b=2&a=1')
+  assert.ok(miss.kind === 'miss')
+  assert.deepEqual(
+    (await source.index.candidates(miss.parts)).map((c) => c.request),
+    ['GET http://api.test/q?a=1&b=2', 'GET http://api.test/a'],
+  )
+  // Identity options the store's index was not made with: every identity is computed here, as before.
+  const custom = await openReplaySource(store, 't', { ignoreQueryParams: ['zzz'] }, 'auto')
+  assert.equal(asked, 1)
+  assert.equal((custom.index.take({ method: 'GET', url: 'http://api.test/q?b=2&a=1', headers: [], body: null }) as Take).kind, 'match')
 })

@@ -49,12 +49,13 @@ export interface ReplaySource {
 export async function openReplaySource(store: TraceStore, name: string, identity: IdentityOptions, preload: 'auto' | 'none'): Promise<ReplaySource> {
   const reader = await store.openTrace(name)
   const { count, bodyBytes: total, indexed } = reader.info
+  const storeIndexed = indexed && isDefaultIdentity(identity)
   if (preload === 'auto' && count <= MEMORY_MAX_EXCHANGES && total <= MEMORY_MAX_BODY_BYTES) {
     const trace = await reader.readAll()
-    return { index: new MemoryReplayIndex(trace, identity), bodies: trace.bodies, invalid: invalidExchanges(trace), ...labelsOf(trace.meta) }
+    const keys = storeIndexed ? await storedKeys(reader) : undefined
+    return { index: new MemoryReplayIndex(trace, identity, keys), bodies: trace.bodies, invalid: invalidExchanges(trace), ...labelsOf(trace.meta) }
   }
   const few = preload === 'auto' && count <= MEMORY_MAX_EXCHANGES
-  const storeIndexed = indexed && isDefaultIdentity(identity)
   const throughStore = (): ReplaySource => ({ index: new StoreReplayIndex(reader), bodies: new Map(), reader, ...labelsOf(reader.info.meta) })
   if (!few && storeIndexed) return throughStore()
   // The exchanges in memory and identities computed here, from them and the request bodies (custom identity
@@ -75,7 +76,15 @@ export async function openReplaySource(store: TraceStore, name: string, identity
     return true
   })
   if (over) return throughStore()
-  return { index: new MemoryReplayIndex(trace, identity), bodies: trace.bodies, reader, ...labelsOf(reader.info.meta) }
+  const keys = storeIndexed ? await storedKeys(reader) : undefined
+  return { index: new MemoryReplayIndex(trace, identity, keys), bodies: trace.bodies, reader, ...labelsOf(reader.info.meta) }
+}
+
+/** Each exchange's identity key by seq, from the store's index (what recording computed, read back). */
+async function storedKeys(reader: TraceReader): Promise<Map<number, string>> {
+  const keys = new Map<number, string>()
+  for await (const [key, seqs] of reader.identityKeys()) for (const seq of seqs) keys.set(seq, key)
+  return keys
 }
 
 /**

@@ -30,6 +30,12 @@ interface Entry {
    */
   exchanges: Map<number, string>
   identity: Map<string, number[]>
+  /**
+   * Seqs whose identity is not in `identity` yet: it is computed on the first lookup, not as the exchange is
+   * stored, so recording does not pay for an index only replay reads (LevelDB must write its index with the
+   * exchange; this store holds nothing a crash could leave half-indexed).
+   */
+  unindexed: Set<number>
   /** The exchanges' seqs in order, made on first read after a change. */
   sortedSeqs?: number[] | undefined
   /** The identity keys in order, made on first read after a new key. */
@@ -112,16 +118,18 @@ class MemoryOps implements StoreOps {
   }
 
   async lookup(id: string, key: string): Promise<number[]> {
-    return [...(this.#entries.get(id)?.identity.get(key) ?? [])]
+    const e = this.#entries.get(id)
+    return e ? [...(this.#indexed(e).get(key) ?? [])] : []
   }
 
   async identityKeys(id: string, afterKey: string, limit: number): Promise<Array<[string, number[]]>> {
     const e = this.#entries.get(id)
     if (!e) return []
-    e.sortedKeys ??= [...e.identity.keys()].sort()
+    const identity = this.#indexed(e)
+    e.sortedKeys ??= [...identity.keys()].sort()
     const keys = e.sortedKeys
     const from = firstIndex(keys, (k) => k > afterKey)
-    return keys.slice(from, from + limit).map((k) => [k, [...(e.identity.get(k) as number[])]])
+    return keys.slice(from, from + limit).map((k) => [k, [...(identity.get(k) as number[])]])
   }
 
   async body(digest: string): Promise<StoredBody | undefined> {
@@ -186,7 +194,7 @@ class MemoryOps implements StoreOps {
       indexed: true,
       recorded: options?.recorded !== false,
     }
-    this.#entries.set(id, { info, owner, exchanges: new Map(), identity: new Map() })
+    this.#entries.set(id, { info, owner, exchanges: new Map(), identity: new Map(), unindexed: new Set() })
   }
 
   async append(id: string, x: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest>): Promise<void> {
@@ -230,6 +238,7 @@ class MemoryOps implements StoreOps {
       info: { id, name, meta: structuredClone(trace.meta), status: 'recording', createdAt, count: 0, bodyBytes: 0, indexed: true, recorded: false },
       exchanges: new Map(),
       identity: new Map(),
+      unindexed: new Set(),
     }
     for (const x of trace.exchanges) this.#store(entry, x, trace.bodies, new Map())
     this.#entries.set(id, entry)
@@ -261,13 +270,23 @@ class MemoryOps implements StoreOps {
     // Keyed by seq like the LevelDB store, so a resent append replaces rather than duplicates.
     if (!e.exchanges.has(x.seq)) e.sortedSeqs = undefined
     e.exchanges.set(x.seq, JSON.stringify(x))
-    const reqBody = x.request.body ? this.#whole(x.request.body.digest) : null
-    const key = computeIdentity({ method: x.request.method, url: x.request.url, headers: x.request.headers, body: reqBody }).key
-    const seqs = e.identity.get(key) ?? []
-    if (seqs.length === 0) e.sortedKeys = undefined
-    insertSorted(seqs, x.seq)
-    e.identity.set(key, seqs)
+    e.unindexed.add(x.seq)
     e.info.bodyBytes += (x.request.body?.size ?? 0) + ((x.outcome.kind === 'response' ? x.outcome.response.body : x.outcome.error.partial?.body)?.size ?? 0)
+  }
+
+  /** The entry's identity index, with the exchanges stored since the last lookup added. */
+  #indexed(e: Entry): Map<string, number[]> {
+    for (const seq of e.unindexed) {
+      const x = JSON.parse(e.exchanges.get(seq) as string) as Exchange
+      const reqBody = x.request.body ? this.#whole(x.request.body.digest) : null
+      const key = computeIdentity({ method: x.request.method, url: x.request.url, headers: x.request.headers, body: reqBody }).key
+      const seqs = e.identity.get(key) ?? []
+      if (seqs.length === 0) e.sortedKeys = undefined
+      insertSorted(seqs, seq)
+      e.identity.set(key, seqs)
+    }
+    e.unindexed.clear()
+    return e.identity
   }
 
   #assertBody(x: Exchange, name: string, digest: string, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest>): void {
