@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sha256 } from './digest.ts'
+import { canonicalJson } from './json-codec.ts'
 import { computeIdentity, describeIdentityDifferences, normalizeUrl } from './request-identity.ts'
 
 const enc = new TextEncoder()
@@ -15,6 +16,48 @@ test('URL normalization: lowercase scheme and host, default port, sorted query, 
   assert.equal(normalizeUrl('HTTPS://API.Example.TEST:443/p/Q?b=2&a=1&a=0#x'), 'https://api.example.test/p/Q?a=1&a=0&b=2')
   assert.equal(normalizeUrl('http://h.test:80/'), 'http://h.test/')
   assert.equal(normalizeUrl('http://h.test:8080/?x=1&_=9', ['_']), 'http://h.test:8080/?x=1')
+})
+
+test('a URL without a query or fragment normalizes as one with them emptied; every identity key is the SHA-256 of the canonical parts', () => {
+  const emptied = (url: string) => {
+    const u = new URL(url)
+    u.hash = ''
+    u.search = new URLSearchParams([...u.searchParams].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))).toString()
+    return u.toString()
+  }
+  const urls = [
+    'HTTP://H.TEST:80',
+    'https://H.test:443/a/./b/../c',
+    'http://h.test/%7euser/with space/é',
+    'http://xn--bcher-kva.test/p',
+    'http://bücher.test/p',
+    'http://h.test/p?',
+    'http://h.test/p#',
+    'http://h.test/p?#',
+    'http://h.test/p?b=2&a=1#f',
+    'http://user:pw@h.test:8080/p',
+    'http://h.test/p\tq',
+  ]
+  for (const url of urls) assert.equal(normalizeUrl(url), emptied(url), url)
+  const bodies: Array<[string, Uint8Array | null]> = [
+    ['application/json', enc.encode('{"z":[1,{"b":"\u00e9","a":null}],"a":1.50,"m":"\ud800"}')],
+    ['application/x-www-form-urlencoded', enc.encode('b=2&a=1')],
+    ['multipart/form-data; boundary=XyZ', enc.encode('--XyZ\r\n\r\nv\r\n--XyZ--')],
+    ['application/octet-stream', new Uint8Array([0, 255])],
+    ['text/plain', null],
+  ]
+  for (const [type, body] of bodies) {
+    const { key, parts } = computeIdentity({
+      method: 'Post',
+      url: 'http://h.test/p?q="1"',
+      headers: [
+        ['Content-Type', type],
+        ['X-Weird', 'é"\\'],
+      ],
+      body,
+    })
+    assert.equal(key, sha256(canonicalJson(parts)), type)
+  }
 })
 
 test('JSON bodies are canonicalized: key order and whitespace do not matter', () => {

@@ -123,7 +123,16 @@ export function computeIdentity(request: IdentityRequest, options: IdentityOptio
     if (typeof custom === 'string') return { key: sha256(`custom:${custom}`), parts }
     return { key: sha256(canonicalJson(custom)), parts: custom }
   }
-  return { key: sha256(canonicalJson(parts)), parts }
+  return { key: sha256(partsJson(parts)), parts }
+}
+
+/**
+ * canonicalJson(parts), written member by member in key order: only the body's fingerprint can need the
+ * canonical walk (a JSON body's own keys); the header pairs, method and URL are strings JSON.stringify writes
+ * canonically. Every recorded, imported and (non-exact) replayed request comes through here.
+ */
+function partsJson(parts: IdentityParts): string {
+  return `{"body":${canonicalJson(parts.body)},"headers":${JSON.stringify(parts.headers)},"method":${JSON.stringify(parts.method)},"url":${JSON.stringify(parts.url)}}`
 }
 
 function isAlwaysIgnored(name: string): boolean {
@@ -138,6 +147,8 @@ export function normalizeUrl(url: string, ignoreQueryParams: readonly string[] =
   } catch (cause) {
     throw new ToolReplayError(ErrorCodes.TRACE_INVALID, `Request URL "${url}" is not an absolute URL. Tool Replay needs absolute URLs.`, { cause })
   }
+  // Without a query or a fragment the parsed URL is the normal form (emptying them would change nothing).
+  if (!url.includes('?') && !url.includes('#')) return u.href
   u.hash = ''
   const ignored = new Set(ignoreQueryParams)
   const params = [...u.searchParams].filter(([k]) => !ignored.has(k))
