@@ -54,3 +54,22 @@ test("recording through the dispatcher leaves msw's connection context alone unt
   assert.deepEqual(patched, { body: 'ok', runs: 1 }, "msw's socket interceptor applied: the live request's connect runs in the context, as before")
   assert.deepEqual(after, { body: 'ok', runs: 1 }, 'the interceptor disposed: the context is left alone again')
 })
+
+test("msw's socket interceptor applied before Tool Replay loads: every connect runs in msw's context, even after it is disposed", async () => {
+  const out = await inFreshProcess(`
+    import { SocketInterceptor } from '@mswjs/interceptors/net'
+    const sockets = new SocketInterceptor()
+    sockets.apply()
+    const { runAsInternalConnection } = await import(${root('interceptor/internal-connection.ts')})
+    const context = globalThis.__MSW_INTERNAL_CONNECTION_CONTEXT
+    let runs = 0
+    const run = context.run.bind(context)
+    context.run = (fn) => (runs++, run(fn))
+    const applied = runAsInternalConnection(() => 'connected')
+    sockets.dispose()
+    const disposed = runAsInternalConnection(() => 'connected')
+    console.log(JSON.stringify({ applied, disposed, runs }))
+  `)
+  // Which connect is Node's own cannot be told once a patch came first: the bypass is always taken (as before).
+  assert.deepEqual(JSON.parse(out), { applied: 'connected', disposed: 'connected', runs: 2 })
+})

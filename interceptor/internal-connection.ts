@@ -22,8 +22,13 @@ interface InternalConnectionContext {
 }
 
 const socketPrototype = process.getBuiltinModule('node:net').Socket.prototype
-/** Node's own `Socket.prototype.connect` when this module loaded (a patch's replaces it; Node assigns its own, so it is writable). */
-const connectAtLoad = Object.getOwnPropertyDescriptor(socketPrototype, 'connect')?.writable === true ? socketPrototype.connect : undefined
+/**
+ * Node's own `Socket.prototype.connect`, when that is what this module found at load. Node's is told by its
+ * source (lib/net.js names the internal `normalizedArgsSymbol`, which no userland patch can reach); when it
+ * cannot be told (a patch came first, or a Node that reads otherwise) this is undefined and every connect
+ * runs in the context, as it always did.
+ */
+const connectAtLoad = socketPrototype.connect.toString().includes('normalizedArgsSymbol') ? socketPrototype.connect : undefined
 
 /**
  * Runs `connect` so the socket it opens is not intercepted by @mswjs/interceptors. Only while something has
