@@ -1,8 +1,8 @@
 /**
  * Where replay looks requests up: which recorded exchange answers the n-th request of an identity. Two
  * implementations behind one interface, chosen by trace size:
- * - MemoryReplayIndex: the trace in memory (bodies too), every identity computed up front; synchronous, the
- *   fast path for the traces tests use.
+ * - MemoryReplayIndex: the trace in memory (bodies too), every identity known up front (read from the store's
+ *   index with default identity options, else computed); synchronous, the fast path for the traces tests use.
  * - StoreReplayIndex: the store's identity index, asked per identity on first use; exchanges and bodies are
  *   read when a request needs them. Memory does not grow with the trace; a lookup costs a store round trip.
  * Occurrence is assigned when the request arrives, before any await, so concurrent identical requests get
