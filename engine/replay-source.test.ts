@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { createMemoryStore, type TraceReader, type TraceStore } from '../store/index.ts'
-import { bodyFromBytes, type Exchange, type Trace } from '../trace/index.ts'
+import { bodyFromBytes, type Exchange, IDENTITY_RULES, type Trace } from '../trace/index.ts'
 import type { PlaybackChunk } from './decision.ts'
 import type { Take } from './replay-index.ts'
 import { openReplaySource, playbackOf } from './replay-source.ts'
@@ -165,4 +165,17 @@ test("a trace the store indexed is looked up by the store's identity keys, not i
   const custom = await openReplaySource(store, 't', { ignoreQueryParams: ['zzz'] }, 'auto')
   assert.equal(asked, 1)
   assert.equal((custom.index.take({ method: 'GET', url: 'http://api.test/q?b=2&a=1', headers: [], body: null }) as Take).kind, 'match')
+  // Nor an index made by other identity rules (a store written before they were kept, or by other versions).
+  for (const rules of [undefined, IDENTITY_RULES + 1]) {
+    const older = store.openTrace.bind(store)
+    store.openTrace = async (name, selector) => {
+      const reader = await older(name, selector)
+      ;(reader.info as { identityRules?: number }).identityRules = rules
+      return reader
+    }
+    const stale = await openReplaySource(store, 't', {}, 'auto')
+    store.openTrace = older
+    assert.equal(asked, 1)
+    assert.equal((stale.index.take({ method: 'GET', url: 'http://api.test/q?b=2&a=1', headers: [], body: null }) as Take).kind, 'match')
+  }
 })

@@ -7,6 +7,7 @@ import {
   type BodyRef,
   bodyBytes,
   type Exchange,
+  IDENTITY_RULES,
   type IdentityOptions,
   type ResponseHead,
   splitChunks,
@@ -50,10 +51,11 @@ export async function openReplaySource(store: TraceStore, name: string, identity
   const reader = await store.openTrace(name)
   const { count, bodyBytes: total, indexed } = reader.info
   const storeIndexed = indexed && isDefaultIdentity(identity)
+  // The keys the store holds are taken as they are only when today's identity rules made them.
+  const keysOf = async () => (storeIndexed && reader.info.identityRules === IDENTITY_RULES ? await storedKeys(reader) : undefined)
   if (preload === 'auto' && count <= MEMORY_MAX_EXCHANGES && total <= MEMORY_MAX_BODY_BYTES) {
     const trace = await reader.readAll()
-    const keys = storeIndexed ? await storedKeys(reader) : undefined
-    return { index: new MemoryReplayIndex(trace, identity, keys), bodies: trace.bodies, invalid: invalidExchanges(trace), ...labelsOf(trace.meta) }
+    return { index: new MemoryReplayIndex(trace, identity, await keysOf()), bodies: trace.bodies, invalid: invalidExchanges(trace), ...labelsOf(trace.meta) }
   }
   const few = preload === 'auto' && count <= MEMORY_MAX_EXCHANGES
   const throughStore = (): ReplaySource => ({ index: new StoreReplayIndex(reader), bodies: new Map(), reader, ...labelsOf(reader.info.meta) })
@@ -76,8 +78,7 @@ export async function openReplaySource(store: TraceStore, name: string, identity
     return true
   })
   if (over) return throughStore()
-  const keys = storeIndexed ? await storedKeys(reader) : undefined
-  return { index: new MemoryReplayIndex(trace, identity, keys), bodies: trace.bodies, reader, ...labelsOf(reader.info.meta) }
+  return { index: new MemoryReplayIndex(trace, identity, await keysOf()), bodies: trace.bodies, reader, ...labelsOf(reader.info.meta) }
 }
 
 /** Each exchange's identity key by seq, from the store's index (what recording computed, read back). */

@@ -21,7 +21,7 @@ import { stat } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import type { Level } from 'level'
-import { type AppRun, computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
+import { type AppRun, computeIdentity, ErrorCodes, type Exchange, IDENTITY_RULES, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { collectGarbage } from './gc.ts'
 import { piecePath, syncPieces, writePiece } from './pieces.ts'
 import { traceExists } from './store-errors.ts'
@@ -259,6 +259,7 @@ export class LevelBackend implements StoreOps {
         count: 0,
         bodyBytes: 0,
         indexed: true,
+        identityRules: IDENTITY_RULES,
         recorded: options?.recorded !== false,
         owner,
         ordered: { exchanges: 0, count: 0 },
@@ -521,7 +522,17 @@ export class LevelBackend implements StoreOps {
         bodyBytes += bodyBytesOf(x)
       }
       ops.push(...(await this.#replaceOps(name, id)))
-      const stored: StoredMeta = { id, name, meta: trace.meta, createdAt, status: 'complete', count: trace.exchanges.length, bodyBytes, indexed: true }
+      const stored: StoredMeta = {
+        id,
+        name,
+        meta: trace.meta,
+        createdAt,
+        status: 'complete',
+        count: trace.exchanges.length,
+        bodyBytes,
+        indexed: true,
+        identityRules: IDENTITY_RULES,
+      }
       ops.push({ type: 'put', key: storeKeys.meta(id), value: json(stored) })
       await this.#syncedBatch(ops)
     })

@@ -2,7 +2,7 @@
  * An in-process store with the same contract as the LevelDB one; nothing persists. It implements the same
  * StoreOps, so readers, recordings and verification are the very code the LevelDB store runs.
  */
-import { type AppRun, computeIdentity, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
+import { type AppRun, computeIdentity, ErrorCodes, type Exchange, IDENTITY_RULES, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { traceExists } from './store-errors.ts'
 import {
   type BeginOptions,
@@ -192,6 +192,7 @@ class MemoryOps implements StoreOps {
       count: 0,
       bodyBytes: 0,
       indexed: true,
+      identityRules: IDENTITY_RULES,
       recorded: options?.recorded !== false,
     }
     this.#entries.set(id, { info, owner, exchanges: new Map(), identity: new Map(), unindexed: new Set() })
@@ -235,7 +236,18 @@ class MemoryOps implements StoreOps {
       for (const digest of refsOf(x)) this.#assertBody(x, name, digest, trace.bodies, new Map())
     }
     const entry: Entry = {
-      info: { id, name, meta: structuredClone(trace.meta), status: 'recording', createdAt, count: 0, bodyBytes: 0, indexed: true, recorded: false },
+      info: {
+        id,
+        name,
+        meta: structuredClone(trace.meta),
+        status: 'recording',
+        createdAt,
+        count: 0,
+        bodyBytes: 0,
+        indexed: true,
+        identityRules: IDENTITY_RULES,
+        recorded: false,
+      },
       exchanges: new Map(),
       identity: new Map(),
       unindexed: new Set(),

@@ -88,6 +88,8 @@ export interface TraceInfo {
   bodyBytes: number
   /** True when the store keeps a request-identity index for this trace (traces written by this version). */
   indexed: boolean
+  /** The identity rules (IDENTITY_RULES) that index was made with; absent when written before they were kept. */
+  identityRules?: number
   /**
    * True when a recording in this store wrote the trace (record, replay --record-as), false when it was put
    * whole (import, fork) or stored before this was kept: the inspector runs a recorded command only when one

@@ -31,6 +31,8 @@ export interface StoredMeta {
   count?: number
   bodyBytes?: number
   indexed?: boolean
+  /** The identity rules the index was made with (IDENTITY_RULES); absent in stores written before it was kept. */
+  identityRules?: number
   /** Written by a recording of this store (beginTrace), not put whole. */
   recorded?: boolean
   owner?: RecordingOwner
@@ -121,6 +123,7 @@ export class StoreReads {
       recorded: m.recorded === true,
     }
     if (m.owner) info.owner = m.owner
+    if (m.identityRules !== undefined) info.identityRules = m.identityRules
     return info
   }
 

@@ -173,6 +173,7 @@ export {
   computeIdentity,
   describeIdentityDifferences,
   IDENTITY_OPTIONS,
+  IDENTITY_RULES,
   identityDistance,
   MULTIPART_BOUNDARY,
   multipartBoundary,

@@ -93,6 +93,13 @@ export interface RequestIdentity {
   parts: IdentityParts
 }
 
+/**
+ * The version of the identity rules: bump it whenever computeIdentity's key (default options) changes for any
+ * request. A store keeps it with each trace it indexes, and replay takes a trace's stored keys instead of
+ * computing them only when they were made by these rules.
+ */
+export const IDENTITY_RULES = 1
+
 /** Computes a request's identity. Pure and deterministic. */
 export function computeIdentity(request: IdentityRequest, options: IdentityOptions = {}): RequestIdentity {
   const include = new Set((options.includeHeaders ?? ['content-type']).map((h) => h.toLowerCase()))
