@@ -65,6 +65,23 @@ function insertSorted(xs: number[], x: number): void {
   if (xs[at] !== x) xs.splice(at, 0, x)
 }
 
+/** A recording's entry, empty: `recorded` when a recording of this store writes it, not a put. */
+function newEntry(id: string, meta: TraceMeta, createdAt: string, recorded: boolean): Entry {
+  const info: TraceInfo = {
+    id,
+    name: meta.name,
+    meta: structuredClone(meta),
+    status: 'recording',
+    createdAt,
+    count: 0,
+    bodyBytes: 0,
+    indexed: true,
+    identityRules: IDENTITY_RULES,
+    recorded,
+  }
+  return { info, exchanges: new Map(), identity: new Map(), unindexed: new Set() }
+}
+
 /** An in-process store for tests and benchmarks. */
 export function createMemoryStore(): TraceStore {
   const ops = new MemoryOps()
@@ -183,19 +200,7 @@ class MemoryOps implements StoreOps {
 
   async beginTrace(id: string, meta: TraceMeta, createdAt: string, owner: RecordingOwner, options?: BeginOptions): Promise<void> {
     if (this.#entries.has(id)) return
-    const info: TraceInfo = {
-      id,
-      name: meta.name,
-      meta: structuredClone(meta),
-      status: 'recording',
-      createdAt,
-      count: 0,
-      bodyBytes: 0,
-      indexed: true,
-      identityRules: IDENTITY_RULES,
-      recorded: options?.recorded !== false,
-    }
-    this.#entries.set(id, { info, owner, exchanges: new Map(), identity: new Map(), unindexed: new Set() })
+    this.#entries.set(id, { ...newEntry(id, meta, createdAt, options?.recorded !== false), owner })
   }
 
   async append(id: string, x: Exchange, bodies: ReadonlyMap<string, Uint8Array>, manifests: ReadonlyMap<string, BodyManifest>): Promise<void> {
@@ -235,23 +240,7 @@ class MemoryOps implements StoreOps {
       seqs.add(x.seq)
       for (const digest of refsOf(x)) this.#assertBody(x, name, digest, trace.bodies, new Map())
     }
-    const entry: Entry = {
-      info: {
-        id,
-        name,
-        meta: structuredClone(trace.meta),
-        status: 'recording',
-        createdAt,
-        count: 0,
-        bodyBytes: 0,
-        indexed: true,
-        identityRules: IDENTITY_RULES,
-        recorded: false,
-      },
-      exchanges: new Map(),
-      identity: new Map(),
-      unindexed: new Set(),
-    }
+    const entry = newEntry(id, trace.meta, createdAt, false)
     for (const x of trace.exchanges) this.#store(entry, x, trace.bodies, new Map())
     this.#entries.set(id, entry)
     this.#replace(entry)
