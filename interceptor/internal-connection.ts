@@ -28,7 +28,10 @@ const socketPrototype = process.getBuiltinModule('node:net').Socket.prototype
  * cannot be told (a patch came first, or a Node that reads otherwise) this is undefined and every connect
  * runs in the context, as it always did.
  */
-const connectAtLoad = socketPrototype.connect.toString().includes('normalizedArgsSymbol') ? socketPrototype.connect : undefined
+const connectAtLoad =
+  typeof socketPrototype.connect === 'function' && Function.prototype.toString.call(socketPrototype.connect).includes('normalizedArgsSymbol')
+    ? socketPrototype.connect
+    : undefined
 
 /**
  * Runs `connect` so the socket it opens is not intercepted by @mswjs/interceptors. Only while something has
