@@ -18,6 +18,7 @@ import {
   type IdentityOptions,
   type IdentityParts,
   identityDistance,
+  type RequestIdentity,
   type Trace,
 } from '../trace/index.ts'
 import type { CapturedRequest } from './decision.ts'
@@ -89,7 +90,7 @@ export class MemoryReplayIndex implements ReplayIndex {
       const body = exchange.request.body ? bodyBytes(trace, exchange.request.body) : null
       const stored = keys?.get(exchange.seq)
       const id = stored === undefined ? computeIdentity({ method, url, headers, body }, identity) : undefined
-      const key = id?.key ?? (stored as string)
+      const key = stored ?? (id as RequestIdentity).key
       let q = this.#queues.get(key)
       if (!q) {
         q = { key, parts: id?.parts, label: `${method} ${url}`, exchanges: [], next: 0 }

@@ -324,7 +324,9 @@ export async function writeTraceFileFrom(path: string, source: TraceSource, opti
     } else {
       await out.write(frame.tail)
       await out.close()
-      if (Buffer.byteLength(frame.head) !== Buffer.byteLength(placeholder.head)) throw new Error(`the head of ${path} changed length as it was written`)
+      if (Buffer.byteLength(frame.head) !== Buffer.byteLength(placeholder.head)) {
+        throw new ToolReplayError(ErrorCodes.INTERNAL, `The head of ${path} changed length as it was written; nothing was written there. Report this as a bug.`)
+      }
       await writeHead(part, frame.head)
       await rename(part, path)
     }
