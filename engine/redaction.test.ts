@@ -122,3 +122,25 @@ test('a credential in a WebSocket subprotocol name is redacted (OpenAI Realtime,
   const done = r.headers(offered)
   assert.deepEqual(r.headers(done), done, 'idempotent')
 })
+
+test('a URL query is redacted whatever its spelling: case, percent-encoding, plus, tabs and fragments; plain queries are left as they are', () => {
+  const r = new Redactor({ queryParams: ['Sig'] })
+  const spelled = [
+    'https://api.test/x?page=2&api_key=s1',
+    'https://api.test/x?page=2&API_KEY=s1',
+    'https://api.test/x?page=2&api%5Fkey=s1',
+    'https://api.test/x?page=2&api_ke%79=s1#f',
+    'https://api.test/x?page=2&api+key=1&ap\ti_key=s1',
+    'https://api.test/x?page=2&ap\ni_key=s1',
+    'https://api.test/x?page=2&sig=s1',
+    'https://api.test/x?key=s1',
+  ]
+  for (const url of spelled) {
+    const out = r.url(url)
+    assert.ok(!out.includes('s1'), `${JSON.stringify(url)} -> ${out}`)
+    assert.equal([...new URL(out).searchParams].filter(([, v]) => v === REDACTED).length, 1, out)
+  }
+  for (const url of ['https://api.test/x?page=2&fields=name.first', 'https://api.test/x?a=1&b=~x*y-z_#frag', 'https://api.test/x?keys=1&tokens=2']) {
+    assert.equal(r.url(url), url)
+  }
+})

@@ -56,6 +56,9 @@ export const DEFAULT_REDACTED_QUERY_PARAMS: readonly string[] = ['api_key', 'api
 
 export const REDACTED = '[REDACTED]'
 
+/** A query of characters the URL parser and the form decoding both keep as they are (no `%`, `+`, space, tab or newline). */
+const PLAIN_QUERY = /^[A-Za-z0-9\-._~*=&]*$/
+
 /** A compiled redaction policy; `redact*` return new values and never mutate their input. */
 export class Redactor {
   readonly #headers: Set<string>
@@ -99,9 +102,26 @@ export class Redactor {
     return out ?? pairs
   }
 
+  /**
+   * False only when the query certainly names no redacted parameter: it holds only characters the URL parser and
+   * the form decoding keep as they are, and none of its keys is one. Parsing the URL costs more than the rest of
+   * redacting an exchange, and most recorded queries are like that.
+   */
+  #mayNameRedacted(url: string): boolean {
+    const hash = url.indexOf('#')
+    const query = url.slice(url.indexOf('?') + 1, hash === -1 ? undefined : hash)
+    if (!PLAIN_QUERY.test(query)) return true
+    for (const pair of query.split('&')) {
+      const eq = pair.indexOf('=')
+      if (this.#queryParams.has((eq === -1 ? pair : pair.slice(0, eq)).toLowerCase())) return true
+    }
+    return false
+  }
+
   url(url: string): string {
     // Cheap exit for the common case: no query and no userinfo (`user:pass@host`).
     if (!url.includes('?') && !url.includes('@')) return url
+    if (!url.includes('@') && !this.#mayNameRedacted(url)) return url
     let u: URL
     try {
       u = new URL(url)

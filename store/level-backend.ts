@@ -22,6 +22,7 @@ import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import type { Level } from 'level'
 import { type AppRun, computeIdentity, ErrorCodes, type Exchange, IDENTITY_RULES, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
+import { verifiedExchanges } from './file-verified.ts'
 import { collectGarbage } from './gc.ts'
 import { piecePath, syncPieces, writePiece } from './pieces.ts'
 import { traceExists } from './store-errors.ts'
@@ -400,7 +401,8 @@ export class LevelBackend implements StoreOps {
       added.push(key)
     }
     for (const key of added) present.add(key)
-    ops.push({ type: 'put', key: storeKeys.exchange(id, x.seq), value: json(x) })
+    const text = verifiedExchanges.get(x)
+    ops.push({ type: 'put', key: storeKeys.exchange(id, x.seq), value: text === undefined ? json(x) : encoder.encode(text) })
     const requestBody = x.request.body ? (bodies.get(x.request.body.digest) ?? (await this.#wholeBody(x.request.body.digest))) : null
     const identity = computeIdentity({ method: x.request.method, url: x.request.url, headers: x.request.headers, body: requestBody }).key
     ops.push({ type: 'put', key: storeKeys.identity(id, identity, x.seq), value: EMPTY })

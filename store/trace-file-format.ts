@@ -24,6 +24,28 @@ export interface TraceFileOptions {
   inlineLimit?: number
 }
 
+/** One exchange of a trace file and the bytes of its bodies, verified. */
+export interface TraceFileExchange {
+  exchange: Exchange
+  /** Bodies whose bytes first appear in this exchange; with `refBytes`, every body it references. */
+  bodies: Map<string, Uint8Array>
+  /** The exchange's canonical JSON, as the trace digest took it (TraceDigester.addCanonical). */
+  canonical: string
+}
+
+/** Options for reading a trace file. */
+export interface TraceFileReadOptions {
+  /** Also hand out the bytes of bodies that are refs to earlier ones (default false). */
+  refBytes?: boolean
+  /** Memory for bodies kept for refs (their bytes and about 400 bytes each around them) before one is read again from the file. Default 32 MiB. */
+  cacheBytes?: number
+  /**
+   * Files of at least this many bytes are read and verified in a worker thread (trace-file-thread.ts) while the
+   * caller takes the exchanges on; the exchanges and errors are the same. Default: never.
+   */
+  workerFrom?: number
+}
+
 /**
  * SHA-256 of a trace's canonical JSON (meta and exchanges), independent of any file formatting.
  * Bodies count through the sha256 each BodyRef holds; forks record it as `lineage.sourceDigest`.

@@ -6,31 +6,16 @@
  * bytes; a ref whose bytes left the cache is read again from the file.
  */
 import { createReadStream } from 'node:fs'
-import { type FileHandle, open, readFile } from 'node:fs/promises'
+import { type FileHandle, open, readFile, stat } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { ErrorCodes, type Exchange, exchangeProblem, parseJson, ToolReplayError, type TraceMeta } from '../trace/index.ts'
 import { DigestIndex } from './digest-index.ts'
+import { verifiedExchanges } from './file-verified.ts'
 import { JsonObjectStream, JsonStreamError, type JsonStreamEvent } from './json-stream.ts'
-import { TraceDigester } from './trace-file-format.ts'
+import { TraceDigester, type TraceFileExchange, type TraceFileReadOptions } from './trace-file-format.ts'
+import { exchangesInWorker } from './trace-file-thread.ts'
 import { type BodyLedger, checkHeader, digestMismatch, Validator } from './trace-file-validator.ts'
 import { bodyRefs } from './trace-reader.ts'
-
-/** One exchange of a trace file and the bytes of its bodies, verified. */
-export interface TraceFileExchange {
-  exchange: Exchange
-  /** Bodies whose bytes first appear in this exchange; with `refBytes`, every body it references. */
-  bodies: Map<string, Uint8Array>
-  /** The exchange's canonical JSON, as the trace digest took it (TraceDigester.addCanonical). */
-  canonical: string
-}
-
-/** Options for reading a trace file. */
-export interface TraceFileReadOptions {
-  /** Also hand out the bytes of bodies that are refs to earlier ones (default false). */
-  refBytes?: boolean
-  /** Memory for bodies kept for refs (their bytes and about 400 bytes each around them) before one is read again from the file. Default 32 MiB. */
-  cacheBytes?: number
-}
 
 const READ_CHUNK = 1024 * 1024
 const FIELDS = ['format', 'version', 'digest', 'meta', 'exchanges']
@@ -44,6 +29,8 @@ export class TraceFileReader {
   readonly #v: Validator
   readonly #events: AsyncGenerator<JsonStreamEvent>
   readonly #options: TraceFileReadOptions
+  /** Whether exchanges() reads the file in a worker thread (`workerFrom`). */
+  readonly inWorker: boolean
 
   private constructor(
     path: string,
@@ -51,8 +38,10 @@ export class TraceFileReader {
     header: { digest: string; meta: TraceMeta },
     events: AsyncGenerator<JsonStreamEvent>,
     options: TraceFileReadOptions,
+    inWorker: boolean,
   ) {
     this.path = path
+    this.inWorker = inWorker
     this.#v = v
     this.meta = header.meta
     this.digest = header.digest
@@ -78,7 +67,8 @@ export class TraceFileReader {
     for (const k of FIELDS) if (!(k in top)) v.fail(k, k === 'exchanges' ? 'is missing' : 'is missing before "exchanges"')
     v.object(top, '', FIELDS)
     v.array(top.exchanges, 'exchanges')
-    return new TraceFileReader(path, v, checkHeader(v, top), events, options)
+    const inWorker = options.workerFrom !== undefined && (await stat(path)).size >= options.workerFrom
+    return new TraceFileReader(path, v, checkHeader(v, top), events, options, inWorker)
   }
 
   /**
@@ -87,6 +77,12 @@ export class TraceFileReader {
    * commits only once this loop ended without throwing.
    */
   async *exchanges(): AsyncGenerator<TraceFileExchange> {
+    if (this.inWorker) {
+      // The worker reads the file from its start: this thread's read of the header ends here.
+      await this.#events.return(undefined)
+      yield* exchangesInWorker(this.path, this, this.#options)
+      return
+    }
     const v = this.#v
     const ledger = new StreamLedger(this.path, this.#options.cacheBytes ?? 32 * 1024 * 1024)
     const digester = new TraceDigester()
@@ -108,6 +104,7 @@ export class TraceFileReader {
         else if (!seqs.add(x.seq)) problem = () => v.fail(`${path}.seq`, `repeats seq ${x.seq}; every exchange of a trace has its own`)
         if (problem) continue
         if (this.#options.refBytes) await ledger.refBytes(x, v)
+        verifiedExchanges.set(x, canonical)
         yield { exchange: x, bodies: ledger.current, canonical }
       }
     } finally {

@@ -29,9 +29,8 @@ import { checkHeader, digestMismatch, mapLedger, Validator } from './trace-file-
 
 export type { ExportedTrace, TraceSource, WrittenTraceFile } from './trace-file-export.ts'
 export { exportTrace, storedTraceSource, traceFileDigest, traceSource, writeTraceFileFrom } from './trace-file-export.ts'
-export type { TraceFileOptions } from './trace-file-format.ts'
+export type { TraceFileExchange, TraceFileOptions, TraceFileReadOptions } from './trace-file-format.ts'
 export { DEFAULT_INLINE_LIMIT, TRACE_FILE_FORMAT, TRACE_FILE_VERSIONS, TraceDigester, traceDigest } from './trace-file-format.ts'
-export type { TraceFileExchange, TraceFileReadOptions } from './trace-file-read.ts'
 export { TraceFileReader } from './trace-file-read.ts'
 
 /**

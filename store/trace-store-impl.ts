@@ -8,6 +8,7 @@ import { hostname } from 'node:os'
 import { type AppRun, ErrorCodes, type Exchange, ToolReplayError, type Trace, type TraceMeta } from '../trace/index.ts'
 import { BodyWriter } from './body-writer.ts'
 import { parseDurability } from './durability.ts'
+import { verifiedExchanges } from './file-verified.ts'
 import { assertStorableApp, assertStorableExchange, assertStorableTrace } from './storable.ts'
 import { traceExists, traceNotFound } from './store-errors.ts'
 import type { BodyManifest, RecordingOptions, StoreOps, TraceInfo } from './store-ops.ts'
@@ -179,7 +180,7 @@ async function stageTrace(live: RunOps, meta: TraceMeta, id: string, createdAt: 
   return {
     id,
     async add(x, own) {
-      assertStorableExchange(meta.name, x, own)
+      if (!verifiedExchanges.has(x)) assertStorableExchange(meta.name, x, own)
       for (const [ref] of bodyRefs(x)) {
         const b = own.get(ref.digest)
         if (b !== undefined && !bodies.has(ref.digest)) {

@@ -156,12 +156,33 @@ export function normalizeUrl(url: string, ignoreQueryParams: readonly string[] =
   }
   // Without a query or a fragment the parsed URL is the normal form (emptying them would change nothing).
   if (!url.includes('?') && !url.includes('#')) return u.href
+  // A query already in its normal form (keys in order, each pair of characters the form encoding writes as
+  // they are) and no fragment: the parsed URL is the normal form too. Most recorded API URLs.
+  if (ignoreQueryParams.length === 0 && !url.includes('#') && NORMAL_QUERY.test(u.search) && keysInOrder(u.search)) return u.href
   u.hash = ''
   const ignored = new Set(ignoreQueryParams)
   const params = [...u.searchParams].filter(([k]) => !ignored.has(k))
   params.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
   u.search = new URLSearchParams(params).toString()
   return u.toString()
+}
+
+/** `?k=v&k=v...` of the characters application/x-www-form-urlencoded leaves as they are (linear: `=` and `&` are not among them). */
+const NORMAL_QUERY = /^\?[A-Za-z0-9*\-._]+=[A-Za-z0-9*\-._]*(?:&[A-Za-z0-9*\-._]+=[A-Za-z0-9*\-._]*)*$/
+
+/** Whether the keys of a NORMAL_QUERY search come in the order normalizeUrl's sort gives (equal keys as they are). */
+function keysInOrder(search: string): boolean {
+  let previous = ''
+  for (let at = 1; at < search.length; ) {
+    const eq = search.indexOf('=', at)
+    const key = search.slice(at, eq)
+    if (key < previous) return false
+    previous = key
+    const amp = search.indexOf('&', eq)
+    if (amp === -1) break
+    at = amp + 1
+  }
+  return true
 }
 
 /** A multipart content type's boundary parameter (quoted or not); a boundary is random per request. */

@@ -7,6 +7,13 @@ import { redactedNote, redactionFromArgs, redactionOptions } from '../redaction-
 import { traceFilesIn } from '../trace-args.ts'
 import type { CommandModule } from './command.ts'
 
+/**
+ * Trace files of at least this size are read and verified in a worker thread while this one redacts and stores:
+ * a million-exchange file (1 GB) imported in 75 s instead of 107, at 425 MB peak RSS instead of 354 (the
+ * thread's own heap). A smaller file is done in seconds either way, and in less memory in one thread.
+ */
+const WORKER_FROM = 64 * 1024 * 1024
+
 /** `tr-proxy import FILE|FOLDER... [--as NAME] [--force]`: load trace files into the store after verifying them all. */
 export const importCommand: CommandModule = {
   command: 'import <files..>',
@@ -27,7 +34,7 @@ export const importCommand: CommandModule = {
     // Every file's header is checked and every name settled before anything is staged.
     const opened: Array<{ file: string; reader: TraceFileReader; meta: TraceMeta }> = []
     for (const file of files) {
-      const reader = await TraceFileReader.open(file, { refBytes: true })
+      const reader = await TraceFileReader.open(file, { refBytes: true, workerFrom: WORKER_FROM })
       const meta = typeof args.as === 'string' ? { ...reader.meta, name: args.as } : reader.meta
       assertTraceName(meta.name, args.as === undefined ? `trace name in ${file}` : '--as trace name')
       const twin = opened.find((l) => l.meta.name === meta.name)

@@ -1,0 +1,131 @@
+/**
+ * A big trace file read in a worker thread (trace-file-worker.ts) for TraceFileReader's `workerFrom`: the
+ * worker scans, parses and verifies the file (hashing every body and the trace) while this thread takes the
+ * exchanges on, so an import uses both cores of a small machine instead of one. The exchanges arrive as the
+ * canonical JSON the trace digest took and are parsed here again (JSON.parse of that text gives the same
+ * exchange: sorted plain objects, doubles); their bodies' bytes arrive packed, one transferred buffer a batch.
+ * What the worker finds wrong arrives as the error the reader would have thrown in this thread.
+ */
+import { Worker } from 'node:worker_threads'
+import { canonicalJson, type ErrorCode, ErrorCodes, type Exchange, ToolReplayError, type TraceMeta } from '../trace/index.ts'
+import { verifiedExchanges } from './file-verified.ts'
+import type { TraceFileExchange, TraceFileReadOptions } from './trace-file-format.ts'
+
+/** The worker's first message: the header it read (checked against this thread's). */
+export interface WorkerHeader {
+  type: 'header'
+  digest: string
+  meta: TraceMeta
+}
+
+/** Exchanges in file order: `counts[i]` bodies for exchange i, taken in order from digests, sizes and bytes. */
+export interface WorkerBatch {
+  type: 'batch'
+  texts: string[]
+  counts: number[]
+  digests: string[]
+  sizes: number[]
+  bytes: ArrayBuffer
+}
+
+/** What the worker posts: its header, batches, then `done` once the digest matched, or `error` at any point. */
+export type WorkerMessage =
+  | WorkerHeader
+  | WorkerBatch
+  | { type: 'done' }
+  | { type: 'error'; name: string; message: string; code: string | undefined; details: unknown }
+
+/** The worker's file: beside this one from the sources, dist/store/trace-file-worker.js from the package (a build entry of its own). */
+function workerFile(): URL {
+  const self = import.meta.url
+  return new URL(self.endsWith('.ts') ? './trace-file-worker.ts' : '../store/trace-file-worker.js', self)
+}
+
+/**
+ * The exchanges of the file at `path`, read and verified in a worker thread; `expected` is the header this
+ * thread read (a file that changed between the two reads fails as changed). Ends after the worker verified the
+ * trace digest; stopping early (a caller that throws) ends the worker.
+ */
+export async function* exchangesInWorker(
+  path: string,
+  expected: { digest: string; meta: TraceMeta },
+  options: TraceFileReadOptions,
+): AsyncGenerator<TraceFileExchange> {
+  // None of this process's node options: the thread runs our own modules by path, and some options a process
+  // starts with (--input-type, for one) stop a worker from starting.
+  const worker = new Worker(workerFile(), { execArgv: [], workerData: { path, options: { ...options, workerFrom: undefined } } })
+  const inbox = new Inbox(worker)
+  try {
+    for (;;) {
+      const m = await inbox.next()
+      if (m.type === 'done') return
+      if (m.type === 'error') throw rebuilt(m, path)
+      if (m.type === 'header') {
+        if (m.digest !== expected.digest || canonicalJson(m.meta) !== canonicalJson(expected.meta)) throw changed(path)
+        continue
+      }
+      // The next batch may be read while this one is stored.
+      worker.postMessage('credit')
+      yield* unpacked(m)
+    }
+  } finally {
+    await worker.terminate()
+  }
+}
+
+/** The exchanges of one batch, each with views of its bodies in the batch's buffer. */
+function* unpacked(m: WorkerBatch): Generator<TraceFileExchange> {
+  let body = 0
+  let at = 0
+  for (const [i, canonical] of m.texts.entries()) {
+    const bodies = new Map<string, Uint8Array>()
+    for (let n = m.counts[i] as number; n > 0; n--, body++) {
+      const size = m.sizes[body] as number
+      bodies.set(m.digests[body] as string, new Uint8Array(m.bytes, at, size))
+      at += size
+    }
+    const exchange = JSON.parse(canonical) as Exchange
+    verifiedExchanges.set(exchange, canonical)
+    yield { exchange, bodies, canonical }
+  }
+}
+
+/** The worker's messages in order, and its end: an `error` message when it stopped without saying why. */
+class Inbox {
+  readonly #queue: WorkerMessage[] = []
+  #waiting: (() => void) | undefined
+
+  constructor(worker: Worker) {
+    worker.on('message', (m: WorkerMessage) => this.#push(m))
+    worker.on('error', (err) => this.#push({ type: 'error', name: err.name, message: err.message, code: undefined, details: undefined }))
+    worker.on('exit', (code) =>
+      this.#push({ type: 'error', name: 'Error', message: `the reading thread stopped (exit code ${code})`, code: undefined, details: undefined }),
+    )
+  }
+
+  async next(): Promise<WorkerMessage> {
+    while (this.#queue.length === 0) await new Promise<void>((resolve) => (this.#waiting = resolve))
+    return this.#queue.shift() as WorkerMessage
+  }
+
+  #push(m: WorkerMessage): void {
+    this.#queue.push(m)
+    this.#waiting?.()
+    this.#waiting = undefined
+  }
+}
+
+/** The error the worker met, as a ToolReplayError of the same code when it was one. */
+function rebuilt(m: Extract<WorkerMessage, { type: 'error' }>, path: string): Error {
+  const known = m.code !== undefined && (Object.values(ErrorCodes) as string[]).includes(m.code)
+  if (known) return new ToolReplayError(m.code as ErrorCode, m.message, m.details === undefined ? {} : { details: m.details as Record<string, unknown> })
+  return new ToolReplayError(ErrorCodes.TRACE_FILE_INVALID, `Failed to read trace file ${path}: ${m.message}. Check the file, and import it again.`, {
+    details: { file: path },
+  })
+}
+
+function changed(path: string): ToolReplayError {
+  return new ToolReplayError(ErrorCodes.TRACE_FILE_INVALID, `Trace file ${path} changed while it was read. Import it again once nothing writes it.`, {
+    details: { file: path },
+  })
+}
