@@ -10,7 +10,6 @@ import { type FileHandle, open, readFile, stat } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { ErrorCodes, type Exchange, exchangeProblem, parseJson, ToolReplayError, type TraceMeta } from '../trace/index.ts'
 import { DigestIndex } from './digest-index.ts'
-import { verifiedExchanges } from './file-verified.ts'
 import { JsonObjectStream, JsonStreamError, type JsonStreamEvent } from './json-stream.ts'
 import { TraceDigester, type TraceFileExchange, type TraceFileReadOptions } from './trace-file-format.ts'
 import { exchangesInWorker } from './trace-file-thread.ts'
@@ -104,7 +103,6 @@ export class TraceFileReader {
         else if (!seqs.add(x.seq)) problem = () => v.fail(`${path}.seq`, `repeats seq ${x.seq}; every exchange of a trace has its own`)
         if (problem) continue
         if (this.#options.refBytes) await ledger.refBytes(x, v)
-        verifiedExchanges.set(x, canonical)
         yield { exchange: x, bodies: ledger.current, canonical }
       }
     } finally {

@@ -241,6 +241,33 @@ describe('a trace file read in a worker thread (workerFrom)', () => {
     assert.equal((await TraceFileReader.open(file, { workerFrom: (await stat(file)).size + 1 })).inWorker, false)
   })
 
+  test('what the thread hands over is staged without a second check and stored as read; a changed copy is checked', async () => {
+    const trace = richTrace()
+    const file = join(root, 'worker-stage.trace.json')
+    await writeTraceFile(file, trace)
+    const store = await openStore(join(root, 'worker-stage-store'))
+    try {
+      const reader = await TraceFileReader.open(file, { refBytes: true, workerFrom: 0 })
+      const stage = await store.stageTrace(reader.meta)
+      let first: Exchange | undefined
+      for await (const { exchange, bodies } of reader.exchanges()) {
+        first ??= exchange
+        await stage.add(exchange, bodies)
+      }
+      await stage.commit()
+      const back = await store.readTrace('rich')
+      assert.deepEqual(back.exchanges, trace.exchanges)
+      assert.equal(traceDigest(back), traceDigest(trace))
+      // A new object (as redaction makes) is checked as any exchange is.
+      const changed = { ...(first as Exchange), seq: 99, outcome: { kind: 'response', response: { status: 99 } } } as unknown as Exchange
+      const again = await store.stageTrace({ name: 'changed', format: 1 })
+      await assert.rejects(again.add(changed, new Map()), (err) => isToolReplayError(err) && err.code === ErrorCodes.TRACE_INVALID)
+      await again.discard()
+    } finally {
+      await store.close()
+    }
+  })
+
   test('damage fails as in one thread: same code, message and exchanges handed out before it', async () => {
     const file = join(root, 'worker-damage.trace.json')
     await writeTraceFile(file, jsonTrace('damage', 4))
