@@ -32,6 +32,7 @@ const SLOW_UNITS = new Set([
   'engine/arrival-order.test.ts', // waits out turn timeouts on the real clock (~14 s)
   'assets/cache-lock.test.ts', // lock holders in child processes
   'scripts/check-layers.test.ts', // copies the checkout to break it
+  'store/trace-file-thread.test.ts', // worker threads and a process of their own (~3 s)
   'scripts/check-sizes.test.ts', // parses every source of the checkout with TypeScript, and runs the script (~2 s)
 ])
 const dirs = which === 'unit' ? unitDirs : which === 'e2e' ? ['e2e'] : [...unitDirs, 'e2e']
