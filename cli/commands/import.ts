@@ -9,8 +9,8 @@ import type { CommandModule } from './command.ts'
 
 /**
  * Trace files of at least this size are read and verified in a worker thread while this one redacts and stores:
- * a million-exchange file (1 GB) imported in 75 s instead of 107, at 425 MB peak RSS instead of 354 (the
- * thread's own heap). A smaller file is done in seconds either way, and in less memory in one thread.
+ * a million-exchange file (1 GB) imported in 69-77 s instead of 96, at about 420 MB peak RSS instead of 363 (the
+ * thread's own heap; docs/store.md). A smaller file is done in seconds either way, and in less memory in one thread.
  */
 const WORKER_FROM = 64 * 1024 * 1024
 
