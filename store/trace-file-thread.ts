@@ -115,13 +115,19 @@ class Inbox {
   }
 }
 
-/** The error the worker met, as a ToolReplayError of the same code when it was one. */
+/**
+ * The error the worker met, as a ToolReplayError of the same code when it was one. Anything else is not the
+ * file's doing (the reader says what is wrong with a file in a ToolReplayError): a thread that could not start
+ * or stopped, which is TR_INTERNAL.
+ */
 function rebuilt(m: Extract<WorkerMessage, { type: 'error' }>, path: string): Error {
   const known = m.code !== undefined && (Object.values(ErrorCodes) as string[]).includes(m.code)
   if (known) return new ToolReplayError(m.code as ErrorCode, m.message, m.details === undefined ? {} : { details: m.details as Record<string, unknown> })
-  return new ToolReplayError(ErrorCodes.TRACE_FILE_INVALID, `Failed to read trace file ${path}: ${m.message}. Check the file, and import it again.`, {
-    details: { file: path },
-  })
+  return new ToolReplayError(
+    ErrorCodes.INTERNAL,
+    `Failed to read trace file ${path} in a worker thread: ${m.message}. Nothing was imported. Report this as a bug, with the command you ran.`,
+    { details: { file: path } },
+  )
 }
 
 function changed(path: string): ToolReplayError {
