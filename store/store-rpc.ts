@@ -18,8 +18,9 @@
  */
 import { chmod, unlink } from 'node:fs/promises'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
-import { type ErrorCode, ErrorCodes, LineReader, lineTooLong, MAX_SOCKET_LINE_BYTES, ToolReplayError } from '../trace/index.ts'
+import { ErrorCodes, LineReader, lineTooLong, MAX_SOCKET_LINE_BYTES, ToolReplayError } from '../trace/index.ts'
 import type { LevelBackend } from './level-backend.ts'
+import { fromWireError, toWireError, type WireError } from './store-errors.ts'
 import type { StoreOps } from './store-ops.ts'
 
 /** Bumped on any incompatible change, so two Tool Replay versions sharing a store fail clearly. */
@@ -102,7 +103,7 @@ export class StoreServer {
       try {
         reply = { id, ok: true, result: await dispatch(this.#backend, op, args) }
       } catch (err) {
-        reply = { id, ok: false, error: toWireError(err) }
+        reply = { id, ok: false, error: toWireError(err, 'The store owner failed') }
       }
     }
     if (!socket.destroyed) socket.write(`${encodeFrame(reply)}\n`)
@@ -254,9 +255,7 @@ export class StoreConnection {
   }
 }
 
-type WireReply =
-  | { id: number; ok: true; result: unknown }
-  | { id: number; ok: false; retry?: boolean; error: { code: ErrorCode; message: string; details?: Record<string, unknown> } }
+type WireReply = { id: number; ok: true; result: unknown } | { id: number; ok: false; retry?: boolean; error: WireError }
 
 /** What TR_LINE_TOO_LONG says of this wire. */
 const STORE_WIRE = {
@@ -288,15 +287,6 @@ function readFrames(socket: Socket, onFrame: (frame: unknown) => void, onTooLong
     },
   )
   socket.on('data', (chunk: Buffer) => reader.push(chunk))
-}
-
-function toWireError(err: unknown): { code: ErrorCode; message: string; details?: Record<string, unknown> } {
-  if (err instanceof ToolReplayError) return { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) }
-  return { code: ErrorCodes.INTERNAL, message: `The store owner failed: ${(err as Error)?.message ?? String(err)}` }
-}
-
-function fromWireError(e: { code: ErrorCode; message: string; details?: Record<string, unknown> }): ToolReplayError {
-  return new ToolReplayError(e.code, e.message, e.details ? { details: e.details } : {})
 }
 
 /** A frame as JSON text: bytes as base64, maps as entry lists (exchanges hold neither, so nothing collides). */

@@ -7,8 +7,9 @@
  * What the worker finds wrong arrives as the error the reader would have thrown in this thread.
  */
 import { Worker } from 'node:worker_threads'
-import { canonicalJson, type ErrorCode, ErrorCodes, type Exchange, ToolReplayError, type TraceMeta } from '../trace/index.ts'
+import { canonicalJson, ErrorCodes, type Exchange, ToolReplayError, type TraceMeta } from '../trace/index.ts'
 import { verifiedExchanges } from './file-verified.ts'
+import { fromWireError, toWireError, type WireError } from './store-errors.ts'
 import type { TraceFileExchange, TraceFileReadOptions } from './trace-file-format.ts'
 
 /** The worker's first message: the header it read (checked against this thread's). */
@@ -29,11 +30,7 @@ export interface WorkerBatch {
 }
 
 /** What the worker posts: its header, batches, then `done` once the digest matched, or `error` at any point. */
-export type WorkerMessage =
-  | WorkerHeader
-  | WorkerBatch
-  | { type: 'done' }
-  | { type: 'error'; name: string; message: string; code: string | undefined; details: unknown }
+export type WorkerMessage = WorkerHeader | WorkerBatch | { type: 'done' } | { type: 'error'; error: WireError }
 
 /** The worker's file: beside this one from the sources, dist/store/trace-file-worker.js from the package (a build entry of its own). */
 function workerFile(): URL {
@@ -54,12 +51,12 @@ export async function* exchangesInWorker(
   // None of this process's node options: the thread runs our own modules by path, and some options a process
   // starts with (--input-type, for one) stop a worker from starting.
   const worker = new Worker(workerFile(), { execArgv: [], workerData: { path, options: { ...options, workerFrom: undefined } } })
-  const inbox = new Inbox(worker)
+  const inbox = new Inbox(worker, path)
   try {
     for (;;) {
       const m = await inbox.next()
       if (m.type === 'done') return
-      if (m.type === 'error') throw rebuilt(m, path)
+      if (m.type === 'error') throw fromWireError(m.error)
       if (m.type === 'header') {
         if (m.digest !== expected.digest || canonicalJson(m.meta) !== canonicalJson(expected.meta)) throw changed(path)
         continue
@@ -95,12 +92,11 @@ class Inbox {
   readonly #queue: WorkerMessage[] = []
   #waiting: (() => void) | undefined
 
-  constructor(worker: Worker) {
+  constructor(worker: Worker, path: string) {
+    const failed = (message: string) => this.#push({ type: 'error', error: toWireError(new Error(message), threadFailed(path)) })
     worker.on('message', (m: WorkerMessage) => this.#push(m))
-    worker.on('error', (err) => this.#push({ type: 'error', name: err.name, message: err.message, code: undefined, details: undefined }))
-    worker.on('exit', (code) =>
-      this.#push({ type: 'error', name: 'Error', message: `the reading thread stopped (exit code ${code})`, code: undefined, details: undefined }),
-    )
+    worker.on('error', (err) => failed(err.message))
+    worker.on('exit', (code) => failed(`it stopped (exit code ${code})`))
   }
 
   async next(): Promise<WorkerMessage> {
@@ -116,18 +112,11 @@ class Inbox {
 }
 
 /**
- * The error the worker met, as a ToolReplayError of the same code when it was one. Anything else is not the
- * file's doing (the reader says what is wrong with a file in a ToolReplayError): a thread that could not start
- * or stopped, which is TR_INTERNAL.
+ * What a failure of the thread itself says (one that could not start or stopped, TR_INTERNAL): the reader says
+ * what is wrong with a file in a ToolReplayError of its own, which comes through with its code.
  */
-function rebuilt(m: Extract<WorkerMessage, { type: 'error' }>, path: string): Error {
-  const known = m.code !== undefined && (Object.values(ErrorCodes) as string[]).includes(m.code)
-  if (known) return new ToolReplayError(m.code as ErrorCode, m.message, m.details === undefined ? {} : { details: m.details as Record<string, unknown> })
-  return new ToolReplayError(
-    ErrorCodes.INTERNAL,
-    `Failed to read trace file ${path} in a worker thread: ${m.message}. Nothing was imported. Report this as a bug, with the command you ran.`,
-    { details: { file: path } },
-  )
+export function threadFailed(path: string): string {
+  return `The thread reading trace file ${path} failed, and nothing was imported (report this as a bug, with the command you ran)`
 }
 
 function changed(path: string): ToolReplayError {

@@ -6,9 +6,10 @@
  * at most CREDITS batches are on their way. See WorkerMessage for what it says.
  */
 import { parentPort, workerData } from 'node:worker_threads'
+import { toWireError } from './store-errors.ts'
 import type { TraceFileReadOptions } from './trace-file-format.ts'
 import { TraceFileReader } from './trace-file-read.ts'
-import type { WorkerBatch, WorkerMessage } from './trace-file-thread.ts'
+import { threadFailed, type WorkerBatch, type WorkerMessage } from './trace-file-thread.ts'
 
 /** Batches posted before the first credit comes back. */
 const CREDITS = 2
@@ -87,12 +88,5 @@ try {
   post({ type: 'done' })
 } catch (err) {
   if (batch.texts.length > 0) await send(batch)
-  const e = err as Error & { code?: unknown; details?: unknown }
-  post({
-    type: 'error',
-    name: e?.name ?? 'Error',
-    message: e?.message ?? String(err),
-    code: typeof e?.code === 'string' ? e.code : undefined,
-    details: e?.details,
-  })
+  post({ type: 'error', error: toWireError(err, threadFailed(path)) })
 }
