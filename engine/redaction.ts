@@ -119,9 +119,8 @@ export class Redactor {
   }
 
   url(url: string): string {
-    // Cheap exit for the common case: no query and no userinfo (`user:pass@host`).
-    if (!url.includes('?') && !url.includes('@')) return url
-    if (!url.includes('@') && !this.#mayNameRedacted(url)) return url
+    // Cheap exit for the common case: no userinfo (`user:pass@host`), and no query or none that can name a redacted key.
+    if (!url.includes('@') && (!url.includes('?') || !this.#mayNameRedacted(url))) return url
     let u: URL
     try {
       u = new URL(url)
