@@ -3,7 +3,7 @@
 //   node scripts/run-tests.mjs [unit|e2e|all] [extra node --test args]
 //   node scripts/run-tests.mjs FILE.test.ts ... [extra node --test args]   (those files only, each in its own process)
 // Unit tests live beside the code (*.test.ts); end-to-end tests in e2e/.
-// `unit` is the edit loop: the beside-code files in one process per core (no start-up per file), leaving out the
+// `unit` is the edit loop: the beside-code files in a few processes (no start-up per file), leaving out the
 // few that spawn processes or wait seconds on real time (SLOW_UNITS). `all` runs those same files the same way,
 // beside the packed package's build, then every other file (SLOW_UNITS, e2e) in its own process, one more at a
 // time than there are cores, the longest first; `e2e` and named files run each file in its own process the same way.
@@ -74,6 +74,25 @@ const LONG_FILES = [
   'e2e/store-damage.test.ts',
   'e2e/approval-agent.test.ts',
 ]
+// The unit files that take longest in the batched run, in ms (their tests' time in one process, 2-core machine,
+// 2026-12-07); any other file counts UNIT_MS_OTHER (its tests and its share of the imports).
+const UNIT_MS = {
+  'cli/cli.test.ts': 2800,
+  'engine/replay-source.test.ts': 1200,
+  'faults/fault-planner.test.ts': 900,
+  'store/leveldb-view.test.ts': 900,
+  'interceptor/internal-connection.test.ts': 800,
+  'examples/quickstart/quickstart.test.ts': 700,
+  'store/memory-store.test.ts': 700,
+  'cli/show-pages.test.ts': 650,
+  'engine/chunk-channel.test.ts': 650,
+  'trace/llm/llm-view.test.ts': 600,
+  'store/digest-index.test.ts': 550,
+  'store/trace-file.test.ts': 450,
+  'scripts/reference.test.ts': 450,
+  'proxy/response-target.test.ts': 350,
+}
+const UNIT_MS_OTHER = 60
 const rank = (f) => (LONG_FILES.includes(f) ? LONG_FILES.indexOf(f) : LONG_FILES.length)
 const isolated = files.filter((f) => !batched.includes(f)).sort((a, b) => rank(a) - rank(b))
 // Every process the run starts (each test file, each CLI and SDK process a test spawns) shares Node's compile
@@ -93,9 +112,11 @@ if (process.versions.node.startsWith('22.')) {
 // for CI's limit, not hold it. Each test has its own 120 s; the whole run gets RUN_LIMIT_MIN minutes.
 const RUN_LIMIT_MIN = Number(process.env.TOOL_REPLAY_TEST_RUN_LIMIT_MIN ?? 25)
 const deadline = Date.now() + RUN_LIMIT_MIN * 60_000
-// The batched files dealt to one process per core (their tests are CPU-bound and run one after another in a
-// process: `npm run test:unit` took 23 s in one, 15 s in two), each report printed whole, the first as it runs.
-const unitGroups = deal(batched, Math.min(availableParallelism(), 4))
+// The batched files dealt to one process more than there are cores (their tests run one after another in a
+// process, and a fifth of a process's time is spent waiting on a child process, a timer or the disk: `npm run
+// test:unit` took 23 s in one process, 13 s in two, 11-12 s in three on 2 cores), each report printed whole,
+// the first as it runs.
+const unitGroups = deal(batched, Math.min(availableParallelism() + 1, 5))
 const held = unitGroups.map(() => [])
 const [built, ...inOne] = await Promise.all([
   buildPackedOnce(isolated, env),
@@ -107,11 +128,19 @@ for (const [out, chunk] of held.flat()) (out ? process.stdout : process.stderr).
 const apart = built ? await runFiles(isolated, [`--test-concurrency=${availableParallelism() + 1}`]) : 1
 process.exit(inOne.find((status) => status !== 0) ?? apart)
 
-/** `list` dealt round-robin into `n` groups (files of one folder land in different groups). */
+/**
+ * `list` dealt into `n` groups of about equal time: the heaviest file first, each to the group with the least so
+ * far (UNIT_MS; each group keeps the list's order). Dealt round-robin, one group took 12.3 s and the other 8.5.
+ */
 function deal(list, n) {
-  const groups = Array.from({ length: Math.max(1, n) }, () => [])
-  for (const [i, f] of list.entries()) groups[i % groups.length].push(f)
-  return groups.filter((g) => g.length > 0)
+  const groups = Array.from({ length: Math.max(1, n) }, () => ({ files: [], ms: 0 }))
+  const weight = (f) => UNIT_MS[f] ?? UNIT_MS_OTHER
+  for (const f of [...list].sort((a, b) => weight(b) - weight(a))) {
+    const lightest = groups.reduce((a, b) => (b.ms < a.ms ? b : a))
+    lightest.files.push(f)
+    lightest.ms += weight(f)
+  }
+  return groups.map((g) => list.filter((f) => g.files.includes(f))).filter((g) => g.length > 0)
 }
 
 /**

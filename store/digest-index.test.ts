@@ -1,9 +1,20 @@
 import assert from 'node:assert/strict'
-import { createHash } from 'node:crypto'
 import { test } from 'node:test'
 import { DigestIndex } from './digest-index.ts'
 
-const digest = (i: number) => createHash('sha256').update(String(i)).digest('hex')
+/**
+ * A 64-hex-digit key per number, spread like a SHA-256 digest (each 32-bit word mixes `i` and its place; the
+ * first word alone is distinct per `i`): SHA-256 of 650k numbers was most of this file's time.
+ */
+const words = new Uint32Array(8)
+const wordBytes = Buffer.from(words.buffer)
+const digest = (i: number) => {
+  for (let w = 0; w < 8; w++) {
+    const h = Math.imul(i ^ Math.imul(w, 0x9e3779b9), 0x85ebca6b)
+    words[w] = Math.imul(h ^ (h >>> 13), 0xc2b2ae35)
+  }
+  return wordBytes.toString('hex')
+}
 
 test('holds many digests with their numbers, as a Map would', () => {
   const index = new DigestIndex(3)
