@@ -4,7 +4,8 @@
  * - `chunks` (default): every recorded chunk reaches the app as its own read, without the recorded waits:
  *   a chunk goes out only after the previous one was handed over and the path's separation step ran (a
  *   macrotask in-process, none on Node 26 whose streams keep chunks apart; a flushed write plus a short
- *   gap through the proxy, never longer than the recorded gap between the two chunks).
+ *   gap through the proxy, never longer than the recorded gap between the two chunks: none for chunks
+ *   recorded together, which the proxy writes together, as the client got them live).
  * - `recorded` with a speed factor: the head and each chunk go out at their recorded offsets times the
  *   factor (`1` = as recorded, `0.1` = ten times faster), chunks still kept apart.
  * - `none`: as fast as possible; chunk boundaries are not promised (the client may read several at once).
