@@ -77,20 +77,22 @@ const LONG_FILES = [
 // The unit files that take longest in the batched run, in ms (their tests' time in one process, 2-core machine,
 // 2026-12-07); any other file counts UNIT_MS_OTHER (its tests and its share of the imports).
 const UNIT_MS = {
-  'cli/cli.test.ts': 2800,
+  'cli/cli.test.ts': 2100,
   'engine/replay-source.test.ts': 1200,
-  'faults/fault-planner.test.ts': 900,
-  'store/leveldb-view.test.ts': 900,
+  'faults/fault-planner.test.ts': 1000,
+  'store/leveldb-view.test.ts': 1000,
   'interceptor/internal-connection.test.ts': 800,
-  'examples/quickstart/quickstart.test.ts': 700,
+  'examples/quickstart/quickstart.test.ts': 750,
   'store/memory-store.test.ts': 700,
-  'cli/show-pages.test.ts': 650,
-  'engine/chunk-channel.test.ts': 650,
-  'trace/llm/llm-view.test.ts': 600,
-  'store/digest-index.test.ts': 550,
-  'store/trace-file.test.ts': 450,
-  'scripts/reference.test.ts': 450,
+  'scripts/reference.test.ts': 650,
+  'store/trace-file.test.ts': 600,
+  'cli/show-pages.test.ts': 600,
+  'trace/llm/llm-view.test.ts': 500,
+  'engine/chunk-channel.test.ts': 450,
+  'store/digest-index.test.ts': 450,
   'proxy/response-target.test.ts': 350,
+  'engine/body-redaction.test.ts': 300,
+  'scripts/strip-cache.test.ts': 300,
 }
 const UNIT_MS_OTHER = 60
 const rank = (f) => (LONG_FILES.includes(f) ? LONG_FILES.indexOf(f) : LONG_FILES.length)

@@ -319,10 +319,15 @@ await runSuite('sse-in-process', `Chunk-exact SSE replay in-process: ${STREAMS} 
   )
   await timerAppRows(report, urls, store, floor)
   if (PROFILE) {
-    const { file } = await profiled('in-process SSE replay', async () => {
-      for (let i = 0; i < 3; i++) await ours()
-    })
-    report.profile(summarizeProfile('in-process SSE replay', file))
+    for (const [name, side] of [
+      ['in-process SSE replay, dispatcher', ours],
+      ['in-process SSE replay, global fetch', oursGlobal],
+    ] as const) {
+      const { file } = await profiled(name, async () => {
+        for (let i = 0; i < 3; i++) await side()
+      })
+      report.profile(summarizeProfile(name, file))
+    }
   }
   await snapshot.close()
   await globalSnapshot.close()
