@@ -60,19 +60,27 @@ if (files.length === 0) {
 }
 // `all`: the files `unit` runs, in one process as `unit` runs them (one start-up instead of ~130), beside the build.
 const batched = which === 'all' ? files.filter((f) => !f.startsWith('e2e') && !SLOW_UNITS.has(f)) : which === 'unit' ? files : []
-// The longest files (15-35 s each on a 2-core machine, 2026-12-07), started first: last in line, one of them ran
-// alone at the end of the run while the other cores had nothing left to do.
+// The longest files (15-58 s each on a 2-core machine, Node 24, 2026-12-07; docker-image.test.ts runs only where
+// its image can be built), started first: last in line, one of them ran alone at the end of the run while the
+// other cores had nothing left to do.
 const LONG_FILES = [
-  'e2e/trace-files-memory.test.ts',
-  'e2e/assets-restore-memory.test.ts',
   'e2e/assets-push-memory.test.ts',
+  'e2e/assets-restore-memory.test.ts',
+  'e2e/trace-files-memory.test.ts',
+  'e2e/ci-recipes.test.ts',
   'e2e/docker-image.test.ts',
-  'e2e/proxy-session-setups.test.ts',
-  'e2e/mcp-agent-example.test.ts',
-  'store/level-store.test.ts',
   'e2e/llm-record-twice.test.ts',
-  'e2e/store-damage.test.ts',
+  'e2e/first-hour-traps.test.ts',
+  'e2e/proxy-slow-clients.test.ts',
+  'e2e/proxy-session-setups.test.ts',
+  'e2e/trace-fuzz.test.ts',
+  'e2e/faults-test-setups.test.ts',
+  'store/level-store.test.ts',
   'e2e/approval-agent.test.ts',
+  'e2e/first-hour.test.ts',
+  'e2e/store-damage.test.ts',
+  'e2e/promoted-tests.test.ts',
+  'e2e/mcp-agent-example.test.ts',
 ]
 // The unit files that take longest in the batched run, in ms (their tests' time in one process, 2-core machine,
 // 2026-12-07); any other file counts UNIT_MS_OTHER (its tests and its share of the imports).
