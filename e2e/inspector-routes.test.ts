@@ -87,6 +87,8 @@ test('a fork rerun from #/run/NAME?rerun=1 says how its run ended, on the run an
     /^approval-overpay complete 3 .* fork of approval \(1 patch\) rerun: app exit 0 in approval-overpay-run$/,
   )
   assert.match(await visibleText(runRow(list, 'approval-overpay-run')), /run against approval-overpay app exit 0 strict replay complete$/)
+  // A row's model turns and hosts come with its stats, after the list itself (under load, seconds later).
+  await runRow(list, 'approval').locator('td.hosts').filter({ hasNotText: '…' }).waitFor({ timeout: 30_000 })
   assert.match(await visibleText(runRow(list, 'approval')), /^approval complete 3 2 api\.openai\.test, refunds\.test .* app exit 0$/)
   assert.deepEqual({ model: fakes.model.connections, refunds: fakes.refunds.connections }, seen)
   assert.deepEqual(errors, [])
