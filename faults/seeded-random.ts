@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { canonicalJson } from '../trace/index.ts'
 
 /**
@@ -9,9 +9,9 @@ import { canonicalJson } from '../trace/index.ts'
  * seededUnit('42', 'lost-ack', 'call:3', 'select') < 0.2 // does call 3 of rule lost-ack fault at p = 0.2?
  */
 export function seededUnit(seed: string, ruleId: string, invocation: string, purpose: string): number {
-  const digest = createHash('sha256')
-    .update(canonicalJson([seed, ruleId, invocation, purpose]))
-    .digest()
-  // 53 bits: every double in [0, 1) with that spacing is reachable, and no rounding reaches 1.
-  return (digest.readUInt32BE(0) * 2 ** 21 + (digest.readUInt32BE(4) >>> 11)) / 2 ** 53
+  // One-shot: half the time of a Hash object per draw (two draws a fault decision).
+  const hex = hash('sha256', canonicalJson([seed, ruleId, invocation, purpose]), 'hex')
+  // 53 bits of the digest's first 8 bytes, big-endian: every double in [0, 1) with that spacing is reachable,
+  // and no rounding reaches 1.
+  return (Number.parseInt(hex.slice(0, 8), 16) * 2 ** 21 + (Number.parseInt(hex.slice(8, 16), 16) >>> 11)) / 2 ** 53
 }

@@ -87,7 +87,7 @@ const LONG_FILES = [
 const UNIT_MS = {
   'cli/cli.test.ts': 2100,
   'engine/replay-source.test.ts': 1200,
-  'faults/fault-planner.test.ts': 1000,
+  'faults/fault-planner.test.ts': 700,
   'store/leveldb-view.test.ts': 1000,
   'interceptor/internal-connection.test.ts': 800,
   'examples/quickstart/quickstart.test.ts': 750,
