@@ -7,7 +7,8 @@
  *   gap through the proxy, never longer than the recorded gap between the two chunks: none for chunks
  *   recorded together, which the proxy writes together, as the client got them live).
  * - `recorded` with a speed factor: the head and each chunk go out at their recorded offsets times the
- *   factor (`1` = as recorded, `0.1` = ten times faster), chunks still kept apart.
+ *   factor (`1` = as recorded, `0.1` = ten times faster), chunks still kept apart (through the proxy, those
+ *   recorded together go out together, as with `chunks`).
  * - `none`: as fast as possible; chunk boundaries are not promised (the client may read several at once).
  */
 import { ErrorCodes, type OptionDeclaration, ToolReplayError } from '../trace/index.ts'
