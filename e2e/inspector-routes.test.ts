@@ -102,6 +102,8 @@ test('each route opened by its URL shows what it is for', { skip, timeout: 150_0
   assert.match(await visibleText(run.getByTestId('run-name')), /^approval complete$/)
   assert.match(await visibleText(run.locator('.runhead .facts')), /^3 exchanges 2 model turns api\.openai\.test, refunds\.test .* app exit 0$/)
   assert.match(await visibleText(run.locator('[data-testid="timeline-row"][data-seq="0"]')), /→ tool_call check_refund \{"order_id":"A-1042"\}/)
+  // The nesting comes with the run's summary, which may arrive after the rows.
+  await run.locator('[data-testid="timeline-row"][data-seq="1"]').getByText('↳ check_refund of #0').waitFor({ timeout: 30_000 })
   assert.match(
     await visibleText(run.locator('[data-testid="timeline-row"][data-seq="1"]')),
     /^#1 ↳ check_refund of #0 GET refunds\.test\/v1\/orders\/A-1042\/refund-check 200/,

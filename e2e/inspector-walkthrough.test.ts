@@ -98,6 +98,8 @@ test('open the run, read the model turn, fork its tool call, rerun the app, comp
   assert.equal(await rows.count(), 3)
   assert.equal(await rows.nth(0).getAttribute('data-kind'), 'model')
   assert.match((await rows.nth(0).getByTestId('tool-call').textContent()) ?? '', /tool_call check_refund \{"order_id":"A-1042"\}/)
+  // The nesting comes with the run's summary, which may arrive after the rows.
+  await rows.nth(1).getByText('↳ check_refund of #0').waitFor({ timeout: 30_000 })
   assert.match((await rows.nth(1).getAttribute('class')) ?? '', /nested/, 'the refund service call sits under the model turn that asked for it')
   assert.match((await rows.nth(2).getByTestId('tool-call').textContent()) ?? '', /decide_refund .*"amount_usd":89\.99/)
   assert.match((await page.getByTestId('outcome').textContent()) ?? '', /exit 0[\s\S]*decision: approved \$89\.99/)
