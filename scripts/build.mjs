@@ -37,7 +37,14 @@ function parseArgs(argv) {
  */
 function entryPoints() {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
-  const entries = new Set(['cli/main.ts', 'cli/malloc-arenas.ts', 'cases/runner-process.ts', 'seal/namespace-helper.ts', 'store/trace-file-worker.ts'])
+  const entries = new Set([
+    'cli/main.ts',
+    'cli/malloc-arenas.ts',
+    'cases/runner-process.ts',
+    'seal/namespace-helper.ts',
+    'store/trace-file-worker.ts',
+    'store/body-worker.ts',
+  ])
   for (const conditions of Object.values(pkg.exports)) {
     const source = conditions['tool-replay-source']
     if (typeof source === 'string') entries.add(source.replace(/^\.\//, ''))

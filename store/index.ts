@@ -1,5 +1,7 @@
 /** Persistence: the LevelDB store, the in-memory store and portable trace files. */
 
+/** The source an export reads a stored trace from (a big one's bodies in a worker thread). */
+export { BODY_THREAD_FROM, type ExportSourceOptions, exportSource } from './body-thread.ts'
 export type { BodyWriter } from './body-writer.ts'
 export type { Durability } from './durability.ts'
 /** How far a recorded exchange is on its way to disk before its answer ends: the levels, the option, its parser. */

@@ -256,6 +256,10 @@ export interface TraceSource {
   exchanges(): AsyncIterable<Exchange>
   /** A body's bytes; undefined when the trace does not hold it (the export fails naming the body). */
   body(ref: BodyRef, use: string): Promise<Uint8Array | undefined>
+  /** The bytes of several bodies at once, by digest (instead of a `body` call each). */
+  bodies?(wanted: ReadonlyArray<[BodyRef, string]>): Promise<Map<string, Uint8Array>>
+  /** Ends what the source holds open; the writer calls it once it is done, failed or not. */
+  close?(): Promise<void>
 }
 
 /** A trace in memory as a TraceSource. */
@@ -332,6 +336,7 @@ export async function writeTraceFileFrom(path: string, source: TraceSource, opti
     }
     return { path, digest, blobs: blobNames, exchanges: digester.count }
   } finally {
+    await source.close?.()
     // The stream opens its file asynchronously: it must be closed before the unlink, or it creates the file after.
     await out?.abort()
     await unlink(part).catch(() => {})
@@ -361,41 +366,55 @@ export async function traceFileDigest(source: TraceSource, options: TraceFileOpt
   return digester.digest(source.meta)
 }
 
-/** Exchanges fetched ahead of the one being written, and the bytes of their bodies fetched at once. */
-const READ_AHEAD = { exchanges: 64, bytes: 8 * 1024 * 1024 }
+/** Exchanges fetched ahead of the ones being written, and the bytes of their bodies fetched at once. */
+const READ_AHEAD = { exchanges: 256, bytes: 8 * 1024 * 1024 }
 
 /**
  * The source's exchanges, each with the bytes of the bodies the file does not hold yet. Bodies are asked
- * for a window of exchanges at a time, all at once, so the store's latencies overlap instead of adding up
- * (a window stops at READ_AHEAD's count or bytes, so memory stays bounded).
+ * for a window of exchanges at a time, all at once, so the store's latencies overlap instead of adding up,
+ * and the next window's are asked for before this one's exchanges are handed out, so a source that reads
+ * elsewhere (a worker thread) reads them while these are written. A window stops at READ_AHEAD's count or
+ * bytes: memory holds two windows at most.
  */
 async function* withBodies(source: TraceSource, files: FileExchanges): AsyncGenerator<{ x: Exchange; bytes: Map<string, Uint8Array> }> {
   let window: Exchange[] = []
   let wanted = new Map<string, [BodyRef, string]>()
   let size = 0
-  const drain = async function* () {
-    const bytes = new Map<string, Uint8Array>()
-    const got = await Promise.all([...wanted.values()].map(([ref, use]) => source.body(ref, use)))
-    for (const [i, digest] of [...wanted.keys()].entries()) {
-      const b = got[i]
-      if (b !== undefined) bytes.set(digest, b)
-    }
-    const xs = window
+  // The window whose bodies are on their way: its exchanges, and the digests it asked for (not asked again).
+  let ahead: { xs: Exchange[]; asked: ReadonlyMap<string, unknown>; bytes: Promise<Map<string, Uint8Array>> } | undefined
+  const fetch = (list: Array<[BodyRef, string]>): Promise<Map<string, Uint8Array>> => {
+    if (source.bodies) return source.bodies(list)
+    return Promise.all(list.map(([ref, use]) => source.body(ref, use))).then((got) => {
+      const bytes = new Map<string, Uint8Array>()
+      for (const [i, [ref]] of list.entries()) if (got[i] !== undefined) bytes.set(ref.digest, got[i] as Uint8Array)
+      return bytes
+    })
+  }
+  const shift = async function* () {
+    const next = window.length > 0 ? { xs: window, asked: wanted, bytes: fetch([...wanted.values()]) } : undefined
+    // Settled later: a failure of the next window waits until this one is written (the error in trace order).
+    next?.bytes.catch(() => {})
     window = []
     wanted = new Map()
     size = 0
-    for (const x of xs) yield { x, bytes }
+    const done = ahead
+    ahead = next
+    if (done) {
+      const bytes = await done.bytes
+      for (const x of done.xs) yield { x, bytes }
+    }
   }
   for await (const x of source.exchanges()) {
     window.push(x)
     for (const [ref, use] of files.fresh(x)) {
-      if (wanted.has(ref.digest)) continue
+      if (wanted.has(ref.digest) || ahead?.asked.has(ref.digest)) continue
       wanted.set(ref.digest, [ref, use])
       size += ref.size
     }
-    if (window.length >= READ_AHEAD.exchanges || size >= READ_AHEAD.bytes) yield* drain()
+    if (window.length >= READ_AHEAD.exchanges || size >= READ_AHEAD.bytes) yield* shift()
   }
-  yield* drain()
+  yield* shift()
+  yield* shift()
 }
 
 /**

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path'
-import { storedTraceSource, useSyncPointReads, withWriteErrors, writeTraceFileFrom } from '../../store/index.ts'
+import { exportSource, useSyncPointReads, withWriteErrors, writeTraceFileFrom } from '../../store/index.ts'
 import { boundHeapGrowth } from '../heap-growth.ts'
 import { withReadOnlyStore } from '../open-store.ts'
 import type { CommandModule } from './command.ts'
@@ -28,8 +28,9 @@ export const exportCommand: CommandModule = {
       // A partial recording says so in the file: importing it must not pass it off as a complete run.
       const meta = partial ? { ...stored, labels: { ...stored.labels, partial: 'true' } } : stored
       const file = resolve(String(args.out))
-      // Streamed from the store a page at a time: a trace of any length is exported in bounded memory.
-      const result = await withWriteErrors(file, () => writeTraceFileFrom(file, storedTraceSource(reader, meta)))
+      // Streamed from the store a page at a time: a trace of any length is exported in bounded memory (a big
+      // one's bodies read in a second thread).
+      const result = await withWriteErrors(file, () => writeTraceFileFrom(file, exportSource(store, reader, meta, { partial })))
       if (args.json) io.out(JSON.stringify({ ok: true, file, digest: result.digest, exchanges: result.exchanges }))
       else io.out(`Exported trace "${meta.name}" (${result.exchanges} exchanges, digest ${result.digest.slice(0, 12)}) to ${file}`)
       return 0
