@@ -89,6 +89,7 @@ const UNIT_MS = {
   'engine/replay-source.test.ts': 1200,
   'faults/fault-planner.test.ts': 700,
   'store/leveldb-view.test.ts': 1000,
+  'store/body-thread.test.ts': 900,
   'interceptor/internal-connection.test.ts': 800,
   'examples/quickstart/quickstart.test.ts': 750,
   'store/memory-store.test.ts': 700,

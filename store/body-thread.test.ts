@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { after, test } from 'node:test'
 import { type BodyRef, bodyFromBytes, ErrorCodes, type Exchange, isToolReplayError, type Trace } from '../trace/index.ts'
 import { BODY_THREAD_FROM, exportSource } from './body-thread.ts'
-import { jsonExchange } from './fixtures/exchanges.ts'
+import { jsonExchange, jsonTrace } from './fixtures/exchanges.ts'
 import { openStore } from './level-store.ts'
 import { piecePath } from './pieces.ts'
 import { exportTrace, storedTraceSource, writeTraceFileFrom } from './trace-file.ts'
@@ -14,14 +14,14 @@ const root = await mkdtemp(join(tmpdir(), 'tr-body-thread-'))
 after(() => rm(root, { recursive: true, force: true }))
 
 /**
- * 1,200 JSON exchanges whose bodies repeat 300 exchanges later (in the window after the one that holds them
- * first, and far later), and every 100th answers a 40 KB binary body (pieces beside the database), the same one.
+ * 700 JSON exchanges whose bodies repeat 300 exchanges later (in the window after the one that holds them
+ * first, and in the one after that), and every 100th answers a 40 KB binary body (pieces beside the database), the same one.
  */
 function bigTrace(name: string): Trace {
   const exchanges: Exchange[] = []
   const bodies = new Map<string, Uint8Array>()
   const blob = bodyFromBytes(new Uint8Array(40_000).map((_, i) => (i * 31) % 251))
-  for (let i = 0; i < 1200; i++) {
+  for (let i = 0; i < 700; i++) {
     const x = jsonExchange(i, i % 300)
     for (const [d, b] of x.bodies) bodies.set(d, b)
     if (i % 100 === 50 && x.exchange.outcome.kind === 'response') {
@@ -79,7 +79,7 @@ test('a damaged body fails the export as in one thread, with nothing written; a 
 
     // The name now lists another recording: the thread does not read that one's bodies for this one.
     const opened = await store.openTrace('big')
-    await store.putTrace({ ...bigTrace('big'), meta: { name: 'big', format: 1, labels: { again: 'yes' } } }, { overwrite: true })
+    await store.putTrace(jsonTrace('big', 2, 'again'), { overwrite: true })
     const source = exportSource(store, opened, opened.info.meta, { threadFrom: 0 })
     const first = trace.exchanges[0]?.request.body as BodyRef
     await assert.rejects(
