@@ -33,6 +33,7 @@ const SLOW_UNITS = new Set([
   'assets/cache-lock.test.ts', // lock holders in child processes
   'scripts/check-layers.test.ts', // copies the checkout to break it
   'store/trace-file-thread.test.ts', // worker threads and a process of their own (~3 s)
+  'store/body-thread.test.ts', // a worker thread on a LevelDB store, two exports of 700 exchanges (~1.3 s)
   'scripts/check-sizes.test.ts', // parses every source of the checkout with TypeScript, and runs the script (~2 s)
 ])
 const dirs = which === 'unit' ? unitDirs : which === 'e2e' ? ['e2e'] : [...unitDirs, 'e2e']
@@ -89,7 +90,6 @@ const UNIT_MS = {
   'engine/replay-source.test.ts': 1200,
   'faults/fault-planner.test.ts': 700,
   'store/leveldb-view.test.ts': 1000,
-  'store/body-thread.test.ts': 900,
   'interceptor/internal-connection.test.ts': 800,
   'examples/quickstart/quickstart.test.ts': 750,
   'store/memory-store.test.ts': 700,
