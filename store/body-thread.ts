@@ -17,8 +17,8 @@ export const BODY_THREAD_FROM = 20_000
 
 /**
  * The thread's young generation: V8's default for a worker (up to 48 MB) held that much more memory for
- * garbage that dies at once, for no time saved (a million-exchange export: 292-293 MB peak at 4 MB against
- * 303-307 MB, 81-88 s against 82-92 s). The import's thread (trace-file-thread.ts) keeps the default: its
+ * garbage that dies at once, for no time saved (a million-exchange export: 285-287 MiB peak at 4 MB against
+ * 296-300 MiB, 81-88 s against 82-92 s). The import's thread (trace-file-thread.ts) keeps the default: its
  * parsed exchanges live longer, and 4 MB cost it 15% of its time for 25 MB less.
  */
 const THREAD_LIMITS = { maxYoungGenerationSizeMb: 4 }

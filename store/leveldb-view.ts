@@ -32,6 +32,8 @@ interface Source {
   mayContain?(key: string, hash: number): boolean | Promise<boolean>
   /** The first entry at or after `key` (`bytes` is the same key), decoding no more of a block than that (tables). */
   seek?(view: FileView, key: string, bytes: Uint8Array): Promise<Entry | undefined>
+  /** The first entry at or after `key`, found without waiting (entries in memory). */
+  find?(key: string): Entry | undefined
 }
 
 /** A table with its key range. */
@@ -136,7 +138,9 @@ export class FileView {
         if (may === false || (may !== true && !(await may))) continue
       }
       let e: Entry | undefined
-      if (s.seek) e = await s.seek(this, key, (bytes ??= Buffer.from(key, 'latin1')))
+      // The logs' writes are asked for by every point read (their keys span the store's): no cursor and no wait for them.
+      if (s.find) e = s.find(key)
+      else if (s.seek) e = await s.seek(this, key, (bytes ??= Buffer.from(key, 'latin1')))
       else {
         const c = s.cursor(this, key)
         if (await fill(c)) e = c.entries[c.i]
@@ -376,6 +380,7 @@ function memSource(entries: Entry[]): Source {
   return {
     smallest: (entries[0] as Entry).key,
     largest: (entries.at(-1) as Entry).key,
+    find: (key) => entries[lowerBound(entries, key)],
     cursor(_view, start) {
       let done = false
       const c: Cursor = {

@@ -216,7 +216,8 @@ class FileExchanges {
   /** `x` in file form; `bytes` holds at least the bodies `fresh(x)` named; bigger ones land in `blobs`. */
   render(x: Exchange, bytes: ReadonlyMap<string, Uint8Array>, blobs: Map<string, Uint8Array>): Record<string, unknown> {
     const out = fileExchange(x, (ref, headers, field) => {
-      if (this.#written.has(ref.digest)) {
+      // Added here, where its bytes are written (a body missing from `bytes` fails the export).
+      if (!this.#written.add(ref.digest)) {
         this.refs = true
         return refBody(ref)
       }
@@ -227,7 +228,6 @@ class FileExchanges {
           `Cannot export trace "${this.#name}": exchanges[${x.seq}].${field} references body ${ref.digest}, which the trace does not contain. Re-record the trace.`,
         )
       }
-      this.#written.add(ref.digest)
       return fileBody(ref, b, headers, this.#limit, blobs)
     })
     return out
@@ -366,22 +366,26 @@ export async function traceFileDigest(source: TraceSource, options: TraceFileOpt
   return digester.digest(source.meta)
 }
 
-/** Exchanges fetched ahead of the ones being written, and the bytes of their bodies fetched at once. */
-const READ_AHEAD = { exchanges: 256, bytes: 8 * 1024 * 1024 }
+/**
+ * Exchanges fetched at once with the bytes of their bodies (a window), and how many windows are on their way
+ * while one is written: with one, the writing thread and a body thread each waited on the other's slow moments
+ * (200,000 exchanges: 12.1-18.1 s against 10.9-17.0 s with three, alternated, 4 of 5 pairs faster).
+ */
+const READ_AHEAD = { exchanges: 256, bytes: 8 * 1024 * 1024, windows: 3 }
 
 /**
  * The source's exchanges, each with the bytes of the bodies the file does not hold yet. Bodies are asked
  * for a window of exchanges at a time, all at once, so the store's latencies overlap instead of adding up,
- * and the next window's are asked for before this one's exchanges are handed out, so a source that reads
+ * and later windows' are asked for before this one's exchanges are handed out, so a source that reads
  * elsewhere (a worker thread) reads them while these are written. A window stops at READ_AHEAD's count or
- * bytes: memory holds two windows at most.
+ * bytes: memory holds READ_AHEAD.windows + 1 windows at most.
  */
 async function* withBodies(source: TraceSource, files: FileExchanges): AsyncGenerator<{ x: Exchange; bytes: Map<string, Uint8Array> }> {
   let window: Exchange[] = []
   let wanted = new Map<string, [BodyRef, string]>()
   let size = 0
-  // The window whose bodies are on their way: its exchanges, and the digests it asked for (not asked again).
-  let ahead: { xs: Exchange[]; asked: ReadonlyMap<string, unknown>; bytes: Promise<Map<string, Uint8Array>> } | undefined
+  // The windows whose bodies are on their way, oldest first: their exchanges, and the digests each asked for (not asked again).
+  const ahead: Array<{ xs: Exchange[]; asked: ReadonlyMap<string, unknown>; bytes: Promise<Map<string, Uint8Array>> }> = []
   const fetch = (list: Array<[BodyRef, string]>): Promise<Map<string, Uint8Array>> => {
     if (source.bodies) return source.bodies(list)
     return Promise.all(list.map(([ref, use]) => source.body(ref, use))).then((got) => {
@@ -390,16 +394,18 @@ async function* withBodies(source: TraceSource, files: FileExchanges): AsyncGene
       return bytes
     })
   }
-  const shift = async function* () {
-    const next = window.length > 0 ? { xs: window, asked: wanted, bytes: fetch([...wanted.values()]) } : undefined
-    // Settled later: a failure of the next window waits until this one is written (the error in trace order).
-    next?.bytes.catch(() => {})
+  const shift = async function* (last: boolean) {
+    if (window.length > 0) {
+      const next = { xs: window, asked: wanted, bytes: fetch([...wanted.values()]) }
+      // Settled later: a failure of a later window waits until the ones before it are written (the error in trace order).
+      next.bytes.catch(() => {})
+      ahead.push(next)
+    }
     window = []
     wanted = new Map()
     size = 0
-    const done = ahead
-    ahead = next
-    if (done) {
+    while (ahead.length > (last ? 0 : READ_AHEAD.windows)) {
+      const done = ahead.shift() as (typeof ahead)[number]
       const bytes = await done.bytes
       for (const x of done.xs) yield { x, bytes }
     }
@@ -407,14 +413,13 @@ async function* withBodies(source: TraceSource, files: FileExchanges): AsyncGene
   for await (const x of source.exchanges()) {
     window.push(x)
     for (const [ref, use] of files.fresh(x)) {
-      if (wanted.has(ref.digest) || ahead?.asked.has(ref.digest)) continue
+      if (wanted.has(ref.digest) || ahead.some((w) => w.asked.has(ref.digest))) continue
       wanted.set(ref.digest, [ref, use])
       size += ref.size
     }
-    if (window.length >= READ_AHEAD.exchanges || size >= READ_AHEAD.bytes) yield* shift()
+    if (window.length >= READ_AHEAD.exchanges || size >= READ_AHEAD.bytes) yield* shift(false)
   }
-  yield* shift()
-  yield* shift()
+  yield* shift(true)
 }
 
 /**
