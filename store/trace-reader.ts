@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto'
 import { type BodyRef, ErrorCodes, type Exchange, sha256, ToolReplayError, type Trace, websocketBodyRefs } from '../trace/index.ts'
-import type { StoreOps, TraceInfo } from './store-ops.ts'
+import type { StoredBody, StoreOps, TraceInfo } from './store-ops.ts'
 
 const PAGE = 1000
 /** Bodies readAll asks the store for at once. */
@@ -79,8 +79,11 @@ export class TraceReader {
 
   /** A body's bytes, whole and verified. Use for bodies the caller can hold (see `bodyPieces` for big ones). */
   async bodyBytes(ref: BodyRef, use: BodyUse): Promise<Uint8Array> {
+    const stored = await this.#ops.body(ref.digest, ref.size)
+    // A body stored whole (most are) is checked and handed out without a generator: an export reads one per body.
+    if (stored?.kind === 'bytes') return this.#checked(ref, use, stored.bytes)
     const parts: Uint8Array[] = []
-    for await (const piece of this.bodyPieces(ref, use)) parts.push(piece)
+    for await (const piece of this.#pieces(ref, use, stored)) parts.push(piece)
     return parts.length === 1 ? (parts[0] as Uint8Array) : new Uint8Array(Buffer.concat(parts))
   }
 
@@ -89,11 +92,19 @@ export class TraceReader {
    * whole body against its digest once the last piece arrived (a mismatch there is thrown at the end).
    */
   async *bodyPieces(ref: BodyRef, use: BodyUse): AsyncGenerator<Uint8Array> {
-    const stored = await this.#ops.body(ref.digest, ref.size)
+    yield* this.#pieces(ref, use, await this.#ops.body(ref.digest, ref.size))
+  }
+
+  #checked(ref: BodyRef, use: BodyUse, bytes: Uint8Array): Uint8Array {
+    if (bytes.byteLength !== ref.size || sha256(bytes) !== ref.digest) throw this.#damagedBody(ref, use, bytes)
+    return bytes
+  }
+
+  /** bodyPieces of what the store answered for `ref`. */
+  async *#pieces(ref: BodyRef, use: BodyUse, stored: StoredBody | undefined): AsyncGenerator<Uint8Array> {
     if (stored === undefined) throw this.#corrupt(`${use} references body ${ref.digest}, which the store does not hold`, ref)
     if (stored.kind === 'bytes') {
-      if (stored.bytes.byteLength !== ref.size || sha256(stored.bytes) !== ref.digest) throw this.#damagedBody(ref, use, stored.bytes)
-      yield stored.bytes
+      yield this.#checked(ref, use, stored.bytes)
       return
     }
     const { manifest } = stored
