@@ -43,7 +43,7 @@ function exchangeAt(i: number, bytes: Map<string, Uint8Array>): Exchange {
 }
 
 async function generate(file: string): Promise<string> {
-  // Bodies are asked for up to 64 exchanges after they were yielded: two generations of 256 cover that.
+  // Bodies are asked for up to 256 exchanges after they were yielded (a window): two generations of 256 cover that.
   let [current, previous] = [new Map<string, Uint8Array>(), new Map<string, Uint8Array>()]
   const written = await writeTraceFileFrom(file, {
     meta: { name: 'big', format: 1 },

@@ -249,7 +249,7 @@ export function exportTrace(trace: Trace, options: TraceFileOptions = {}): Expor
 
 /**
  * Where a streamed export gets a trace: its meta, its exchanges in order, and a body's verified bytes. Bodies
- * are asked for a window of exchanges after they were yielded (at most READ_AHEAD of them).
+ * are asked for a window of exchanges after they were yielded (at most READ_AHEAD.exchanges of them).
  */
 export interface TraceSource {
   meta: TraceMeta
