@@ -55,7 +55,7 @@ test('bodies read in a worker thread give the bytes of an export in one thread, 
   }
 })
 
-test('a damaged body fails the export as in one thread, with nothing written; a trace replaced since it was opened is refused', async () => {
+test('a damaged body fails the export as in one thread, with nothing written; a trace replaced since it was opened still reads', async () => {
   const dir = join(root, 'damaged')
   const trace = bigTrace('big')
   const store = await openStore(dir)
@@ -77,16 +77,33 @@ test('a damaged body fails the export as in one thread, with nothing written; a 
     assert.equal(threaded, await failure(storedTraceSource(reader), 'out-here'))
     assert.match(threaded, new RegExp(`piece 1 of 1 of body ${blob} is damaged`))
 
-    // The name now lists another recording: the thread does not read that one's bodies for this one.
+    // Bodies are read by digest: a recording whose name has moved on since it was opened still exports its own.
     const opened = await store.openTrace('big')
     await store.putTrace(jsonTrace('big', 2, 'again'), { overwrite: true })
     const source = exportSource(store, opened, opened.info.meta, { threadFrom: 0 })
     const first = trace.exchanges[0]?.request.body as BodyRef
-    await assert.rejects(
-      (source.bodies as NonNullable<typeof source.bodies>)([[first, 'exchange #0 request']]),
-      (err) => isToolReplayError(err) && err.code === ErrorCodes.TRACE_NOT_FOUND && /was replaced .* while it was exported/.test(err.message),
-    )
+    const read = await (source.bodies as NonNullable<typeof source.bodies>)([[first, 'exchange #0 request']])
+    assert.deepEqual(read.get(first.digest), trace.bodies.get(first.digest))
     await source.close?.()
+  } finally {
+    await store.close()
+  }
+})
+
+test('an export that cannot create its file ends the thread (the process is not held open by it)', async () => {
+  const dir = join(root, 'nowhere')
+  const store = await openStore(dir)
+  try {
+    await store.putTrace(bigTrace('big'))
+    const reader = await store.openTrace('big')
+    const source = exportSource(store, reader, reader.info.meta, { threadFrom: 0 })
+    await writeFile(join(root, 'a-file'), 'not a directory')
+    await assert.rejects(
+      writeTraceFileFrom(join(root, 'a-file', 'x.trace.json'), source),
+      (err) => (err as NodeJS.ErrnoException).code === 'EEXIST' || (err as NodeJS.ErrnoException).code === 'ENOTDIR',
+    )
+    const first = bigTrace('big').exchanges[0]?.request.body as BodyRef
+    await assert.rejects((source.bodies as NonNullable<typeof source.bodies>)([[first, 'exchange #0 request']]), /it was closed/)
   } finally {
     await store.close()
   }

@@ -8,6 +8,7 @@
 import { Worker } from 'node:worker_threads'
 import { type BodyRef, ErrorCodes, ToolReplayError, type TraceMeta } from '../trace/index.ts'
 import { fromWireError, type WireError } from './store-errors.ts'
+import type { TraceInfo } from './store-ops.ts'
 import { storedTraceSource, type TraceSource } from './trace-file-export.ts'
 import type { TraceReader } from './trace-reader.ts'
 import type { TraceStore } from './trace-store.ts'
@@ -23,12 +24,10 @@ export const BODY_THREAD_FROM = 20_000
  */
 const THREAD_LIMITS = { maxYoungGenerationSizeMb: 4 }
 
-/** What the worker opens: the store, and the recording by name and id. */
+/** What the worker opens: the store, and the recording the exporting thread reads. */
 export interface BodyThreadStart {
   location: string
-  name: string
-  partial: boolean
-  id: string
+  info: TraceInfo
 }
 
 /** Bodies by digest and size, with where each is used (for messages), answered in order. */
@@ -50,21 +49,19 @@ function workerFile(): URL {
 
 /** How a stored trace is exported. */
 export interface ExportSourceOptions {
-  /** The reader reads the newest recording that did not complete (`--partial`). */
-  partial?: boolean
   /** Traces of at least this many exchanges read their bodies in a worker thread. Default BODY_THREAD_FROM. */
   threadFrom?: number
 }
 
 /**
  * The source a stored trace is exported from (`meta` written as its meta): for a trace of `threadFrom`
- * exchanges or more in a store on disk, one whose bodies a worker thread reads (`close` ends it); else
- * storedTraceSource.
+ * exchanges or more in a store on disk, one whose bodies a worker thread reads (`close` ends it: whoever
+ * takes the source must call it, as writeTraceFileFrom does); else storedTraceSource.
  */
 export function exportSource(store: TraceStore, reader: TraceReader, meta: TraceMeta, options: ExportSourceOptions = {}): TraceSource {
   const source = storedTraceSource(reader, meta)
   if (reader.info.count < (options.threadFrom ?? BODY_THREAD_FROM) || store.location === ':memory:') return source
-  const thread = new BodyThread({ location: store.location, name: reader.info.name, partial: options.partial === true, id: reader.info.id })
+  const thread = new BodyThread({ location: store.location, info: reader.info })
   return { ...source, bodies: (wanted) => thread.read(wanted), close: () => thread.close() }
 }
 

@@ -299,12 +299,12 @@ const WRITE_BATCH = 1024 * 1024
  */
 export async function writeTraceFileFrom(path: string, source: TraceSource, options: TraceFileOptions = {}): Promise<WrittenTraceFile> {
   const dir = dirname(path)
-  await mkdir(dir, { recursive: true })
   const part = join(dir, `.${randomBytes(6).toString('hex')}.tmp`)
   const meta = sortKeysDeep(source.meta)
   const placeholder = fileFrame(TRACE_FORMAT_VERSION, '0'.repeat(64), meta)
   let out: TextSink | undefined
   try {
+    await mkdir(dir, { recursive: true })
     const files = new FileExchanges(source.meta.name, options)
     const digester = new TraceDigester()
     const blobNames: string[] = []
@@ -360,10 +360,14 @@ async function writeHead(path: string, head: string): Promise<void> {
  * reads it, memory bounded as an export's is.
  */
 export async function traceFileDigest(source: TraceSource, options: TraceFileOptions = {}): Promise<string> {
-  const files = new FileExchanges(source.meta.name, options)
-  const digester = new TraceDigester()
-  for await (const { x, bytes } of withBodies(source, files)) digester.add(modelExchange(files.render(x, bytes, new Map())))
-  return digester.digest(source.meta)
+  try {
+    const files = new FileExchanges(source.meta.name, options)
+    const digester = new TraceDigester()
+    for await (const { x, bytes } of withBodies(source, files)) digester.add(modelExchange(files.render(x, bytes, new Map())))
+    return digester.digest(source.meta)
+  } finally {
+    await source.close?.()
+  }
 }
 
 /**
@@ -378,14 +382,17 @@ const READ_AHEAD = { exchanges: 256, bytes: 8 * 1024 * 1024, windows: 3 }
  * for a window of exchanges at a time, all at once, so the store's latencies overlap instead of adding up,
  * and later windows' are asked for before this one's exchanges are handed out, so a source that reads
  * elsewhere (a worker thread) reads them while these are written. A window stops at READ_AHEAD's count or
- * bytes: memory holds READ_AHEAD.windows + 1 windows at most.
+ * bytes, and windows are asked for ahead only while their bytes stay under READ_AHEAD's: memory holds
+ * READ_AHEAD.windows + 1 windows of small bodies, or the window being written and the next one.
  */
 async function* withBodies(source: TraceSource, files: FileExchanges): AsyncGenerator<{ x: Exchange; bytes: Map<string, Uint8Array> }> {
   let window: Exchange[] = []
   let wanted = new Map<string, [BodyRef, string]>()
   let size = 0
-  // The windows whose bodies are on their way, oldest first: their exchanges, and the digests each asked for (not asked again).
-  const ahead: Array<{ xs: Exchange[]; asked: ReadonlyMap<string, unknown>; bytes: Promise<Map<string, Uint8Array>> }> = []
+  // The windows whose bodies are on their way, oldest first: their exchanges, the digests each asked for (not
+  // asked again) and their size; `inFlight` is the sum of those sizes.
+  const ahead: Array<{ xs: Exchange[]; asked: ReadonlyMap<string, unknown>; size: number; bytes: Promise<Map<string, Uint8Array>> }> = []
+  let inFlight = 0
   const fetch = (list: Array<[BodyRef, string]>): Promise<Map<string, Uint8Array>> => {
     if (source.bodies) return source.bodies(list)
     return Promise.all(list.map(([ref, use]) => source.body(ref, use))).then((got) => {
@@ -396,16 +403,19 @@ async function* withBodies(source: TraceSource, files: FileExchanges): AsyncGene
   }
   const shift = async function* (last: boolean) {
     if (window.length > 0) {
-      const next = { xs: window, asked: wanted, bytes: fetch([...wanted.values()]) }
+      const next = { xs: window, asked: wanted, size, bytes: fetch([...wanted.values()]) }
       // Settled later: a failure of a later window waits until the ones before it are written (the error in trace order).
       next.bytes.catch(() => {})
       ahead.push(next)
+      inFlight += size
     }
     window = []
     wanted = new Map()
     size = 0
-    while (ahead.length > (last ? 0 : READ_AHEAD.windows)) {
+    // Windows wait their turn up to READ_AHEAD's count and bytes: a window of big bodies has only the next one beside it.
+    while (ahead.length > (last ? 0 : READ_AHEAD.windows) || (ahead.length > 1 && inFlight > READ_AHEAD.bytes)) {
       const done = ahead.shift() as (typeof ahead)[number]
+      inFlight -= done.size
       const bytes = await done.bytes
       for (const x of done.xs) yield { x, bytes }
     }

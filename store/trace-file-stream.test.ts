@@ -103,6 +103,38 @@ describe('streamed trace files (unit)', () => {
     assert.deepEqual(seen, [0, 1, 2], 'every exchange was handed out before the digest failed: callers stage, then commit')
   })
 
+  test('bodies are asked for three windows ahead while they are small, one window ahead once a window holds big ones', async () => {
+    // A source whose bodies arrive only when the test says: how many windows it was asked for before the first arrived.
+    const asked = async (count: number, bodySize: number) => {
+      const trace = jsonTrace('ahead', count)
+      const big = bodySize > 0 ? new Uint8Array(bodySize) : undefined
+      const requests: Array<() => void> = []
+      let released = false
+      const source = {
+        ...traceSource(trace),
+        bodies: (wanted: ReadonlyArray<[{ digest: string; size: number }, string]>) =>
+          new Promise<Map<string, Uint8Array>>((resolve) => {
+            const answer = () => resolve(new Map(wanted.map(([ref]) => [ref.digest, trace.bodies.get(ref.digest) as Uint8Array])))
+            if (released) answer()
+            else requests.push(answer)
+          }),
+      }
+      // Claimed sizes make the windows big without big bytes: the writer counts what it asks for.
+      if (big) for (const x of trace.exchanges) if (x.request.body) x.request.body = { ...x.request.body, size: bodySize }
+      const written = writeTraceFileFrom(join(root, `ahead-${bodySize}.trace.json`), source).catch((err: unknown) => err)
+      // Once a window is asked for, the writer waits on the first; more requests, if any, come without I/O between.
+      for (let i = 0; i < 500 && requests.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve))
+      const before = requests.length
+      released = true
+      for (const answer of requests) answer()
+      await written
+      return before
+    }
+    assert.equal(await asked(256 * 5, 0), 4, 'small bodies: the window being written and three more')
+    assert.equal(await asked(20, 5 * 1024 * 1024), 2, 'bodies of 5 MiB: the window being written and the next')
+  })
+
   test('an export that fails half-way leaves no file and no temp file behind', async () => {
     const trace = jsonTrace('lost', 3)
     const missing = trace.exchanges[2]?.outcome.kind === 'response' ? trace.exchanges[2].outcome.response.body.digest : ''

@@ -30,7 +30,7 @@ export const exportCommand: CommandModule = {
       const file = resolve(String(args.out))
       // Streamed from the store a page at a time: a trace of any length is exported in bounded memory (a big
       // one's bodies read in a second thread).
-      const result = await withWriteErrors(file, () => writeTraceFileFrom(file, exportSource(store, reader, meta, { partial })))
+      const result = await withWriteErrors(file, () => writeTraceFileFrom(file, exportSource(store, reader, meta)))
       if (args.json) io.out(JSON.stringify({ ok: true, file, digest: result.digest, exchanges: result.exchanges }))
       else io.out(`Exported trace "${meta.name}" (${result.exchanges} exchanges, digest ${result.digest.slice(0, 12)}) to ${file}`)
       return 0
