@@ -84,7 +84,10 @@ export class TraceReader {
     if (stored?.kind === 'bytes') return this.#checked(ref, use, stored.bytes)
     const parts: Uint8Array[] = []
     for await (const piece of this.#pieces(ref, use, stored)) parts.push(piece)
-    return parts.length === 1 ? (parts[0] as Uint8Array) : new Uint8Array(Buffer.concat(parts))
+    if (parts.length === 1) return parts[0] as Uint8Array
+    // A view of the joined pieces: `new Uint8Array(buffer)` would copy the whole body once more.
+    const whole = Buffer.concat(parts)
+    return new Uint8Array(whole.buffer, whole.byteOffset, whole.byteLength)
   }
 
   /**
