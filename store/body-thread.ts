@@ -38,8 +38,8 @@ export interface BodyRequest {
   uses: string[]
 }
 
-/** What the worker posts: that it opened the trace, a request's bodies (packed in order), or an error (a request's, or the thread's). */
-export type BodyThreadMessage = { type: 'ready' } | { type: 'bodies'; id: number; bytes: ArrayBuffer } | { type: 'error'; id?: number; error: WireError }
+/** What the worker posts: a request's bodies (packed in order), or an error (a request's, or the thread's: without an id). */
+export type BodyThreadMessage = { type: 'bodies'; id: number; bytes: ArrayBuffer } | { type: 'error'; id?: number; error: WireError }
 
 /** The worker's file: beside this one from the sources, dist/store/body-worker.js from the package (a build entry of its own). */
 function workerFile(): URL {
@@ -106,8 +106,8 @@ class BodyThread {
   }
 
   #take(m: BodyThreadMessage): void {
-    if (m.type === 'ready') return
     if (m.id === undefined) {
+      // Only an error comes without an id: the thread's own, which fails every request.
       this.#break(fromWireError((m as { error: WireError }).error))
       return
     }

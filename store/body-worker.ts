@@ -52,10 +52,8 @@ async function answer(reader: TraceReader, m: BodyRequest): Promise<void> {
 }
 
 const opened = open()
-opened.then(
-  () => post({ type: 'ready' }),
-  (err) => failed(err),
-)
+// A store that cannot be opened fails every request, now and later (body-thread.ts rejects them all).
+opened.catch((err) => failed(err))
 let queue: Promise<void> = opened.then(
   () => {},
   () => {},
