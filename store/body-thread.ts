@@ -5,10 +5,11 @@
  * of a small machine instead of one. The bodies arrive packed, one transferred buffer a request; what the
  * worker finds wrong arrives as the error the reader would have thrown in this thread.
  */
-import { Worker } from 'node:worker_threads'
+import type { Worker } from 'node:worker_threads'
 import { type BodyRef, ErrorCodes, ToolReplayError, type TraceMeta } from '../trace/index.ts'
 import { fromWireError, type WireError } from './store-errors.ts'
 import type { TraceInfo } from './store-ops.ts'
+import { startStoreThread } from './store-thread.ts'
 import { storedTraceSource, type TraceSource } from './trace-file-export.ts'
 import type { TraceReader } from './trace-reader.ts'
 import type { TraceStore } from './trace-store.ts'
@@ -41,12 +42,6 @@ export interface BodyRequest {
 /** What the worker posts: a request's bodies (packed in order), or an error (a request's, or the thread's: without an id). */
 export type BodyThreadMessage = { type: 'bodies'; id: number; bytes: ArrayBuffer } | { type: 'error'; id?: number; error: WireError }
 
-/** The worker's file: beside this one from the sources, dist/store/body-worker.js from the package (a build entry of its own). */
-function workerFile(): URL {
-  const self = import.meta.url
-  return new URL(self.endsWith('.ts') ? './body-worker.ts' : '../store/body-worker.js', self)
-}
-
 /** How a stored trace is exported. */
 export interface ExportSourceOptions {
   /** Traces of at least this many exchanges read their bodies in a worker thread. Default BODY_THREAD_FROM. */
@@ -76,9 +71,7 @@ class BodyThread {
   #broken: ToolReplayError | undefined
 
   constructor(start: BodyThreadStart) {
-    // None of this process's node options: the thread runs our own modules by path, and some options a process
-    // starts with (--input-type, for one) stop a worker from starting.
-    this.#worker = new Worker(workerFile(), { execArgv: [], workerData: start, resourceLimits: THREAD_LIMITS })
+    this.#worker = startStoreThread('body-worker', start, THREAD_LIMITS)
     this.#worker.on('message', (m: BodyThreadMessage) => this.#take(m))
     this.#worker.on('error', (err) => this.#break(threadFailed(err.message)))
     this.#worker.on('exit', (code) => this.#break(threadFailed(`it stopped (exit code ${code})`)))

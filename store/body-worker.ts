@@ -9,6 +9,7 @@ import type { BodyRequest, BodyThreadMessage, BodyThreadStart } from './body-thr
 import { openStoreOps } from './level-store.ts'
 import { useSyncPointReads } from './leveldb-table.ts'
 import { toWireError } from './store-errors.ts'
+import { packed } from './store-thread.ts'
 import { TraceReader } from './trace-reader.ts'
 
 const port = parentPort
@@ -38,16 +39,9 @@ async function answer(reader: TraceReader, m: BodyRequest): Promise<void> {
     total += bytes.byteLength
   }
   // One body with a buffer of its own (a big one, most often) goes over as it is: no second copy of it here.
+  // (A body read here is a copy of its own: transferring its buffer takes it from no one.)
   const only = parts.length === 1 ? (parts[0] as Uint8Array) : undefined
-  const packed = only && only.byteOffset === 0 && only.byteLength === only.buffer.byteLength ? only : new Uint8Array(total)
-  if (packed !== only) {
-    let at = 0
-    for (const p of parts) {
-      packed.set(p, at)
-      at += p.byteLength
-    }
-  }
-  const bytes = packed.buffer as ArrayBuffer
+  const bytes = only && only.byteOffset === 0 && only.byteLength === only.buffer.byteLength ? (only.buffer as ArrayBuffer) : packed(parts, total)
   post({ type: 'bodies', id: m.id, bytes }, [bytes])
 }
 

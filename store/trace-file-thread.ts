@@ -6,10 +6,11 @@
  * exchange: sorted plain objects, doubles); their bodies' bytes arrive packed, one transferred buffer a batch.
  * What the worker finds wrong arrives as the error the reader would have thrown in this thread.
  */
-import { Worker } from 'node:worker_threads'
+import type { Worker } from 'node:worker_threads'
 import { canonicalJson, ErrorCodes, type Exchange, ToolReplayError, type TraceMeta } from '../trace/index.ts'
 import { verifiedExchanges } from './file-verified.ts'
 import { fromWireError, toWireError, type WireError } from './store-errors.ts'
+import { startStoreThread } from './store-thread.ts'
 import type { TraceFileExchange, TraceFileReadOptions } from './trace-file-format.ts'
 
 /** The worker's first message: the header it read (checked against this thread's). */
@@ -32,12 +33,6 @@ export interface WorkerBatch {
 /** What the worker posts: its header, batches, then `done` once the digest matched, or `error` at any point. */
 export type WorkerMessage = WorkerHeader | WorkerBatch | { type: 'done' } | { type: 'error'; error: WireError }
 
-/** The worker's file: beside this one from the sources, dist/store/trace-file-worker.js from the package (a build entry of its own). */
-function workerFile(): URL {
-  const self = import.meta.url
-  return new URL(self.endsWith('.ts') ? './trace-file-worker.ts' : '../store/trace-file-worker.js', self)
-}
-
 /**
  * The exchanges of the file at `path`, read and verified in a worker thread; `expected` is the header this
  * thread read (a file that changed between the two reads fails as changed). Ends after the worker verified the
@@ -48,9 +43,7 @@ export async function* exchangesInWorker(
   expected: { digest: string; meta: TraceMeta },
   options: TraceFileReadOptions,
 ): AsyncGenerator<TraceFileExchange> {
-  // None of this process's node options: the thread runs our own modules by path, and some options a process
-  // starts with (--input-type, for one) stop a worker from starting.
-  const worker = new Worker(workerFile(), { execArgv: [], workerData: { path, options: { ...options, workerFrom: undefined } } })
+  const worker = startStoreThread('trace-file-worker', { path, options: { ...options, workerFrom: undefined } })
   const inbox = new Inbox(worker, path)
   try {
     for (;;) {

@@ -7,6 +7,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { toWireError } from './store-errors.ts'
+import { packed } from './store-thread.ts'
 import type { TraceFileReadOptions } from './trace-file-format.ts'
 import { TraceFileReader } from './trace-file-read.ts'
 import { threadFailed, type WorkerBatch, type WorkerMessage } from './trace-file-thread.ts'
@@ -63,13 +64,7 @@ class Pending {
   }
 
   message(): WorkerBatch {
-    const all = new Uint8Array(this.bytes)
-    let at = 0
-    for (const p of this.parts) {
-      all.set(p, at)
-      at += p.byteLength
-    }
-    return { type: 'batch', texts: this.texts, counts: this.counts, digests: this.digests, sizes: this.sizes, bytes: all.buffer }
+    return { type: 'batch', texts: this.texts, counts: this.counts, digests: this.digests, sizes: this.sizes, bytes: packed(this.parts, this.bytes) }
   }
 }
 
