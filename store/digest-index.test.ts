@@ -47,6 +47,25 @@ test('digests that share their first 32 bits are told apart', () => {
   assert.deepEqual([index.get(a), index.get(b)], [1, 2])
 })
 
+test('numbers other than 32-bit unsigned integers come back as they went in', () => {
+  const index = new DigestIndex(3)
+  const odd = [2 ** 32, 2 ** 32 - 1, 2 ** 53 - 1, -1, 0.5, 5 * 2 ** 30 + 7]
+  for (const [i, n] of odd.entries()) index.add(digest(i), n, i, n)
+  for (const [i, n] of odd.entries())
+    assert.deepEqual(
+      [0, 1, 2].map((c) => index.get(digest(i), c)),
+      [n, i, n],
+    )
+})
+
+test('a digest is known by its first 128 bits (the bytes behind it are always checked against the whole digest)', () => {
+  const index = new DigestIndex(1)
+  const a = `${'ab'.repeat(16)}${'1'.repeat(32)}`
+  index.add(a, 1)
+  assert.equal(index.has(`${'ab'.repeat(16)}${'2'.repeat(32)}`), true)
+  assert.equal(index.has(`${'ab'.repeat(15)}ac${'1'.repeat(32)}`), false)
+})
+
 test('keys that are not hex SHA-256 digests still work (upper case, short, other text)', () => {
   const index = new DigestIndex(0)
   const upper = digest(3).toUpperCase()
@@ -62,9 +81,9 @@ test('keys that are not hex SHA-256 digests still work (upper case, short, other
 test('memory follows the entries: pages are added as it grows, never a doubled copy of everything', () => {
   const index = new DigestIndex(3)
   const n = 300_000
-  for (let i = 0; i < n; i++) index.add(digest(i), i, -i, i / 2)
-  for (let i = 0; i < n; i += 997) assert.deepEqual([index.get(digest(i), 0), index.get(digest(i), 1), index.get(digest(i), 2)], [i, -i, i / 2])
-  // 56 bytes of entry each (32 of digest, 3 numbers), less than a page to spare, and a table of at most 8 bytes each.
-  const bound = (n + 65_536) * 56 + n * 8
+  for (let i = 0; i < n; i++) index.add(digest(i), i, 2 * i, 2 ** 32 - 2 - i)
+  for (let i = 0; i < n; i += 997) assert.deepEqual([index.get(digest(i), 0), index.get(digest(i), 1), index.get(digest(i), 2)], [i, 2 * i, 2 ** 32 - 2 - i])
+  // 28 bytes of entry each (16 of digest, 3 numbers of 4), less than a page to spare, and a table of at most 8 bytes each.
+  const bound = (n + 65_536) * 28 + n * 8
   assert.ok(index.bytes <= bound, `${index.bytes} bytes for ${n} entries (bound ${bound})`)
 })

@@ -37,7 +37,7 @@ export interface TraceFileExchange {
 export interface TraceFileReadOptions {
   /** Also hand out the bytes of bodies that are refs to earlier ones (default false). */
   refBytes?: boolean
-  /** Memory for bodies kept for refs (their bytes and about 400 bytes each around them) before one is read again from the file. Default 32 MiB. */
+  /** Memory for bodies kept for refs (their bytes and about 400 bytes each around them) before one is read again from the file. Default REF_CACHE_BYTES (8 MiB). */
   cacheBytes?: number
   /**
    * Files of at least this many bytes are read and verified in a worker thread (trace-file-thread.ts) while the
