@@ -17,14 +17,6 @@ import type { TraceStore } from './trace-store.ts'
 /** Traces of at least this many exchanges read their bodies in a worker thread: below it, starting one costs more than it saves. */
 export const BODY_THREAD_FROM = 20_000
 
-/**
- * The thread's young generation: V8's default for a worker (up to 48 MB) held that much more memory for
- * garbage that dies at once, for no time saved (a million-exchange export: 285-287 MiB peak at 4 MB against
- * 296-300 MiB, 81-88 s against 82-92 s). The import's thread (trace-file-thread.ts) keeps the default: its
- * parsed exchanges live longer, and 4 MB cost it 15% of its time for 25 MB less.
- */
-const THREAD_LIMITS = { maxYoungGenerationSizeMb: 4 }
-
 /** What the worker opens: the store, and the recording the exporting thread reads. */
 export interface BodyThreadStart {
   location: string
@@ -71,7 +63,7 @@ class BodyThread {
   #broken: ToolReplayError | undefined
 
   constructor(start: BodyThreadStart) {
-    this.#worker = startStoreThread('body-worker', start, THREAD_LIMITS)
+    this.#worker = startStoreThread('body-worker', start)
     this.#worker.on('message', (m: BodyThreadMessage) => this.#take(m))
     this.#worker.on('error', (err) => this.#break(threadFailed(err.message)))
     this.#worker.on('exit', (code) => this.#break(threadFailed(`it stopped (exit code ${code})`)))
