@@ -192,8 +192,9 @@ async function* scan(path: string, v: Validator): AsyncGenerator<JsonStreamEvent
 class StreamLedger implements BodyLedger {
   readonly #path: string
   readonly #cacheLimit: number
-  // digest -> [size, offset, length] of each distinct body, in typed arrays (digest-index.ts).
-  readonly #index = new DigestIndex(3)
+  // digest -> [size, offset's low 32 bits, its high bits, length] of each distinct body, in typed arrays
+  // (digest-index.ts keeps 32-bit numbers; the offset in two, so a file past 4 GiB needs no Map beside).
+  readonly #index = new DigestIndex(4)
   readonly #cache = new Map<string, Uint8Array>()
   #cached = 0
   #pending: Array<{ digest: string; size: number; path: string }> = []
@@ -264,7 +265,7 @@ class StreamLedger implements BodyLedger {
   }
 
   #note(digest: string, size: number): void {
-    this.#index.add(digest, size, this.#offset, this.#length)
+    this.#index.add(digest, size, this.#offset % 2 ** 32, Math.floor(this.#offset / 2 ** 32), this.#length)
   }
 
   #remember(digest: string, bytes: Uint8Array): void {
@@ -289,10 +290,11 @@ class StreamLedger implements BodyLedger {
 
   /** A body's bytes read again from the exchange that first held them (already checked once; checked again). */
   async #reread(digest: string, v: Validator): Promise<Uint8Array> {
-    const [size, offset, length] = [0, 1, 2].map((c) => this.#index.get(digest, c)) as number[]
+    const [size, low, high, length] = [0, 1, 2, 3].map((c) => this.#index.get(digest, c)) as number[]
+    const offset = (low as number) + (high as number) * 2 ** 32
     this.#fd ??= await open(this.#path, 'r')
     const text = Buffer.alloc(length as number)
-    await this.#fd.read(text, 0, length as number, offset as number)
+    await this.#fd.read(text, 0, length as number, offset)
     const found = new Map<string, Uint8Array>()
     const blobs: string[] = []
     const ledger: BodyLedger = {
