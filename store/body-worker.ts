@@ -38,8 +38,9 @@ async function answer(reader: TraceReader, m: BodyRequest): Promise<void> {
     parts.push(bytes)
     total += bytes.byteLength
   }
-  // One body with a buffer of its own (a big one, most often) goes over as it is: no second copy of it here.
-  // (A body read here is a copy of its own: transferring its buffer takes it from no one.)
+  // One body that fills a buffer of its own (a big one, most often) goes over as it is: no second copy of it
+  // here. Such a buffer was made for this read (a point read copies its value out, a piece file is read into a
+  // new buffer), so transferring it takes it from no one; a view into a block or a log batch is packed.
   const only = parts.length === 1 ? (parts[0] as Uint8Array) : undefined
   const bytes = only && only.byteOffset === 0 && only.byteLength === only.buffer.byteLength ? (only.buffer as ArrayBuffer) : packed(parts, total)
   post({ type: 'bodies', id: m.id, bytes }, [bytes])

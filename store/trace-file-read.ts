@@ -21,7 +21,7 @@ const READ_CHUNK = 1024 * 1024
  * The bodies kept for refs (TraceFileReadOptions.cacheBytes): a body referred to again is taken from here,
  * else read again from the exchange that held it. 32 MiB held 20 MB more of a million-exchange import's peak.
  */
-export const REF_CACHE_BYTES = 8 * 1024 * 1024
+const REF_CACHE_BYTES = 8 * 1024 * 1024
 const FIELDS = ['format', 'version', 'digest', 'meta', 'exchanges']
 
 /** A trace file opened for streamed, verified reading. */
