@@ -3,9 +3,12 @@
  * CONNECT, against a bare server (the limit) and the proxies a user would pick instead, interleaved in rounds.
  * Every server runs in this process; the load runs in one child process for the whole suite (bench/clients/load.ts
  * --serve, so the generator is warm from run to run, as an independent harness is), the same client for every
- * side of a wire: autocannon for plain HTTP, undici keep-alive loops for HTTPS (autocannon
- * cannot CONNECT). Each side gets the same warm-up, then the same number of requests; req/s is that number
- * over the time the client took.
+ * side of a wire: raw keep-alive sockets for plain HTTP (bench/clients/raw-http.ts; the bare server also under
+ * autocannon, an independent harness, for comparison), undici keep-alive loops for HTTPS (autocannon cannot
+ * CONNECT). Each side gets the same warm-up, then the same number of requests; req/s is that number over the
+ * time the client took. Each run also takes both processes' CPU: the load-generator rows say whether the
+ * generator or the server set a row's pace, and the CPU-per-request rows compare the servers' own cost, which
+ * the generator's pace does not change.
  *
  * How each side is set up, and why that is fair:
  * - ours, forward (HTTP_PROXY clients: absolute-form request line) and reverse mode (`--reverse`, a base URL:
@@ -35,7 +38,7 @@ import { connect as tlsConnect } from 'node:tls'
 import { createMemoryStore, openSession } from 'tool-replay'
 import { type CertificateAuthority, loadCertificateAuthority, parseReverse, startProxy } from 'tool-replay/proxy'
 import { request } from 'undici'
-import { interleave, median, PROFILE, pick, runSuite, type Side } from '../lib/harness.ts'
+import { fmt, interleave, median, PROFILE, pick, runSuite, type Side } from '../lib/harness.ts'
 import { profiled, summarizeProfile } from '../lib/profile.ts'
 import { assertCleanReplay, repeatedGetTrace, serveChild, startBare, startMockttp, startTalkback, testPki } from '../lib/servers.ts'
 
@@ -53,7 +56,21 @@ interface Load {
   ms: number
   rps: number
   errors: number
+  /** The load generator's CPU over the run (user and system). */
+  cpuMs: number
 }
+
+/**
+ * Where a side's time went, per measured run: the load generator's cores (its CPU over its wall time: 1 is a
+ * core of its own), this process's cores (every server and proxy runs here) and its CPU per answered request.
+ * A side whose generator used a whole core while the server used less was measured at the generator's pace.
+ */
+interface Cpu {
+  client: number
+  server: number
+  usPerRequest: number
+}
+const cpuBySide: Record<string, Cpu[]> = {}
 
 const NEW_HOSTS = 30
 
@@ -95,23 +112,47 @@ function bareHandler(_req: IncomingMessage, res: ServerResponse): void {
   res.end(BODY)
 }
 
-type Job = { kind: 'autocannon'; url: string; path: string; host?: string } | { kind: 'undici'; url: string; ca?: string; proxy?: string }
+type Job =
+  | { kind: 'raw' | 'autocannon'; url: string; path: string; host?: string; bodyBytes?: number }
+  | { kind: 'undici'; url: string; ca?: string; proxy?: string }
+/** A plain-HTTP GET of the body as the raw generator sends it. */
+const raw = (url: string, path: string, host?: string): Job => ({ kind: 'raw', url, path, bodyBytes: BODY.byteLength, ...(host ? { host } : {}) })
 
-/** Warm-up, then the measured run; both must answer every request with 200. */
+/**
+ * Who set a rate row's pace, from the two processes' cores: the generator when it used a core and the server
+ * did not (then how far the server would go on a core of its own, from its CPU per request), the server when
+ * it used a core, else neither (each waited on the other: wake-ups and the loopback, the machine's pace).
+ */
+function paceOf(client: number, server: number, oneCore: number, rps: number): string {
+  const used = `the generator used ${fmt(client)} cores, the server ${fmt(server)}`
+  if (client >= 0.9 && server < 0.9) {
+    return `client-bound: ${used}; at its CPU per request the server answers about ${fmt(oneCore)} req/s on a core of its own, ${fmt(oneCore / rps)}x the ${fmt(rps)} req/s measured`
+  }
+  if (server >= 0.9) return `server-bound: ${used}`
+  return `neither process used a whole core (${used}): each waited on the other, so the rate is the machine's round trip, not a limit of either`
+}
+
 /** Errors a peer's side had, by side (a few failed requests under load are noted, not fatal, for peers). */
 const peerErrors: Record<string, number> = {}
 
 /**
- * Warm-up, then the measured run. Ours must answer every request with 200 (its replay is strict: a lost
- * request is a failure); a peer may lose up to 1% under load, which is noted on its rows.
+ * Warm-up, then the measured run of `side`. Ours must answer every request with 200 (its replay is strict: a
+ * lost request is a failure); a peer may lose up to 1% under load, which is noted on its rows.
  */
-async function load(job: Job, peer?: string): Promise<number> {
+async function load(job: Job, side: string, peer = false): Promise<number> {
   let rps = Number.NaN
   for (const amount of [WARM, AMOUNT]) {
+    const cpu0 = process.cpuUsage()
     const r = await loadClient.run({ ...job, amount, connections: CONNECTIONS })
+    const { user, system } = process.cpuUsage(cpu0)
+    // Over the client's time from its first request to its last answer (autocannon's run itself lasts to its
+    // next one-second tick, while nothing is sent).
+    if (amount === AMOUNT) {
+      ;(cpuBySide[side] ??= []).push({ client: r.cpuMs / r.ms, server: (user + system) / 1000 / r.ms, usPerRequest: (user + system) / r.total })
+    }
     const lost = amount - r.total
     if (peer && lost <= amount / 100) {
-      if (lost > 0 || r.errors > 0) peerErrors[peer] = (peerErrors[peer] ?? 0) + Math.max(lost, r.errors)
+      if (lost > 0 || r.errors > 0) peerErrors[side] = (peerErrors[side] ?? 0) + Math.max(lost, r.errors)
     } else if (r.errors > 0 || lost !== 0) {
       throw new Error(`bench: ${JSON.stringify({ ...job, ca: undefined })} answered ${r.total}/${amount} with ${r.errors} errors`)
     }
@@ -142,13 +183,13 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
 
   let traceNo = 0
   /** Our proxy for one round: a fresh strict session over exactly WARM + AMOUNT recordings of `url`. */
-  const ours = (url: string, drive: (proxyUrl: string, caPem: string) => Job, reverse?: string) => async () => {
+  const ours = (side: string, url: string, drive: (proxyUrl: string, caPem: string) => Job, reverse?: string) => async () => {
     const store = createMemoryStore()
     const trace = `bench-${++traceNo}`
     await store.putTrace(repeatedGetTrace(trace, url, WARM + AMOUNT, BODY, HEADERS))
     const session = await openSession({ mode: 'replay', trace, store })
     const proxy = await startProxy({ session, ca, ...(reverse ? { reverse: parseReverse([reverse]) } : {}) })
-    const rps = await load(drive(proxy.url, proxy.ca.certPem)).catch(async (err) => {
+    const rps = await load(drive(proxy.url, proxy.ca.certPem), side).catch(async (err) => {
       await proxy.close()
       throw err
     })
@@ -157,19 +198,25 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
     return rps
   }
   const oursSides: Record<string, Side> = {
-    'ours forward': ours('http://bench.test/kb', (proxyUrl) => ({ kind: 'autocannon', url: proxyUrl, path: 'http://bench.test/kb', host: 'bench.test' })),
-    'ours reverse': ours('http://bench.test/kb', (proxyUrl) => ({ kind: 'autocannon', url: proxyUrl, path: '/kb' }), 'http://bench.test'),
-    'ours HTTPS MITM': ours('https://bench.test/kb', (proxyUrl, caPem) => ({ kind: 'undici', url: 'https://bench.test/kb', proxy: proxyUrl, ca: caPem })),
+    'ours forward': ours('ours forward', 'http://bench.test/kb', (proxyUrl) => raw(proxyUrl, 'http://bench.test/kb', 'bench.test')),
+    'ours reverse': ours('ours reverse', 'http://bench.test/kb', (proxyUrl) => raw(proxyUrl, '/kb'), 'http://bench.test'),
+    'ours HTTPS MITM': ours('ours HTTPS MITM', 'https://bench.test/kb', (proxyUrl, caPem) => ({
+      kind: 'undici',
+      url: 'https://bench.test/kb',
+      proxy: proxyUrl,
+      ca: caPem,
+    })),
   }
 
-  process.stderr.write('  plain HTTP (autocannon):\n')
+  process.stderr.write('  plain HTTP (raw keep-alive sockets; the bare server also under autocannon):\n')
   const http = await interleave(
     {
       'ours forward': oursSides['ours forward'] as Side,
       'ours reverse': oursSides['ours reverse'] as Side,
-      bare: () => load({ kind: 'autocannon', url: `http://127.0.0.1:${bareHttp.port}`, path: '/kb' }, 'bare'),
-      talkback: () => load({ kind: 'autocannon', url: tbHttp.url, path: '/kb' }, 'talkback'),
-      mockttp: () => load({ kind: 'autocannon', url: mockUrl, path: 'http://bench.test/kb', host: 'bench.test' }, 'mockttp'),
+      bare: () => load(raw(`http://127.0.0.1:${bareHttp.port}`, '/kb'), 'bare', true),
+      'bare (autocannon)': () => load({ kind: 'autocannon', url: `http://127.0.0.1:${bareHttp.port}`, path: '/kb' }, 'bare (autocannon)', true),
+      talkback: () => load(raw(tbHttp.url, '/kb'), 'talkback', true),
+      mockttp: () => load(raw(mockUrl, 'http://bench.test/kb', 'bench.test'), 'mockttp', true),
     },
     undefined,
     500,
@@ -178,9 +225,9 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
   const https = await interleave(
     {
       'ours HTTPS MITM': oursSides['ours HTTPS MITM'] as Side,
-      'bare HTTPS': () => load({ kind: 'undici', url: `https://127.0.0.1:${bareHttps.port}/kb`, ca: pki.caPem }, 'bare HTTPS'),
-      'mockttp MITM': () => load({ kind: 'undici', url: 'https://bench.test/kb', proxy: mockUrl, ca: mock.caPem }, 'mockttp MITM'),
-      'talkback HTTPS server': () => load({ kind: 'undici', url: `${tbHttps.url}/kb`, ca: pki.caPem }, 'talkback HTTPS server'),
+      'bare HTTPS': () => load({ kind: 'undici', url: `https://127.0.0.1:${bareHttps.port}/kb`, ca: pki.caPem }, 'bare HTTPS', true),
+      'mockttp MITM': () => load({ kind: 'undici', url: 'https://bench.test/kb', proxy: mockUrl, ca: mock.caPem }, 'mockttp MITM', true),
+      'talkback HTTPS server': () => load({ kind: 'undici', url: `${tbHttps.url}/kb`, ca: pki.caPem }, 'talkback HTTPS server', true),
     },
     undefined,
     500,
@@ -220,6 +267,45 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
   })
   row('proxy.https.mitm.vs-mockttp', 'ours HTTPS MITM', 'mockttp MITM', 'proxy replay, HTTPS MITM vs mockttp MITM')
   row('proxy.https.mitm.vs-talkback', 'ours HTTPS MITM', 'talkback HTTPS server', 'proxy replay, HTTPS MITM vs talkback as HTTPS server (no MITM)')
+
+  // What the load generator allowed: a rate row measures the server only if the generator had CPU to spare. The
+  // servers' CPU per request does not depend on the generator's pace (all of them run in this process).
+  const cpu = (side: string) => (cpuBySide[side] ?? []).slice(-(all[side] as number[]).length)
+  const cpuMedian = (side: string, k: keyof Cpu) => median(cpu(side).map((c) => c[k]))
+  const generatorRow = (id: string, side: string, wire: string) => {
+    const [client, server] = [cpuMedian(side, 'client'), cpuMedian(side, 'server')]
+    const oneCore = 1e6 / cpuMedian(side, 'usPerRequest')
+    report.row({
+      id,
+      metric: `the load generator's CPU during the ${side} runs, ${wire} (cores; 1 is one core)`,
+      ours: client,
+      unit: 'cores',
+      peer: { name: `${side}'s process`, value: server },
+      note: paceOf(client, server, oneCore, m(side)),
+    })
+  }
+  generatorRow('proxy.http.bare.load-generator', 'bare', 'plain HTTP')
+  generatorRow('proxy.http.bare-autocannon.load-generator', 'bare (autocannon)', 'plain HTTP')
+  generatorRow('proxy.http.forward.load-generator', 'ours forward', 'plain HTTP')
+  generatorRow('proxy.http.talkback.load-generator', 'talkback', 'plain HTTP')
+  generatorRow('proxy.https.bare.load-generator', 'bare HTTPS', 'HTTPS')
+  generatorRow('proxy.https.mitm.load-generator', 'ours HTTPS MITM', 'HTTPS')
+  const cpuRow = (id: string, ours: string, peer: string, label: string) =>
+    report.row({
+      id,
+      metric: `${label}: CPU per request in the serving process (the generator's pace aside)`,
+      ours: cpuMedian(ours, 'usPerRequest'),
+      unit: 'us',
+      peer: { name: peer, value: cpuMedian(peer, 'usPerRequest') },
+      ratio: cpuMedian(peer, 'usPerRequest') / cpuMedian(ours, 'usPerRequest'),
+      ratioOf: 'peer/ours',
+      ratioText: `x ${peer} (its CPU per request over ours)`,
+      rounds: { ours: cpu(ours).map((c) => c.usPerRequest), peer: cpu(peer).map((c) => c.usPerRequest) },
+    })
+  cpuRow('proxy.http.forward.cpu-vs-bare', 'ours forward', 'bare', 'proxy replay, plain HTTP forward vs bare server')
+  cpuRow('proxy.http.forward.cpu-vs-talkback', 'ours forward', 'talkback', 'proxy replay, plain HTTP forward vs talkback')
+  cpuRow('proxy.http.reverse.cpu-vs-bare', 'ours reverse', 'bare', 'proxy replay, reverse mode vs bare server')
+  cpuRow('proxy.https.mitm.cpu-vs-bare', 'ours HTTPS MITM', 'bare HTTPS', 'proxy replay, HTTPS MITM vs bare HTTPS server')
 
   const hs = await handshakes(ca)
   report.row({
