@@ -73,6 +73,14 @@ interface Cpu {
 const cpuBySide: Record<string, Cpu[]> = {}
 
 const NEW_HOSTS = 30
+/**
+ * No full GC forced before each side: with one, each run compiled its code again, and the bare server took 47-83
+ * us of CPU per request here against 19-32 in a process of its own; that cost fell hardest on the lightest side
+ * and flattered ours (forward 0.52x and 1.04x bare per request in two quick runs with it; 0.60x and 0.54x in two
+ * without, bare at 30-34 us; 2026-12-08). What a side leaves behind (ours: the round's store and session) is
+ * collected during a later run instead.
+ */
+const NO_FORCED_GC = false
 
 /** The load generator, one process for the suite (Job is defined below; the answer is a Load). */
 const loadClient = serveChild<object, Load>('clients/load.ts')
@@ -220,6 +228,7 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
     },
     undefined,
     500,
+    NO_FORCED_GC,
   )
   process.stderr.write('  HTTPS (undici loops; CONNECT through the proxies):\n')
   const https = await interleave(
@@ -231,6 +240,7 @@ await runSuite('proxy-get', 'Proxy replay: GET 1 KB x 50 connections, plain HTTP
     },
     undefined,
     500,
+    NO_FORCED_GC,
   )
   const all = { ...http, ...https }
   const m = (name: string) => median(all[name] as number[])
