@@ -52,7 +52,7 @@ export type Side = () => Promise<number>
  * Runs every side once to warm up, then `rounds` times in rotated order with a pause before each (for the
  * previous side's background work, such as LevelDB compaction, to settle), and returns every side's values.
  * `collect`: a full GC before each side (see collectGarbage above); off where the sides are servers answering a
- * client in another process (proxy-get), where it cost every server more than the garbage it spared (below).
+ * client in another process, where it cost every server more than the garbage it spared (bench/suites/proxy-get.ts).
  */
 export async function interleave(sides: Record<string, Side>, rounds = ROUNDS, settleMs = 200, collect = true): Promise<Record<string, number[]>> {
   const entries = Object.entries(sides)
